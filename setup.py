@@ -1,0 +1,35 @@
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = "uav_debate_eval"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
+    package_data={package_name: ["report/*.json", "config/*.yaml", "debate/*.yaml"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+        ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
+        ("share/" + package_name + "/config", glob("config/*.yaml")),
+    ],
+    install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog",
+                      "openai", "matplotlib", "rich", "tokenizers"],
+    zip_safe=True,
+    maintainer="uav_debate_eval maintainers",
+    maintainer_email="maintainers@uav-debate-eval.invalid",
+    description="UAV swarm evaluation: deterministic safety veto, trajectory DSL and an LLM expert panel.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "uav-debate-eval = uav_debate_eval.cli:main",
+            "safety_verifier = uav_debate_eval.nodes.safety_verifier:main",
+            "dsl_builder = uav_debate_eval.nodes.dsl_builder:main",
+            "debate_panel = uav_debate_eval.nodes.debate_panel:main",
+            "swarm_sim = uav_debate_eval.nodes.swarm_sim:main",
+        ],
+    },
+)

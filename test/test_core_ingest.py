@@ -1,0 +1,85 @@
+"""Ingest of messy samples: ordering, duplicates, NaN, gaps and silent vehicles are fixed and counted."""
+
+import numpy as np
+import pytest
+
+from uav_debate_eval.core import InputError, StreamingSwarm, SwarmTrajectory
+from uav_debate_eval.io.csv_io import read_csv, write_csv
+
+
+def _line(uavs=("uav1", "uav2"), dt=0.1, n=50):
+    t, ids, pos = [], [], []
+    for k, u in enumerate(uavs):
+        for i in range(n):
+            t.append(i * dt)
+            ids.append(u)
+            pos.append([i * dt * 2.0, float(k), 1.0])
+    return np.array(t), np.array(ids), np.array(pos)
+
+
+def test_shuffled_duplicated_nan_rows_are_cleaned_and_counted():
+    t, ids, pos = _line()
+    rng = np.random.default_rng(3)
+    perm = rng.permutation(len(t))
+    t, ids, pos = t[perm], ids[perm], pos[perm]
+    t = np.concatenate([t, t[:4]])
+    ids = np.concatenate([ids, ids[:4]])
+    pos = np.concatenate([pos, pos[:4]])
+    pos[0, 2] = np.nan
+    conflicting = pos[1].copy() + 1.0
+    t = np.append(t, t[1])
+    ids = np.append(ids, ids[1])
+    pos = np.vstack([pos, conflicting])
+    traj = SwarmTrajectory.from_columns(t, ids, pos)
+    assert traj.uav_ids == ["uav1", "uav2"]
+    assert traj.ingest.dropped == {"nan": 1, "duplicate": 3, "conflicting_duplicate": 1}
+    assert traj.ingest.out_of_order > 0
+    for tr in traj.tracks.values():
+        assert np.all(np.diff(tr.t) > 0)
+    # 100 distinct samples minus the NaN one (its duplicate survives as the only copy).
+    assert traj.n_samples == 100
+    np.testing.assert_allclose(traj.tracks["uav2"].vel[:, 0], 2.0, atol=1e-9)
+
+
+def test_gap_and_silent_vehicle_are_reported():
+    t, ids, pos = _line(n=100)
+    keep = ~((ids == "uav1") & (t > 3.0) & (t < 4.0)) & ~((ids == "uav2") & (t > 8.0))
+    traj = SwarmTrajectory.from_columns(t[keep], ids[keep], pos[keep])
+    assert [(g.uav, round(g.t_start, 3), round(g.t_end, 3)) for g in traj.ingest.gaps] == [("uav1", 3.0, 4.0)]
+    assert traj.ingest.silent == {"uav2": pytest.approx(8.0)}
+
+
+def test_csv_round_trip_and_errors(tmp_path):
+    t, ids, pos = _line()
+    traj = SwarmTrajectory.from_columns(t, ids, pos)
+    path = write_csv(traj, tmp_path / "a.csv")
+    back = read_csv(path)
+    assert back.uav_ids == traj.uav_ids
+    np.testing.assert_allclose(back.tracks["uav1"].pos, traj.tracks["uav1"].pos)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("t,uav_id,x,y\n0,a,1,2\n")
+    with pytest.raises(InputError, match="missing required column"):
+        read_csv(bad)
+    messy = tmp_path / "messy.csv"
+    messy.write_text("t,uav_id,x,y,z\n0,a,0,0,1\n0.1,a,abc,0,1\n0.2,a,0.2,0,1\n,a,1,1,1\n")
+    got = read_csv(messy)
+    assert got.n_samples == 2 and got.ingest.dropped == {"nan": 2}
+    assert any("not numbers" in n for n in got.ingest.notes)
+
+
+def test_streaming_buffers_are_bounded_and_reject_bad_samples():
+    s = StreamingSwarm(capacity=100, clock_jump_s=1.0)
+    for i in range(1000):
+        assert s.add("a", i * 0.02, (i * 0.02, 0.0, 1.0))
+    assert len(s.rings["a"]) == 100
+    nbytes = s.nbytes
+    for i in range(1000, 5000):
+        s.add("a", i * 0.02, (i * 0.02, 0.0, 1.0))
+    assert s.nbytes == nbytes
+    assert not s.add("a", 99.5, (0, 0, 0))  # older than the newest, within the jump threshold
+    assert not s.add("a", 100.0, (float("nan"), 0, 0))
+    assert s.rejected == {"out_of_order": 1, "nan": 1}
+    w = s.window(99.0, 200.0)
+    assert w.tracks["a"].t[0] == pytest.approx(99.0) and len(w.tracks["a"]) == 50
+    assert s.add("a", 3.0, (0, 0, 0))  # clock jumped back 97 s: reset, then accepted
+    assert s.resets == 1 and len(s.rings["a"]) == 1

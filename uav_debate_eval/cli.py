@@ -1,0 +1,51 @@
+"""`uav-debate-eval`: one entry point, one sub-command module per job in uav_debate_eval.commands.
+
+Each command module has `register(subparsers)` that adds its parser and sets `func(args) -> int`.
+Bad input raises InputError: one line on stderr and exit status 2 (CONTRACT.md §4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from uav_debate_eval import __version__
+from uav_debate_eval.core.errors import InputError
+
+#: Sub-command modules, in the order `--help` lists them.
+COMMANDS = ("simulate", "evaluate", "dsl", "metrics", "live", "compare", "bench")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="uav-debate-eval",
+        description="Evaluate UAV swarm flights: safety veto, trajectory DSL, LLM expert panel.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"uav_debate_eval.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"uav_debate_eval.commands.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"uav-debate-eval {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the `uav-debate-eval` CLI; each module exposes `register(subparsers)`."""

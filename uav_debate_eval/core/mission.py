@@ -1,0 +1,292 @@
+"""Mission files (CONTRACT.md §2): strict where a typo could switch a safety check off.
+
+Errors name the file, the line and the key. Unknown keys inside ``constraints:`` are errors;
+unknown keys elsewhere are collected in :attr:`Mission.warnings` and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from uav_debate_eval.core.errors import MissionError
+
+DEFAULT_WEIGHTS = {"flight_control": 0.35, "coordination": 0.40, "safety": 0.25}
+
+
+@dataclass
+class Geofence:
+    """Axis-aligned box, optionally narrowed by a horizontal polygon (extension beyond the contract)."""
+
+    min: tuple[float, float, float]
+    max: tuple[float, float, float]
+    polygon: list[tuple[float, float]] | None = None
+
+    def outside_distance(self, pos: np.ndarray) -> np.ndarray:
+        """How far each position (..., 3) lies outside the fence in metres; <= 0 means inside."""
+        lo, hi = np.asarray(self.min), np.asarray(self.max)
+        d = np.max(np.concatenate([lo - pos, pos - hi], axis=-1), axis=-1)
+        if self.polygon:
+            d = np.maximum(d, _polygon_outside_distance(pos[..., :2], np.asarray(self.polygon)))
+        return d
+
+
+def _polygon_outside_distance(xy: np.ndarray, poly: np.ndarray) -> np.ndarray:
+    """Signed distance to a simple polygon's boundary: positive outside, negative inside."""
+    flat = xy.reshape(-1, 2)
+    a, b = poly, np.roll(poly, -1, axis=0)
+    ab = b - a
+    ap = flat[:, None, :] - a[None]
+    s = np.clip((ap * ab).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-12), 0.0, 1.0)
+    dist = np.linalg.norm(ap - s[..., None] * ab, axis=-1).min(axis=1)
+    x, y = flat[:, 0:1], flat[:, 1:2]
+    crosses = ((a[:, 1] > y) != (b[:, 1] > y)) & (
+        x < (b[:, 0] - a[:, 0]) * (y - a[:, 1]) / np.where(ab[:, 1] == 0, 1e-12, ab[:, 1]) + a[:, 0]
+    )
+    inside = crosses.sum(axis=1) % 2 == 1
+    return np.where(inside, -dist, dist).reshape(xy.shape[:-1])
+
+
+@dataclass
+class Constraints:
+    """Hard constraints of the safety verifier; None means "not checked"."""
+
+    min_separation_m: float | None = None
+    max_speed_mps: float | None = None
+    max_vertical_speed_mps: float | None = None
+    geofence: Geofence | None = None
+    stale_timeout_s: float | None = None
+
+
+@dataclass
+class Thresholds:
+    """Soft thresholds for events and warnings (the project's own keys under ``thresholds:``)."""
+
+    proximity_warning_m: float | None = None  # default: 2 x min_separation_m, else 1.0 m
+    sharp_turn_deg: float = 30.0
+    altitude_rate_mps: float = 3.0
+    prediction_horizon_s: float = 2.0
+    veto_hold_s: float = 1.0
+    borderline_fraction: float = 0.10
+
+    def proximity(self, constraints: Constraints) -> float:
+        if self.proximity_warning_m is not None:
+            return self.proximity_warning_m
+        return 2.0 * constraints.min_separation_m if constraints.min_separation_m else 1.0
+
+
+@dataclass
+class Mission:
+    name: str = "unnamed"
+    type: str = "unspecified"
+    description: str = ""
+    constraints: Constraints = field(default_factory=Constraints)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    uavs: list[str] = field(default_factory=list)
+    formation_offsets: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    formation_tolerance_m: float = 0.5
+    waypoints: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    waypoint_tolerance_m: float = 0.5
+    warnings: list[str] = field(default_factory=list)
+    source: str = ""
+
+
+_CONSTRAINT_KEYS = {"min_separation_m", "max_speed_mps", "max_vertical_speed_mps", "geofence", "stale_timeout_s"}
+_TOP_KEYS = {"mission", "constraints", "thresholds", "weights", "uavs", "formation", "waypoints"}
+
+
+class _Ctx:
+    def __init__(self, source: str):
+        self.source = source
+        self.warnings: list[str] = []
+
+    def fail(self, node: yaml.Node | None, key: str, why: str) -> MissionError:
+        line = f":{node.start_mark.line + 1}" if node is not None else ""
+        return MissionError(f"{self.source}{line}: {key}: {why}")
+
+    def warn(self, node: yaml.Node, key: str, why: str) -> None:
+        self.warnings.append(f"{self.source}:{node.start_mark.line + 1}: {key}: {why}")
+
+
+def _mapping(ctx: _Ctx, node: yaml.Node, key: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    if not isinstance(node, yaml.MappingNode):
+        raise ctx.fail(node, key, "expected a mapping")
+    out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+    for k, v in node.value:
+        name = str(k.value)
+        if name in out:
+            raise ctx.fail(k, f"{key}.{name}" if key else name, "duplicate key")
+        out[name] = (k, v)
+    return out
+
+
+def _number(ctx: _Ctx, node: yaml.Node, key: str, positive: bool = True) -> float:
+    value = yaml.safe_load(yaml.serialize(node)) if isinstance(node, yaml.ScalarNode) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ctx.fail(node, key, f"expected a number, got {node.value!r}" if isinstance(node, yaml.ScalarNode)
+                       else "expected a number")
+    if positive and value <= 0:
+        raise ctx.fail(node, key, f"must be > 0, got {value}")
+    return float(value)
+
+
+def _vector(ctx: _Ctx, node: yaml.Node, key: str, n: int) -> tuple[float, ...]:
+    if not isinstance(node, yaml.SequenceNode) or len(node.value) != n:
+        raise ctx.fail(node, key, f"expected a list of {n} numbers")
+    return tuple(_number(ctx, v, key, positive=False) for v in node.value)
+
+
+def _text(ctx: _Ctx, node: yaml.Node, key: str) -> str:
+    if not isinstance(node, yaml.ScalarNode):
+        raise ctx.fail(node, key, "expected text")
+    return str(node.value)
+
+
+def parse_mission(text: str, source: str = "<mission>") -> Mission:
+    """Parse mission YAML text; raises MissionError with file:line: key: reason."""
+    ctx = _Ctx(source)
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise MissionError(f"{source}{line}: malformed YAML: {problem}") from None
+    mission = Mission(source=source)
+    if root is None:
+        return mission
+    top = _mapping(ctx, root, "")
+    for name, (knode, _) in top.items():
+        if name not in _TOP_KEYS:
+            ctx.warn(knode, name, "unknown key, ignored")
+
+    if "mission" in top:
+        for name, (knode, v) in _mapping(ctx, top["mission"][1], "mission").items():
+            if name in ("name", "type", "description"):
+                setattr(mission, name, _text(ctx, v, f"mission.{name}"))
+            else:
+                ctx.warn(knode, f"mission.{name}", "unknown key, ignored")
+
+    if "constraints" in top and not (isinstance(top["constraints"][1], yaml.ScalarNode)
+                                     and top["constraints"][1].value in ("", "null", "~")):
+        c = mission.constraints
+        for name, (knode, v) in _mapping(ctx, top["constraints"][1], "constraints").items():
+            key = f"constraints.{name}"
+            if name not in _CONSTRAINT_KEYS:
+                raise ctx.fail(knode, key, "unknown constraint (a typo here would switch a safety check off); "
+                               f"known: {', '.join(sorted(_CONSTRAINT_KEYS))}")
+            if name == "geofence":
+                c.geofence = _geofence(ctx, v)
+            else:
+                setattr(c, name, _number(ctx, v, key))
+
+    if "thresholds" in top:
+        th = mission.thresholds
+        known = set(Thresholds.__dataclass_fields__)
+        for name, (knode, v) in _mapping(ctx, top["thresholds"][1], "thresholds").items():
+            if name in known:
+                setattr(th, name, _number(ctx, v, f"thresholds.{name}"))
+            else:
+                ctx.warn(knode, f"thresholds.{name}", "unknown key, ignored")
+
+    if "weights" in top:
+        weights = {}
+        for name, (knode, v) in _mapping(ctx, top["weights"][1], "weights").items():
+            if name not in DEFAULT_WEIGHTS:
+                raise ctx.fail(knode, f"weights.{name}", f"unknown category; known: {', '.join(DEFAULT_WEIGHTS)}")
+            weights[name] = _number(ctx, v, f"weights.{name}", positive=False)
+            if weights[name] < 0:
+                raise ctx.fail(v, f"weights.{name}", "must be >= 0")
+        mission.weights.update(weights)
+        if sum(mission.weights.values()) <= 0:
+            raise ctx.fail(top["weights"][1], "weights", "must not all be zero")
+
+    if "uavs" in top:
+        node = top["uavs"][1]
+        if not isinstance(node, yaml.SequenceNode):
+            raise ctx.fail(node, "uavs", "expected a list of vehicle names")
+        mission.uavs = [_text(ctx, v, "uavs") for v in node.value]
+
+    if "formation" in top:
+        for name, (knode, v) in _mapping(ctx, top["formation"][1], "formation").items():
+            if name == "offsets":
+                for u, (_, off) in _mapping(ctx, v, "formation.offsets").items():
+                    mission.formation_offsets[u] = _vector(ctx, off, f"formation.offsets.{u}", 3)
+            elif name == "tolerance_m":
+                mission.formation_tolerance_m = _number(ctx, v, "formation.tolerance_m")
+            else:
+                ctx.warn(knode, f"formation.{name}", "unknown key, ignored")
+
+    if "waypoints" in top:
+        for name, (_, v) in _mapping(ctx, top["waypoints"][1], "waypoints").items():
+            if name == "tolerance_m":
+                mission.waypoint_tolerance_m = _number(ctx, v, "waypoints.tolerance_m")
+                continue
+            if not isinstance(v, yaml.SequenceNode):
+                raise ctx.fail(v, f"waypoints.{name}", "expected a list of [x, y, z]")
+            mission.waypoints[name] = [_vector(ctx, p, f"waypoints.{name}", 3) for p in v.value]
+
+    mission.warnings = ctx.warnings
+    return mission
+
+
+def _geofence(ctx: _Ctx, node: yaml.Node) -> Geofence:
+    fields = _mapping(ctx, node, "constraints.geofence")
+    for name, (knode, _) in fields.items():
+        if name not in ("min", "max", "polygon"):
+            raise ctx.fail(knode, f"constraints.geofence.{name}", "unknown key; known: min, max, polygon")
+    for need in ("min", "max"):
+        if need not in fields:
+            raise ctx.fail(node, f"constraints.geofence.{need}", "missing")
+    lo = _vector(ctx, fields["min"][1], "constraints.geofence.min", 3)
+    hi = _vector(ctx, fields["max"][1], "constraints.geofence.max", 3)
+    if any(a >= b for a, b in zip(lo, hi, strict=True)):
+        raise ctx.fail(fields["max"][1], "constraints.geofence", f"min {list(lo)} must be below max {list(hi)}")
+    polygon = None
+    if "polygon" in fields:
+        pnode = fields["polygon"][1]
+        if not isinstance(pnode, yaml.SequenceNode) or len(pnode.value) < 3:
+            raise ctx.fail(pnode, "constraints.geofence.polygon", "expected at least 3 [x, y] points")
+        polygon = [_vector(ctx, p, "constraints.geofence.polygon", 2) for p in pnode.value]
+    return Geofence(lo, hi, polygon)
+
+
+def load_mission(path: str | Path) -> Mission:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MissionError(f"{path}: cannot read mission file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise MissionError(f"{path}: mission file is not UTF-8 text") from None
+    return parse_mission(text, str(path))
+
+
+def mission_to_yaml(m: Mission) -> str:
+    """Serialise a mission back to YAML (used by the simulator to write a scenario's mission)."""
+    c = m.constraints
+    constraints = {k: getattr(c, k) for k in sorted(_CONSTRAINT_KEYS - {"geofence"}) if getattr(c, k) is not None}
+    if c.geofence is not None:
+        constraints["geofence"] = {"min": list(c.geofence.min), "max": list(c.geofence.max)}
+        if c.geofence.polygon:
+            constraints["geofence"]["polygon"] = [list(p) for p in c.geofence.polygon]
+    doc: dict = {
+        "mission": {"name": m.name, "type": m.type, "description": m.description},
+        "constraints": constraints,
+        "thresholds": {k: v for k, v in vars(m.thresholds).items() if v is not None},
+        "weights": dict(m.weights),
+    }
+    if m.uavs:
+        doc["uavs"] = list(m.uavs)
+    if m.formation_offsets:
+        doc["formation"] = {"offsets": {u: list(v) for u, v in m.formation_offsets.items()},
+                            "tolerance_m": m.formation_tolerance_m}
+    if m.waypoints:
+        doc["waypoints"] = {u: [list(p) for p in pts] for u, pts in m.waypoints.items()}
+        doc["waypoints"]["tolerance_m"] = m.waypoint_tolerance_m
+    return yaml.safe_dump(doc, sort_keys=False)

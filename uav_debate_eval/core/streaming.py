@@ -1,0 +1,126 @@
+"""Bounded per-vehicle ring buffers for live use: O(1) append, memory fixed by capacity."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from uav_debate_eval.core.trajectory import IngestReport, SwarmTrajectory
+
+#: Columns of one stored sample: t, x, y, z, vx, vy, vz (velocity NaN when the source has none).
+_COLS = 7
+
+
+class VehicleRing:
+    """Fixed-capacity ring of samples for one vehicle; the oldest sample is overwritten."""
+
+    def __init__(self, capacity: int):
+        if capacity < 2:
+            raise ValueError("capacity must be at least 2")
+        self.capacity = capacity
+        self._buf = np.full((capacity, _COLS), np.nan)
+        self._head = 0  # next write index
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, t: float, x: float, y: float, z: float,
+               vx: float = math.nan, vy: float = math.nan, vz: float = math.nan) -> None:
+        self._buf[self._head] = (t, x, y, z, vx, vy, vz)
+        self._head = (self._head + 1) % self.capacity
+        self._size = min(self._size + 1, self.capacity)
+
+    @property
+    def last_t(self) -> float:
+        return float(self._buf[(self._head - 1) % self.capacity, 0]) if self._size else -math.inf
+
+    def latest(self) -> np.ndarray:
+        """The newest sample as a row (t, x, y, z, vx, vy, vz)."""
+        return self._buf[(self._head - 1) % self.capacity].copy()
+
+    def view(self) -> np.ndarray:
+        """All stored samples, oldest first (a copy, safe to keep)."""
+        if self._size < self.capacity:
+            return self._buf[: self._size].copy()
+        return np.roll(self._buf, -self._head, axis=0)
+
+    def clear(self) -> None:
+        self._head = 0
+        self._size = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._buf.nbytes
+
+
+@dataclass
+class StreamingSwarm:
+    """Live samples of every vehicle. Rejects NaN and stale/out-of-order stamps and counts them.
+
+    A stamp more than `clock_jump_s` older than the newest stamp seen is treated as a clock
+    jump backwards (a looping bag): all buffers are reset and `resets` is incremented.
+    """
+
+    capacity: int = 3000
+    clock_jump_s: float = 1.0
+    rings: dict[str, VehicleRing] = field(default_factory=dict)
+    rejected: dict[str, int] = field(default_factory=dict)
+    resets: int = 0
+    newest_t: float = -math.inf
+
+    def add(self, uav: str, t: float, pos, vel=None) -> bool:
+        """Append one sample; returns False (and counts why) when it is rejected."""
+        x, y, z = (float(v) for v in pos)
+        if not (math.isfinite(t) and math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            return self._reject("nan")
+        if t < self.newest_t - self.clock_jump_s:
+            self.reset()
+            self.resets += 1
+        ring = self.rings.get(uav)
+        if ring is None:
+            ring = self.rings[uav] = VehicleRing(self.capacity)
+        if t <= ring.last_t:
+            return self._reject("duplicate" if t == ring.last_t else "out_of_order")
+        if vel is None:
+            ring.append(t, x, y, z)
+        else:
+            ring.append(t, x, y, z, *(float(v) for v in vel))
+        self.newest_t = max(self.newest_t, t)
+        return True
+
+    def _reject(self, reason: str) -> bool:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        return False
+
+    def reset(self) -> None:
+        for ring in self.rings.values():
+            ring.clear()
+        self.newest_t = -math.inf
+
+    def last_seen(self) -> dict[str, float]:
+        return {u: r.last_t for u, r in self.rings.items() if len(r)}
+
+    def latest(self) -> dict[str, np.ndarray]:
+        """Newest sample per vehicle as (t, x, y, z, vx, vy, vz)."""
+        return {u: r.latest() for u, r in self.rings.items() if len(r)}
+
+    def window(self, t0: float = -math.inf, t1: float = math.inf, name: str = "") -> SwarmTrajectory:
+        """The buffered samples with t0 <= t <= t1 as a cleaned SwarmTrajectory."""
+        parts = [(u, r.view()) for u, r in self.rings.items() if len(r)]
+        parts = [(u, a[(a[:, 0] >= t0) & (a[:, 0] <= t1)]) for u, a in parts]
+        parts = [(u, a) for u, a in parts if len(a)]
+        if not parts:
+            return SwarmTrajectory({}, IngestReport(), name)
+        data = np.concatenate([a for _, a in parts])
+        ids = np.concatenate([np.full(len(a), u, dtype=object) for u, a in parts])
+        vel = data[:, 4:7]
+        traj = SwarmTrajectory.from_columns(data[:, 0], ids, data[:, 1:4],
+                                            vel=None if np.isnan(vel).all() else vel, name=name)
+        return traj
+
+    @property
+    def nbytes(self) -> int:
+        return sum(r.nbytes for r in self.rings.values())

@@ -1,0 +1,307 @@
+"""The swarm trajectory: clean per-vehicle time series built from messy samples.
+
+Every front end (CSV, bags, ULog, live buffers, the simulator) ends in
+:meth:`SwarmTrajectory.from_columns`, so sorting, de-duplication, NaN handling and
+gap detection happen in exactly one place and are reported, never silent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from uav_debate_eval.core.errors import InputError
+
+#: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
+GAP_FACTOR = 5.0
+MIN_GAP_S = 0.2
+
+
+@dataclass
+class Gap:
+    uav: str
+    t_start: float
+    t_end: float
+
+    @property
+    def duration(self) -> float:
+        return self.t_end - self.t_start
+
+
+@dataclass
+class IngestReport:
+    """What ingest dropped or noticed, counted per reason, so nothing is lost silently."""
+
+    rows_in: int = 0
+    rows_kept: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    out_of_order: int = 0
+    gaps: list[Gap] = field(default_factory=list)
+    silent: dict[str, float] = field(default_factory=dict)  # uav -> last stamp, for vehicles that stopped early
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, reason: str, n: int) -> None:
+        if n:
+            self.dropped[reason] = self.dropped.get(reason, 0) + int(n)
+
+    def merge(self, other: IngestReport) -> None:
+        self.rows_in += other.rows_in
+        self.rows_kept += other.rows_kept
+        for k, v in other.dropped.items():
+            self.count(k, v)
+        self.out_of_order += other.out_of_order
+        self.gaps.extend(other.gaps)
+        self.silent.update(other.silent)
+        self.notes.extend(other.notes)
+
+    def to_dict(self) -> dict:
+        return {
+            "rows_in": self.rows_in,
+            "rows_kept": self.rows_kept,
+            "dropped": dict(self.dropped),
+            "out_of_order": self.out_of_order,
+            "gaps": [
+                {"uav": g.uav, "t_start": g.t_start, "t_end": g.t_end, "duration_s": round(g.duration, 6)}
+                for g in self.gaps
+            ],
+            "silent": dict(self.silent),
+            "notes": list(self.notes),
+        }
+
+
+def finite_difference(values: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """d(values)/dt by second-order central differences on a non-uniform grid (first-order at the ends)."""
+    if len(t) < 2:
+        return np.zeros_like(values, dtype=float)
+    return np.gradient(values, t, axis=0)
+
+
+@dataclass
+class Track:
+    """One vehicle's cleaned samples: strictly increasing t, finite positions (ENU, metres)."""
+
+    uav_id: str
+    t: np.ndarray
+    pos: np.ndarray
+    vel: np.ndarray
+    vel_derived: bool = True
+    quat: np.ndarray | None = None
+    link_ok: np.ndarray | None = None
+    gps_ok: np.ndarray | None = None
+    battery_pct: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    @cached_property
+    def acc(self) -> np.ndarray:
+        return finite_difference(self.vel, self.t)
+
+    @cached_property
+    def jerk(self) -> np.ndarray:
+        return finite_difference(self.acc, self.t)
+
+    @cached_property
+    def speed(self) -> np.ndarray:
+        return np.linalg.norm(self.vel, axis=1)
+
+    @cached_property
+    def horizontal_speed(self) -> np.ndarray:
+        return np.linalg.norm(self.vel[:, :2], axis=1)
+
+    @cached_property
+    def heading(self) -> np.ndarray:
+        """Course over ground in radians (atan2(vy, vx)), unwrapped so differences are turn angles."""
+        return np.unwrap(np.arctan2(self.vel[:, 1], self.vel[:, 0]))
+
+    @property
+    def sample_period(self) -> float:
+        return float(np.median(np.diff(self.t))) if len(self.t) > 1 else 0.0
+
+    def slice(self, t0: float, t1: float) -> Track:
+        i0 = np.searchsorted(self.t, t0, side="left")
+        i1 = np.searchsorted(self.t, t1, side="right")
+        s = slice(i0, i1)
+
+        def cut(a):
+            return None if a is None else a[s]
+
+        return Track(
+            self.uav_id, self.t[s], self.pos[s], self.vel[s], self.vel_derived,
+            cut(self.quat), cut(self.link_ok), cut(self.gps_ok), cut(self.battery_pct),
+        )
+
+    def position_at(self, t: np.ndarray) -> np.ndarray:
+        """Linearly interpolated positions at times t (clamped at the ends)."""
+        return np.column_stack([np.interp(t, self.t, self.pos[:, k]) for k in range(3)])
+
+
+@dataclass
+class Snapshots:
+    """All vehicles on one common time grid; `valid[i, j]` is False where vehicle j has no data."""
+
+    t: np.ndarray  # (T,)
+    uav_ids: list[str]
+    pos: np.ndarray  # (T, N, 3)
+    vel: np.ndarray  # (T, N, 3)
+    valid: np.ndarray  # (T, N) bool
+
+
+_OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct")
+
+
+@dataclass
+class SwarmTrajectory:
+    """Per-vehicle tracks sharing one clock and one ENU world frame, plus the ingest report."""
+
+    tracks: dict[str, Track]
+    ingest: IngestReport = field(default_factory=IngestReport)
+    name: str = ""
+
+    @property
+    def uav_ids(self) -> list[str]:
+        return list(self.tracks)
+
+    @property
+    def t_start(self) -> float:
+        return min(float(tr.t[0]) for tr in self.tracks.values()) if self.tracks else 0.0
+
+    @property
+    def t_end(self) -> float:
+        return max(float(tr.t[-1]) for tr in self.tracks.values()) if self.tracks else 0.0
+
+    @property
+    def duration(self) -> float:
+        return self.t_end - self.t_start
+
+    @property
+    def n_samples(self) -> int:
+        return sum(len(tr) for tr in self.tracks.values())
+
+    @property
+    def sample_period(self) -> float:
+        periods = [tr.sample_period for tr in self.tracks.values() if len(tr) > 1]
+        return float(np.median(periods)) if periods else 0.0
+
+    def window(self, t0: float, t1: float) -> SwarmTrajectory:
+        """The samples with t0 <= t <= t1; vehicles with no sample there are left out."""
+        tracks = {u: tr.slice(t0, t1) for u, tr in self.tracks.items()}
+        return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name)
+
+    def resample(self, dt: float | None = None, max_gap_s: float | None = None) -> Snapshots:
+        """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid."""
+        if not self.tracks:
+            raise InputError("trajectory has no vehicles")
+        dt = dt or self.sample_period or 0.1
+        n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
+        grid = self.t_start + dt * np.arange(n)
+        ids = self.uav_ids
+        pos = np.zeros((n, len(ids), 3))
+        vel = np.zeros((n, len(ids), 3))
+        valid = np.zeros((n, len(ids)), dtype=bool)
+        for j, u in enumerate(ids):
+            tr = self.tracks[u]
+            inside = (grid >= tr.t[0] - 1e-9) & (grid <= tr.t[-1] + 1e-9)
+            if max_gap_s is not None and len(tr) > 1:
+                k = np.clip(np.searchsorted(tr.t, grid, side="right"), 1, len(tr) - 1)
+                inside &= (tr.t[k] - tr.t[k - 1]) <= max_gap_s
+            valid[:, j] = inside
+            for c in range(3):
+                pos[:, j, c] = np.interp(grid, tr.t, tr.pos[:, c])
+                vel[:, j, c] = np.interp(grid, tr.t, tr.vel[:, c])
+        return Snapshots(grid, ids, pos, vel, valid)
+
+    @classmethod
+    def from_columns(
+        cls,
+        t: np.ndarray,
+        uav_id: np.ndarray | list[str],
+        pos: np.ndarray,
+        vel: np.ndarray | None = None,
+        quat: np.ndarray | None = None,
+        link_ok: np.ndarray | None = None,
+        gps_ok: np.ndarray | None = None,
+        battery_pct: np.ndarray | None = None,
+        name: str = "",
+        gap_s: float | None = None,
+    ) -> SwarmTrajectory:
+        """Build from long-format samples in any order; drops and counts bad rows.
+
+        Rows with a non-finite time or position are dropped (`nan`); exact repeats of
+        (vehicle, stamp, values) are dropped (`duplicate`); a repeated stamp with different
+        values keeps the first row (`conflicting_duplicate`). Out-of-order rows are sorted
+        and counted. Non-finite velocities are re-derived from positions.
+        """
+        t = np.asarray(t, dtype=float)
+        ids = np.asarray(uav_id).astype(str)
+        pos = np.asarray(pos, dtype=float).reshape(-1, 3)
+        n = len(t)
+        if len(ids) != n or len(pos) != n:
+            raise InputError(f"column lengths differ: t={n}, uav_id={len(ids)}, pos={len(pos)}")
+        report = IngestReport(rows_in=n)
+        extras = {
+            "vel": None if vel is None else np.asarray(vel, dtype=float).reshape(-1, 3),
+            "quat": None if quat is None else np.asarray(quat, dtype=float).reshape(-1, 4),
+            "link_ok": None if link_ok is None else np.asarray(link_ok, dtype=float),
+            "gps_ok": None if gps_ok is None else np.asarray(gps_ok, dtype=float),
+            "battery_pct": None if battery_pct is None else np.asarray(battery_pct, dtype=float),
+        }
+        ok = np.isfinite(t) & np.isfinite(pos).all(axis=1)
+        report.count("nan", int((~ok).sum()))
+
+        tracks: dict[str, Track] = {}
+        for u in sorted(set(ids[ok].tolist()), key=_natural_key):
+            rows = np.flatnonzero(ok & (ids == u))
+            report.out_of_order += int((np.diff(t[rows]) < 0).sum())
+            rows = rows[np.argsort(t[rows], kind="stable")]
+            tu = t[rows]
+            same_t = np.concatenate([[False], np.diff(tu) == 0])
+            if same_t.any():
+                values = np.column_stack([pos[rows]] + [extras[k][rows].reshape(len(rows), -1)
+                                                        for k in ("vel",) if extras[k] is not None])
+                prev_same = np.concatenate([[False], (values[1:] == values[:-1]).all(axis=1)])
+                report.count("duplicate", int((same_t & prev_same).sum()))
+                report.count("conflicting_duplicate", int((same_t & ~prev_same).sum()))
+                rows = rows[~same_t]
+                tu = t[rows]
+            tracks[u] = _make_track(u, tu, pos[rows], {k: None if a is None else a[rows] for k, a in extras.items()})
+        report.rows_kept = sum(len(tr) for tr in tracks.values())
+        traj = cls(tracks, report, name)
+        traj._detect_gaps(gap_s)
+        return traj
+
+    def _detect_gaps(self, gap_s: float | None) -> None:
+        if not self.tracks:
+            return
+        limit = gap_s if gap_s is not None else max(MIN_GAP_S, GAP_FACTOR * (self.sample_period or 0.0))
+        end = self.t_end
+        for u, tr in self.tracks.items():
+            d = np.diff(tr.t)
+            for i in np.flatnonzero(d > limit):
+                self.ingest.gaps.append(Gap(u, float(tr.t[i]), float(tr.t[i + 1])))
+            if end - tr.t[-1] > limit:
+                self.ingest.silent[u] = float(tr.t[-1])
+
+
+def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:
+    vel = extras["vel"]
+    derived = finite_difference(pos, t)
+    if vel is None:
+        vel, vel_derived = derived, True
+    else:
+        bad = ~np.isfinite(vel).all(axis=1)
+        vel = vel.copy()
+        vel[bad] = derived[bad]
+        vel_derived = bool(bad.all())
+    opt = {k: extras[k] for k in _OPTIONAL_1D}
+    quat = extras["quat"]
+    return Track(u, t, pos, vel, vel_derived, quat, opt["link_ok"], opt["gps_ok"], opt["battery_pct"])
+
+
+def _natural_key(s: str):
+    """Sort uav2 before uav10."""
+    import re
+
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]

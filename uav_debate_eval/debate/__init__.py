@@ -1,0 +1,1 @@
+"""The multi-agent debate: LLM backends, personas, red/blue protocol, consensus, monitor, verdict."""

@@ -1,0 +1,1 @@
+"""The Trajectory DSL: segmentation, events and citable tokens (SEG, EVENT, ATTN, FORM, RISK, WAYPTS, SCORES)."""

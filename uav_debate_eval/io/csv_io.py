@@ -1,0 +1,121 @@
+"""The contract trajectory CSV (CONTRACT.md §1): long format, any row order, messy rows reported."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+REQUIRED = ("t", "uav_id", "x", "y", "z")
+OPTIONAL = ("vx", "vy", "vz", "qx", "qy", "qz", "qw", "link_ok", "gps_ok", "battery_pct")
+
+
+def _floats(values: list[str]) -> tuple[np.ndarray, int]:
+    """Parse a text column; unparsable cells become NaN and are counted."""
+    try:
+        return np.asarray(values, dtype=float), 0
+    except ValueError:
+        out = np.empty(len(values))
+        bad = 0
+        for i, v in enumerate(values):
+            try:
+                out[i] = float(v)
+            except ValueError:
+                out[i] = np.nan
+                bad += v.strip() != ""
+        return out, bad
+
+
+def read_csv(path: str | Path, name: str | None = None) -> SwarmTrajectory:
+    path = Path(path)
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            try:
+                header = [h.strip() for h in next(reader)]
+            except StopIteration:
+                raise InputError(f"{path}: empty file, expected a header with {', '.join(REQUIRED)}") from None
+            missing = [c for c in REQUIRED if c not in header]
+            if missing:
+                raise InputError(f"{path}: missing required column(s): {', '.join(missing)}")
+            rows = [r for r in reader if r]
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text CSV") from None
+    except csv.Error as exc:
+        raise InputError(f"{path}: malformed CSV: {exc}") from None
+
+    width = len(header)
+    short = sum(len(r) < width for r in rows)
+    rows = [r + [""] * (width - len(r)) if len(r) < width else r for r in rows]
+    cols = {h: [r[i] for r in rows] for i, h in enumerate(header) if h in REQUIRED + OPTIONAL}
+    parsed: dict[str, np.ndarray] = {}
+    unparsable = 0
+    for h, values in cols.items():
+        if h == "uav_id":
+            continue
+        parsed[h], bad = _floats(values)
+        unparsable += bad
+
+    def group(names: tuple[str, ...]) -> np.ndarray | None:
+        return np.column_stack([parsed[n] for n in names]) if all(n in parsed for n in names) else None
+
+    ids = np.asarray([v.strip() for v in cols["uav_id"]], dtype=object)
+    no_id = ids == ""
+    t = parsed["t"].copy()
+    t[no_id] = np.nan
+    traj = SwarmTrajectory.from_columns(
+        t, ids, group(("x", "y", "z")),
+        vel=group(("vx", "vy", "vz")), quat=group(("qx", "qy", "qz", "qw")),
+        link_ok=parsed.get("link_ok"), gps_ok=parsed.get("gps_ok"), battery_pct=parsed.get("battery_pct"),
+        name=name or path.stem,
+    )
+    if unparsable:
+        traj.ingest.notes.append(f"{unparsable} cell(s) were not numbers and were read as NaN")
+    if short:
+        traj.ingest.notes.append(f"{short} row(s) had fewer columns than the header")
+    if int(no_id.sum()):
+        traj.ingest.notes.append(f"{int(no_id.sum())} row(s) had no uav_id")
+    if not traj.tracks:
+        raise InputError(f"{path}: no valid samples (all {len(rows)} rows empty or non-finite)")
+    return traj
+
+
+def write_csv(traj: SwarmTrajectory, path: str | Path) -> Path:
+    """Write long-format rows sorted by time then vehicle, with velocities and any health columns."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    has = {k: all(getattr(tr, k) is not None for tr in traj.tracks.values())
+           for k in ("quat", "link_ok", "gps_ok", "battery_pct")}
+    header = ["t", "uav_id", "x", "y", "z", "vx", "vy", "vz"]
+    header += ["qx", "qy", "qz", "qw"] if has["quat"] else []
+    header += [k for k in ("link_ok", "gps_ok", "battery_pct") if has[k]]
+    blocks = []
+    for u, tr in traj.tracks.items():
+        cols = [tr.t, np.full(len(tr), u, dtype=object), tr.pos[:, 0], tr.pos[:, 1], tr.pos[:, 2],
+                tr.vel[:, 0], tr.vel[:, 1], tr.vel[:, 2]]
+        if has["quat"]:
+            cols += [tr.quat[:, k] for k in range(4)]
+        cols += [getattr(tr, k) for k in ("link_ok", "gps_ok", "battery_pct") if has[k]]
+        blocks.append(np.column_stack(cols))
+    table = np.concatenate(blocks) if blocks else np.empty((0, len(header)), dtype=object)
+    order = np.lexsort((table[:, 1].astype(str), table[:, 0].astype(float))) if len(table) else []
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        for row in table[order]:
+            w.writerow([_fmt(v, h) for v, h in zip(row, header, strict=True)])
+    return path
+
+
+def _fmt(v, column: str) -> str:
+    if column == "uav_id":
+        return str(v)
+    if column in ("link_ok", "gps_ok"):
+        return "" if not np.isfinite(v) else str(int(v))
+    return repr(round(float(v), 6))

@@ -1,0 +1,1 @@
+"""Trajectory metrics: flight control, swarm coordination and safety scores in 0..1."""

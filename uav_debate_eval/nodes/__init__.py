@@ -1,0 +1,1 @@
+"""Thin rclpy nodes over the core. Only this subpackage imports rclpy."""

@@ -1,0 +1,1 @@
+"""Reports: JSON (contract schema), Markdown, self-contained HTML and figures."""

@@ -1,0 +1,1 @@
+"""Seeded multi-vehicle scenario simulator with fault injection and ground truth."""

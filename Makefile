@@ -36,7 +36,7 @@ test: setup lint
 	$(PY) -m pytest -q -rs test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
 bench: setup
-	$(VENV)/bin/uav-debate-eval bench all
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit $$?; done
 
 clean:
 	rm -rf $(VENV) build install log out .pytest_cache

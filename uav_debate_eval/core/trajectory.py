@@ -251,22 +251,34 @@ class SwarmTrajectory:
         ok = np.isfinite(t) & np.isfinite(pos).all(axis=1)
         report.count("nan", int((~ok).sum()))
 
+        # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
+        # vehicle, equal stamps keep their input order so "keep the first" is well defined.
+        kept = np.flatnonzero(ok)
+        names, code = np.unique(ids[kept], return_inverse=True)
+        by_vehicle = kept[np.argsort(code, kind="stable")]
+        code_sorted = np.sort(code, kind="stable")
+        same_vehicle = code_sorted[1:] == code_sorted[:-1]
+        report.out_of_order += int((same_vehicle & (np.diff(t[by_vehicle]) < 0)).sum())
+        by_vehicle_time = np.lexsort((t[kept], code))
+        order = kept[by_vehicle_time]
+        bounds = np.searchsorted(code[by_vehicle_time], np.arange(len(names) + 1))
+
         tracks: dict[str, Track] = {}
-        for u in sorted(set(ids[ok].tolist()), key=_natural_key):
-            rows = np.flatnonzero(ok & (ids == u))
-            report.out_of_order += int((np.diff(t[rows]) < 0).sum())
-            rows = rows[np.argsort(t[rows], kind="stable")]
+        for k in sorted(range(len(names)), key=lambda i: _natural_key(str(names[i]))):
+            u = str(names[k])
+            rows = order[bounds[k]:bounds[k + 1]]
             tu = t[rows]
             same_t = np.concatenate([[False], np.diff(tu) == 0])
             if same_t.any():
-                values = np.column_stack([pos[rows]] + [extras[k][rows].reshape(len(rows), -1)
-                                                        for k in ("vel",) if extras[k] is not None])
+                values = np.column_stack([pos[rows]] + [extras[k2][rows].reshape(len(rows), -1)
+                                                        for k2 in ("vel",) if extras[k2] is not None])
                 prev_same = np.concatenate([[False], (values[1:] == values[:-1]).all(axis=1)])
                 report.count("duplicate", int((same_t & prev_same).sum()))
                 report.count("conflicting_duplicate", int((same_t & ~prev_same).sum()))
                 rows = rows[~same_t]
                 tu = t[rows]
-            tracks[u] = _make_track(u, tu, pos[rows], {k: None if a is None else a[rows] for k, a in extras.items()})
+            cut = {key: None if a is None else a[rows] for key, a in extras.items()}
+            tracks[u] = _make_track(u, tu, pos[rows], cut)
         report.rows_kept = sum(len(tr) for tr in tracks.values())
         traj = cls(tracks, report, name)
         traj._detect_gaps(gap_s)

@@ -14,9 +14,9 @@ def input_kind(path: Path) -> str:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     if path.is_dir():
-        if (path / "metadata.yaml").exists() or any(path.glob("*.mcap")) or any(path.glob("*.db3")):
+        if (path / "metadata.yaml").exists():
             return "rosbag2"
-        raise InputError(f"{path}: directory is not a rosbag2 (no metadata.yaml, .mcap or .db3 inside)")
+        raise InputError(f"{path}: directory is not a rosbag2 (no metadata.yaml inside)")
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return "csv"
@@ -48,7 +48,32 @@ def load_inputs(paths: list[str | Path], topics: list[str] | None = None,
     if kind == "csv":
         from uav_debate_eval.io.csv_io import read_csv
 
-        return read_csv(path)
+        return apply_names(read_csv(path), names, str(path))
     from uav_debate_eval.io.rosbag_read import read_bag
 
-    return read_bag(path, topics=topics)
+    return read_bag(path, topics=topics, names=names)
+
+
+def apply_names(traj: SwarmTrajectory, names: list[str] | None, source: str) -> SwarmTrajectory:
+    """Apply a mission's `uavs`: keep those vehicles if present, else rename in order when the counts match."""
+    if not names:
+        return traj
+    have = traj.uav_ids
+    if set(names) <= set(have):
+        extra = [u for u in have if u not in names]
+        if extra:
+            traj.ingest.notes.append(f"vehicles not in the mission's uavs ignored: {', '.join(extra)}")
+            traj.tracks = {u: traj.tracks[u] for u in names}
+        return traj
+    if len(names) == len(have) and not set(names) & set(have):
+        traj.tracks = {new: _renamed(traj.tracks[old], new) for old, new in zip(have, names, strict=True)}
+        traj.ingest.notes.append("vehicles renamed from the mission's uavs in order: "
+                                 + ", ".join(f"{o}->{n}" for o, n in zip(have, names, strict=True)))
+        return traj
+    missing = [u for u in names if u not in have]
+    raise InputError(f"{source}: mission uavs {', '.join(missing)} not found in the input (has: {', '.join(have)})")
+
+
+def _renamed(track, name: str):
+    track.uav_id = name
+    return track

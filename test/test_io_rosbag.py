@@ -1,0 +1,215 @@
+"""Bag reader: topic/vehicle detection, stamps, frames and bad files, on bags written here with rosbags."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rosbags.rosbag1 import Writer as Writer1
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.io.loader import load_inputs
+from uav_debate_eval.io.rosbag_read import read_bag, vehicle_from_topic
+
+TS2 = get_typestore(Stores.ROS2_JAZZY)
+TS1 = get_typestore(Stores.ROS1_NOETIC)
+
+
+def _header(ts, sec, nsec, frame="map"):
+    Header = ts.types["std_msgs/msg/Header"]
+    Time = ts.types["builtin_interfaces/msg/Time"]
+    if ts is TS1:
+        return Header(0, Time(sec, nsec), frame)
+    return Header(Time(sec, nsec), frame)
+
+
+def _pose(ts, x, y, z, q=(0.0, 0.0, 0.0, 1.0)):
+    P, Pt, Q = ts.types["geometry_msgs/msg/Pose"], ts.types["geometry_msgs/msg/Point"], \
+        ts.types["geometry_msgs/msg/Quaternion"]
+    return P(Pt(x, y, z), Q(*q))
+
+
+def pose_stamped(ts, t, xyz, frame="map"):
+    sec = int(math.floor(t))
+    return ts.types["geometry_msgs/msg/PoseStamped"](_header(ts, sec, int(round((t - sec) * 1e9)), frame),
+                                                     _pose(ts, *xyz))
+
+
+def write_bag(path: Path, msgs: list[tuple[str, str, int, object]], fmt: str = "mcap") -> Path:
+    """msgs: (topic, msgtype, receive ns, message)."""
+    if fmt == "ros1":
+        with Writer1(path) as w:
+            conns = {}
+            for topic, ty, ns, m in msgs:
+                if topic not in conns:
+                    conns[topic] = w.add_connection(topic, ty, typestore=TS1)
+                w.write(conns[topic], ns, TS1.serialize_ros1(m, ty))
+        return path
+    plugin = StoragePlugin.MCAP if fmt == "mcap" else StoragePlugin.SQLITE3
+    with Writer(path, version=9, storage_plugin=plugin) as w:
+        conns = {}
+        for topic, ty, ns, m in msgs:
+            if topic not in conns:
+                conns[topic] = w.add_connection(topic, ty, typestore=TS2)
+            w.write(conns[topic], ns, TS2.serialize_cdr(m, ty))
+    return path
+
+
+def two_vehicle_msgs(ts, n=20):
+    """uav1 along x at 1 m/s, uav2 (mavros namespace) along y; header stamps 100 s + k/10, receive + 0.5 s."""
+    out = []
+    for k in range(n):
+        t = 100.0 + k / 10
+        recv = int((t + 0.5) * 1e9)
+        out.append(("/uav1/pose", "geometry_msgs/msg/PoseStamped", recv, pose_stamped(ts, t, (k / 10, 0.0, 2.0))))
+        out.append(("/uav2/mavros/local_position/pose", "geometry_msgs/msg/PoseStamped", recv,
+                    pose_stamped(ts, t, (0.0, k / 10, 3.0))))
+    return out
+
+
+def test_vehicle_names_from_topics():
+    assert vehicle_from_topic("/uav1/pose") == "uav1"
+    assert vehicle_from_topic("/uav1/mavros/local_position/pose") == "uav1"
+    assert vehicle_from_topic("/cf1/pose") == "cf1"
+    assert vehicle_from_topic("/uav1/odom") == "uav1"
+    assert vehicle_from_topic("/mavros/local_position/pose") == "uav"
+
+
+@pytest.mark.parametrize("fmt,name", [("mcap", "flight.mcap"), ("sqlite3", "flight.db3"), ("ros1", "flight.bag")])
+def test_pose_stamped_all_formats(tmp_path, fmt, name):
+    ts = TS1 if fmt == "ros1" else TS2
+    bag = write_bag(tmp_path / name, two_vehicle_msgs(ts), fmt)
+    traj = read_bag(bag)
+    assert traj.uav_ids == ["uav1", "uav2"]
+    tr1, tr2 = traj.tracks["uav1"], traj.tracks["uav2"]
+    assert len(tr1) == 20 and len(tr2) == 20
+    assert tr1.t[0] == pytest.approx(100.0) and tr1.t[-1] == pytest.approx(101.9)  # header stamps, not receive
+    assert tr1.pos[5] == pytest.approx([0.5, 0.0, 2.0])
+    assert tr2.pos[19] == pytest.approx([0.0, 1.9, 3.0])
+    assert tr1.vel[10] == pytest.approx([1.0, 0.0, 0.0])  # derived from positions
+    assert traj.ingest.notes == []
+
+
+def test_raw_storage_file_inside_rosbag2_dir(tmp_path):
+    bag = write_bag(tmp_path / "dirbag", two_vehicle_msgs(TS2), "mcap")
+    raw = next(bag.glob("*.mcap"))
+    a, b = read_bag(bag), read_bag(raw)
+    assert a.uav_ids == b.uav_ids
+    np.testing.assert_array_equal(a.tracks["uav2"].pos, b.tracks["uav2"].pos)
+
+
+def test_fast_decoder_matches_library_with_varying_frame_ids(tmp_path):
+    msgs = [("/a/pose", "geometry_msgs/msg/PoseStamped", (k + 1) * 10**8,
+             pose_stamped(TS2, 5.0 + k * 0.1, (k * 1.5, -k, 0.25 * k), frame="m" * (k % 3 + 1))) for k in range(9)]
+    traj = read_bag(write_bag(tmp_path / "var.mcap", msgs))  # lengths differ: decoded message by message
+    assert traj.tracks["a"].pos[:, 0] == pytest.approx([k * 1.5 for k in range(9)])
+    assert traj.tracks["a"].t == pytest.approx([5.0 + k * 0.1 for k in range(9)])
+
+
+def test_odometry_twist_rotated_from_child_frame(tmp_path):
+    Odom = TS2.types["nav_msgs/msg/Odometry"]
+    PWC, TWC = TS2.types["geometry_msgs/msg/PoseWithCovariance"], TS2.types["geometry_msgs/msg/TwistWithCovariance"]
+    Twist, V3 = TS2.types["geometry_msgs/msg/Twist"], TS2.types["geometry_msgs/msg/Vector3"]
+    yaw90 = (0.0, 0.0, math.sin(math.pi / 4), math.cos(math.pi / 4))
+    msgs = []
+    for k in range(10):
+        m = Odom(_header(TS2, 10 + k, 0, "odom"), "cf1/base_link", PWC(_pose(TS2, 0.0, float(k), 1.0, yaw90),
+                 np.zeros(36)), TWC(Twist(V3(1.0, 0.0, 0.0), V3(0.0, 0.0, 0.0)), np.zeros(36)))
+        msgs.append(("/cf1/odom", "nav_msgs/msg/Odometry", (10 + k) * 10**9, m))
+    traj = read_bag(write_bag(tmp_path / "odom.mcap", msgs))
+    tr = traj.tracks["cf1"]
+    assert tr.pos[3] == pytest.approx([0.0, 3.0, 1.0])
+    assert tr.vel[3] == pytest.approx([0.0, 1.0, 0.0], abs=1e-9)  # body +x with yaw 90 deg is world +y
+    assert not tr.vel_derived
+
+
+def test_pose_array_names_by_index_and_by_mission(tmp_path):
+    PA = TS2.types["geometry_msgs/msg/PoseArray"]
+    msgs = [("/swarm/poses", "geometry_msgs/msg/PoseArray", (k + 1) * 10**9,
+             PA(_header(TS2, k + 1, 0), [_pose(TS2, float(i), float(k), 1.0) for i in range(3)])) for k in range(5)]
+    bag = write_bag(tmp_path / "pa.mcap", msgs)
+    traj = read_bag(bag)
+    assert traj.uav_ids == ["uav1", "uav2", "uav3"]
+    assert traj.tracks["uav3"].pos[4] == pytest.approx([2.0, 4.0, 1.0])
+    named = read_bag(bag, names=["a", "b", "c"])
+    assert named.uav_ids == ["a", "b", "c"]
+    assert named.tracks["b"].pos[0] == pytest.approx([1.0, 0.0, 1.0])
+
+
+def test_tf_child_frames_as_vehicles(tmp_path):
+    TF, TS_, Tr = (TS2.types[n] for n in ("tf2_msgs/msg/TFMessage", "geometry_msgs/msg/TransformStamped",
+                                          "geometry_msgs/msg/Transform"))
+    V3, Q = TS2.types["geometry_msgs/msg/Vector3"], TS2.types["geometry_msgs/msg/Quaternion"]
+    msgs = []
+    for k in range(6):
+        tfs = [TS_(_header(TS2, 50 + k, 0, "world"), "uav1/base_link", Tr(V3(float(k), 0.0, 1.0), Q(0, 0, 0, 1.0))),
+               TS_(_header(TS2, 50 + k, 0, "map"), "uav2", Tr(V3(0.0, float(k), 2.0), Q(0, 0, 0, 1.0))),
+               TS_(_header(TS2, 50 + k, 0, "uav1/base_link"), "uav1/camera", Tr(V3(0.1, 0, 0), Q(0, 0, 0, 1.0)))]
+        msgs.append(("/tf", "tf2_msgs/msg/TFMessage", (50 + k) * 10**9, TF(tfs)))
+    traj = read_bag(write_bag(tmp_path / "tf.mcap", msgs))
+    assert traj.uav_ids == ["uav1", "uav2"]
+    assert traj.tracks["uav1"].pos[5] == pytest.approx([5.0, 0.0, 1.0])
+    assert traj.tracks["uav2"].t[0] == pytest.approx(50.0)
+
+
+def test_zero_stamps_fall_back_to_receive_time_and_say_so(tmp_path):
+    msgs = [("/uav1/pose", "geometry_msgs/msg/PoseStamped", int((7.0 + k * 0.2) * 1e9),
+             pose_stamped(TS2, 0.0, (float(k), 0.0, 1.0))) for k in range(5)]
+    traj = read_bag(write_bag(tmp_path / "zero.mcap", msgs))
+    assert traj.tracks["uav1"].t == pytest.approx([7.0, 7.2, 7.4, 7.6, 7.8])
+    assert any("header stamps are zero; used the bag receive time" in n for n in traj.ingest.notes)
+
+
+def test_sim_clock_starting_at_zero_keeps_the_first_stamp(tmp_path):
+    msgs = [("/uav1/pose", "geometry_msgs/msg/PoseStamped", (k + 1) * 10**8,
+             pose_stamped(TS2, k * 0.1, (float(k), 0.0, 1.0))) for k in range(5)]
+    traj = read_bag(write_bag(tmp_path / "sim0.mcap", msgs))
+    assert traj.tracks["uav1"].t == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
+
+
+def test_topics_select_and_rename(tmp_path):
+    bag = write_bag(tmp_path / "two.mcap", two_vehicle_msgs(TS2))
+    traj = read_bag(bag, topics=["/uav2/mavros/local_position/pose=alpha"])
+    assert traj.uav_ids == ["alpha"]
+    with pytest.raises(InputError, match=r"two.mcap: topic\(s\) not in bag: /nope"):
+        read_bag(bag, topics=["/nope"])
+
+
+def test_mission_names_subset_and_missing(tmp_path):
+    bag = write_bag(tmp_path / "two.mcap", two_vehicle_msgs(TS2))
+    assert load_inputs([bag], names=["uav2"]).uav_ids == ["uav2"]
+    with pytest.raises(InputError, match="mission uavs uav9 not found"):
+        load_inputs([bag], names=["uav2", "uav9"])
+
+
+def test_no_pose_topic(tmp_path):
+    S = TS2.types["std_msgs/msg/String"]
+    bag = write_bag(tmp_path / "chat.mcap", [("/chatter", "std_msgs/msg/String", 10**9, S("hi"))])
+    with pytest.raises(InputError, match=r"chat.mcap: no pose topic .*/chatter \(std_msgs/msg/String\)"):
+        read_bag(bag)
+
+
+def test_unsupported_topic_type_requested(tmp_path):
+    S = TS2.types["std_msgs/msg/String"]
+    bag = write_bag(tmp_path / "chat.mcap", [("/chatter", "std_msgs/msg/String", 10**9, S("hi"))])
+    with pytest.raises(InputError, match="unsupported pose topic type: /chatter"):
+        read_bag(bag, topics=["/chatter"])
+
+
+def test_truncated_mcap_and_random_db3(tmp_path):
+    bag = write_bag(tmp_path / "ok", two_vehicle_msgs(TS2), "mcap")
+    raw = next(bag.glob("*.mcap")).read_bytes()
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(InputError, match=r"^.*cut.mcap: cannot read bag \("):
+        read_bag(cut)
+    junk = tmp_path / "junk.db3"
+    junk.write_bytes(np.random.default_rng(1).bytes(4096))
+    with pytest.raises(InputError, match=r"junk.db3: cannot read bag \("):
+        read_bag(junk)
+    with pytest.raises(InputError, match="directory is not a rosbag2"):
+        load_inputs([tmp_path / "nothing"] if (tmp_path / "nothing").mkdir() is None else [])

@@ -1,0 +1,194 @@
+"""PX4 ULog flights (one .ulg per vehicle) into one ENU world frame and one clock.
+
+Positions come from `vehicle_local_position` (NED, metres from each log's own origin). Every log's
+origin is placed in a local tangent plane at the first log's reference (ref_lat/ref_lon/ref_alt, else
+derived from `vehicle_global_position` or the GPS fix), and boot-relative timestamps are moved to UTC
+with the GPS time (`time_utc_usec`) when every log has it; otherwise the logs' starts are aligned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+_TOPICS = ["vehicle_local_position", "vehicle_global_position", "vehicle_gps_position", "sensor_gps"]
+_WGS84_A = 6378137.0
+_WGS84_E2 = 6.69437999014e-3
+
+
+@dataclass
+class LogTrack:
+    """One vehicle's log, still in its own frame and clock."""
+
+    name: str
+    t_us: np.ndarray  # boot-relative microseconds
+    pos_ned: np.ndarray  # (n, 3)
+    vel_ned: np.ndarray  # (n, 3)
+    ref: tuple[float, float, float] | None  # lat deg, lon deg, alt m (AMSL) of the local origin
+    utc_offset_us: float | None  # add to t_us to get UTC microseconds
+    source: str = ""
+    ref_how: str = ""
+    valid: np.ndarray | None = None  # xy_valid & z_valid: becomes the track's gps_ok
+
+
+def ned_to_enu(v: np.ndarray) -> np.ndarray:
+    """x_enu = y_ned, y_enu = x_ned, z_enu = -z_ned."""
+    v = np.asarray(v, dtype=float)
+    return np.column_stack([v[:, 1], v[:, 0], -v[:, 2]])
+
+
+def _ecef(lat: np.ndarray, lon: np.ndarray, alt: np.ndarray) -> np.ndarray:
+    lat, lon = np.radians(lat), np.radians(lon)
+    n = _WGS84_A / np.sqrt(1.0 - _WGS84_E2 * np.sin(lat) ** 2)
+    return np.stack([(n + alt) * np.cos(lat) * np.cos(lon), (n + alt) * np.cos(lat) * np.sin(lon),
+                     (n * (1.0 - _WGS84_E2) + alt) * np.sin(lat)], axis=-1)
+
+
+def geodetic_to_enu(lat, lon, alt, lat0: float, lon0: float, alt0: float) -> np.ndarray:
+    """WGS84 geodetic points -> ENU metres in the tangent plane at (lat0, lon0, alt0)."""
+    d = _ecef(np.asarray(lat, float), np.asarray(lon, float), np.asarray(alt, float)) - _ecef(
+        np.float64(lat0), np.float64(lon0), np.float64(alt0))
+    la, lo = np.radians(lat0), np.radians(lon0)
+    east = -np.sin(lo) * d[..., 0] + np.cos(lo) * d[..., 1]
+    north = -np.sin(la) * np.cos(lo) * d[..., 0] - np.sin(la) * np.sin(lo) * d[..., 1] + np.cos(la) * d[..., 2]
+    up = np.cos(la) * np.cos(lo) * d[..., 0] + np.cos(la) * np.sin(lo) * d[..., 1] + np.sin(la) * d[..., 2]
+    return np.stack([east, north, up], axis=-1)
+
+
+def read_ulog(path: str | Path, name: str) -> LogTrack:
+    """Parse one .ulg into a LogTrack (raises InputError for unreadable logs or no local position)."""
+    path = Path(path)
+    try:
+        from pyulog import ULog
+
+        ulog = ULog(str(path), _TOPICS)
+    except Exception as exc:  # pyulog raises assorted types on damaged files; all mean bad input
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: cannot read ULog ({type(exc).__name__}: {reason})") from None
+    data = {d.name: d.data for d in sorted(ulog.data_list, key=lambda d: d.multi_id, reverse=True)}
+    lp = data.get("vehicle_local_position")
+    if lp is None or len(lp["timestamp"]) == 0:
+        raise InputError(f"{path}: no vehicle_local_position in the log (topics: {', '.join(sorted(data)) or 'none'})")
+    t_us = lp["timestamp"].astype(np.float64)
+    pos = np.column_stack([lp["x"], lp["y"], lp["z"]]).astype(float)
+    vel = np.column_stack([lp["vx"], lp["vy"], lp["vz"]]).astype(float)
+    valid = np.ones(len(t_us), dtype=bool)
+    for flag in ("xy_valid", "z_valid"):
+        if flag in lp:
+            valid &= lp[flag] != 0
+    ref, how = _reference(lp, data, t_us, pos)
+    return LogTrack(name, t_us, pos, vel, ref, _utc_offset(data), str(path), how, valid)
+
+
+def _reference(lp: dict, data: dict, t_us: np.ndarray, pos_ned: np.ndarray):
+    """The local origin's lat/lon/alt and how it was found, or (None, reason)."""
+    if "xy_global" in lp and "ref_lat" in lp:
+        ok = (lp["xy_global"] != 0) & np.isfinite(lp["ref_lat"]) & np.isfinite(lp["ref_lon"])
+        if ok.any():
+            i = int(np.flatnonzero(ok)[0])
+            alt = float(lp["ref_alt"][i]) if np.isfinite(lp["ref_alt"][i]) else 0.0
+            return (float(lp["ref_lat"][i]), float(lp["ref_lon"][i]), alt), "vehicle_local_position ref_lat/lon/alt"
+    for topic in ("vehicle_global_position", "vehicle_gps_position", "sensor_gps"):
+        d = data.get(topic)
+        if d is None or len(d["timestamp"]) == 0:
+            continue
+        lat, lon, alt = _latlonalt(d)
+        if lat is None:
+            continue
+        good = np.isfinite(lat) & np.isfinite(lon) & (np.abs(lat) > 1e-6)
+        good &= (d["timestamp"] >= t_us[0]) & (d["timestamp"] <= t_us[-1])
+        if not good.any():
+            continue
+        i = int(np.flatnonzero(good)[0])
+        local = np.array([np.interp(d["timestamp"][i], t_us, pos_ned[:, k]) for k in range(3)])
+        if not np.isfinite(local).all():
+            continue
+        # Move the fix back by the local offset: a small-distance shift on the tangent plane.
+        dn, de, dd = local
+        lat0 = lat[i] - np.degrees(dn / _WGS84_A)
+        lon0 = lon[i] - np.degrees(de / (_WGS84_A * np.cos(np.radians(lat[i]))))
+        return (float(lat0), float(lon0), float(alt[i] + dd)), f"{topic} minus local position"
+    return None, "no global reference"
+
+
+def _latlonalt(d: dict):
+    if "lat" in d and "lon" in d:
+        lat, lon = np.asarray(d["lat"], float), np.asarray(d["lon"], float)
+        if np.issubdtype(d["lat"].dtype, np.integer):
+            lat, lon = lat * 1e-7, lon * 1e-7
+        alt = np.asarray(d.get("alt", np.zeros(len(lat))), float)
+        if np.issubdtype(d.get("alt", np.zeros(1)).dtype, np.integer):
+            alt = alt * 1e-3
+        return lat, lon, alt
+    if "latitude_deg" in d:
+        alt = d.get("altitude_msl_m", np.zeros(len(d["latitude_deg"])))
+        return np.asarray(d["latitude_deg"], float), np.asarray(d["longitude_deg"], float), np.asarray(alt, float)
+    return None, None, None
+
+
+def _utc_offset(data: dict) -> float | None:
+    for topic in ("vehicle_gps_position", "sensor_gps"):
+        d = data.get(topic)
+        if d is None or "time_utc_usec" not in d:
+            continue
+        ok = d["time_utc_usec"] > 0
+        if ok.any():
+            return float(np.median(d["time_utc_usec"][ok].astype(np.float64) - d["timestamp"][ok].astype(np.float64)))
+    return None
+
+
+def combine(logs: list[LogTrack]) -> SwarmTrajectory:
+    """Place every log in the first referenced log's tangent plane and on one clock."""
+    notes: list[str] = []
+    anchor = next((lg.ref for lg in logs if lg.ref is not None), None)
+    if all(lg.utc_offset_us is not None for lg in logs):
+        offsets = [lg.utc_offset_us for lg in logs]
+        notes.append("clocks aligned with GPS UTC time (t = UTC seconds)")
+    else:
+        offsets = [-lg.t_us[0] for lg in logs]
+        missing = [lg.name for lg in logs if lg.utc_offset_us is None]
+        notes.append(f"no GPS UTC time in {', '.join(missing)}: log starts aligned to t = 0")
+    t_all, ids, pos_all, vel_all, ok_all = [], [], [], [], []
+    for lg, off in zip(logs, offsets, strict=True):
+        origin = np.zeros(3)
+        if anchor is not None and lg.ref is not None:
+            origin = geodetic_to_enu(*lg.ref, *anchor)
+            if len(logs) > 1:
+                notes.append(f"{lg.name}: origin at E{origin[0]:+.2f} N{origin[1]:+.2f} U{origin[2]:+.2f} m "
+                             f"({lg.ref_how})")
+        elif len(logs) > 1:
+            notes.append(f"{lg.name}: no global reference; assumed to share the first log's origin")
+        elif lg.ref is None:
+            notes.append(f"{lg.name}: no global reference; positions in the log's local frame")
+        t_all.append((lg.t_us + off) / 1e6)
+        ids.append(np.full(len(lg.t_us), lg.name, dtype=object))
+        pos_all.append(ned_to_enu(lg.pos_ned) + origin)
+        vel_all.append(ned_to_enu(lg.vel_ned))
+        valid = np.ones(len(lg.t_us), dtype=bool) if lg.valid is None else lg.valid
+        ok_all.append(valid.astype(float))
+        if not valid.all():
+            notes.append(f"{lg.name}: {int((~valid).sum())} of {len(valid)} samples flagged not valid by the "
+                         "estimator (xy_valid/z_valid = 0), kept with gps_ok = 0")
+    traj = SwarmTrajectory.from_columns(np.concatenate(t_all), np.concatenate(ids).astype(str),
+                                        np.concatenate(pos_all), vel=np.concatenate(vel_all),
+                                        gps_ok=np.concatenate(ok_all),
+                                        name=logs[0].name if len(logs) == 1 else "px4_swarm")
+    traj.ingest.notes.extend(notes)
+    return traj
+
+
+def read_ulogs(paths: list[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
+    """One .ulg per vehicle -> one SwarmTrajectory; `names` (the mission's uavs) name them in order."""
+    paths = [Path(p) for p in paths]
+    if names and len(names) != len(paths):
+        names = None
+    if names is None:
+        stems = [p.stem for p in paths]
+        names = [s if stems.count(s) == 1 else f"{s}_{i + 1}" for i, s in enumerate(stems)]
+    logs = [read_ulog(p, n) for p, n in zip(paths, names, strict=True)]
+    return combine(logs)

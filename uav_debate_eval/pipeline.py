@@ -1,0 +1,195 @@
+"""One evaluation, the same for the offline command and the live debate node.
+
+Order matters: the deterministic safety verifier runs first and on its own; its label is final for
+`risky` (CONTRACT.md §3) whatever the debate says. Then metrics, mission segments with their DSL,
+the debate, and the report dict.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.mission import Mission, load_mission
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+#: progress(stage, done, total): stage is "safety", "metrics", "segments", "debate" or "report".
+ProgressFn = Callable[[str, int, int], None]
+
+
+class EvaluationError(RuntimeError):
+    """A stage failed on input that passed ingest (names the stage); a bug, not bad input."""
+
+
+@dataclass
+class Evaluation:
+    """The report dict plus the parts it was built from (figures and the live node read the parts)."""
+
+    report: dict
+    traj: SwarmTrajectory
+    mission: Mission
+    safety: Any
+    metrics: Any
+    dsl: Any
+    segments: list
+    debate: Any
+    transcript: list[dict] = field(default_factory=list)
+    timing: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.report["verdict"]["label"]
+
+    @property
+    def n_violations(self) -> int:
+        return len(self.report["violations"])
+
+
+def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) -> tuple[Mission, list[str]]:
+    """The mission to evaluate against and notes on where it came from.
+
+    Without --mission, a `mission.yaml` beside the (first) input is used (the simulator writes one);
+    otherwise a default mission with no constraints, so nothing is checked, which the report says.
+    """
+    if mission_path:
+        return load_mission(mission_path), []
+    if inputs:
+        first = Path(inputs[0])
+        for cand in (first.parent / "mission.yaml", first / "mission.yaml" if first.is_dir() else None):
+            if cand is not None and cand.is_file():
+                return load_mission(cand), [f"mission file found beside the input: {cand}"]
+    name = Path(inputs[0]).name.split(".")[0] if inputs else "unnamed"
+    return Mission(name=name, source=""), ["no mission file: no constraints were given, so no hard constraint "
+                                           "was checked (a 'safe' label means nothing was checked)"]
+
+
+def constraints_checked(mission: Mission) -> list[str]:
+    c = mission.constraints
+    pairs = [("min_separation", c.min_separation_m), ("max_speed", c.max_speed_mps),
+             ("max_vertical_speed", c.max_vertical_speed_mps), ("geofence", c.geofence),
+             ("stale_data", c.stale_timeout_s)]
+    return [name for name, v in pairs if v is not None]
+
+
+def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None, *, segment_mode: str = "phase",
+             window_s: float = 30.0, progress: ProgressFn | None = None, backend: Any = None,
+             inputs: list[str] | None = None, notes: list[str] | None = None) -> Evaluation:
+    """Safety -> metrics -> mission segments -> per-segment DSL/metrics/safety -> debate -> report.
+
+    `debate_config` is a debate.config.DebateConfig (None: the offline rules backend); `backend` an
+    optional ready LLM backend (tests, the live node). `inputs` and `notes` only go into the report.
+    """
+    from uav_debate_eval.debate.config import DebateConfig
+    from uav_debate_eval.dsl.builder import build_dsl
+    from uav_debate_eval.dsl.segments import mission_segments
+    from uav_debate_eval.metrics.compute import compute_metrics
+    from uav_debate_eval.report.build import build_report
+    from uav_debate_eval.safety.checker import check_trajectory
+
+    if not traj.tracks:
+        raise InputError(f"{traj.name or 'input'}: no vehicle samples to evaluate")
+    if segment_mode not in ("phase", "window"):
+        raise InputError(f"--segment-mode: expected phase or window, got {segment_mode!r}")
+    if window_s <= 0:
+        raise InputError(f"--window: must be > 0 s, got {window_s}")
+    cfg = debate_config if debate_config is not None else DebateConfig()
+    report_notes = list(notes or [])
+    report_notes.extend(mission.warnings)
+    if not constraints_checked(mission):
+        msg = "the mission has no constraints: no hard constraint was checked"
+        if not any("no constraints" in n for n in report_notes):
+            report_notes.append(msg)
+    tick = progress or (lambda stage, done, total: None)
+    timing: dict[str, float] = {}
+
+    def stage(name: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        except InputError:
+            raise
+        except Exception as exc:
+            raise EvaluationError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
+
+    safety = stage("safety", lambda: check_trajectory(traj, mission))
+    tick("safety", 1, 1)
+    metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
+    tick("metrics", 1, 1)
+    dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety))
+    segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
+                                                     safety=safety))
+    contexts = []
+    for i, seg in enumerate(segments):
+        contexts.append(stage("dsl", lambda seg=seg: _segment_context(traj, mission, seg, safety, metrics,
+                                                                      dsl.events)))
+        tick("segments", i + 1, len(segments))
+    debate, transcript, fallback = stage("debate", lambda: _run_debate(contexts, mission, cfg, backend, tick))
+    if fallback:
+        report_notes.append(fallback)
+    evaluation = Evaluation({}, traj, mission, safety, metrics, dsl, segments, debate, transcript, timing,
+                            report_notes)
+    t0 = time.perf_counter()
+    evaluation.report = build_report(evaluation, inputs=inputs or [], fallback=fallback)
+    timing["report"] = time.perf_counter() - t0
+    evaluation.report["timing"] = {k: round(v, 4) for k, v in timing.items()}
+    tick("report", 1, 1)
+    return evaluation
+
+
+def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any, metrics: Any,
+                     events: list) -> Any:
+    """One mission segment's evidence: its own DSL and metrics, and the flight's safety result.
+
+    The safety result stays whole so every violation keeps its true extent; the segment's DSL only
+    cites those that overlap the segment.
+    """
+    from uav_debate_eval.debate.engine import SegmentContext
+    from uav_debate_eval.dsl.builder import build_dsl
+    from uav_debate_eval.metrics.compute import compute_metrics
+
+    window = traj.window(seg.t_start, seg.t_end)
+    seg_metrics = compute_metrics(window, mission, safety) if window.tracks else metrics
+    dsl = build_dsl(traj, mission, seg_metrics, safety, t_range=(seg.t_start, seg.t_end), events=events)
+    return SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl, metrics=seg_metrics,
+                          safety=safety, traj=window)
+
+
+def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: ProgressFn):
+    """Run the panel; if the LLM backend fails outright, rerun with the rules agents and say so."""
+    from dataclasses import replace
+
+    from uav_debate_eval.debate.engine import run_debate
+
+    llm = backend is not None or getattr(cfg, "backend", "rules") != "rules"
+    fallback = None
+    try:
+        result = run_debate(contexts, mission, cfg, backend=backend)
+    except InputError:
+        raise
+    except Exception as exc:
+        if not llm:
+            raise
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        fallback = f"LLM backend '{getattr(cfg, 'backend', '?')}' failed ({type(exc).__name__}: {reason})"
+        result = None
+    if result is not None and llm and _all_failed(result):
+        fallback = f"every agent of the LLM backend '{result.backend}' failed in every segment"
+    if fallback:
+        result = run_debate(contexts, mission, replace(cfg, backend="rules", llm=None), backend=None)
+        fallback += "; the debate fell back to the deterministic rules agents"
+    elif result is not None and getattr(result, "fallback", None):
+        fallback = str(result.fallback)
+    tick("debate", 1, 1)
+    return result, list(result.transcript or []), fallback
+
+
+def _all_failed(result: Any) -> bool:
+    segments = getattr(result, "segments", [])
+    return bool(segments) and all(s.stop_reason == "all_agents_failed" for s in segments)

@@ -1,0 +1,122 @@
+"""The report dict (schema report.schema.json, version 1) from an Evaluation, and the final verdict rule.
+
+The verdict is the safety verifier's for `risky`: a debate never turns a violation into anything else
+(CONTRACT.md §3). The dict holds plain JSON values only (NaN -> null, numpy -> Python).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+import numpy as np
+
+from uav_debate_eval import REPORT_SCHEMA_VERSION, __version__
+
+LABELS = ("safe", "borderline", "risky")
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain JSON: numpy scalars/arrays to Python, non-finite floats to None, tuples to lists."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(float(obj)) else None
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return jsonable(obj.to_dict() if hasattr(obj, "to_dict") else asdict(obj))
+    if obj is None or isinstance(obj, str):
+        return obj
+    return str(obj)
+
+
+def final_verdict(safety: Any, debate: Any) -> dict:
+    """The engine's verdict, with the verifier's `risky` enforced once more (it is final by contract)."""
+    safety_label = safety.label
+    verdict = getattr(debate, "verdict", None)
+    engine_label = getattr(verdict, "label", None)
+    label = safety_label if safety_label == "risky" or engine_label not in LABELS else engine_label
+    summary = getattr(verdict, "summary", "") or ""
+    overridden = bool(getattr(verdict, "overridden", False))
+    if engine_label in LABELS and engine_label != label:
+        overridden = True
+        summary = (f"Safety veto: {len(safety.violations)} hard-constraint violation(s); the panel's "
+                   f"'{engine_label}' was overridden. " + summary).strip()
+    return {
+        "label": label,
+        "vetoed": bool(safety.vetoed or safety.violations),
+        "summary": summary or f"{label}: {len(safety.violations)} violation(s).",
+        "recommendations": list(getattr(verdict, "recommendations", []) or []),
+        "overridden": overridden,
+        "safety_label": safety_label,
+        "panel_label": getattr(verdict, "panel_label", None),
+        "low_confidence": bool(getattr(verdict, "low_confidence", False)),
+        "veto_intervals": [[float(a), float(b)] for a, b in safety.veto_intervals],
+    }
+
+
+def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str | None = None) -> dict:
+    """Assemble the report dict; beyond the schema: tool, inputs, ingest, safety, metrics, segments, notes."""
+    from uav_debate_eval.pipeline import constraints_checked
+
+    ev = evaluation
+    traj, mission, safety, metrics, dsl, debate = ev.traj, ev.mission, ev.safety, ev.metrics, ev.dsl, ev.debate
+    c = mission.constraints
+    debate_dict = jsonable(debate.to_report()) if debate is not None else _empty_debate()
+    if fallback:
+        debate_dict["fallback"] = fallback
+    dsl_dict = jsonable(dsl.to_dict())
+    for key in ("text", "tokens", "raw_tokens"):
+        dsl_dict.setdefault(key, getattr(dsl, key))
+    report = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "tool": {"name": "uav_debate_eval", "version": __version__},
+        "inputs": list(inputs or []),
+        "mission": {
+            "name": mission.name,
+            "type": mission.type,
+            "description": mission.description,
+            "source": mission.source,
+            "uavs": list(traj.uav_ids),
+            "duration_s": max(0.0, float(traj.duration)),
+            "t_start": float(traj.t_start),
+            "t_end": float(traj.t_end),
+            "samples": traj.n_samples,
+            "sample_period_s": float(traj.sample_period),
+            "constraints": {
+                "min_separation_m": c.min_separation_m,
+                "max_speed_mps": c.max_speed_mps,
+                "max_vertical_speed_mps": c.max_vertical_speed_mps,
+                "geofence": None if c.geofence is None else {"min": list(c.geofence.min), "max": list(c.geofence.max),
+                                                             "polygon": c.geofence.polygon},
+                "stale_timeout_s": c.stale_timeout_s,
+            },
+            "constraints_checked": constraints_checked(mission),
+        },
+        "scores": {k: metrics.scores.get(k) for k in ("flight_control", "coordination", "safety", "overall")},
+        "verdict": final_verdict(safety, debate),
+        "events": [e.to_dict() for e in getattr(dsl, "events", [])],
+        "violations": [v.to_dict() for v in safety.violations],
+        "safety": safety.to_dict(),
+        "metrics": metrics.to_dict(),
+        "segments": [{"id": s.id, "t_start": float(s.t_start), "t_end": float(s.t_end), "label": s.label}
+                     for s in ev.segments],
+        "dsl": dsl_dict,
+        "debate": debate_dict,
+        "ingest": traj.ingest.to_dict(),
+        "notes": list(ev.notes),
+    }
+    return jsonable(report)
+
+
+def _empty_debate() -> dict:
+    return {"backend": "none", "model": None, "layer": 1, "rounds": [], "consensus": {"overall": 0.0},
+            "tokens": {"prompt": 0, "completion": 0}, "recommendations": []}

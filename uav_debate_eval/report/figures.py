@@ -1,0 +1,244 @@
+"""Report figures as PNG bytes (matplotlib, Agg backend, no display needed).
+
+Long flights are decimated for drawing only (MAX_POINTS per vehicle); markers use the exact times.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+MAX_POINTS = 800  # per vehicle and line: more than the pixels of the figure
+MAX_POINTS_3D = 300
+DPI = 80
+#: Figure name -> caption, in the order the reports show them.
+CAPTIONS = {
+    "trajectory_xy": "Top-down trajectories (ENU), start o, end s; violations x (red), events ^",
+    "trajectory_3d": "3-D trajectories; violations x (red), events ^",
+    "separation": "Minimum pairwise separation with the limit, the warning distance and veto intervals (shaded)",
+    "altitude_speed": "Altitude and speed per vehicle",
+    "scores": "Category scores (0..1)",
+    "debate_rounds": "Debate: consensus and response quality per round",
+}
+
+
+def _decimate(n: int, limit: int = MAX_POINTS) -> np.ndarray:
+    return np.arange(n) if n <= limit else np.linspace(0, n - 1, limit).astype(int)
+
+
+def _min_envelope(t: np.ndarray, d: np.ndarray, bins: int = 2 * MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """Decimate a separation series keeping each bin's minimum, so no close approach disappears from the plot."""
+    if len(t) <= bins:
+        return t, d
+    edges = np.linspace(0, len(t), bins + 1).astype(int)
+    idx = np.array([a + int(np.nanargmin(d[a:b])) if np.isfinite(d[a:b]).any() else a
+                    for a, b in zip(edges[:-1], edges[1:], strict=True)])
+    return t[idx], d[idx]
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _label(name: str) -> str:
+    """A vehicle name as literal legend text (no mathtext from `$`, not hidden by a leading `_`)."""
+    return name.replace("$", r"\$") if not name.startswith("_") else " " + name.replace("$", r"\$")
+
+
+def _colors(ids: list[str]) -> dict[str, Any]:
+    cmap = plt.get_cmap("tab10" if len(ids) <= 10 else "tab20")
+    return {u: cmap(i % cmap.N) for i, u in enumerate(ids)}
+
+
+def _markers(ev: Any) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
+    """(t, uav) for the worst point of each violation and each event."""
+    viol = []
+    for v in ev.report["violations"]:
+        for u in v["uavs"]:
+            viol.append((float(v["t_start"]), u))
+    events = [(float(e["t"]), u) for e in ev.report["events"] for u in e["uavs"]]
+    return viol, events
+
+
+def _at(traj: Any, marks: list[tuple[float, str]]) -> np.ndarray:
+    pts = [traj.tracks[u].position_at(np.array([t]))[0] for t, u in marks if u in traj.tracks]
+    return np.asarray(pts).reshape(-1, 3)
+
+
+def trajectory_xy(ev: Any) -> bytes:
+    traj = ev.traj
+    colors = _colors(traj.uav_ids)
+    fig, ax = plt.subplots(figsize=(6.4, 5.6))
+    for u, tr in traj.tracks.items():
+        k = _decimate(len(tr))
+        ax.plot(tr.pos[k, 0], tr.pos[k, 1], lw=1.2, color=colors[u], label=_label(u))
+        ax.plot(tr.pos[0, 0], tr.pos[0, 1], "o", color=colors[u], ms=4)
+        ax.plot(tr.pos[-1, 0], tr.pos[-1, 1], "s", color=colors[u], ms=4)
+    viol, events = _markers(ev)
+    pe = _at(traj, events[:400])
+    if len(pe):
+        ax.scatter(pe[:, 0], pe[:, 1], marker="^", s=22, facecolors="none", edgecolors="#555", label="event", zorder=3)
+    pv = _at(traj, viol[:400])
+    if len(pv):
+        ax.scatter(pv[:, 0], pv[:, 1], marker="x", s=60, color="red", linewidths=2, label="violation", zorder=4)
+    fence = ev.mission.constraints.geofence
+    if fence is not None:
+        (x0, y0, _), (x1, y1, _) = fence.min, fence.max
+        ax.plot([x0, x1, x1, x0, x0], [y0, y0, y1, y1, y0], "--", color="#888", lw=1, label="geofence")
+    ax.set_xlabel("x east [m]")
+    ax.set_ylabel("y north [m]")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best", ncol=2 if len(traj.uav_ids) > 6 else 1)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def trajectory_3d(ev: Any) -> bytes:
+    traj = ev.traj
+    colors = _colors(traj.uav_ids)
+    fig = plt.figure(figsize=(6.4, 5.6))
+    ax = fig.add_subplot(projection="3d")
+    for u, tr in traj.tracks.items():
+        k = _decimate(len(tr), MAX_POINTS_3D)
+        ax.plot(tr.pos[k, 0], tr.pos[k, 1], tr.pos[k, 2], lw=1.0, color=colors[u], label=_label(u))
+    viol, events = _markers(ev)
+    pe = _at(traj, events[:400])
+    if len(pe):
+        ax.scatter(pe[:, 0], pe[:, 1], pe[:, 2], marker="^", s=18, facecolors="none", edgecolors="#555",
+                   label="event")
+    pv = _at(traj, viol[:400])
+    if len(pv):
+        ax.scatter(pv[:, 0], pv[:, 1], pv[:, 2], marker="x", s=50, color="red", label="violation")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_zlabel("z [m]")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def separation(ev: Any) -> bytes:
+    sep = ev.safety.separation
+    c, th = ev.mission.constraints, ev.mission.thresholds
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    t = np.asarray(sep.t, dtype=float)
+    d = np.asarray(sep.d_min, dtype=float)
+    if len(t):
+        ax.plot(*_min_envelope(t, d), color="#1f77b4", lw=1.2, label="min separation")
+    else:
+        ax.text(0.5, 0.5, "fewer than two vehicles: no separation", ha="center", transform=ax.transAxes)
+    if c.min_separation_m is not None:
+        ax.axhline(c.min_separation_m, color="red", lw=1.2, ls="-", label=f"limit {c.min_separation_m:g} m")
+        ax.axhline(th.proximity(c), color="orange", lw=1, ls="--", label=f"warning {th.proximity(c):g} m")
+    for i, (a, b) in enumerate(ev.safety.veto_intervals):
+        ax.axvspan(a, b, color="red", alpha=0.15, label="veto" if i == 0 else None)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("distance [m]")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def altitude_speed(ev: Any) -> bytes:
+    traj = ev.traj
+    colors = _colors(traj.uav_ids)
+    c = ev.mission.constraints
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    for u, tr in traj.tracks.items():
+        k = _decimate(len(tr))
+        a1.plot(tr.t[k], tr.pos[k, 2], lw=1, color=colors[u], label=_label(u))
+        a2.plot(tr.t[k], tr.speed[k], lw=1, color=colors[u])
+    if c.max_speed_mps is not None:
+        a2.axhline(c.max_speed_mps, color="red", lw=1, label=f"max speed {c.max_speed_mps:g} m/s")
+        a2.legend(fontsize=7, loc="upper right")
+    if c.geofence is not None:
+        a1.axhline(c.geofence.max[2], color="#888", ls="--", lw=1)
+        a1.axhline(c.geofence.min[2], color="#888", ls="--", lw=1)
+    a1.set_ylabel("z [m]")
+    a2.set_ylabel("speed [m/s]")
+    a2.set_xlabel("t [s]")
+    for a in (a1, a2):
+        a.grid(alpha=0.3)
+    a1.legend(fontsize=7, loc="upper right", ncol=min(5, len(traj.uav_ids)))
+    fig.tight_layout()
+    return _png(fig)
+
+
+def scores(ev: Any) -> bytes:
+    s = ev.report["scores"]
+    names = ["flight_control", "coordination", "safety", "overall"]
+    vals = [s.get(n) for n in names]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    bars = ax.bar(names, [v if v is not None else 0 for v in vals], color=["#4c72b0", "#55a868", "#c44e52", "#333"])
+    for b, v in zip(bars, vals, strict=True):
+        ax.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.02, "n/a" if v is None else f"{v:.2f}", ha="center",
+                fontsize=8)
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("score")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def round_series(debate: dict) -> tuple[list[int], list[float | None], list[float | None]]:
+    """Per-round consensus and mean response quality from the report's debate object (None if absent)."""
+    idx, cons, qual = [], [], []
+    per_round = (debate.get("consensus") or {}).get("per_round") or []
+    for i, rnd in enumerate(debate.get("rounds") or []):
+        idx.append(int(rnd.get("index", i)))
+        c = rnd.get("consensus")
+        if isinstance(c, dict):
+            c = c.get("overall")
+        if c is None and i < len(per_round):
+            c = per_round[i] if not isinstance(per_round[i], dict) else per_round[i].get("overall")
+        q = rnd.get("quality")
+        if isinstance(q, dict):
+            q = q.get("mean", q.get("overall"))
+        if q is None:
+            qs = [r.get("quality") for r in rnd.get("responses", []) if isinstance(r.get("quality"), (int, float))]
+            q = float(np.mean(qs)) if qs else None
+        cons.append(c if isinstance(c, (int, float)) else None)
+        qual.append(q if isinstance(q, (int, float)) else None)
+    return idx, cons, qual
+
+
+def debate_rounds(ev: Any) -> bytes:
+    idx, cons, qual = round_series(ev.report["debate"])
+    fig, ax = plt.subplots(figsize=(6, 3))
+    drawn = False
+    for series, name, style in ((cons, "consensus", "o-"), (qual, "quality", "s--")):
+        pts = [(i, v) for i, v in zip(idx, series, strict=True) if v is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=name)
+            drawn = True
+    if drawn:
+        ax.set_xticks(idx)
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no per-round consensus or quality recorded", ha="center", transform=ax.transAxes)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("round")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+FIGURES = {"trajectory_xy": trajectory_xy, "trajectory_3d": trajectory_3d, "separation": separation,
+           "altitude_speed": altitude_speed, "scores": scores, "debate_rounds": debate_rounds}
+
+
+def render_figures(ev: Any) -> dict[str, bytes]:
+    """All report figures as {name: PNG bytes}, in CAPTIONS order."""
+    return {name: fn(ev) for name, fn in FIGURES.items()}

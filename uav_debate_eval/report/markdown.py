@@ -1,0 +1,85 @@
+"""report.md: the report for people reading in a terminal or a code review; every free text is escaped."""
+
+from __future__ import annotations
+
+from uav_debate_eval.report.escape import md, md_code_block
+from uav_debate_eval.report.figures import CAPTIONS
+
+MAX_EVENTS = 50
+
+
+def _num(v, fmt: str = ".3g") -> str:
+    return "n/a" if v is None else format(v, fmt) if isinstance(v, (int, float)) else md(v)
+
+
+def render_markdown(report: dict, figures: list[str] | None = None) -> str:
+    """The Markdown report; `figures` are names of PNGs written under figures/."""
+    m, v = report["mission"], report["verdict"]
+    out: list[str] = [f"# Swarm evaluation: {md(m.get('name', ''))}", ""]
+    flag = " (safety veto)" if v["vetoed"] else ""
+    out += [f"**Verdict: {md(v['label']).upper()}{flag}**", "", md(v["summary"]), ""]
+    out += [f"- Vehicles: {', '.join(md(u) for u in m['uavs'])}",
+            f"- Duration: {m['duration_s']:.2f} s ({m.get('samples', 'n/a')} samples)",
+            f"- Mission type: {md(m.get('type', ''))}; constraints checked: "
+            f"{', '.join(m.get('constraints_checked') or []) or 'none'}",
+            f"- Inputs: {', '.join(md(i) for i in report.get('inputs', [])) or 'n/a'}"]
+    if v.get("overridden"):
+        out.append(f"- The panel's label ({md(v.get('panel_label'))}) was overridden by the safety verifier")
+    out.append("")
+    out += ["## Scores", "", "| category | score |", "|---|---|"]
+    out += [f"| {k} | {_num(report['scores'].get(k), '.3f')} |" for k in ("flight_control", "coordination",
+                                                                          "safety", "overall")]
+    out += ["", f"## Violations ({len(report['violations'])})", ""]
+    if report["violations"]:
+        out += ["| constraint | t start [s] | t end [s] | vehicles | worst | limit |", "|---|---|---|---|---|---|"]
+        out += [f"| {md(x['constraint'])} | {x['t_start']:.3f} | {x['t_end']:.3f} | {md(', '.join(x['uavs']))} | "
+                f"{_num(x['worst_value'])} | {_num(x['limit'])} |" for x in report["violations"]]
+    else:
+        out.append("None.")
+    events = report["events"]
+    out += ["", f"## Events ({len(events)})", ""]
+    if events:
+        out += ["| id | type | t [s] | vehicles | value |", "|---|---|---|---|---|"]
+        out += [f"| {md(e['id'])} | {md(e['type'])} | {e['t']:.3f} | {md(', '.join(e['uavs']))} | "
+                f"{_num(e.get('value'))} {md(e.get('unit') or '')} |" for e in events[:MAX_EVENTS]]
+        if len(events) > MAX_EVENTS:
+            out.append(f"\n{len(events) - MAX_EVENTS} more in report.json.")
+    else:
+        out.append("None.")
+    recs = v.get("recommendations") or []
+    if recs:
+        out += ["", "## Recommendations", ""] + [f"- {md(r)}" for r in recs]
+    out += ["", *_debate(report["debate"])]
+    dsl = report["dsl"]
+    out += ["", "## Trajectory DSL", "",
+            f"{dsl['tokens']} tokens (raw trajectory: {dsl['raw_tokens']} tokens).", "",
+            md_code_block(dsl["text"]), ""]
+    if figures:
+        out += ["## Figures", ""]
+        out += [f"![{md(CAPTIONS.get(n, n))}](figures/{n}.png)\n" for n in figures]
+    notes = list(report.get("notes", [])) + list(report.get("ingest", {}).get("notes", []))
+    if notes:
+        out += ["## Notes", ""] + [f"- {md(n)}" for n in notes] + [""]
+    return "\n".join(out) + "\n"
+
+
+def _debate(d: dict) -> list[str]:
+    out = ["## Expert panel", "",
+           f"Backend {md(d.get('backend'))}" + (f" ({md(d.get('model'))})" if d.get("model") else "")
+           + f", layer {d.get('layer')}, {len(d.get('rounds', []))} round(s), consensus "
+           f"{_num((d.get('consensus') or {}).get('overall'), '.2f')}, tokens {d['tokens'].get('prompt', 0)} prompt / "
+           f"{d['tokens'].get('completion', 0)} completion.", ""]
+    if d.get("fallback"):
+        out += [f"> {md(d['fallback'])}", ""]
+    for rnd in d.get("rounds", []):
+        seg = f" ({md(rnd['segment'])})" if rnd.get("segment") else ""
+        out += [f"### Round {md(rnd.get('index'))}{seg}", ""]
+        for r in rnd.get("responses", []):
+            ev = ", ".join(md(e) for e in r.get("evidence", []))
+            out.append(f"- **{md(r.get('agent'))}** ({md(r.get('role'))}, {md(r.get('team'))}, confidence "
+                       f"{_num(r.get('confidence'), '.2f')}): {md(r.get('claim'))}"
+                       + (f" Evidence: {ev}." if ev else ""))
+            if r.get("counter"):
+                out.append(f"  - counter: {md(r['counter'])}")
+        out.append("")
+    return out

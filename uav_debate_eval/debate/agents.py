@@ -1,0 +1,77 @@
+"""Agents: one per panel slot. RulesAgent answers deterministically; LLMAgent asks an LLMBackend.
+
+Both build the same prompt messages (for the transcript). Rules token counts are *estimates*: the
+dsl.tokens counter applied to the prompt and to the JSON answer, so budgets and benchmarks mean the same
+for every backend; the report marks them `estimated`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from uav_debate_eval.debate import prompts
+from uav_debate_eval.debate.llm.base import ChatRequest, LLMBackend
+from uav_debate_eval.debate.llm.structured import parse_response, response_schema
+from uav_debate_eval.debate.prompts import Turn
+from uav_debate_eval.debate.response import AgentResponse, from_data
+from uav_debate_eval.debate.rules import rules_response
+from uav_debate_eval.dsl.tokens import count_tokens
+
+
+@dataclass
+class Reply:
+    """One attempt of one agent: what it was asked, what came back, what it cost."""
+
+    response: AgentResponse | None
+    messages: list[dict[str, str]]
+    text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    model: str | None = None
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class RulesAgent:
+    estimated_tokens = True
+
+    def __init__(self, name: str):
+        self.name = name
+
+    async def respond(self, turn: Turn, previous_answer: AgentResponse | None = None) -> Reply:
+        start = time.perf_counter()
+        msgs = prompts.messages(turn, previous_answer)
+        response = rules_response(turn)
+        text = json.dumps(response.to_dict())
+        return Reply(response, msgs, text,
+                     prompt_tokens=sum(count_tokens(m["content"]) for m in msgs),
+                     completion_tokens=count_tokens(text),
+                     latency_s=time.perf_counter() - start, model="rules")
+
+
+class LLMAgent:
+    estimated_tokens = False
+
+    def __init__(self, name: str, backend: LLMBackend, temperature: float = 0.2, max_tokens: int = 512,
+                 seed: int = 0):
+        self.name, self.backend = name, backend
+        self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
+
+    async def respond(self, turn: Turn, previous_answer: AgentResponse | None = None) -> Reply:
+        msgs = prompts.messages(turn, previous_answer)
+        request = ChatRequest(messages=msgs, agent=self.name, round=turn.round,
+                              json_schema=response_schema(turn.valid_ids + turn.metric_refs),
+                              valid_ids=turn.valid_ids + turn.metric_refs, temperature=self.temperature,
+                              max_tokens=self.max_tokens, seed=self.seed)
+        result = await self.backend.chat(request)
+        data = result.data if result.data is not None else (parse_response(result.text) if result.text else None)
+        error = result.error
+        if error is None and data is None:
+            error = "unparseable response"
+        return Reply(from_data(data) if data is not None and error is None else None, msgs, result.text,
+                     result.prompt_tokens, result.completion_tokens, result.latency_s, result.cached,
+                     result.model or self.backend.model, error, {"attempts": result.attempts})

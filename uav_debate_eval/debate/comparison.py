@@ -1,0 +1,218 @@
+"""The paper's Table II: every evaluator over a scenario suite with injected hazards, four columns.
+
+- coverage: share of the keyword taxonomy's 12 evaluation topics that the method's output mentions (mean over
+  scenarios);
+- evidence quality: share of responses whose evidence has at least one verified data reference (a resolved
+  DSL id or metric whose quoted numbers match) and a number with a unit;
+- balance: normalised entropy (0..1) of keyword hits over the three categories flight control /
+  coordination / safety (1 = equal attention), mean over scenarios;
+- safety identification: injected hazards (simulator truth, route corners excluded) named in a response of
+  a segment overlapping the hazard, by its constraint, event or a synonym / total hazards.
+Paper's figures for the debate: 95 %, 87 %, 0.92, 7/7.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from uav_debate_eval.debate.baselines import METHODS, evaluate_baseline
+from uav_debate_eval.debate.config import DebateConfig
+from uav_debate_eval.debate.engine import DebateResult, SegmentContext, run_debate
+from uav_debate_eval.debate.evidence import has_data_ref
+
+PAPER = {"coverage": 0.95, "evidence_quality": 0.87, "balance": 0.92, "hazards": "7/7"}
+ALL_METHODS = ("debate", *METHODS)
+
+TAXONOMY: dict[str, tuple[str, ...]] = {
+    "tracking accuracy": ("tracking", "track", "deviation", "waypoint", "path error", "rmse"),
+    "smoothness": ("jerk", "smooth", "acceleration", "oscillat"),
+    "heading and turns": ("heading", "turn", "course"),
+    "altitude": ("altitude", "vertical", "climb", "descent"),
+    "speed": ("speed", "velocity"),
+    "formation": ("formation", "shape"),
+    "spacing and cohesion": ("spacing", "cohesion", "neighbour", "group"),
+    "communication": ("link", "communication", "stale", "dropout", "telemetry"),
+    "separation": ("separation", "collision", "proximity", "near miss", "clearance"),
+    "geofence": ("geofence", "fence", "boundary"),
+    "margins": ("margin", "limit", "envelope", "violation"),
+    "efficiency": ("efficiency", "energy", "battery", "duration", "distance"),
+}
+CATEGORY_WORDS: dict[str, tuple[str, ...]] = {
+    "flight_control": ("flight_control", "flight-control", "tracking", "jerk", "smooth", "heading", "turn",
+                       "altitude", "trajectory", "precision"),
+    "coordination": ("coordination", "formation", "spacing", "cohesion", "swarm", "group", "link", "synchron"),
+    "safety": ("safety", "separation", "collision", "geofence", "violation", "margin", "risk", "proximity",
+               "stale", "hazard"),
+}
+HAZARD_WORDS: dict[str, tuple[str, ...]] = {
+    "min_separation": ("min_separation", "separation", "proximity", "collision", "near miss"),
+    "max_vertical_speed": ("max_vertical_speed", "vertical speed", "altitude_rate", "altitude rate", "descent"),
+    "geofence": ("geofence", "fence"),
+    "stale_data": ("stale_data", "stale", "dropout", "telemetry"),
+    "max_speed": ("max_speed", "overspeed", "speed limit"),
+    "sharp_turn": ("sharp_turn", "sharp turn", "turn"),
+    "link_loss": ("link_loss", "link loss", "link"),
+    "altitude_rate": ("altitude_rate", "altitude rate", "vertical"),
+    "proximity": ("proximity", "separation"),
+}
+#: The built-in suite: each of the simulator's seven fault kinds once, plus clean flights.
+DEFAULT_SUITE = ("formation", "surveillance", "tracking", "swap", "formation:near_miss", "formation:altitude_drop",
+                 "surveillance:geofence_exit", "formation:telemetry_dropout", "tracking:overspeed",
+                 "surveillance:sharp_turn", "formation:link_loss")
+
+
+def _low(text: str) -> str:
+    return re.sub(r"\s+", " ", text.lower())
+
+
+def _hits(text: str, words: tuple[str, ...]) -> int:
+    return sum(text.count(w) for w in words)
+
+
+def output_text(result: DebateResult) -> str:
+    parts = [r.response.text() for rd in result.rounds for r in rd.responses]
+    return _low(" ".join(parts + list(result.verdict.recommendations)))
+
+
+def coverage(text: str) -> float:
+    return sum(_hits(text, ws) > 0 for ws in TAXONOMY.values()) / len(TAXONOMY)
+
+
+def balance(text: str) -> float:
+    counts = [_hits(text, ws) for ws in CATEGORY_WORDS.values()]
+    total = sum(counts)
+    if total == 0:
+        return 0.0
+    return -sum(c / total * math.log(c / total) for c in counts if c) / math.log(len(counts))
+
+
+def evidence_quality(result: DebateResult) -> tuple[int, int]:
+    """(responses with a verified data reference, responses)."""
+    rs = [r for rd in result.rounds for r in rd.responses]
+    good = sum(r.valid_evidence > 0 and has_data_ref(" ".join(r.response.evidence)) for r in rs)
+    return good, len(rs)
+
+
+def hazards(truth: list[Any]) -> list[Any]:
+    return [f for f in truth if f.kind != "route_turn" and (f.expect_constraint or f.expect_event)]
+
+
+def hazards_named(result: DebateResult, truth: list[Any]) -> tuple[int, int]:
+    found = hazards(truth)
+    named = 0
+    for f in found:
+        words = tuple(w for key in (f.expect_constraint, f.expect_event, f.kind) if key
+                      for w in HAZARD_WORDS.get(key, (key, key.replace("_", " "))))
+        texts = [_low(r.response.text()) for seg in result.segments for rd in seg.rounds for r in rd.responses
+                 if seg.t_start <= f.t_end and seg.t_end >= f.t_start]
+        named += any(_hits(t, words) for t in texts)
+    return named, len(found)
+
+
+@dataclass
+class Row:
+    method: str
+    coverage: list[float] = field(default_factory=list)
+    evidence: list[int] = field(default_factory=lambda: [0, 0])
+    balance: list[float] = field(default_factory=list)
+    named: list[int] = field(default_factory=lambda: [0, 0])
+    tokens: int = 0
+    rounds: int = 0
+    seconds: float = 0.0
+
+    def add(self, result: DebateResult, truth: list[Any]) -> None:
+        text = output_text(result)
+        self.coverage.append(coverage(text))
+        self.balance.append(balance(text))
+        g, n = evidence_quality(result)
+        h, m = hazards_named(result, truth)
+        self.evidence = [self.evidence[0] + g, self.evidence[1] + n]
+        self.named = [self.named[0] + h, self.named[1] + m]
+        t = result.tokens()
+        self.tokens += t["prompt"] + t["completion"]
+        self.rounds += len(result.rounds)
+        self.seconds += result.elapsed_s
+
+    def to_dict(self) -> dict:
+        mean = (lambda xs: sum(xs) / len(xs) if xs else 0.0)  # noqa: E731
+        return {"method": self.method, "coverage": mean(self.coverage),
+                "evidence_quality": self.evidence[0] / self.evidence[1] if self.evidence[1] else 0.0,
+                "balance": mean(self.balance), "hazards_named": self.named[0], "hazards_total": self.named[1],
+                "tokens": self.tokens, "rounds": self.rounds, "seconds": round(self.seconds, 3)}
+
+
+def build_contexts(traj: Any, mission: Any) -> tuple[list[SegmentContext], Any]:
+    """Per mission segment: its DSL, its own metrics and the flight's safety result (as the pipeline does)."""
+    from uav_debate_eval.dsl.builder import build_dsl
+    from uav_debate_eval.dsl.events import detect_events
+    from uav_debate_eval.dsl.segments import mission_segments
+    from uav_debate_eval.metrics.compute import compute_metrics
+    from uav_debate_eval.safety.checker import check_trajectory
+
+    safety = check_trajectory(traj, mission)
+    metrics = compute_metrics(traj, mission, safety)
+    events = detect_events(traj, mission, safety)
+    out = []
+    for seg in mission_segments(traj, mission, safety=safety):
+        window = traj.window(seg.t_start, seg.t_end)
+        seg_metrics = compute_metrics(window, mission, safety) if window.tracks else metrics
+        dsl = build_dsl(traj, mission, seg_metrics, safety, t_range=(seg.t_start, seg.t_end), events=events)
+        out.append(SegmentContext(seg.id, seg.t_start, seg.t_end, dsl, seg_metrics, safety, window))
+    return out, safety
+
+
+def parse_suite_entry(entry: str) -> tuple[str, list[str]]:
+    name, _, faults = entry.partition(":")
+    return name, [f for f in faults.split(",") if f]
+
+
+def run_method(method: str, contexts: list[SegmentContext], mission: Any, config: DebateConfig,
+               backend: Any = None) -> DebateResult:
+    if method == "debate":
+        return run_debate(contexts, mission, config, backend=backend)
+    return evaluate_baseline(method, contexts, mission, config, backend=backend)
+
+
+def compare(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateConfig | None = None,
+            methods: tuple[str, ...] = ALL_METHODS, seed: int = 0, backend: Any = None,
+            progress: Any = None) -> tuple[list[dict], dict]:
+    """Run every method on every suite entry ("scenario" or "scenario:fault,fault"); (table rows, per-run info)."""
+    from uav_debate_eval.sim.scenarios import simulate
+
+    config = config or DebateConfig()
+    rows = {m: Row(m) for m in methods}
+    runs = []
+    for entry in suite:
+        name, faults = parse_suite_entry(entry)
+        t0 = time.perf_counter()
+        sim = simulate(name, seed=seed, faults=faults)
+        contexts, _ = build_contexts(sim.traj, sim.mission)
+        prep = time.perf_counter() - t0
+        info = {"scenario": entry, "segments": len(contexts), "hazards": len(hazards(sim.truth)), "prep_s": prep}
+        for m in methods:
+            result = run_method(m, contexts, sim.mission, config, backend)
+            rows[m].add(result, sim.truth)
+            info[m] = {"label": result.verdict.label, "named": hazards_named(result, sim.truth)[0],
+                       "layers": [s.route.layer for s in result.segments],
+                       "rounds": [len(s.rounds) for s in result.segments], "tokens": result.tokens(),
+                       "invalid_citations": result.invalid_citations()}
+        runs.append(info)
+        if progress is not None:
+            progress(entry, info)
+    return [rows[m].to_dict() for m in methods], {"runs": runs}
+
+
+def format_table(rows: list[dict]) -> str:
+    head = (f"{'method':<14} {'coverage':>9} {'evidence':>9} {'balance':>8} {'safety id':>10} {'tokens':>9} "
+            f"{'rounds':>7}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['method']:<14} {r['coverage']:>8.0%} {r['evidence_quality']:>8.0%} {r['balance']:>8.2f} "
+                     f"{r['hazards_named']:>4}/{r['hazards_total']:<5} {r['tokens']:>9} {r['rounds']:>7}")
+    lines.append(f"{'paper debate':<14} {PAPER['coverage']:>8.0%} {PAPER['evidence_quality']:>8.0%} "
+                 f"{PAPER['balance']:>8.2f} {PAPER['hazards']:>10}")
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""Every constant of the debate protocol in one dataclass, loadable from YAML (`debate:` mapping or top level)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+
+from uav_debate_eval.core.errors import InputError
+
+if TYPE_CHECKING:
+    from uav_debate_eval.debate.llm.factory import LLMConfig
+
+MODES = ("adversarial", "collaborative")
+ROTATIONS = ("round_robin", "adaptive")
+
+
+@dataclass
+class DebateConfig:
+    """Protocol constants; defaults are the paper's. `llm` is a debate.llm LLMConfig for the llm backends."""
+
+    backend: str = "rules"  # rules | local | openai | any name make_backend knows
+    model: str | None = None
+    mode: str = "adversarial"
+    max_rounds: dict[int, int] = field(default_factory=lambda: {1: 1, 2: 3, 3: 5})  # per router layer
+    min_rounds: dict[int, int] = field(default_factory=lambda: {1: 1, 2: 2, 3: 3})  # before early stop/convergence
+    token_budget: int = 40000  # prompt + completion tokens per segment (D3)
+    early_stop_similarity: float = 0.92  # stop when Sim(S_r, S_r-1) exceeds it
+    score_gap_eps: float = 0.02  # convergence: |mean score_r - mean score_r-1| below it
+    tau_q: float = 0.7  # meta-cognitive quality threshold
+    novelty_min: float = 0.3  # Q_novelty below it suggests termination
+    stop_on_low_novelty: bool = False  # make that suggestion a stopping rule
+    # complexity < t1 -> L1, < t2 -> L2, else L3; calibrated on the simulator's built-in suite (benchmarks/)
+    router_thresholds: tuple[float, float] = (0.45, 0.7)
+    router_weights: dict[str, float] = field(default_factory=lambda: {
+        "events": 0.35, "violations": 0.35, "speed_entropy": 0.15, "heading_entropy": 0.15})
+    router_event_rate_ref: float = 6.0  # events per minute that count as "dense" (term saturates at 1)
+    router_bins: int = 8
+    red_fraction: float = 0.4
+    rotation: str = "round_robin"
+    uncertainty_lambda: float = 0.5  # U_intra = lambda F + (1 - lambda) M
+    low_confidence_u_sys: float = 0.5  # U_sys above it marks the evaluation low-confidence
+    jury_in_l3: bool = True
+    panel_may_raise: bool = False  # let a non-safe panel raise a verifier "safe" to "borderline"
+    quote_rel_tol: float = 0.02
+    quote_abs_tol: float = 0.011
+    min_evidence: int = 3
+    max_evidence: int = 5
+    agent_timeout_s: float = 120.0
+    temperature: float = 0.2
+    max_tokens: int = 512
+    seed: int = 0
+    personas_file: str | None = None
+    personas: list[dict] = field(default_factory=list)  # extra / replacing persona entries
+    llm: LLMConfig | None = None  # built from the `llm:` mapping of a config file
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise InputError(f"debate.mode: must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.rotation not in ROTATIONS:
+            raise InputError(f"debate.rotation: must be one of {', '.join(ROTATIONS)}, got {self.rotation!r}")
+        for name in ("max_rounds", "min_rounds"):
+            rounds = {int(k): int(v) for k, v in getattr(self, name).items()}
+            if sorted(rounds) != [1, 2, 3] or min(rounds.values()) < 1:
+                raise InputError(f"debate.{name}: need layers 1, 2, 3 with at least one round each")
+            setattr(self, name, rounds)
+        self.router_thresholds = tuple(float(x) for x in self.router_thresholds)  # type: ignore[assignment]
+        if not 0.0 < self.red_fraction < 1.0:
+            raise InputError(f"debate.red_fraction: must be in (0, 1), got {self.red_fraction}")
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "<config>") -> DebateConfig:
+        """Build from a mapping; unknown keys are an error (a typo would silently keep a default)."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise InputError(f"{source}: debate: unknown keys {sorted(unknown)}")
+        data = dict(data)
+        if isinstance(data.get("llm"), dict):
+            data["llm"] = _llm_config(data["llm"], source)
+        return cls(**data)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> DebateConfig:
+        """Load `path`: either a `debate:` mapping or the mapping itself."""
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read debate config: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: expected a mapping")
+        return cls.from_dict(data.get("debate", data), str(path))
+
+
+def _llm_config(data: dict, source: str) -> LLMConfig:
+    from uav_debate_eval.debate.llm import factory  # the backends' config lives with the backends
+
+    try:
+        return factory.LLMConfig(**data)
+    except TypeError as exc:
+        raise InputError(f"{source}: debate.llm: {exc}") from None

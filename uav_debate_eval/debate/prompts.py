@@ -1,0 +1,124 @@
+"""Prompt text for every agent turn; the rules agents build the same messages so transcripts are comparable."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from uav_debate_eval.debate.evidence import Check
+from uav_debate_eval.debate.monitor import Intervention
+from uav_debate_eval.debate.personas import Persona
+from uav_debate_eval.debate.response import AgentResponse
+from uav_debate_eval.debate.router import segment_violations
+
+RED = ("You are on the RED team: hunt anomalies, challenge optimistic scores and the blue team's assessment, "
+       "and name the weakest evidence. Critique before you conclude.")
+BLUE = ("You are on the BLUE team: give your expert assessment, acknowledge valid criticism from the red team and "
+        "refute the rest with data. Critique before you conclude.")
+COLLAB = ("Collaborative mode: this is not a zero-sum debate. Complement the other experts: add the points they "
+          "missed, correct gaps with data, and build one shared, complete assessment.")
+FORMAT = ("Answer with JSON only: {\"claim\": one sentence, \"evidence\": 3-5 items {\"id\": a DSL id or metric "
+          "name (category.metric) from VALID IDS, \"note\": its exact value with unit}, \"counter\": the strongest "
+          "counter-argument and your answer to it, \"summary\": key takeaways and one actionable recommendation "
+          "starting with 'Recommend', \"confidence\": 0..1, \"label\": \"safe\" | \"borderline\" | \"risky\"}. "
+          "Never invent ids or numbers.")
+
+
+@dataclass
+class Turn:
+    """Everything one agent sees in one round of one segment."""
+
+    ctx: Any  # engine.SegmentContext
+    persona: Persona
+    agent: str
+    team: str  # red | blue
+    lead: bool
+    round: int
+    layer: int
+    mode: str
+    vetoed: bool
+    valid_ids: list[str]
+    metric_refs: list[str]
+    issues: str = ""
+    previous: list[tuple[str, str, AgentResponse]] = field(default_factory=list)  # (role, team, response)
+    own_previous: AgentResponse | None = None
+    interventions: list[Intervention] = field(default_factory=list)
+    min_evidence: int = 3
+    max_evidence: int = 5
+    repair: list[Check] = field(default_factory=list)  # invalid citations of the first attempt
+
+
+def _fmt(x: Any) -> str:
+    return f"{x:.4g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
+
+
+def metrics_text(metrics: Any) -> str:
+    lines = []
+    for cat, score in (getattr(metrics, "scores", {}) or {}).items():
+        lines.append(f"{cat}.score = {_fmt(score)}")
+    for cat, rows in (getattr(metrics, "details", {}) or {}).items():
+        for name, d in (rows or {}).items():
+            unit = d.get("unit") or ""
+            lines.append(f"{cat}.{name} = {_fmt(d.get('value'))} {unit} (score {_fmt(d.get('score'))})".rstrip())
+    return "\n".join(lines) or "(no metrics)"
+
+
+def safety_text(ctx: Any) -> str:
+    s = ctx.safety
+    lines = [f"verifier label: {getattr(s, 'label', 'unknown')}"]
+    for v in segment_violations(s, ctx.t_start, ctx.t_end):
+        lines.append(f"VIOLATION {v.constraint} t={_fmt(v.t_start)}-{_fmt(v.t_end)} s uavs {','.join(v.uavs)} "
+                     f"worst {_fmt(v.worst_value)} limit {_fmt(v.limit)}")
+    for name, m in (getattr(s, "margins", {}) or {}).items():
+        lines.append(f"margin {name}: worst {_fmt(m.get('worst_value'))} limit {_fmt(m.get('limit'))} "
+                     f"ratio {_fmt(m.get('ratio'))}")
+    return "\n".join(lines)
+
+
+def system_message(turn: Turn) -> str:
+    p = turn.persona
+    parts = [f"You are the {p.name}. {p.description}"]
+    if turn.mode == "collaborative":
+        parts.append(COLLAB)
+    else:
+        parts.append(RED if turn.team == "red" else BLUE)
+    if turn.lead:
+        parts.append("You lead this round: address the open issues first.")
+    if turn.vetoed:
+        parts.append("SAFETY VETO: the deterministic safety verifier reports a hard-constraint violation. The "
+                     "mission verdict is RISKY whatever the panel concludes; explain the violation and recommend.")
+    parts.append(FORMAT)
+    return "\n".join(parts)
+
+
+def user_message(turn: Turn) -> str:
+    ctx = turn.ctx
+    parts = [f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, round {turn.round + 1}, "
+             f"layer L{turn.layer}.",
+             "DSL:\n" + str(getattr(ctx.dsl, "text", "")),
+             "METRICS:\n" + metrics_text(ctx.metrics),
+             "SAFETY:\n" + safety_text(ctx),
+             "VALID IDS: " + ", ".join(turn.valid_ids + turn.metric_refs)]
+    if turn.previous:
+        prev = "\n".join(f"- {role} ({team}): {r.claim} | {r.summary}" for role, team, r in turn.previous)
+        parts.append("PREVIOUS ROUND:\n" + prev)
+    if turn.issues:
+        parts.append("OPEN ISSUES: " + turn.issues)
+    if turn.interventions:
+        parts.append("MODERATOR:\n" + "\n".join(i.text for i in turn.interventions))
+    return "\n\n".join(parts)
+
+
+def repair_message(turn: Turn) -> str:
+    bad = "\n".join(f"- {c.item!r}: {c.reason()}" for c in turn.repair)
+    return ("Some evidence could not be verified against the data:\n" + bad +
+            "\nRewrite your answer citing only VALID IDS with their exact values. " + FORMAT)
+
+
+def messages(turn: Turn, previous_answer: AgentResponse | None = None) -> list[dict[str, str]]:
+    msgs = [{"role": "system", "content": system_message(turn)}, {"role": "user", "content": user_message(turn)}]
+    if turn.repair and previous_answer is not None:
+        msgs += [{"role": "assistant", "content": json.dumps(previous_answer.to_dict())},
+                 {"role": "user", "content": repair_message(turn)}]
+    return msgs

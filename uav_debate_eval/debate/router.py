@@ -1,0 +1,89 @@
+"""Complexity router: a segment's complexity score picks L1 (one round), L2 (standard) or L3 (deep + jury).
+
+score = w_e min(1, events per minute / rate_ref) + w_v min(1, violations) + w_s H_speed + w_h H_heading,
+H = normalised Shannon entropy (0..1) of a fixed-bin histogram: speeds in `bins` bins over
+[0, max_speed] (mission limit, else the largest observed speed), headings in `bins` 360/bins-degree
+sectors. Speeds/headings come from the segment's trajectory when the context has one, else from the
+numeric `speed*` / `heading*` values of its DSL items.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Route:
+    layer: int
+    score: float
+    terms: dict[str, float]
+
+    def to_dict(self) -> dict:
+        return {"layer": self.layer, "score": self.score, "terms": self.terms}
+
+
+def entropy(values: np.ndarray, lo: float, hi: float, bins: int) -> float:
+    values = values[np.isfinite(values)]
+    if values.size == 0 or hi <= lo:
+        return 0.0
+    counts, _ = np.histogram(np.clip(values, lo, hi), bins=bins, range=(lo, hi))
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum() / math.log(bins))
+
+
+def _dsl_series(dsl: Any, prefix: str) -> np.ndarray:
+    out = []
+    for item in (getattr(dsl, "index", {}) or {}).values():
+        for k, v in (getattr(item, "values", {}) or {}).items():
+            if str(k).startswith(prefix) and isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.append(float(v))
+    return np.asarray(out, dtype=float)
+
+
+def _series(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
+    traj = getattr(ctx, "traj", None)
+    if traj is not None and traj.tracks:
+        w = traj.window(ctx.t_start, ctx.t_end) if ctx.t_end > ctx.t_start else traj
+        speed = np.concatenate([tr.speed for tr in w.tracks.values()] or [np.zeros(0)])
+        heading = np.concatenate([tr.heading[tr.horizontal_speed > 0.2] for tr in w.tracks.values()]
+                                 or [np.zeros(0)])
+        return speed, heading
+    return _dsl_series(ctx.dsl, "speed"), np.radians(_dsl_series(ctx.dsl, "heading"))
+
+
+def segment_violations(safety: Any, t0: float, t1: float) -> list:
+    """Violations of `safety` overlapping [t0, t1] (all of them when the window is empty)."""
+    vs = list(getattr(safety, "violations", []) or [])
+    if t1 <= t0:
+        return vs
+    return [v for v in vs if v.t_start <= t1 and v.t_end >= t0]
+
+
+def segment_events(dsl: Any, t0: float, t1: float) -> list:
+    evs = list(getattr(dsl, "events", []) or [])
+    if t1 <= t0:
+        return evs
+    return [e for e in evs if e.t <= t1 and (e.t_end if e.t_end is not None else e.t) >= t0]
+
+
+def route(ctx: Any, weights: dict[str, float], thresholds: tuple[float, float], rate_ref: float = 6.0,
+          bins: int = 8, max_speed: float | None = None) -> Route:
+    """Score a SegmentContext and pick its layer."""
+    minutes = max(ctx.t_end - ctx.t_start, 1e-9) / 60.0
+    n_events = len(segment_events(ctx.dsl, ctx.t_start, ctx.t_end))
+    n_viol = len(segment_violations(ctx.safety, ctx.t_start, ctx.t_end))
+    speed, heading = _series(ctx)
+    v_hi = max_speed or (float(np.nanmax(speed)) if speed.size else 0.0)
+    terms = {
+        "events": min(1.0, n_events / minutes / rate_ref) if ctx.t_end > ctx.t_start else min(1.0, n_events / 10),
+        "violations": min(1.0, float(n_viol)),
+        "speed_entropy": entropy(speed, 0.0, v_hi, bins),
+        "heading_entropy": entropy(np.mod(heading, 2 * math.pi), 0.0, 2 * math.pi, bins),
+    }
+    score = float(sum(weights.get(k, 0.0) * v for k, v in terms.items()))
+    layer = 1 if score < thresholds[0] else 2 if score < thresholds[1] else 3
+    return Route(layer, score, terms)

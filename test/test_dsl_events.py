@@ -1,0 +1,159 @@
+"""Event detection on flights with known answers: one event per manoeuvre, at the right time and vehicle."""
+
+import numpy as np
+import pytest
+
+from uav_debate_eval.core import SwarmTrajectory
+from uav_debate_eval.core.mission import Constraints, Mission, Thresholds
+from uav_debate_eval.dsl.events import detect_events
+from uav_debate_eval.dsl.segmentation import segment_vehicle
+from uav_debate_eval.metrics.kinematics import smooth_kinematics
+
+DT = 0.05
+T = np.arange(0.0, 40.0 + 1e-9, DT)
+
+
+def _traj(paths: dict, link_ok: dict | None = None) -> SwarmTrajectory:
+    ids = np.concatenate([[u] * len(T) for u in paths])
+    link = None
+    if link_ok:
+        link = np.concatenate([link_ok.get(u, np.ones(len(T))) for u in paths])
+    return SwarmTrajectory.from_columns(np.tile(T, len(paths)), ids, np.vstack(list(paths.values())), link_ok=link)
+
+
+def _east(y=0.0, z=5.0, v=2.0):
+    return np.column_stack([v * T, 0 * T + y, 0 * T + z])
+
+
+def _corner(t_turn=20.0, y=0.0):
+    before = t_turn >= T
+    return np.column_stack([np.where(before, 2 * T, 2 * t_turn), np.where(before, y, y + 2 * (T - t_turn)), 0 * T + 5])
+
+
+def _climb(y=-10.0):
+    z = 5.0 + 4.0 * np.clip(T - 10.0, 0.0, 5.0)  # 4 m/s from 10 s to 15 s
+    return np.column_stack([2 * T, 0 * T + y, z])
+
+
+def _of(events, kind):
+    return [e for e in events if e.type == kind]
+
+
+def test_a_90_degree_corner_is_exactly_one_sharp_turn_at_the_corner():
+    traj = _traj({"uav1": _corner(), "uav2": _east(y=-10.0), "uav3": _east(y=10.0)})
+    turns = _of(detect_events(traj, Mission()), "sharp_turn")
+    assert len(turns) == 1
+    e = turns[0]
+    assert e.uavs == ["uav1"]
+    assert e.t == pytest.approx(20.0, abs=DT)
+    assert e.value == pytest.approx(90.0, abs=1.0)
+    assert e.unit == "deg"
+    assert e.extra["direction"] == "left"
+
+
+def test_turn_below_the_threshold_is_not_an_event_and_threshold_is_configurable():
+    before = T <= 20.0
+    ang = np.radians(25.0)
+    path = np.column_stack([np.where(before, 2 * T, 40 + 2 * np.cos(ang) * (T - 20)),
+                            np.where(before, 0 * T, 2 * np.sin(ang) * (T - 20)), 0 * T + 5])
+    traj = _traj({"uav1": path})
+    assert _of(detect_events(traj, Mission()), "sharp_turn") == []
+    low = Mission(thresholds=Thresholds(sharp_turn_deg=20.0))
+    assert len(_of(detect_events(traj, low), "sharp_turn")) == 1
+
+
+def test_swarm_turning_together_is_one_event_listing_every_vehicle():
+    traj = _traj({"uav1": _corner(), "uav2": _corner(y=-5.0), "uav3": _corner(20.5, y=5.0)})
+    turns = _of(detect_events(traj, Mission()), "sharp_turn")
+    assert len(turns) == 1
+    assert turns[0].uavs == ["uav1", "uav2", "uav3"]
+    assert turns[0].t == pytest.approx(20.0, abs=DT)
+
+
+def test_climb_at_4_mps_is_an_altitude_rate_event_over_the_climb():
+    traj = _traj({"uav1": _climb()})
+    events = detect_events(traj, Mission())
+    rates = _of(events, "altitude_rate")
+    assert len(rates) == 1
+    e = rates[0]
+    assert e.uavs == ["uav1"]
+    assert e.t == pytest.approx(10.0, abs=0.25)
+    assert e.t_end == pytest.approx(15.0, abs=0.25)
+    assert e.value == pytest.approx(4.0, abs=0.01)
+    assert e.extra["direction"] == "climb"
+    assert _of(events, "sharp_turn") == []
+
+
+def test_proximity_event_names_the_pair_and_the_closest_distance():
+    hover = np.tile([0.0, 0.0, 5.0], (len(T), 1))
+    passing = np.column_stack([T - 20.0, 0 * T + 0.8, 0 * T + 5.0])
+    mission = Mission(constraints=Constraints(min_separation_m=0.5))  # warning at 1.0 m
+    prox = _of(detect_events(_traj({"uav1": hover, "uav2": passing}), mission), "proximity")
+    assert len(prox) == 1
+    e = prox[0]
+    assert e.uavs == ["uav1", "uav2"]
+    assert e.value == pytest.approx(0.8, abs=1e-6)
+    assert e.t == pytest.approx(19.45, abs=DT + 1e-6)
+    assert e.t_end == pytest.approx(20.55, abs=DT + 1e-6)
+    assert e.extra["t_min"] == pytest.approx(20.0, abs=1e-6)
+
+
+def test_link_loss_gap_and_violation_events():
+    link = np.ones(len(T))
+    link[(T >= 5.0) & (T < 8.0)] = 0.0
+    traj = SwarmTrajectory.from_columns(
+        np.concatenate([T, T[(T < 25) | (T > 28)]]),
+        np.array(["uav1"] * len(T) + ["uav2"] * int(((T < 25) | (T > 28)).sum())),
+        np.vstack([_east(), _east(y=5.0)[(T < 25) | (T > 28)]]),
+        link_ok=np.concatenate([link, np.ones(int(((T < 25) | (T > 28)).sum()))]),
+    )
+    mission = Mission(constraints=Constraints(max_speed_mps=1.5, stale_timeout_s=1.0))
+    events = detect_events(traj, mission)
+    (loss,) = _of(events, "link_loss")
+    assert loss.uavs == ["uav1"] and loss.t == 5.0 and loss.t_end == 8.0 and loss.value == 3.0
+    (gap,) = _of(events, "data_gap")
+    assert gap.uavs == ["uav2"] and gap.t == pytest.approx(24.95) and gap.t_end == pytest.approx(28.05)
+    assert {e.type for e in events} >= {"violation:max_speed", "violation:stale_data"}
+
+
+def test_ids_are_ordered_by_time_and_stable():
+    traj = _traj({"uav1": _corner(), "uav2": _climb(), "uav3": _east(y=10.0)})
+    a = detect_events(traj, Mission())
+    b = detect_events(traj, Mission())
+    assert [e.to_dict() for e in a] == [e.to_dict() for e in b]
+    assert [e.id for e in a] == [f"EVENT[{k}]" for k in range(1, len(a) + 1)]
+    assert [e.t for e in a] == sorted(e.t for e in a)
+    assert [e.type for e in a] == ["altitude_rate", "sharp_turn"]
+
+
+def test_segmentation_labels_straight_turn_climb_and_hover():
+    hover_then_go = np.column_stack([np.where(T < 10, 0.0, 2 * (T - 10)), 0 * T, 0 * T + 5])
+    kinds = [s.kind for s in segment_vehicle(smooth_kinematics(_traj({"u": hover_then_go}).tracks["u"]))]
+    assert kinds == ["hover", "straight"]
+    segs = segment_vehicle(smooth_kinematics(_traj({"u": _climb()}).tracks["u"]))
+    assert [s.kind for s in segs] == ["straight", "climb", "straight"]
+    climb = segs[1]
+    assert climb.t_start == pytest.approx(10.0, abs=1.0) and climb.t_end == pytest.approx(15.0, abs=1.0)
+    assert climb.dz == pytest.approx(20.0, abs=2.0)
+    segs = segment_vehicle(smooth_kinematics(_traj({"u": _corner()}).tracks["u"]))
+    assert [s.kind for s in segs] == ["straight", "turn", "straight"]
+    assert segs[1].turn_deg == pytest.approx(90.0, abs=2.0)
+    # segments tile the flight without gaps or overlaps
+    assert segs[0].t_start == 0.0 and segs[-1].t_end == pytest.approx(40.0)
+    assert all(a.t_end == b.t_start for a, b in zip(segs, segs[1:], strict=False))
+
+
+def test_noisy_straight_flight_has_no_events_and_no_fragments():
+    rng = np.random.default_rng(7)
+    noisy = _east() + rng.normal(0.0, 0.03, (len(T), 3))
+    traj = _traj({"uav1": noisy})
+    assert detect_events(traj, Mission()) == []
+    assert [s.kind for s in segment_vehicle(smooth_kinematics(traj.tracks["uav1"]))] == ["straight"]
+
+
+def test_a_speed_regime_change_splits_a_straight_segment():
+    x = np.where(T < 20, 1.0 * T, 20.0 + 3.0 * (T - 20))
+    segs = segment_vehicle(smooth_kinematics(_traj({"u": np.column_stack([x, 0 * T, 0 * T + 5])}).tracks["u"]))
+    assert [s.kind for s in segs] == ["straight", "straight"]
+    assert segs[0].t_end == pytest.approx(20.0, abs=0.5)
+    assert segs[0].mean_speed == pytest.approx(1.0, abs=0.05) and segs[1].mean_speed == pytest.approx(3.0, abs=0.05)

@@ -1,0 +1,63 @@
+"""Mission segments (one debate each): fixed windows, flight phases, cuts at veto edges."""
+
+import numpy as np
+import pytest
+
+from uav_debate_eval.core import InputError, SwarmTrajectory
+from uav_debate_eval.core.mission import Constraints, Mission
+from uav_debate_eval.dsl.segments import mission_segments
+
+DT = 0.1
+
+
+def _swarm(duration=95.0, x_of_t=None, extra=None) -> SwarmTrajectory:
+    t = np.arange(0.0, duration + 1e-9, DT)
+    x = x_of_t(t) if x_of_t else 2 * t
+    paths = [np.column_stack([x, 0 * t + 5.0 * k, 0 * t + 5]) for k in range(3)]
+    if extra is not None:
+        paths.append(extra(t))
+    n = len(paths)
+    ids = np.repeat([f"uav{k + 1}" for k in range(n)], len(t))
+    return SwarmTrajectory.from_columns(np.tile(t, n), ids, np.vstack(paths))
+
+
+def test_windows_cover_the_flight_and_a_short_tail_joins_the_last_window():
+    segs = mission_segments(_swarm(95.0), Mission(), mode="window", window_s=30.0)
+    assert [(s.t_start, s.t_end) for s in segs] == [(0.0, 30.0), (30.0, 60.0), (60.0, 95.0)]
+    assert [s.id for s in segs] == ["MSEG[1]", "MSEG[2]", "MSEG[3]"]
+    segs = mission_segments(_swarm(100.0), Mission(), mode="window", window_s=30.0)
+    assert [(s.t_start, s.t_end) for s in segs] == [(0.0, 30.0), (30.0, 60.0), (60.0, 90.0), (90.0, 100.0)]
+
+
+def test_phases_split_where_the_swarm_changes_regime():
+    def hover_cruise_hover(t):
+        return np.where(t < 20, 0.0, np.where(t < 60, 2 * (t - 20), 80.0))
+
+    segs = mission_segments(_swarm(80.0, hover_cruise_hover), Mission(), mode="phase")
+    assert [s.label for s in segs] == ["hover", "cruise", "hover"]
+    assert segs[0].t_start == 0.0 and segs[-1].t_end == 80.0
+    assert segs[1].t_start == pytest.approx(20.0, abs=2.0)
+    assert segs[1].t_end == pytest.approx(60.0, abs=2.0)
+    assert all(a.t_end == b.t_start for a, b in zip(segs, segs[1:], strict=False))
+
+
+def test_phases_are_cut_at_veto_edges():
+    def intruder(t):  # passes 0.2 m from uav1's track at t = 50 s
+        return np.column_stack([2 * t, -0.2 - np.abs(t - 50.0), 0 * t + 5])
+
+    mission = Mission(constraints=Constraints(min_separation_m=0.5))
+    segs = mission_segments(_swarm(95.0, extra=intruder), mission, mode="phase")
+    veto = [s for s in segs if s.label == "veto"]
+    assert len(veto) == 1
+    assert veto[0].t_start == pytest.approx(49.7, abs=0.3)
+    assert [s.label for s in segs] == ["cruise", "veto", "cruise"]
+
+
+def test_long_phases_are_split_and_bad_modes_rejected():
+    segs = mission_segments(_swarm(300.0), Mission(), mode="phase")
+    assert len(segs) == 3 and segs[-1].t_end == 300.0
+    assert all(s.t_end - s.t_start <= 120.0 + 1e-9 for s in segs)
+    with pytest.raises(InputError, match="unknown segment mode"):
+        mission_segments(_swarm(30.0), Mission(), mode="bogus")
+    with pytest.raises(InputError, match="window length"):
+        mission_segments(_swarm(30.0), Mission(), mode="window", window_s=0)

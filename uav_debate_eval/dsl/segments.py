@@ -1,0 +1,122 @@
+"""Swarm-level mission segments: the debate runs once per segment.
+
+mode="window": fixed windows of `window_s` from the first sample; a last piece shorter than a
+third of a window joins the previous one.
+
+mode="phase": the swarm's mean motion (mean over vehicles of the smoothed velocity on the common
+grid) is classified per step into hover (mean speed < 0.3 m/s), climb / descent (mean vz beyond
++/-0.5 m/s) or cruise, averaged over a 5 s window; runs shorter than `min_phase_s` (10 s) are
+absorbed by a neighbour. Segments are also cut at the edges of the safety checker's veto intervals
+(so a violation gets its own segment, labelled "veto"), then pieces longer than `max_phase_s`
+(120 s) are split evenly so every debate sees a bounded amount of flight.
+Ids are MSEG[1..n] in time order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.ndimage import uniform_filter1d
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.dsl.segmentation import HOVER_SPEED, VERTICAL_SPEED, _absorb_short, _runs
+
+PHASES = ("cruise", "climb", "descent", "hover")
+PHASE_WINDOW_S = 5.0
+MIN_PHASE_S = 10.0
+MAX_PHASE_S = 120.0
+MIN_VETO_PIECE_S = 1.0
+
+
+@dataclass
+class MissionSegment:
+    id: str
+    t_start: float
+    t_end: float
+    label: str
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "t_start": self.t_start, "t_end": self.t_end, "label": self.label}
+
+
+def _number(pieces: list[tuple[float, float, str]]) -> list[MissionSegment]:
+    return [MissionSegment(f"MSEG[{k}]", round(a, 3), round(b, 3), lab) for k, (a, b, lab) in enumerate(pieces, 1)]
+
+
+def _windows(t0: float, t1: float, window_s: float) -> list[tuple[float, float, str]]:
+    if window_s <= 0:
+        raise InputError(f"window length must be > 0 s, got {window_s:g}")
+    edges = list(np.arange(t0, t1, window_s)) + [t1]
+    if len(edges) > 2 and edges[-1] - edges[-2] < window_s / 3:
+        del edges[-2]
+    if len(edges) < 2:
+        edges = [t0, t1]
+    return [(float(a), float(b), f"window {k}") for k, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True), 1)]
+
+
+def _phases(traj: SwarmTrajectory) -> list[tuple[float, float, str]]:
+    from uav_debate_eval.metrics.swarm import snapshots
+
+    snap = snapshots(traj)
+    t = snap.t
+    if len(t) < 2:
+        return [(traj.t_start, traj.t_end, "cruise")]
+    dt = float(t[1] - t[0])
+    w = max(1, int(round(PHASE_WINDOW_S / dt)))
+    valid = snap.valid[..., None]
+    n = np.maximum(snap.valid.sum(axis=1), 1)[:, None]
+    mean_v = (np.where(valid, snap.vel, 0.0)).sum(axis=1) / n
+    speed = uniform_filter1d(np.linalg.norm(np.where(valid, snap.vel, 0.0), axis=2).sum(axis=1) / n[:, 0], w,
+                             mode="nearest")
+    vz = uniform_filter1d(mean_v[:, 2], w, mode="nearest")
+    labels = np.zeros(len(t), dtype=int)
+    labels[vz > VERTICAL_SPEED] = 1
+    labels[vz < -VERTICAL_SPEED] = 2
+    labels[speed < HOVER_SPEED] = 3
+    runs = _absorb_short(_runs(labels), max(1, int(round(MIN_PHASE_S / dt))))
+    return [(float(t[a]), float(t[min(b, len(t) - 1)]), PHASES[lab]) for lab, a, b in runs]
+
+
+def _cut_at_vetoes(pieces: list[tuple[float, float, str]], vetoes: list[tuple[float, float]]
+                   ) -> list[tuple[float, float, str]]:
+    out = []
+    for a, b, lab in pieces:
+        cuts = sorted({x for v in vetoes for x in v if a + MIN_VETO_PIECE_S <= x <= b - MIN_VETO_PIECE_S})
+        edges = [a, *cuts, b]
+        for p, q in zip(edges[:-1], edges[1:], strict=True):
+            mid = (p + q) / 2
+            inside = any(v0 <= mid <= v1 for v0, v1 in vetoes)
+            out.append((p, q, "veto" if inside else lab))
+    return out
+
+
+def _split_long(pieces: list[tuple[float, float, str]], max_s: float) -> list[tuple[float, float, str]]:
+    out = []
+    for a, b, lab in pieces:
+        k = max(1, int(np.ceil((b - a) / max_s - 1e-9)))
+        edges = np.linspace(a, b, k + 1)
+        out += [(float(p), float(q), lab) for p, q in zip(edges[:-1], edges[1:], strict=True)]
+    return out
+
+
+def mission_segments(traj: SwarmTrajectory, mission: Mission, mode: str = "phase", window_s: float = 30.0,
+                     safety=None) -> list[MissionSegment]:
+    """Swarm-level segments covering [traj.t_start, traj.t_end] (see module docstring)."""
+    if not traj.tracks:
+        raise InputError("trajectory has no vehicles")
+    t0, t1 = traj.t_start, traj.t_end
+    if mode == "window":
+        return _number(_windows(t0, t1, window_s))
+    if mode != "phase":
+        raise InputError(f"unknown segment mode '{mode}' (expected phase or window)")
+    if safety is None:
+        from uav_debate_eval.metrics.compute import run_checker
+
+        safety = run_checker(traj, mission)
+    pieces = _phases(traj)
+    if safety is not None and safety.veto_intervals:
+        pieces = _cut_at_vetoes(pieces, list(safety.veto_intervals))
+    return _number(_split_long(pieces, MAX_PHASE_S))

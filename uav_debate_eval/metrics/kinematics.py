@@ -1,0 +1,124 @@
+"""Noise-robust kinematics on a uniform grid, shared by the metrics and the DSL.
+
+`Track.acc`/`Track.jerk` are plain finite differences: each differentiation multiplies sensor
+noise by roughly 1/dt, so a simulated flight with 2 cm position noise at 20 Hz would look
+violently jerky. Here each track is first interpolated onto a uniform grid at its median sample
+period, then Savitzky-Golay filters (local polynomial least-squares fits) give
+- the smoothed velocity: linear fit over 0.5 s (no overshoot at a step, so a 4 m/s climb reads
+  4 m/s and event times stay sharp);
+- the acceleration: first derivative of a quadratic fit of the velocity over 2 s;
+- the jerk: second derivative of a quadratic fit of the velocity over 2 s.
+Every differentiation amplifies noise, hence the longer windows: with 2-5 cm position noise at
+5-50 Hz the RMS jerk of a straight line stays below 0.6 m/s^3 (smoothness >= 0.98 with its 0.5
+floor) and no spurious sharp turn appears. The fits reproduce constant and linearly changing
+velocity exactly, so a constant-speed line keeps exactly zero acceleration and jerk (up to
+floating point).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.ndimage import convolve1d
+from scipy.signal import savgol_coeffs
+
+from uav_debate_eval.core.trajectory import Track
+
+#: Savitzky-Golay windows (seconds) for velocity, acceleration and jerk.
+SMOOTH_WINDOW_S = 0.5
+ACC_WINDOW_S = 2.0
+JERK_WINDOW_S = 2.0
+#: Below this horizontal speed (m/s) the course over ground is meaningless (hover, noise).
+HEADING_MIN_SPEED = 0.3
+#: At most this many grid points per track (long flights are evaluated on a coarser grid).
+MAX_POINTS = 40_000
+
+
+@dataclass
+class Kinematics:
+    """One vehicle on a uniform grid: smoothed velocity and its derivatives."""
+
+    uav_id: str
+    t: np.ndarray  # (n,)
+    pos: np.ndarray  # (n, 3)
+    vel: np.ndarray  # (n, 3) smoothed
+    acc: np.ndarray  # (n, 3)
+    jerk: np.ndarray  # (n, 3)
+    dt: float
+
+    @property
+    def speed(self) -> np.ndarray:
+        return np.linalg.norm(self.vel, axis=1)
+
+    @property
+    def hspeed(self) -> np.ndarray:
+        return np.linalg.norm(self.vel[:, :2], axis=1)
+
+    @property
+    def vz(self) -> np.ndarray:
+        return self.vel[:, 2]
+
+    def heading(self) -> np.ndarray:
+        """Unwrapped course over ground (rad); held at the last valid value while below HEADING_MIN_SPEED."""
+        raw = np.arctan2(self.vel[:, 1], self.vel[:, 0])
+        ok = self.hspeed >= HEADING_MIN_SPEED
+        if not ok.any():
+            return np.zeros(len(self.t))
+        idx = np.where(ok, np.arange(len(raw)), -1)
+        idx = np.maximum.accumulate(idx)
+        idx[idx < 0] = int(np.flatnonzero(ok)[0])
+        return np.unwrap(raw[idx])
+
+
+@functools.lru_cache(maxsize=64)
+def _coeffs(window: int, order: int, deriv: int, delta: float) -> np.ndarray:
+    return savgol_coeffs(window, order, deriv=deriv, delta=delta, use="conv")
+
+
+def savgol(x: np.ndarray, window: int, order: int, deriv: int = 0, delta: float = 1.0) -> np.ndarray:
+    """Savitzky-Golay filter along axis 0 with cached coefficients; the ends are padded with the edge
+    value (a vehicle holds its last state), which is much cheaper than scipy's polynomial edge fit."""
+    return convolve1d(x, _coeffs(window, order, deriv, float(delta)), axis=0, mode="nearest")
+
+
+def _odd_window(n_window: int, n: int, minimum: int) -> int:
+    w = max(minimum, n_window | 1)
+    if w > n:
+        w = n if n % 2 else n - 1
+    return w
+
+
+def smooth_kinematics(track: Track, window_s: float = SMOOTH_WINDOW_S, dt: float | None = None) -> Kinematics:
+    """Resample `track` onto a uniform grid and return Savitzky-Golay smoothed velocity, acc and jerk."""
+    n_in = len(track)
+    if n_in < 2:
+        z = np.zeros((n_in, 3))
+        return Kinematics(track.uav_id, track.t.copy(), track.pos.copy(), track.vel.copy(), z, z.copy(), 0.0)
+    span = float(track.t[-1] - track.t[0])
+    dt = dt or track.sample_period
+    dt = max(dt, span / (MAX_POINTS - 1))
+    n = int(np.floor(span / dt + 1e-9)) + 1
+    t = track.t[0] + dt * np.arange(n)
+    pos = np.column_stack([np.interp(t, track.t, track.pos[:, k]) for k in range(3)])
+    vel = np.column_stack([np.interp(t, track.t, track.vel[:, k]) for k in range(3)])
+    w = _odd_window(int(round(window_s / dt)), n, 3)
+    if w < 3:
+        z = np.zeros_like(vel)
+        return Kinematics(track.uav_id, t, pos, vel, z, z.copy(), dt)
+    v_s = savgol(vel, w, 1)
+    wa = _odd_window(int(round(window_s * ACC_WINDOW_S / SMOOTH_WINDOW_S / dt)), n, 3)
+    wj = _odd_window(int(round(window_s * JERK_WINDOW_S / SMOOTH_WINDOW_S / dt)), n, 3)
+    acc = savgol(vel, wa, min(2, wa - 1), deriv=1, delta=dt)
+    jerk = savgol(vel, wj, 2, deriv=2, delta=dt) if wj >= 3 else np.zeros_like(vel)
+    return Kinematics(track.uav_id, t, pos, v_s, acc, jerk, dt)
+
+
+def runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Half-open index runs [i0, i1) where mask is True."""
+    if not len(mask):
+        return []
+    m = np.concatenate([[False], mask.astype(bool), [False]])
+    edges = np.flatnonzero(np.diff(m.astype(np.int8)))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]

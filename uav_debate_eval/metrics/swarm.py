@@ -1,0 +1,229 @@
+"""Swarm geometry on a common time grid: separation, close-approach intervals, formation error.
+
+Shared by the coordination/safety metrics and by the DSL events so that a score and the event
+that explains it are computed from the same numbers. Pairwise work uses a kd-tree per grid step
+(output-sensitive), so a 1000-vehicle grid swarm stays tractable; the grid is at most
+MAX_STEPS long (coarser than the samples for very long flights).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
+from uav_debate_eval.metrics.kinematics import runs
+
+#: Longest common grid used for pairwise geometry.
+MAX_STEPS = 12_000
+#: Up to this many vehicles the nominal-shape reference uses all pairs, above it k nearest neighbours.
+ALL_PAIRS_MAX_N = 30
+NEIGHBOURS_K = 6
+#: The nominal pair distances are medians over at most this many evenly spaced grid steps.
+NOMINAL_STEPS = 2000
+
+
+def snapshots(traj: SwarmTrajectory) -> Snapshots:
+    """Every vehicle on one grid (sample period, capped at MAX_STEPS); data gaps are invalid."""
+    dt = max(traj.sample_period or 0.1, traj.duration / (MAX_STEPS - 1) if traj.duration > 0 else 0.0)
+    gap = max(MIN_GAP_S, GAP_FACTOR * (traj.sample_period or 0.0))
+    return traj.resample(dt=dt, max_gap_s=gap)
+
+
+@dataclass
+class CloseApproach:
+    """A contiguous interval with one pair closer than a radius."""
+
+    i: int
+    j: int
+    t_start: float
+    t_end: float
+    d_min: float
+    t_min: float  # when the pair was closest: separation starts increasing after this
+
+
+@dataclass
+class Separation:
+    t: np.ndarray  # (T,)
+    d_min: np.ndarray  # (T,) closest pair distance (inf when fewer than two valid vehicles)
+    pair: np.ndarray  # (T, 2) indices of that pair (-1 when none)
+
+
+#: Up to this many vehicles all pair distances are computed at once (vectorised over time).
+DENSE_MAX_N = 60
+
+
+def _dense(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All pair indices and distances (T, P), inf where either vehicle is invalid."""
+    ii, jj = np.triu_indices(len(snap.uav_ids), k=1)
+    d = np.linalg.norm(snap.pos[:, ii] - snap.pos[:, jj], axis=-1)
+    d[~(snap.valid[:, ii] & snap.valid[:, jj])] = np.inf
+    return ii, jj, d
+
+
+def separation(snap: Snapshots) -> Separation:
+    """Closest-pair distance per grid step (all pairs for small swarms, else a kd-tree per step)."""
+    T, N = snap.valid.shape
+    d_min = np.full(T, np.inf)
+    pair = np.full((T, 2), -1, dtype=int)
+    if 2 <= N <= DENSE_MAX_N:
+        ii, jj, d = _dense(snap)
+        a = np.argmin(d, axis=1)
+        d_min = d[np.arange(T), a]
+        has = np.isfinite(d_min)
+        pair[has] = np.column_stack([ii[a], jj[a]])[has]
+        return Separation(snap.t, d_min, pair)
+    for k in range(T):
+        idx = np.flatnonzero(snap.valid[k])
+        if len(idx) < 2:
+            continue
+        p = snap.pos[k, idx]
+        d, nn = cKDTree(p).query(p, k=2)
+        a = int(np.argmin(d[:, 1]))
+        b = int(nn[a, 1])
+        d_min[k] = d[a, 1]
+        pair[k] = sorted((int(idx[a]), int(idx[b])))
+    return Separation(snap.t, d_min, pair)
+
+
+def close_approaches(snap: Snapshots, radius: float, merge_s: float = 0.5) -> list[CloseApproach]:
+    """Per pair, intervals with distance < radius (gaps shorter than merge_s are bridged)."""
+    hits: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    N = len(snap.uav_ids)
+    if 2 <= N <= DENSE_MAX_N:
+        ii, jj, d = _dense(snap)
+        for p in np.flatnonzero((d < radius).any(axis=0)):
+            ks = np.flatnonzero(d[:, p] < radius)
+            hits[(int(ii[p]), int(jj[p]))] = list(zip(ks.tolist(), d[ks, p].tolist(), strict=True))
+    for k in range(len(snap.t) if N > DENSE_MAX_N else 0):
+        idx = np.flatnonzero(snap.valid[k])
+        if len(idx) < 2:
+            continue
+        p = snap.pos[k, idx]
+        pairs = cKDTree(p).query_pairs(radius, output_type="ndarray")
+        for a, b in pairs:
+            d = float(np.linalg.norm(p[a] - p[b]))
+            if d < radius:
+                i, j = sorted((int(idx[a]), int(idx[b])))
+                hits.setdefault((i, j), []).append((k, d))
+    out: list[CloseApproach] = []
+    dt = float(snap.t[1] - snap.t[0]) if len(snap.t) > 1 else 0.0
+    gap_steps = max(1, int(round(merge_s / dt))) if dt > 0 else 1
+    for (i, j), rows in sorted(hits.items()):
+        ks = np.array([r[0] for r in rows])
+        ds = np.array([r[1] for r in rows])
+        breaks = np.flatnonzero(np.diff(ks) > gap_steps) + 1
+        for seg_k, seg_d in zip(np.split(ks, breaks), np.split(ds, breaks), strict=True):
+            m = int(np.argmin(seg_d))
+            out.append(CloseApproach(i, j, float(snap.t[seg_k[0]]), float(snap.t[seg_k[-1]]),
+                                     float(seg_d[m]), float(snap.t[seg_k[m]])))
+    out.sort(key=lambda c: (c.t_start, c.i, c.j))
+    return out
+
+
+def formation_reference(mission: Mission, uav_ids: list[str]) -> str | None:
+    """'offsets' when the mission gives offsets for >= 2 flown vehicles, 'nominal' for >= 2 vehicles, else None."""
+    if len([u for u in uav_ids if u in mission.formation_offsets]) >= 2:
+        return "offsets"
+    return "nominal" if len(uav_ids) >= 2 else None
+
+
+def formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str | None]:
+    """Per-vehicle formation error (T, N) in metres (NaN where invalid or not part of the reference).
+
+    Each vehicle is compared with its partners (all others up to 30 vehicles, else its 6 nearest
+    in the reference layout) and its error is the LOWER MEDIAN over partners of the pair error,
+    so one stray vehicle is blamed alone instead of smearing its error over the swarm (as a
+    centroid fit would); with two vehicles both carry the pair error.
+    offsets: pair error = |(p_i - p_j) - R (o_i - o_j)| where R is the yaw that best aligns the
+    offsets with the positions (2-D Kabsch on centred coordinates), so a formation turning as a
+    rigid body has zero error.
+    nominal (no offsets): pair error = |d_ij(t) - median over time of d_ij|, the swarm's own shape.
+    """
+    T, N = snap.valid.shape
+    err = np.full((T, N), np.nan)
+    ref = formation_reference(mission, snap.uav_ids)
+    if ref is None:
+        return err, None
+    if ref == "offsets":
+        cols = np.array([j for j, u in enumerate(snap.uav_ids) if u in mission.formation_offsets])
+        off = np.array([mission.formation_offsets[snap.uav_ids[j]] for j in cols], dtype=float)
+        p, valid = snap.pos[:, cols], snap.valid[:, cols]
+        rot = _yaw_aligned(p, valid, off)
+        partners = _partners(off)
+        for a, b in _chunks(T):
+            rel_p = p[a:b, :, None] - p[a:b, partners]
+            rel_o = rot[a:b, :, None] - rot[a:b, partners]
+            pair = np.linalg.norm(rel_p - rel_o, axis=-1)
+            ok = valid[a:b, :, None] & valid[a:b, partners] & (partners >= 0)[None]
+            err[a:b, cols] = _lower_median(pair, ok, valid[a:b])
+        return err, ref
+    k0 = _reference_step(snap)
+    partners = _partners(snap.pos[k0])
+    has = (partners >= 0)[None]
+
+    def pair_distances(sel) -> tuple[np.ndarray, np.ndarray]:
+        d = np.linalg.norm(snap.pos[sel][:, :, None] - snap.pos[sel][:, partners], axis=-1)
+        return d, snap.valid[sel][:, :, None] & snap.valid[sel][:, partners] & has
+
+    stride = max(1, T // NOMINAL_STEPS)
+    d, ok = pair_distances(slice(0, T, stride))
+    with np.errstate(all="ignore"):
+        nominal = np.nan_to_num(np.nanmedian(np.where(ok, d, np.nan), axis=0))
+    for a, b in _chunks(T):
+        d, ok = pair_distances(slice(a, b))
+        err[a:b] = _lower_median(np.abs(d - nominal[None]), ok, snap.valid[a:b])
+    return err, ref
+
+
+def _chunks(T: int, size: int = 512):
+    return [(a, min(a + size, T)) for a in range(0, T, size)]
+
+
+def _yaw_aligned(p: np.ndarray, valid: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """Offsets rotated per step by the yaw that best maps centred offsets onto centred positions (T, M, 3)."""
+    w = valid.astype(float)
+    n = np.maximum(w.sum(axis=1), 1)[:, None]
+    cp = (p * w[..., None]).sum(axis=1) / n
+    co = (off[None] * w[..., None]).sum(axis=1) / n
+    pc = p - cp[:, None]
+    oc = off[None] - co[:, None]
+    cross = ((oc[..., 0] * pc[..., 1] - oc[..., 1] * pc[..., 0]) * w).sum(axis=1)
+    dot = ((oc[..., 0] * pc[..., 0] + oc[..., 1] * pc[..., 1]) * w).sum(axis=1)
+    th = np.arctan2(cross, dot)
+    c, s = np.cos(th)[:, None], np.sin(th)[:, None]
+    o = np.broadcast_to(off[None], pc.shape)
+    return np.stack([c * o[..., 0] - s * o[..., 1], s * o[..., 0] + c * o[..., 1], o[..., 2]], axis=-1)
+
+
+def _partners(layout: np.ndarray) -> np.ndarray:
+    """(M, K) partner indices: all others up to ALL_PAIRS_MAX_N vehicles, else the K nearest in `layout`."""
+    m = len(layout)
+    if m <= ALL_PAIRS_MAX_N:
+        return np.array([[j for j in range(m) if j != i] for i in range(m)], dtype=int).reshape(m, max(m - 1, 0))
+    _, nn = cKDTree(layout).query(layout, k=NEIGHBOURS_K + 1)
+    return nn[:, 1:].astype(int)
+
+
+def _lower_median(pair: np.ndarray, ok: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Lower median over the last axis of the valid pair errors; NaN where none is valid."""
+    x = np.sort(np.where(ok, pair, np.inf), axis=-1)
+    m = ok.sum(axis=-1)
+    k = np.maximum(m - 1, 0) // 2
+    out = np.take_along_axis(x, k[..., None], axis=-1)[..., 0] if x.shape[-1] else np.full(m.shape, np.inf)
+    out = np.where((m > 0) & valid, out, np.nan)
+    return out
+
+
+def _reference_step(snap: Snapshots) -> int:
+    full = np.flatnonzero(snap.valid.all(axis=1))
+    return int(full[0]) if len(full) else int(np.argmax(snap.valid.sum(axis=1)))
+
+
+def breach_intervals(t: np.ndarray, err: np.ndarray, tolerance: float, min_s: float = 0.5) -> list[tuple[int, int]]:
+    """Index runs [i0, i1) where err > tolerance for at least min_s."""
+    dt = float(t[1] - t[0]) if len(t) > 1 else 0.0
+    return [(a, b) for a, b in runs(np.nan_to_num(err, nan=-np.inf) > tolerance) if (b - a) * dt >= min_s]

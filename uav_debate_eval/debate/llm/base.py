@@ -33,6 +33,9 @@ class ChatResult:
     latency_s: float = 0.0
     attempts: int = 1
     error: str | None = None
+    # Added for the disk cache: on a hit the two counts above are 0 (nothing spent) and these hold the original ones.
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
 
     @property
     def ok(self) -> bool:

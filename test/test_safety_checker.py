@@ -1,0 +1,206 @@
+"""Offline checker: exact intervals, vehicles and worst values on hand-built 10 Hz trajectories."""
+
+import numpy as np
+import pytest
+
+from uav_debate_eval.core import SwarmTrajectory
+from uav_debate_eval.core.mission import parse_mission
+from uav_debate_eval.safety.checker import check_trajectory, merge_runs, verdict_label
+
+MISSION = """
+constraints:
+  min_separation_m: 0.5
+  max_speed_mps: 3.0
+  max_vertical_speed_mps: 2.0
+  geofence: {min: [-5, -5, 0], max: [5, 5, 4]}
+  stale_timeout_s: 0.5
+"""
+
+T = np.arange(101) / 10.0  # 0.0 .. 10.0 s at 10 Hz
+
+
+def mission(text: str = MISSION):
+    return parse_mission(text)
+
+
+def build(tracks: dict) -> SwarmTrajectory:
+    """tracks: uav -> (t, pos (n,3), vel (n,3))."""
+    t = np.concatenate([v[0] for v in tracks.values()])
+    ids = np.concatenate([[u] * len(v[0]) for u, v in tracks.items()])
+    pos = np.concatenate([v[1] for v in tracks.values()])
+    vel = np.concatenate([v[2] for v in tracks.values()])
+    return SwarmTrajectory.from_columns(t, ids, pos, vel=vel)
+
+
+def hover(x: float, y: float = 0.0, z: float = 2.0, t: np.ndarray = T):
+    pos = np.column_stack([np.full(len(t), x), np.full(len(t), y), np.full(len(t), z)])
+    return t, pos, np.zeros_like(pos)
+
+
+def with_x(t: np.ndarray, x: np.ndarray, y: float = 0.0):
+    pos = np.column_stack([x, np.full(len(t), y), np.full(len(t), 2.0)])
+    return t, pos, np.zeros_like(pos)
+
+
+def intervals(result, constraint):
+    return [(v.t_start, v.t_end, v.uavs, v.worst_value, v.limit) for v in result.violations
+            if v.constraint == constraint]
+
+
+def test_min_separation_exact_interval_pair_and_veto():
+    x2 = np.where((T >= 4.0 - 1e-9) & (T <= 5.0 + 1e-9), 0.3, 2.0)
+    r = check_trajectory(build({"uav1": hover(0.0), "uav2": with_x(T, x2), "uav3": hover(-3.0)}), mission())
+    assert intervals(r, "min_separation") == [(4.0, 5.0, ["uav1", "uav2"], 0.3, 0.5)]
+    assert [v.constraint for v in r.violations] == ["min_separation"]
+    # restored at the next sample (5.1) and held 1 s
+    assert r.veto_intervals == [(4.0, 6.1)]
+    assert r.vetoed and r.label == "risky" and verdict_label(r) == "risky"
+    assert r.margins["min_separation"]["worst_value"] == pytest.approx(0.3)
+    assert r.margins["min_separation"]["ratio"] == pytest.approx(1.4)
+    k = int(np.nanargmin(r.separation.d_min))
+    assert r.separation.pairs[k] == ("uav1", "uav2") and r.separation.d_min[k] == pytest.approx(0.3)
+    d = r.to_dict()
+    assert d["violations"][0]["constraint"] == "min_separation" and d["closest_approach"]["uavs"] == ["uav1", "uav2"]
+
+
+def test_samples_closer_than_two_periods_merge_into_one_interval():
+    near = ((T > 3.95) & (T < 4.25)) | ((T > 4.35) & (T < 4.65)) | ((T > 5.45) & (T < 5.65))
+    x2 = np.where(near, 0.4, 2.0)
+    r = check_trajectory(build({"uav1": hover(0.0), "uav2": with_x(T, x2)}), mission())
+    # 4.0-4.2 and 4.4-4.6 are 0.2 s (two periods) apart -> merged; 5.5-5.6 (0.9 s later) is separate
+    assert intervals(r, "min_separation") == [(4.0, 4.6, ["uav1", "uav2"], 0.4, 0.5),
+                                              (5.5, 5.6, ["uav1", "uav2"], 0.4, 0.5)]
+    assert r.veto_intervals == [(4.0, 6.7)]  # second rise during the hold of the first: one veto
+
+
+def test_max_speed_and_max_vertical_speed():
+    t, pos, vel = hover(0.0)
+    vel = vel.copy()
+    fast = (T > 1.95) & (T < 2.55)
+    vel[fast, 0] = 4.0
+    climb = (T > 2.95) & (T < 3.25)
+    vel[climb, 2] = 2.5
+    r = check_trajectory(build({"uav1": (t, pos, vel), "uav2": hover(3.0)}), mission())
+    assert intervals(r, "max_speed") == [(2.0, 2.5, ["uav1"], 4.0, 3.0)]
+    assert intervals(r, "max_vertical_speed") == [(3.0, 3.2, ["uav1"], 2.5, 2.0)]
+    assert r.margins["max_speed"]["worst_value"] == 4.0
+
+
+def test_geofence_interval_and_time_to_geofence_warning_first():
+    x = T * 1.0 - 0.0  # 1 m/s along +x from the centre, leaves the 5 m wall after t = 5
+    t, pos, vel = with_x(T, x)
+    vel = vel.copy()
+    vel[:, 0] = 1.0
+    r = check_trajectory(build({"uav1": (t, pos, vel), "uav2": hover(0.0, y=3.0)}), mission())
+    assert intervals(r, "geofence") == [(5.1, 10.0, ["uav1"], 5.0, 0.0)]
+    warn = [w for w in r.warnings if w["kind"] == "time_to_geofence"]
+    assert warn == [{"t": 3.0, "kind": "time_to_geofence", "uavs": ["uav1"], "value": 2.0, "limit": 2.0,
+                     "t_predicted": 5.0}]
+    assert r.veto_intervals == [(5.1, 10.0)]  # still up when the data ends
+
+
+def test_predictive_cpa_warning_before_the_violation():
+    x1, x2 = -3.0 + T, 3.0 - T  # head-on at 1 m/s each, meet at t = 3
+    a, b = with_x(T, x1), with_x(T, x2)
+    a[2][:, 0], b[2][:, 0] = 1.0, -1.0
+    r = check_trajectory(build({"uav1": a, "uav2": b}), mission())
+    assert intervals(r, "min_separation") == [(2.8, 3.2, ["uav1", "uav2"], 0.0, 0.5)]
+    cpa = [w for w in r.warnings if w["kind"] == "cpa"]
+    assert len(cpa) == 1
+    w = cpa[0]
+    assert w["t"] == 0.8 and w["uavs"] == ["uav1", "uav2"] and w["t_predicted"] == 2.8
+    assert w["value"] == pytest.approx(0.4) and w["limit"] == 0.5
+    assert w["t"] < r.violations[0].t_start
+
+
+def test_stale_gap_and_silent_at_end():
+    gap = (T <= 3.0 + 1e-9) | (T >= 4.5 - 1e-9)
+    r = check_trajectory(build({"uav1": hover(0.0), "uav2": hover(2.0, t=T[gap]), "uav3": hover(-2.0, t=T[T <= 8.0])}),
+                         mission())
+    assert intervals(r, "stale_data") == [(3.5, 4.5, ["uav2"], 1.5, 0.5), (8.5, 10.0, ["uav3"], 2.0, 0.5)]
+    assert r.veto_intervals == [(3.5, 5.5), (8.5, 10.0)]
+    kinds = [f["kind"] for f in r.integrity_faults]
+    assert kinds.count("gap") == 1
+    # a silent vehicle is not at a known place: no separation data for it inside the gap
+    k = int(np.searchsorted(r.separation.t, 4.0 - 1e-9))
+    assert r.separation.pairs[k] == ("uav1", "uav3")
+
+
+def test_nan_duplicates_and_out_of_order_give_the_same_result_and_are_reported():
+    x2 = np.where((T >= 4.0 - 1e-9) & (T <= 5.0 + 1e-9), 0.3, 2.0)
+    clean = {"uav1": hover(0.0), "uav2": with_x(T, x2)}
+    t = np.concatenate([v[0] for v in clean.values()])
+    ids = np.concatenate([[u] * len(v[0]) for u, v in clean.items()])
+    pos = np.concatenate([v[1] for v in clean.values()])
+    rng = np.random.default_rng(3)
+    order = rng.permutation(len(t))
+    t, ids, pos = t[order], ids[order], pos[order]
+    t = np.concatenate([t, [4.55, 1.0, np.nan], t[:2]])
+    ids = np.concatenate([ids, ["uav1", "uav2", "uav1"], ids[:2]])
+    pos = np.concatenate([pos, [[np.nan, 0, 2], [0, np.inf, 2], [0, 0, 2]], pos[:2]])
+    r = check_trajectory(SwarmTrajectory.from_columns(t, ids, pos), mission())
+    assert intervals(r, "min_separation") == [(4.0, 5.0, ["uav1", "uav2"], 0.3, 0.5)]
+    faults = {f["kind"]: f for f in r.integrity_faults}
+    assert faults["dropped_nan"]["count"] == 3
+    assert faults["dropped_duplicate"]["count"] == 2
+    assert faults["out_of_order"]["count"] > 0
+    # the 1.7 m step at 4.0 and back at 5.1 is impossible at 5 x max_speed: two position jumps
+    jumps = [(f["uavs"], f["t"]) for f in r.integrity_faults if f["kind"] == "position_jump"]
+    assert jumps == [(["uav2"], 4.0), (["uav2"], 5.1)]
+
+
+@pytest.mark.parametrize(("distance", "speed", "label"), [
+    (0.54, 0.0, "borderline"),  # 0.54 m is within 10 % of 0.5 m
+    (0.60, 0.0, "safe"),
+    (2.00, 2.8, "borderline"),  # 2.8 m/s is within 10 % of 3 m/s
+    (2.00, 2.5, "safe"),
+    (0.45, 0.0, "risky"),
+])
+def test_label_rule(distance, speed, label):
+    a = hover(0.0)
+    b = hover(distance)
+    a[2][:, 1] = speed  # a moves along y in the velocity column only
+    r = check_trajectory(build({"uav1": a, "uav2": b}), mission())
+    assert r.label == label
+    assert r.vetoed == (label == "risky")
+
+
+def test_unchecked_constraints_and_empty_trajectory():
+    r = check_trajectory(build({"uav1": hover(0.0), "uav2": hover(0.1)}), parse_mission("mission: {name: x}"))
+    assert r.violations == [] and r.label == "safe" and r.margins == {}
+    empty = check_trajectory(SwarmTrajectory({}), mission())
+    assert empty.label == "safe" and not empty.vetoed
+
+
+def test_merge_runs_groups_by_key_and_gap():
+    key = np.array([1, 0, 1, 1, 0])
+    t = np.array([0.0, 0.0, 0.1, 0.5, 0.1])
+    v = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert merge_runs(key, t, v, gap=0.2) == [(0, 0.0, 0.1, 5.0, 0.1), (1, 0.0, 0.1, 3.0, 0.1), (1, 0.5, 0.5, 4.0, 0.5)]
+
+
+def test_checker_separation_equals_naive_on_random_swarms():
+    rng = np.random.default_rng(7)
+    n, steps = 40, 30
+    t = np.repeat(np.arange(steps) / 10.0, n)
+    ids = np.tile([f"u{k}" for k in range(n)], steps)
+    pos = rng.uniform(-4, 4, size=(steps * n, 3))
+    traj = SwarmTrajectory.from_columns(t, ids, pos, vel=np.zeros_like(pos))
+    r = check_trajectory(traj, parse_mission("constraints: {min_separation_m: 0.6}"))
+    P = pos.reshape(steps, n, 3)
+    expected = set()
+    for s in range(steps):
+        d = np.linalg.norm(P[s][:, None] - P[s][None], axis=-1)
+        d[np.tril_indices(n)] = np.inf
+        assert r.separation.d_min[s] == pytest.approx(d.min())
+        for i, j in zip(*np.nonzero(d < 0.6), strict=True):
+            expected.add((s / 10.0, tuple(sorted((f"u{i}", f"u{j}")))))
+    got = set()
+    for v in r.violations:
+        for s in range(steps):
+            if v.t_start - 1e-9 <= s / 10.0 <= v.t_end + 1e-9:
+                got.add((s / 10.0, tuple(v.uavs)))
+    # every naive (time, pair) hit lies in an interval of that pair and every interval starts/ends on a hit
+    assert expected <= got
+    for v in r.violations:
+        assert (v.t_start, tuple(v.uavs)) in expected and (v.t_end, tuple(v.uavs)) in expected

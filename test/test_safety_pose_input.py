@@ -1,0 +1,127 @@
+"""The shared pose-input module: topic patterns (MAVROS, Crazyswarm2), discovery, Odometry, PoseArray, stamps."""
+
+import math
+import os
+import time
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+rclpy = pytest.importorskip("rclpy")
+
+from geometry_msgs.msg import Pose, PoseArray, PoseStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+
+from uav_debate_eval.nodes.pose_input import PoseInput, rotate, topic_regex  # noqa: E402
+
+
+def test_topic_patterns_match_one_name_segment():
+    mavros = topic_regex("/{uav}/mavros/local_position/pose")
+    assert mavros.match("/uav3/mavros/local_position/pose").group(1) == "uav3"
+    assert mavros.match("/a/b/mavros/local_position/pose") is None
+    cf = topic_regex("/{uav}/pose")
+    assert cf.match("/cf231/pose").group(1) == "cf231"
+    assert cf.match("/cf231/pose/extra") is None
+    with pytest.raises(ValueError):
+        topic_regex("/pose")
+
+
+def test_rotate_body_twist_to_world():
+    yaw90 = (0.0, 0.0, math.sin(math.pi / 4), math.cos(math.pi / 4))
+    assert rotate(yaw90, (1.0, 0.0, 0.5)) == pytest.approx((0.0, 1.0, 0.5))
+    assert rotate((0.0, 0.0, 0.0, 1.0), (1.0, 2.0, 3.0)) == pytest.approx((1.0, 2.0, 3.0))
+
+
+@pytest.fixture
+def ctx():
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=101 + os.getpid() % 60)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+def _spin_until(ex, cond, timeout=8.0, publish=None):
+    end = time.time() + timeout
+    while time.time() < end and not cond():
+        if publish:
+            publish()
+        ex.spin_once(timeout_sec=0.05)
+    return cond()
+
+
+def _stamped(msg, t: float):
+    msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int(round((t % 1) * 1e9))
+    return msg
+
+
+def test_discovery_and_odometry_in_world_frame(ctx):
+    got = []
+    node = rclpy.create_node("pi_odom", context=ctx, parameter_overrides=[
+        Parameter("pose_topic_pattern", value="/{uav}/mavros/local_position/odom"),
+        Parameter("pose_type", value="Odometry"), Parameter("pose_discovery_period_s", value=0.2)])
+    inp = PoseInput(node, lambda *a: got.append(a))
+    pub_node = rclpy.create_node("pi_pub", context=ctx)
+    pub = pub_node.create_publisher(Odometry, "/drone7/mavros/local_position/odom", qos_profile_sensor_data)
+    other = pub_node.create_publisher(PoseStamped, "/drone8/mavros/local_position/odom_typo", 10)  # noqa: F841
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    msg = _stamped(Odometry(), 12.5)
+    msg.pose.pose.position.x, msg.pose.pose.position.z = 1.0, 2.0
+    msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(math.pi / 4), math.cos(math.pi / 4)
+    msg.twist.twist.linear.x = 2.0
+    assert _spin_until(ex, lambda: got, publish=lambda: pub.publish(msg))
+    uav, t, pos, vel = got[0]
+    assert (uav, t, pos) == ("drone7", 12.5, (1.0, 0.0, 2.0))
+    assert vel == pytest.approx((0.0, 2.0, 0.0))
+    assert inp.uav_names == ["drone7"]
+    ex.shutdown()
+
+
+def test_pose_array_names_and_zero_stamp_fallback(ctx):
+    got = []
+    node = rclpy.create_node("pi_array", context=ctx, parameter_overrides=[
+        Parameter("pose_type", value="PoseArray"), Parameter("pose_array_topic", value="/world/w/pose/info"),
+        Parameter("pose_array_names", value=["uav1", "", "uav2"]), Parameter("pose_qos", value="reliable")])
+    inp = PoseInput(node, lambda *a: got.append(a))
+    assert inp.uav_names == ["uav1", "uav2"]
+    pub_node = rclpy.create_node("pi_array_pub", context=ctx)
+    pub = pub_node.create_publisher(PoseArray, "/world/w/pose/info", 10)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    msg = PoseArray()
+    for x in (1.0, 2.0, 3.0, 4.0):
+        p = Pose()
+        p.position.x = x
+        msg.poses.append(p)
+    assert _spin_until(ex, lambda: len(got) >= 2, publish=lambda: pub.publish(msg))
+    assert [(u, pos[0], vel) for u, _, pos, vel in got[:2]] == [("uav1", 1.0, None), ("uav2", 3.0, None)]
+    assert abs(got[0][1] - time.time()) < 5.0  # zero stamp -> the node clock
+    ex.shutdown()
+
+
+def test_named_stamped_topics_and_bad_parameters(ctx):
+    got = []
+    node = rclpy.create_node("pi_named", context=ctx, parameter_overrides=[Parameter("uav_names", value=["cf1"])])
+    PoseInput(node, lambda *a: got.append(a))
+    pub_node = rclpy.create_node("pi_named_pub", context=ctx)
+    pub = pub_node.create_publisher(PoseStamped, "/cf1/pose", qos_profile_sensor_data)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    msg = _stamped(PoseStamped(), 3.25)
+    msg.pose.position.y = -1.5
+    assert _spin_until(ex, lambda: got, publish=lambda: pub.publish(msg))
+    assert got[0] == ("cf1", 3.25, (0.0, -1.5, 0.0), None)
+    ex.shutdown()
+    bad = rclpy.create_node("pi_bad", context=ctx, parameter_overrides=[Parameter("pose_type", value="Twist")])
+    with pytest.raises(ValueError, match="pose_type"):
+        PoseInput(bad, lambda *a: None)
+    bad2 = rclpy.create_node("pi_bad2", context=ctx, parameter_overrides=[Parameter("pose_type", value="PoseArray")])
+    with pytest.raises(ValueError, match="pose_array_names"):
+        PoseInput(bad2, lambda *a: None)

@@ -1,0 +1,163 @@
+"""The one pose-ingest path shared by every node: per-vehicle PoseStamped / Odometry topics or one PoseArray.
+
+Topic patterns cover MAVROS (``/{uav}/mavros/local_position/pose``), Crazyswarm2 (``/{uav}/pose``)
+and Gazebo (``/world/<w>/pose/info`` bridged as PoseArray, names by index). With ``uav_names``
+empty, vehicles are discovered from the graph: every topic matching the pattern with the right type.
+Stamps come from the message headers; a zero stamp falls back to the node clock (said once).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from geometry_msgs.msg import PoseArray, PoseStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+
+PoseCallback = Callable[[str, float, tuple[float, float, float], "tuple[float, float, float] | None"], None]
+
+POSE_TYPES = {"PoseStamped": PoseStamped, "Odometry": Odometry, "PoseArray": PoseArray}
+_TYPE_NAMES = {"PoseStamped": "geometry_msgs/msg/PoseStamped", "Odometry": "nav_msgs/msg/Odometry"}
+
+
+def pose_qos(name: str) -> QoSProfile:
+    """'sensor_data' (best effort, the default for poses) or 'reliable' (keep last 50)."""
+    if name == "sensor_data":
+        return qos_profile_sensor_data
+    if name == "reliable":
+        return QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+    raise ValueError(f"pose_qos: expected 'sensor_data' or 'reliable', got {name!r}")
+
+
+def declare_list(node: Node, name: str, description: str, item=str) -> list:
+    """Declare a list parameter that may be empty or typed loosely in YAML ([] is a byte array, [0, 1] ints)."""
+    value = node.declare_parameter(name, None, ParameterDescriptor(description=description, dynamic_typing=True)).value
+    if value is None or (isinstance(value, (list, tuple)) and not len(value)):
+        return []
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or isinstance(value, bytes):
+        raise ValueError(f"parameter {name}: expected a list, got {value!r}")
+    try:
+        return [item(v) for v in value]
+    except (TypeError, ValueError):
+        raise ValueError(f"parameter {name}: expected a list of {item.__name__}, got {list(value)!r}") from None
+
+
+def topic_regex(pattern: str) -> re.Pattern:
+    """Regex that matches the pattern with ``{uav}`` standing for one topic name segment."""
+    if "{uav}" not in pattern:
+        raise ValueError(f"pose_topic_pattern must contain {{uav}}, got {pattern!r}")
+    return re.compile("^" + re.escape(pattern).replace(re.escape("{uav}"), "([^/]+)") + "$")
+
+
+def rotate(q, v) -> tuple[float, float, float]:
+    """Rotate vector v by the unit quaternion q (x, y, z, w): body-frame twist -> world frame."""
+    qx, qy, qz, qw = q
+    vx, vy, vz = v
+    # t = 2 q_vec x v ; v' = v + w t + q_vec x t
+    tx, ty, tz = 2 * (qy * vz - qz * vy), 2 * (qz * vx - qx * vz), 2 * (qx * vy - qy * vx)
+    return (vx + qw * tx + qy * tz - qz * ty, vy + qw * ty + qz * tx - qx * tz, vz + qw * tz + qx * ty - qy * tx)
+
+
+class PoseInput:
+    """Declares the pose parameters on `node`, subscribes, and calls callback(uav, t, pos, vel | None)."""
+
+    def __init__(self, node: Node, callback: PoseCallback, callback_group=None):
+        self.node = node
+        self.callback = callback
+        self.callback_group = callback_group
+        p = self._declare
+        names = declare_list(node, "uav_names",
+                             "vehicle names; empty: discover the topics matching pose_topic_pattern and pose_type")
+        self.pattern = p("pose_topic_pattern", "/{uav}/pose",
+                         "per-vehicle topic, {uav} = vehicle name (MAVROS: /{uav}/mavros/local_position/pose)")
+        self.pose_type = p("pose_type", "PoseStamped", "PoseStamped, Odometry or PoseArray")
+        self.array_topic = p("pose_array_topic", "/world/default/pose/info",
+                             "PoseArray topic (pose_type PoseArray), e.g. Gazebo pose/info via ros_gz_bridge")
+        array_names = declare_list(node, "pose_array_names",
+                                   "vehicle name of each PoseArray index; empty entries are skipped")
+        qos_name = p("pose_qos", "sensor_data", "pose subscription QoS: sensor_data (best effort) or reliable")
+        self.discovery_period_s = p("pose_discovery_period_s", 1.0,
+                                    "how often to look for new vehicle topics when uav_names is empty")
+        if self.pose_type not in POSE_TYPES:
+            raise ValueError(f"pose_type: expected one of {', '.join(POSE_TYPES)}, got {self.pose_type!r}")
+        self.qos = pose_qos(qos_name)
+        self.uav_names: list[str] = list(names or [])
+        self.array_names: list[str] = list(array_names or [])
+        self._subs: dict[str, object] = {}
+        self._zero_stamp_said = False
+        self._regex = topic_regex(self.pattern) if self.pose_type != "PoseArray" else None
+        if self.pose_type == "PoseArray":
+            if not self.array_names:
+                raise ValueError("pose_type PoseArray needs pose_array_names (one vehicle name per array index)")
+            self.uav_names = [n for n in self.array_names if n]
+            self._subs[self.array_topic] = node.create_subscription(
+                PoseArray, self.array_topic, self._on_array, self.qos, callback_group=callback_group)
+        elif self.uav_names:
+            for uav in self.uav_names:
+                self._subscribe(uav)
+        else:
+            self._timer = node.create_timer(self.discovery_period_s, self.discover, callback_group=callback_group)
+        node.get_logger().info(
+            f"pose input: {self.pose_type} "
+            + (self.array_topic if self.pose_type == "PoseArray" else self.pattern)
+            + f" ({qos_name}); vehicles: {', '.join(self.uav_names) or 'discovering'}")
+
+    def _declare(self, name: str, default, description: str):
+        value = self.node.declare_parameter(name, default, ParameterDescriptor(description=description)).value
+        return value
+
+    def topic_for(self, uav: str) -> str:
+        return self.pattern.replace("{uav}", uav)
+
+    def _subscribe(self, uav: str) -> None:
+        topic = self.topic_for(uav)
+        if topic in self._subs:
+            return
+        if self.pose_type == "PoseStamped":
+            cb = lambda msg, u=uav: self._on_pose(u, msg)  # noqa: E731
+        else:
+            cb = lambda msg, u=uav: self._on_odom(u, msg)  # noqa: E731
+        self._subs[topic] = self.node.create_subscription(POSE_TYPES[self.pose_type], topic, cb, self.qos,
+                                                          callback_group=self.callback_group)
+        if uav not in self.uav_names:
+            self.uav_names.append(uav)
+
+    def discover(self) -> list[str]:
+        """Subscribe every new topic that matches the pattern and type; returns the new vehicle names."""
+        want = _TYPE_NAMES[self.pose_type]
+        new = []
+        for topic, types in self.node.get_topic_names_and_types():
+            m = self._regex.match(topic)
+            if m and want in types and topic not in self._subs:
+                self._subscribe(m.group(1))
+                new.append(m.group(1))
+        if new:
+            self.node.get_logger().info(f"pose input: discovered {', '.join(new)}")
+        return new
+
+    def _stamp(self, header) -> float:
+        if header.stamp.sec == 0 and header.stamp.nanosec == 0:
+            if not self._zero_stamp_said:
+                self._zero_stamp_said = True
+                self.node.get_logger().warning("pose input: zero header stamps, using the node clock instead")
+            return self.node.get_clock().now().nanoseconds * 1e-9
+        return header.stamp.sec + header.stamp.nanosec * 1e-9
+
+    def _on_pose(self, uav: str, msg: PoseStamped) -> None:
+        p = msg.pose.position
+        self.callback(uav, self._stamp(msg.header), (p.x, p.y, p.z), None)
+
+    def _on_odom(self, uav: str, msg: Odometry) -> None:
+        p, q, v = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist.linear
+        vel = rotate((q.x, q.y, q.z, q.w), (v.x, v.y, v.z)) if (q.x, q.y, q.z, q.w) != (0, 0, 0, 0) else (v.x, v.y, v.z)
+        self.callback(uav, self._stamp(msg.header), (p.x, p.y, p.z), vel)
+
+    def _on_array(self, msg: PoseArray) -> None:
+        t = self._stamp(msg.header)
+        for name, pose in zip(self.array_names, msg.poses, strict=False):
+            if name:
+                p = pose.position
+                self.callback(name, t, (p.x, p.y, p.z), None)

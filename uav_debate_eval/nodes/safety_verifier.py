@@ -1,0 +1,280 @@
+"""ROS 2 node ``safety_verifier``: the deterministic veto, live, independent of the LLM (no debate imports).
+
+Each incoming pose gets an O(N) pre-check; a pose that breaks a constraint runs the full
+kd-tree check at once, so the veto rises within one message of the breaking pose. A timer at
+``check_rate_hz`` runs the full check too (clears after the hold time, stale vehicles, warnings).
+Publishes CONTRACT.md §5 topics: ``/swarm/safety/veto`` (Bool, reliable, transient local, on every
+change and at ``heartbeat_hz``), ``/swarm/safety/status`` (DiagnosticArray) and ``/swarm/safety/markers``.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import threading
+
+import rclpy
+from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException
+from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool, ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.mission import Geofence, Mission, load_mission
+from uav_debate_eval.core.records import CONSTRAINT_NAMES
+from uav_debate_eval.core.streaming import StreamingSwarm
+from uav_debate_eval.nodes.pose_input import PoseInput, declare_list
+from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
+
+VETO_TOPIC = "/swarm/safety/veto"
+STATUS_TOPIC = "/swarm/safety/status"
+MARKERS_TOPIC = "/swarm/safety/markers"
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: After a pre-check the full check did not confirm, that vehicle's poses wait for the timer this long.
+MUTE_S = 0.1
+_WARN_OF = {"cpa": "min_separation", "time_to_geofence": "geofence"}
+
+
+def _unit(value: str | None) -> str:
+    return {"min_separation": "m", "geofence": "m", "stale_data": "s"}.get(value or "", "m/s")
+
+
+class SafetyVerifierNode(Node):
+    """Veto node; construct with node_name / namespace / parameter_overrides to host several per process."""
+
+    def __init__(self, node_name: str = "safety_verifier", **kwargs):
+        super().__init__(node_name, **kwargs)
+        d = self._declare
+        mission_file = d("mission_file", "", "mission YAML (CONTRACT §2); the values below override it when set")
+        overrides = {
+            "min_separation_m": d("min_separation_m", 0.0, "minimum pairwise distance, m (0: from mission_file)"),
+            "max_speed_mps": d("max_speed_mps", 0.0, "maximum speed norm, m/s (0: from mission_file)"),
+            "max_vertical_speed_mps": d("max_vertical_speed_mps", 0.0, "maximum |vz|, m/s (0: from mission_file)"),
+            "stale_timeout_s": d("stale_timeout_s", 0.0, "a vehicle silent longer than this is stale, s "
+                                 "(0: from mission_file)"),
+        }
+        fence_min = declare_list(self, "geofence_min", "geofence box min [x, y, z] (empty: mission_file)", float)
+        fence_max = declare_list(self, "geofence_max", "geofence box max [x, y, z] (empty: mission_file)", float)
+        self.check_rate_hz = d("check_rate_hz", 50.0, "full check rate, Hz (breaking poses are checked on arrival)")
+        hold = d("hold_time_s", -1.0, "veto clears after every margin is restored this long, s (<0: mission's "
+                 "thresholds.veto_hold_s)")
+        predict_s = d("prediction_period_s", 0.1, "recompute predictive warnings (CPA, time-to-geofence) at most "
+                      "this often, s; the veto itself is checked on every check")
+        heartbeat_hz = d("heartbeat_hz", 1.0, "veto re-publish rate, Hz")
+        status_hz = d("status_rate_hz", 5.0, "status and marker publish rate, Hz (also on every veto change)")
+        self.frame_id = d("marker_frame_id", "map", "frame of the RViz/Foxglove markers")
+
+        for name, rate in (("check_rate_hz", self.check_rate_hz), ("heartbeat_hz", heartbeat_hz),
+                           ("status_rate_hz", status_hz)):
+            if not rate > 0:
+                raise ValueError(f"parameter {name}: must be > 0, got {rate}")
+        mission = load_mission(mission_file) if mission_file else Mission(name="parameters")
+        c = mission.constraints
+        for key, value in overrides.items():
+            if value > 0:
+                setattr(c, key, float(value))
+        if fence_min or fence_max:
+            ordered = len(fence_min) == len(fence_max) == 3 and all(a < b for a, b in zip(fence_min, fence_max,
+                                                                                          strict=True))
+            if not ordered:
+                raise ValueError(f"geofence_min {fence_min} / geofence_max {fence_max}: need 3 values each, min < max")
+            c.geofence = Geofence(tuple(fence_min), tuple(fence_max))
+        self.mission = mission
+        self.monitor = SafetyMonitor(mission, hold_s=None if hold < 0 else hold, predict_period_s=predict_s)
+        self.swarm = StreamingSwarm(capacity=4)
+        self._swarm_resets = 0
+        self._muted_until: dict[str, float] = {}
+        self.poses_received = 0
+        self.state: SafetyState | None = None
+
+        self.veto_pub = self.create_publisher(Bool, VETO_TOPIC, LATCHED)
+        self.status_pub = self.create_publisher(DiagnosticArray, STATUS_TOPIC, 10)
+        self.marker_pub = self.create_publisher(MarkerArray, MARKERS_TOPIC, 1)
+        group = MutuallyExclusiveCallbackGroup()  # poses and checks share the monitor: one at a time
+        self.poses = PoseInput(self, self._on_pose, callback_group=group)
+        self.create_timer(1.0 / self.check_rate_hz, self.check, callback_group=group)
+        self.create_timer(1.0 / heartbeat_hz, self._heartbeat, callback_group=group)
+        self.create_timer(1.0 / status_hz, self._publish_status, callback_group=group)
+        self._publish_veto(False)
+        checked = [k for k in CONSTRAINT_NAMES if self._limit(k) is not None]
+        self.get_logger().info(f"safety verifier: checking {', '.join(checked) or 'nothing'}; "
+                               f"hold {self.monitor.hold_s:g} s; {self.monitor.snapshot_policy}")
+
+    def _declare(self, name: str, default, description: str):
+        return self.declare_parameter(name, default, ParameterDescriptor(description=description)).value
+
+    def _limit(self, constraint: str):
+        c = self.mission.constraints
+        return {"min_separation": c.min_separation_m, "max_speed": c.max_speed_mps,
+                "max_vertical_speed": c.max_vertical_speed_mps, "geofence": c.geofence,
+                "stale_data": c.stale_timeout_s}[constraint]
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_pose(self, uav: str, t: float, pos, vel) -> None:
+        self.poses_received += 1
+        if not self.swarm.add(uav, t, pos, vel) or self.monitor.veto or t < self._muted_until.get(uav, -math.inf):
+            return  # rejected (NaN, duplicate, out of order: counted by the swarm), or nothing to raise
+        sample = (t, *pos) if vel is None else (t, *pos, *vel)
+        # a breaking pose not confirmed by the full check (e.g. near the limit) leaves that vehicle to the timer
+        if self.monitor.would_violate(uav, sample) and not self.check().veto:
+            self._muted_until[uav] = t + MUTE_S
+
+    def check(self) -> SafetyState:
+        """Full check at the current (ROS or sim) time; publishes the veto on a change."""
+        if self.swarm.resets != self._swarm_resets:
+            self._swarm_resets = self.swarm.resets
+            self.monitor.reset()
+            self._muted_until.clear()
+            self.get_logger().warning("safety verifier: pose stamps jumped backwards (bag loop?): state reset")
+        state = self.monitor.update(self._now(), self.swarm.latest())
+        if state.clock_reset:
+            self.swarm.reset()
+            self._muted_until.clear()
+            self.get_logger().warning("safety verifier: clock jumped backwards: state reset")
+        self.state = state
+        if state.changed:
+            self._publish_veto(state.veto)
+            self._publish_status()
+            if state.veto:
+                what = "; ".join(f"{a['constraint']} {','.join(a['uavs'][:8])} {a['value']:.3g}/{a['limit']:g}"
+                                 for a in state.active)
+                self.get_logger().warning(f"VETO at {state.t:.3f}: {what}")
+            else:
+                self.get_logger().info(f"veto cleared at {state.t:.3f}")
+        return state
+
+    def _publish_veto(self, value: bool) -> None:
+        self.veto_pub.publish(Bool(data=bool(value)))
+
+    def _heartbeat(self) -> None:
+        self._publish_veto(self.monitor.veto)
+
+    def _publish_status(self) -> None:
+        state = self.state
+        if state is None:
+            return
+        stamp = self.get_clock().now().to_msg()
+        arr = DiagnosticArray()
+        arr.header.stamp = stamp
+        active = {a["constraint"]: a for a in state.active}
+        warned = {_WARN_OF[w["kind"]] for w in state.warnings}
+        for name in CONSTRAINT_NAMES:
+            limit = self._limit(name)
+            if limit is None:
+                continue
+            st = DiagnosticStatus(name=f"safety/{name}", hardware_id="swarm")
+            a = active.get(name)
+            cur = state.values.get(name, {})
+            lim = a["limit"] if a else cur.get("limit")
+            value = a["value"] if a else cur.get("value")
+            if a:
+                st.level = DiagnosticStatus.ERROR
+                st.message = f"violated by {', '.join(a['uavs'][:10])}: {value:.3f} {_unit(name)} (limit {lim:g})"
+                uavs = a["uavs"]
+            else:
+                st.level = DiagnosticStatus.WARN if name in warned else DiagnosticStatus.OK
+                st.message = "predicted violation within the horizon" if name in warned else "ok"
+                uavs = []
+            st.values = [KeyValue(key="uavs", value=",".join(uavs)),
+                         KeyValue(key="value", value="" if value is None else f"{value:.6g}"),
+                         KeyValue(key="limit", value="" if lim is None else f"{lim:.6g}"),
+                         KeyValue(key="t", value=f"{(a['t'] if a else state.t):.6f}")]
+            arr.status.append(st)
+        for kind in sorted({w["kind"] for w in state.warnings}):
+            ws = sorted((w for w in state.warnings if w["kind"] == kind), key=lambda w: w["t_predicted"])
+            w = ws[0]
+            st = DiagnosticStatus(name=f"safety/warning/{kind}", hardware_id="swarm", level=DiagnosticStatus.WARN)
+            st.message = f"{len(ws)} predicted; first {','.join(w['uavs'])} at {w['t_predicted']:.2f}"
+            st.values = [KeyValue(key="uavs", value=",".join(w["uavs"])),
+                         KeyValue(key="value", value=f"{w['value']:.6g}"),
+                         KeyValue(key="limit", value=f"{w['limit']:.6g}"), KeyValue(key="t", value=f"{w['t']:.6f}"),
+                         KeyValue(key="t_predicted", value=f"{w['t_predicted']:.6f}")]
+            arr.status.append(st)
+        veto = DiagnosticStatus(name="safety/veto", hardware_id="swarm",
+                                level=DiagnosticStatus.ERROR if state.veto else DiagnosticStatus.OK,
+                                message="VETO" if state.veto else "clear")
+        veto.values = [KeyValue(key="snapshot_policy", value=state.snapshot_policy),
+                       KeyValue(key="vehicles", value=str(len(self.swarm.rings))),
+                       KeyValue(key="poses_received", value=str(self.poses_received)),
+                       KeyValue(key="rejected", value=str(dict(self.swarm.rejected)))]
+        arr.status.append(veto)
+        self.status_pub.publish(arr)
+        self.marker_pub.publish(self._markers(state, stamp))
+
+    def _markers(self, state: SafetyState, stamp) -> MarkerArray:
+        out = MarkerArray()
+        latest = self.swarm.latest()
+
+        def marker(ns: str, kind: int, rgba: tuple, scale: float) -> Marker:
+            m = Marker(ns=ns, id=0, type=kind, action=Marker.ADD)
+            m.header.frame_id, m.header.stamp = self.frame_id, stamp
+            m.pose.orientation.w = 1.0
+            m.scale.x = m.scale.y = m.scale.z = scale
+            m.color = ColorRGBA(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3])
+            m.lifetime = Duration(sec=2)
+            return m
+
+        fence = self.mission.constraints.geofence
+        if fence is not None:
+            m = marker("geofence", Marker.LINE_LIST, (0.2, 0.6, 1.0, 0.8), 0.03)
+            lo, hi = fence.min, fence.max
+            corners = [(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
+            for a in range(8):
+                for b in range(a + 1, 8):
+                    if sum(corners[a][k] != corners[b][k] for k in range(3)) == 1:
+                        m.points += [Point(x=float(v[0]), y=float(v[1]), z=float(v[2]))
+                                     for v in (corners[a], corners[b])]
+            out.markers.append(m)
+        pairs = next((a.get("pairs", []) for a in state.active if a["constraint"] == "min_separation"), [])
+        m = marker("violating_pairs", Marker.LINE_LIST, (1.0, 0.1, 0.1, 1.0), 0.05)
+        for a, b in pairs:
+            if a in latest and b in latest:
+                m.points += [Point(x=float(latest[u][1]), y=float(latest[u][2]), z=float(latest[u][3])) for u in (a, b)]
+        m.action = Marker.ADD if m.points else Marker.DELETE
+        out.markers.append(m)
+        m = marker("stale_vehicles", Marker.SPHERE_LIST, (1.0, 0.6, 0.0, 0.9), 0.3)
+        m.points = [Point(x=float(latest[u][1]), y=float(latest[u][2]), z=float(latest[u][3]))
+                    for u in state.stale if u in latest]
+        m.action = Marker.ADD if m.points else Marker.DELETE
+        out.markers.append(m)
+        return out
+
+
+def main(args=None) -> None:
+    """Own process (launch files), on rclpy's events executor: at 5000 poses/s the default executor's
+    per-message overhead saturated the process (p50 veto latency 78 ms, 23 % poses dropped, against
+    8 ms and 9 % here); the events executor still stalls now and then (see the benchmark notes)."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = SafetyVerifierNode()
+        executor = EventsExecutor()
+        executor.add_node(node)
+        stop = threading.Event()  # Ctrl-C or a stop from launch/systemd ends the loop between callbacks: exit 0
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        while rclpy.ok() and not stop.is_set():  # bounded waits: noticed within 0.2 s
+            executor.spin_once(timeout_sec=0.2)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (InputError, ValueError) as exc:  # bad mission file or parameter: one line, exit 2
+        print(f"safety_verifier: {exc}", file=sys.stderr)
+        sys.exit(2)
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

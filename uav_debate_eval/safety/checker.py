@@ -1,0 +1,323 @@
+"""Offline safety check of a whole trajectory: violation intervals, warnings, margins, label.
+
+Per-vehicle constraints (speed, vertical speed, geofence, stale data) are checked on each
+vehicle's own samples, so their times are exact sample stamps. Separation needs all vehicles
+at one instant: the trajectory is resampled onto a common grid (step = median sample period,
+linear interpolation, a vehicle is invalid before its first / after its last sample and inside
+silences longer than the stale timeout) and every grid snapshot goes through a kd-tree.
+Violating samples closer than ``merge_periods`` sample periods merge into one interval per
+(constraint, vehicles).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.records import Violation
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.safety.geometry import (
+    close_pairs,
+    closest_approach,
+    cpa_candidates,
+    fence_ratio,
+    nearest_pair,
+    time_to_box_exit,
+)
+
+SNAPSHOT_POLICY_OFFLINE = "common grid at the median sample period, linear interpolation, no data across silences"
+#: An implied speed this many times max_speed_mps (or JUMP_SPEED_MPS without a speed limit) is a position jump.
+JUMP_FACTOR = 5.0
+JUMP_SPEED_MPS = 30.0
+
+
+class SeparationTimeline(NamedTuple):
+    """Minimum pairwise distance per grid step (NaN with < 2 valid vehicles) and the closest pair."""
+
+    t: np.ndarray
+    d_min: np.ndarray
+    pairs: list[tuple[str, str] | None]
+
+
+@dataclass
+class SafetyResult:
+    violations: list[Violation]
+    warnings: list[dict]
+    integrity_faults: list[dict]
+    margins: dict[str, dict]
+    separation: SeparationTimeline
+    veto_intervals: list[tuple[float, float]]
+    label: str
+    snapshot_policy: str = SNAPSHOT_POLICY_OFFLINE
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def vetoed(self) -> bool:
+        return bool(self.veto_intervals)
+
+    def to_dict(self) -> dict:
+        sep = self.separation
+        closest = None
+        if len(sep.d_min) and np.isfinite(sep.d_min).any():
+            k = int(np.nanargmin(sep.d_min))
+            closest = {"t": float(sep.t[k]), "d_min": float(sep.d_min[k]), "uavs": list(sep.pairs[k] or [])}
+        return {
+            "label": self.label,
+            "vetoed": self.vetoed,
+            "violations": [v.to_dict() for v in self.violations],
+            "warnings": list(self.warnings),
+            "integrity_faults": list(self.integrity_faults),
+            "margins": {k: dict(v) for k, v in self.margins.items()},
+            "veto_intervals": [[a, b] for a, b in self.veto_intervals],
+            "closest_approach": closest,
+            "snapshot_policy": self.snapshot_policy,
+            "notes": list(self.notes),
+        }
+
+
+def verdict_label(result: SafetyResult) -> str:
+    """The contract label: risky (any violation), borderline (within the fraction of a limit), safe."""
+    return result.label
+
+
+def _r(x: float) -> float:
+    """Round grid arithmetic noise (3.9999999999 -> 4.0) out of reported times and values."""
+    return round(float(x), 9)
+
+
+def merge_runs(key: np.ndarray, t: np.ndarray, value: np.ndarray, gap: float, worst: str = "max"
+               ) -> list[tuple[int, float, float, float, float]]:
+    """Group (key, t, value) samples into runs per key where consecutive t differ by <= gap.
+
+    Returns (key, t_start, t_end, worst value, t of worst) per run, ordered by t_start.
+    """
+    if not len(t):
+        return []
+    order = np.lexsort((t, key))
+    key, t, value = key[order], t[order], value[order]
+    brk = np.flatnonzero((np.diff(key) != 0) | (np.diff(t) > gap)) + 1
+    starts = np.concatenate([[0], brk])
+    ends = np.concatenate([brk, [len(t)]])
+    out = []
+    for s, e in zip(starts, ends, strict=True):
+        seg = value[s:e]
+        w = int(np.argmax(seg) if worst == "max" else np.argmin(seg))
+        out.append((int(key[s]), _r(t[s]), _r(t[e - 1]), _r(seg[w]), _r(t[s + w])))
+    out.sort(key=lambda r: (r[1], r[0]))
+    return out
+
+
+def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: float = 2.0) -> SafetyResult:
+    """Run every hard constraint of the mission over the trajectory (see module docstring)."""
+    c, th = mission.constraints, mission.thresholds
+    ids = traj.uav_ids
+    if not ids:
+        empty = SeparationTimeline(np.zeros(0), np.zeros(0), [])
+        return SafetyResult([], [], [], {}, empty, [], "safe", notes=["no vehicles"])
+    period = traj.sample_period or 0.1
+    gap = merge_periods * period + 1e-9
+    violations: list[tuple[Violation, float]] = []  # with the time the margin is restored
+    margins: dict[str, dict] = {}
+
+    def margin(name: str, worst: float | None, limit: float, ratio: float | None) -> None:
+        margins[name] = {"worst_value": worst, "limit": limit, "ratio": ratio}
+
+    # per-vehicle constraints on the raw samples
+    per_vehicle = [
+        ("max_speed", c.max_speed_mps, lambda tr: tr.speed),
+        ("max_vertical_speed", c.max_vertical_speed_mps, lambda tr: np.abs(tr.vel[:, 2])),
+    ]
+    for name, limit, quantity in per_vehicle:
+        if limit is None:
+            continue
+        keys, ts, vals = [], [], []
+        worst = 0.0
+        for k, u in enumerate(ids):
+            tr = traj.tracks[u]
+            q = quantity(tr)
+            worst = max(worst, float(q.max()))
+            bad = q > limit
+            keys.append(np.full(int(bad.sum()), k))
+            ts.append(tr.t[bad])
+            vals.append(q[bad])
+        for k, t0, t1, w, _ in merge_runs(np.concatenate(keys), np.concatenate(ts), np.concatenate(vals), gap):
+            v = Violation(name, t0, t1, [ids[k]], w, limit, f"{ids[k]} {w:.3f} m/s > {limit:g} m/s")
+            violations.append((v, t1 + period))
+        margin(name, worst, limit, worst / limit)
+
+    if c.geofence is not None:
+        keys, ts, vals = [], [], []
+        worst_out, worst_ratio = -math.inf, 0.0
+        for k, u in enumerate(ids):
+            tr = traj.tracks[u]
+            out = c.geofence.outside_distance(tr.pos)
+            worst_out = max(worst_out, float(out.max()))
+            worst_ratio = max(worst_ratio, float(fence_ratio(tr.pos, c.geofence).max()))
+            bad = out > 0
+            keys.append(np.full(int(bad.sum()), k))
+            ts.append(tr.t[bad])
+            vals.append(out[bad])
+        for k, t0, t1, w, _ in merge_runs(np.concatenate(keys), np.concatenate(ts), np.concatenate(vals), gap):
+            v = Violation("geofence", t0, t1, [ids[k]], w, 0.0, f"{ids[k]} {w:.3f} m outside the geofence")
+            violations.append((v, t1 + period))
+        margin("geofence", worst_out, 0.0, worst_ratio)
+
+    if c.stale_timeout_s is not None:
+        limit = c.stale_timeout_s
+        longest = 0.0
+        end = traj.t_end
+        for u in ids:
+            tr = traj.tracks[u]
+            stamps = np.append(tr.t, end)  # silence up to the end of the flight counts too
+            silences = np.diff(stamps)
+            if len(silences):
+                longest = max(longest, float(silences.max()))
+            for i in np.flatnonzero(silences > limit):
+                last, back = float(stamps[i]), float(stamps[i + 1])
+                ended = i == len(tr.t) - 1
+                detail = f"{u} silent from {last:.3f} s" + (" to the end" if ended else f" until {back:.3f} s")
+                v = Violation("stale_data", _r(last + limit), _r(back), [u], _r(back - last), limit, detail)
+                violations.append((v, back))
+        margin("stale_data", longest, limit, longest / limit)
+
+    separation, sep_viol, warnings = _pairwise(traj, mission, gap)
+    violations.extend(sep_viol)
+    if c.min_separation_m is not None:
+        worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
+        ratio = None if worst is None else 2.0 - worst / c.min_separation_m
+        margin("min_separation", worst, c.min_separation_m, ratio)
+    if c.geofence is not None:
+        warnings.extend(_fence_warnings(traj, mission, gap))
+    warnings.sort(key=lambda w: (w["t"], w["kind"], w["uavs"]))
+
+    violations.sort(key=lambda vr: (vr[0].t_start, vr[0].constraint, vr[0].uavs))
+    vetoes = _veto_intervals([(v.t_start, restored) for v, restored in violations], th.veto_hold_s, traj.t_end)
+    viol = [v for v, _ in violations]
+    if viol:
+        label = "risky"
+    elif any(m["ratio"] is not None and m["ratio"] >= 1.0 - th.borderline_fraction for m in margins.values()):
+        label = "borderline"
+    else:
+        label = "safe"
+    return SafetyResult(viol, warnings, _integrity(traj, mission), margins, separation, vetoes, label)
+
+
+def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float
+              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict]]:
+    """Separation timeline, min_separation intervals and CPA warnings over the common grid."""
+    c, th = mission.constraints, mission.thresholds
+    ids = traj.uav_ids
+    snaps = traj.resample(max_gap_s=c.stale_timeout_s)
+    period = float(snaps.t[1] - snaps.t[0]) if len(snaps.t) > 1 else traj.sample_period or 0.1
+    T, N = snaps.valid.shape
+    d_min = np.full(T, np.nan)
+    closest: list[tuple[str, str] | None] = [None] * T
+    limit = c.min_separation_m
+    hv, ht, hd = [], [], []  # violating pairs: key, t, distance
+    wk, wt, wd, wtp = [], [], [], []  # CPA warnings: key, t, predicted distance, predicted time
+    for s in range(T):
+        idx = np.flatnonzero(snaps.valid[s])
+        if len(idx) < 2:
+            continue
+        p = snaps.pos[s, idx]
+        tree = cKDTree(p)
+        d, a, b = nearest_pair(p, tree)
+        d_min[s] = d
+        closest[s] = (ids[idx[a]], ids[idx[b]])
+        if limit is None:
+            continue
+        t = float(snaps.t[s])
+        v = snaps.vel[s, idx]
+        if d < limit:
+            i, j, dist = close_pairs(p, limit, tree)
+            key = idx[i] * N + idx[j]
+            bad = dist < limit
+            hv.append(key[bad])
+            ht.append(np.full(int(bad.sum()), t))
+            hd.append(dist[bad])
+        i, j, dist = cpa_candidates(p, v, limit, th.prediction_horizon_s)
+        ok = dist >= limit
+        if ok.any():
+            tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], th.prediction_horizon_s)
+            warn = dc < limit
+            if warn.any():
+                wk.append((idx[i] * N + idx[j])[ok][warn])
+                wt.append(np.full(int(warn.sum()), t))
+                wd.append(dc[warn])
+                wtp.append(t + tc[warn])
+    timeline = SeparationTimeline(snaps.t, d_min, closest)
+    violations: list[tuple[Violation, float]] = []
+    warnings: list[dict] = []
+    if limit is None:
+        return timeline, violations, warnings
+    grid_gap = max(gap, 2.0 * period + 1e-9)
+    if hv:
+        for key, t0, t1, w, _ in merge_runs(np.concatenate(hv), np.concatenate(ht), np.concatenate(hd),
+                                            grid_gap, worst="min"):
+            pair = sorted((ids[key // N], ids[key % N]))
+            v = Violation("min_separation", t0, t1, pair, w, limit, f"{pair[0]}-{pair[1]} {w:.3f} m < {limit:g} m")
+            violations.append((v, t1 + period))
+    if wk:
+        keys, ts, tps = np.concatenate(wk), np.concatenate(wt), np.concatenate(wtp)
+        dcs = np.concatenate(wd)
+        for key, t0, _t1, _w, _ in merge_runs(keys, ts, dcs, grid_gap, worst="min"):
+            first = np.flatnonzero((keys == key) & (np.abs(ts - t0) < 1e-6))[0]
+            warnings.append({"t": t0, "kind": "cpa", "uavs": sorted((ids[key // N], ids[key % N])),
+                             "value": _r(dcs[first]), "limit": limit, "t_predicted": _r(tps[first])})
+    return timeline, violations, warnings
+
+
+def _fence_warnings(traj: SwarmTrajectory, mission: Mission, gap: float) -> list[dict]:
+    """Time-to-geofence warnings: inside now, but leaving within the prediction horizon at current velocity."""
+    fence, horizon = mission.constraints.geofence, mission.thresholds.prediction_horizon_s
+    out = []
+    for u, tr in traj.tracks.items():
+        inside = fence.outside_distance(tr.pos) <= 0
+        tte = time_to_box_exit(tr.pos, tr.vel, fence)
+        hit = inside & (tte <= horizon)
+        if not hit.any():
+            continue
+        for _, t0, _t1, _w, _ in merge_runs(np.zeros(int(hit.sum()), dtype=int), tr.t[hit], tte[hit], gap, "min"):
+            k = int(np.searchsorted(tr.t, t0))
+            out.append({"t": t0, "kind": "time_to_geofence", "uavs": [u], "value": _r(tte[k]),
+                        "limit": horizon, "t_predicted": _r(t0 + tte[k])})
+    return out
+
+
+def _veto_intervals(spans: list[tuple[float, float]], hold: float, t_end: float) -> list[tuple[float, float]]:
+    """Veto up from a violation's start until its margin has been restored for `hold` seconds (eq. 19-20)."""
+    out: list[list[float]] = []
+    for t0, restored in sorted(spans):
+        clear = min(restored + hold, t_end)  # still up at the end of the data: the interval ends there
+        if out and t0 <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], clear)
+        else:
+            out.append([t0, clear])
+    return [(_r(a), _r(b)) for a, b in out]
+
+
+def _integrity(traj: SwarmTrajectory, mission: Mission) -> list[dict]:
+    """Data-integrity faults (reported apart from the hard constraints): dropped rows, order, jumps."""
+    ing = traj.ingest
+    faults: list[dict] = [{"kind": f"dropped_{reason}", "count": n} for reason, n in sorted(ing.dropped.items())]
+    if ing.out_of_order:
+        faults.append({"kind": "out_of_order", "count": ing.out_of_order})
+    for g in ing.gaps:
+        faults.append({"kind": "gap", "uavs": [g.uav], "t_start": g.t_start, "t_end": g.t_end})
+    limit = mission.constraints.max_speed_mps
+    jump = JUMP_FACTOR * limit if limit else JUMP_SPEED_MPS
+    for u, tr in traj.tracks.items():
+        if len(tr) < 2:
+            continue
+        dt = np.diff(tr.t)
+        implied = np.linalg.norm(np.diff(tr.pos, axis=0), axis=1) / dt
+        for i in np.flatnonzero(implied > jump):
+            faults.append({"kind": "position_jump", "uavs": [u], "t": float(tr.t[i + 1]),
+                           "value": float(implied[i]), "limit": jump,
+                           "detail": f"{u} moved {implied[i] * dt[i]:.2f} m in {dt[i]:.3f} s"})
+    return faults

@@ -1,0 +1,109 @@
+"""Vectorised geometry shared by the offline checker and the live monitor.
+
+Pairwise work goes through a kd-tree (O(N log N) build, output-sensitive pair queries), so
+checking 1000+ vehicles per tick stays in the millisecond range; the naive O(N^2) form exists
+only as a reference for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from uav_debate_eval.core.mission import Geofence
+
+_EMPTY_I = np.zeros(0, dtype=np.intp)
+_EMPTY_F = np.zeros(0, dtype=float)
+
+
+def close_pairs(pos: np.ndarray, r: float, tree: cKDTree | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Index pairs (i < j) closer than or at r, with their distances, via cKDTree.query_pairs."""
+    if len(pos) < 2 or r <= 0:
+        return _EMPTY_I, _EMPTY_I, _EMPTY_F
+    # an unbalanced, non-compacted tree builds ~25 % faster and queries as fast for one-shot use
+    tree = tree if tree is not None else cKDTree(pos, balanced_tree=False, compact_nodes=False)
+    pairs = tree.query_pairs(r, output_type="ndarray")
+    if not len(pairs):
+        return _EMPTY_I, _EMPTY_I, _EMPTY_F
+    i, j = pairs[:, 0], pairs[:, 1]
+    swap = i > j
+    i, j = np.where(swap, j, i), np.where(swap, i, j)
+    d = np.linalg.norm(pos[i] - pos[j], axis=1)
+    return i, j, d
+
+
+def naive_close_pairs(pos: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reference O(N^2) version of :func:`close_pairs` (full distance matrix in numpy)."""
+    if len(pos) < 2:
+        return _EMPTY_I, _EMPTY_I, _EMPTY_F
+    diff = pos[:, None, :] - pos[None, :, :]
+    dist = np.sqrt((diff * diff).sum(-1))
+    i, j = np.triu_indices(len(pos), k=1)
+    d = dist[i, j]
+    keep = d <= r
+    return i[keep], j[keep], d[keep]
+
+
+def nearest_pair(pos: np.ndarray, tree: cKDTree | None = None) -> tuple[float, int, int]:
+    """The globally closest pair (distance, i, j) from each point's nearest neighbour; inf when N < 2."""
+    if len(pos) < 2:
+        return float("inf"), -1, -1
+    tree = tree if tree is not None else cKDTree(pos)
+    d, k = tree.query(pos, k=2)
+    a = int(np.argmin(d[:, 1]))
+    b = int(k[a, 1])
+    return float(d[a, 1]), min(a, b), max(a, b)
+
+
+def closest_approach(dp: np.ndarray, dv: np.ndarray, horizon: float) -> tuple[np.ndarray, np.ndarray]:
+    """Constant-velocity closest point of approach within [0, horizon]: (time, distance) per row.
+
+    dp, dv are relative positions and velocities (M, 3).
+    """
+    vv = (dv * dv).sum(axis=1)
+    t = np.where(vv > 1e-12, -(dp * dv).sum(axis=1) / np.maximum(vv, 1e-12), 0.0)
+    t = np.clip(t, 0.0, horizon)
+    d = np.linalg.norm(dp + dv * t[:, None], axis=1)
+    return t, d
+
+
+def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair (i < j) that could come closer than `limit` within `horizon` at constant velocity.
+
+    Sound pruning: over [0, H] a pair's relative position stays within |dv| H / 2 <= v_max H of its
+    value at H / 2, so pairs whose mid-horizon positions are further apart than limit + v_max H can
+    be skipped. Returns (i, j, current distance).
+    """
+    if len(pos) < 2:
+        return _EMPTY_I, _EMPTY_I, _EMPTY_F
+    vmax = float(np.sqrt((vel * vel).sum(axis=1).max()))
+    i, j, _ = close_pairs(pos + vel * (horizon / 2.0), limit + vmax * horizon)
+    return i, j, np.linalg.norm(pos[i] - pos[j], axis=1)
+
+
+def time_to_box_exit(pos: np.ndarray, vel: np.ndarray, fence: Geofence) -> np.ndarray:
+    """Seconds until each position (..., 3) moving at constant velocity leaves the box; inf if never."""
+    lo, hi = np.asarray(fence.min, dtype=float), np.asarray(fence.max, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_hi = np.where(vel > 1e-9, (hi - pos) / vel, np.inf)
+        t_lo = np.where(vel < -1e-9, (lo - pos) / vel, np.inf)
+    return np.maximum(np.minimum(t_hi, t_lo).min(axis=-1), 0.0)
+
+
+def fence_ratio(pos: np.ndarray, fence: Geofence) -> np.ndarray:
+    """How far across the fence each position is: 0 at the centre, 1 on a wall, > 1 outside.
+
+    Per axis the offset from the centre is divided by the half extent, so "within 10 % of the
+    limit" means within 10 % of the half width of the box on some axis. A polygon adds its own
+    term scaled by the half of the smallest horizontal box extent.
+    """
+    lo, hi = np.asarray(fence.min, dtype=float), np.asarray(fence.max, dtype=float)
+    centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+    ratio = (np.abs(pos - centre) / half).max(axis=-1)
+    if fence.polygon:
+        from uav_debate_eval.core.mission import _polygon_outside_distance
+
+        poly = _polygon_outside_distance(pos[..., :2], np.asarray(fence.polygon, dtype=float))
+        ratio = np.maximum(ratio, 1.0 + poly / float(half[:2].min()))
+    return ratio

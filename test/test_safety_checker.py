@@ -204,3 +204,18 @@ def test_checker_separation_equals_naive_on_random_swarms():
     assert expected <= got
     for v in r.violations:
         assert (v.t_start, tuple(v.uavs)) in expected and (v.t_end, tuple(v.uavs)) in expected
+
+
+def test_dense_block_path_equals_per_step_kdtree_path(monkeypatch):
+    """Small swarms take the all-pairs block path; it must give exactly what the kd-tree loop gives."""
+    from uav_debate_eval.safety import checker
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=3, faults=["near_miss", "overspeed", "telemetry_dropout"])
+    dense = checker.check_trajectory(sim.traj, sim.mission)
+    monkeypatch.setattr(checker, "DENSE_MAX_VEHICLES", 0)
+    sparse = checker.check_trajectory(sim.traj, sim.mission)
+    assert [v.constraint for v in dense.violations].count("min_separation") >= 1
+    assert dense.to_dict() == sparse.to_dict()
+    np.testing.assert_array_equal(dense.separation.d_min, sparse.separation.d_min)
+    assert list(dense.separation.pairs) == list(sparse.separation.pairs)

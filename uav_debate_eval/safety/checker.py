@@ -20,7 +20,7 @@ from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import Violation
-from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
 from uav_debate_eval.safety.geometry import (
     close_pairs,
     closest_approach,
@@ -220,36 +220,10 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float
     limit = c.min_separation_m
     hv, ht, hd = [], [], []  # violating pairs: key, t, distance
     wk, wt, wd, wtp = [], [], [], []  # CPA warnings: key, t, predicted distance, predicted time
-    for s in range(T):
-        idx = np.flatnonzero(snaps.valid[s])
-        if len(idx) < 2:
-            continue
-        p = snaps.pos[s, idx]
-        tree = cKDTree(p)
-        d, a, b = nearest_pair(p, tree)
-        d_min[s] = d
-        closest[s] = (ids[idx[a]], ids[idx[b]])
-        if limit is None:
-            continue
-        t = float(snaps.t[s])
-        v = snaps.vel[s, idx]
-        if d < limit:
-            i, j, dist = close_pairs(p, limit, tree)
-            key = idx[i] * N + idx[j]
-            bad = dist < limit
-            hv.append(key[bad])
-            ht.append(np.full(int(bad.sum()), t))
-            hd.append(dist[bad])
-        i, j, dist = cpa_candidates(p, v, limit, th.prediction_horizon_s)
-        ok = dist >= limit
-        if ok.any():
-            tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], th.prediction_horizon_s)
-            warn = dc < limit
-            if warn.any():
-                wk.append((idx[i] * N + idx[j])[ok][warn])
-                wt.append(np.full(int(warn.sum()), t))
-                wd.append(dc[warn])
-                wtp.append(t + tc[warn])
+    if N <= DENSE_MAX_VEHICLES:
+        _pairs_dense(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
+    else:
+        _pairs_sparse(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
     timeline = SeparationTimeline(snaps.t, d_min, closest)
     violations: list[tuple[Violation, float]] = []
     warnings: list[dict] = []
@@ -270,6 +244,90 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float
             warnings.append({"t": t0, "kind": "cpa", "uavs": sorted((ids[key // N], ids[key % N])),
                              "value": _r(dcs[first]), "limit": limit, "t_predicted": _r(tps[first])})
     return timeline, violations, warnings
+
+
+#: Up to this many vehicles all pairs of a block of time steps are checked at once with numpy
+#: (N^2/2 pairs is cheap and avoids a Python loop over every step); above it, a kd-tree per step.
+DENSE_MAX_VEHICLES = 64
+#: Pairs x steps per dense block (bounds memory to a few tens of MB).
+DENSE_BLOCK = 400_000
+
+
+def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float, d_min: np.ndarray, closest: list,
+                  hits: tuple[list, list, list], warns: tuple[list, list, list, list]) -> None:
+    """Per time step: kd-tree nearest pair, close pairs below the limit, CPA candidates."""
+    ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
+    T, N = snaps.valid.shape
+    for s in range(T):
+        idx = np.flatnonzero(snaps.valid[s])
+        if len(idx) < 2:
+            continue
+        p = snaps.pos[s, idx]
+        tree = cKDTree(p)
+        d, a, b = nearest_pair(p, tree)
+        d_min[s] = d
+        closest[s] = (ids[idx[a]], ids[idx[b]])
+        if limit is None:
+            continue
+        t = float(snaps.t[s])
+        v = snaps.vel[s, idx]
+        if d < limit:
+            i, j, dist = close_pairs(p, limit, tree)
+            key = idx[i] * N + idx[j]
+            bad = dist < limit
+            hv.append(key[bad])
+            ht.append(np.full(int(bad.sum()), t))
+            hd.append(dist[bad])
+        i, j, dist = cpa_candidates(p, v, limit, horizon)
+        ok = dist >= limit
+        if ok.any():
+            tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], horizon)
+            warn = dc < limit
+            if warn.any():
+                wk.append((idx[i] * N + idx[j])[ok][warn])
+                wt.append(np.full(int(warn.sum()), t))
+                wd.append(dc[warn])
+                wtp.append(t + tc[warn])
+
+
+def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float, d_min: np.ndarray, closest: list,
+                 hits: tuple[list, list, list], warns: tuple[list, list, list, list]) -> None:
+    """The same results as :func:`_pairs_sparse`, computed for all pairs of a block of steps at once."""
+    ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
+    T, N = snaps.valid.shape
+    if N < 2:
+        return
+    i, j = np.triu_indices(N, k=1)
+    keys = i * N + j
+    step = max(1, DENSE_BLOCK // len(i))
+    for s0 in range(0, T, step):
+        sl = slice(s0, min(T, s0 + step))
+        valid = snaps.valid[sl][:, i] & snaps.valid[sl][:, j]
+        dp = snaps.pos[sl][:, j] - snaps.pos[sl][:, i]
+        dist = np.where(valid, np.linalg.norm(dp, axis=2), np.inf)
+        best = np.argmin(dist, axis=1)
+        rows = np.flatnonzero(valid.sum(axis=1) >= 1)
+        d_min[sl][rows] = dist[rows, best[rows]]
+        for r in rows:
+            closest[s0 + r] = (ids[i[best[r]]], ids[j[best[r]]])
+        if limit is None:
+            continue
+        t = np.broadcast_to(snaps.t[sl][:, None], dist.shape)
+        bad = dist < limit
+        if bad.any():
+            hv.append(np.broadcast_to(keys, dist.shape)[bad])
+            ht.append(t[bad])
+            hd.append(dist[bad])
+        ok = valid & (dist >= limit)
+        if ok.any():
+            dv = snaps.vel[sl][:, j] - snaps.vel[sl][:, i]
+            tc, dc = closest_approach(dp[ok], dv[ok], horizon)
+            warn = dc < limit
+            if warn.any():
+                wk.append(np.broadcast_to(keys, dist.shape)[ok][warn])
+                wt.append(t[ok][warn])
+                wd.append(dc[warn])
+                wtp.append(t[ok][warn] + tc[warn])
 
 
 def _fence_warnings(traj: SwarmTrajectory, mission: Mission, gap: float) -> list[dict]:

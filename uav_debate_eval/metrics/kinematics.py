@@ -91,7 +91,19 @@ def _odd_window(n_window: int, n: int, minimum: int) -> int:
 
 
 def smooth_kinematics(track: Track, window_s: float = SMOOTH_WINDOW_S, dt: float | None = None) -> Kinematics:
-    """Resample `track` onto a uniform grid and return Savitzky-Golay smoothed velocity, acc and jerk."""
+    """Resample `track` onto a uniform grid and return Savitzky-Golay smoothed velocity, acc and jerk.
+
+    Memoised on the track (tracks are not mutated after ingest): metrics, events and every
+    per-segment DSL of one evaluation smooth the same flight once, not once per caller.
+    """
+    cache = track.__dict__.setdefault("_smoothed", {})
+    key = (window_s, dt)
+    if key not in cache:
+        cache[key] = _smooth(track, window_s, dt)
+    return cache[key]
+
+
+def _smooth(track: Track, window_s: float, dt: float | None) -> Kinematics:
     n_in = len(track)
     if n_in < 2:
         z = np.zeros((n_in, 3))

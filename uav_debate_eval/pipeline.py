@@ -128,7 +128,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     contexts = []
     for i, seg in enumerate(segments):
         contexts.append(stage("dsl", lambda seg=seg: _segment_context(traj, mission, seg, safety, metrics,
-                                                                      dsl.events)))
+                                                                      dsl.events, cfg.segment_dsl_budget)))
         tick("segments", i + 1, len(segments))
     debate, transcript, fallback = stage("debate", lambda: _run_debate(contexts, mission, cfg, backend, tick))
     if fallback:
@@ -144,7 +144,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
 
 
 def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any, metrics: Any,
-                     events: list) -> Any:
+                     events: list, budget_tokens: int) -> Any:
     """One mission segment's evidence: its own DSL and metrics, and the flight's safety result.
 
     The safety result stays whole so every violation keeps its true extent; the segment's DSL only
@@ -156,7 +156,8 @@ def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: 
 
     window = traj.window(seg.t_start, seg.t_end)
     seg_metrics = compute_metrics(window, mission, safety) if window.tracks else metrics
-    dsl = build_dsl(traj, mission, seg_metrics, safety, t_range=(seg.t_start, seg.t_end), events=events)
+    dsl = build_dsl(traj, mission, seg_metrics, safety, budget_tokens=budget_tokens,
+                    t_range=(seg.t_start, seg.t_end), events=events)
     return SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl, metrics=seg_metrics,
                           safety=safety, traj=window)
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from uav_debate_eval.debate.llm.factory import LLMConfig
 
 MODES = ("adversarial", "collaborative")
+PROMPT_STYLES = ("auto", "full", "compact")
 ROTATIONS = ("round_robin", "adaptive")
 
 
@@ -48,7 +49,10 @@ class DebateConfig:
     quote_abs_tol: float = 0.011
     min_evidence: int = 3
     max_evidence: int = 5
-    agent_timeout_s: float = 120.0
+    agent_timeout_s: float = 120.0  # one agent's own call (time spent queueing for the model is not counted)
+    parallel_agents: int = 0  # agents of a round called at once; 0 = all (the local backend: always 1)
+    prompt_style: str = "auto"  # full | compact (small local models) | auto (compact for the local backend)
+    dsl_budget_tokens: int | None = None  # per-segment DSL size; None = 1500, or 400 with compact prompts
     temperature: float = 0.2
     max_tokens: int = 512
     seed: int = 0
@@ -61,6 +65,9 @@ class DebateConfig:
             raise InputError(f"debate.mode: must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.rotation not in ROTATIONS:
             raise InputError(f"debate.rotation: must be one of {', '.join(ROTATIONS)}, got {self.rotation!r}")
+        if self.prompt_style not in PROMPT_STYLES:
+            raise InputError(f"debate.prompt_style: must be one of {', '.join(PROMPT_STYLES)}, "
+                             f"got {self.prompt_style!r}")
         for name in ("max_rounds", "min_rounds"):
             rounds = {int(k): int(v) for k, v in getattr(self, name).items()}
             if sorted(rounds) != [1, 2, 3] or min(rounds.values()) < 1:
@@ -69,6 +76,17 @@ class DebateConfig:
         self.router_thresholds = tuple(float(x) for x in self.router_thresholds)  # type: ignore[assignment]
         if not 0.0 < self.red_fraction < 1.0:
             raise InputError(f"debate.red_fraction: must be in (0, 1), got {self.red_fraction}")
+
+    @property
+    def compact(self) -> bool:
+        """Short prompts for small in-process models, whose prompt processing dominates their latency."""
+        return self.prompt_style == "compact" or (self.prompt_style == "auto" and self.backend == "local")
+
+    @property
+    def segment_dsl_budget(self) -> int:
+        if self.dsl_budget_tokens is not None:
+            return self.dsl_budget_tokens
+        return 400 if self.compact else 1500
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<config>") -> DebateConfig:

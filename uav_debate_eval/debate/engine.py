@@ -202,17 +202,17 @@ class _Panel:
         self.transcript: list[dict] = []
         self.failures: list[dict] = []
         self.round_index = 0
+        # One in-process model serves every agent, so they queue for it; the timeout must not count the queue.
+        serial = config.backend == "local" or any(getattr(getattr(a, "backend", None), "name", "") == "local"
+                                                  for a in agents)
+        self.slots = asyncio.Semaphore(1 if serial else (config.parallel_agents or max(1, len(agents))))
 
     async def _call(self, agent: Any, turn: Turn, previous: AgentResponse | None) -> Reply:
-        start = time.perf_counter()
-        try:
-            reply = await asyncio.wait_for(agent.respond(turn, previous), timeout=self.cfg.agent_timeout_s)
-        except TimeoutError:
-            reply = Reply(None, [], error=f"timeout after {self.cfg.agent_timeout_s:g} s")
-        except Exception as exc:  # an agent failure must not end the debate: record it, drop the agent
-            reply = Reply(None, [], error=f"{type(exc).__name__}: {exc}")
-        if not reply.latency_s:
-            reply.latency_s = time.perf_counter() - start
+        async with self.slots:
+            start = time.perf_counter()
+            reply = await self._respond(agent, turn, previous)
+            if not reply.latency_s:
+                reply.latency_s = time.perf_counter() - start
         if reply.error is None and reply.response is None:
             reply.error = "no response"
         self.transcript.append({
@@ -224,6 +224,14 @@ class _Panel:
             "latency_s": round(reply.latency_s, 6), "cached": reply.cached, "model": reply.model,
             "error": reply.error})
         return reply
+
+    async def _respond(self, agent: Any, turn: Turn, previous: AgentResponse | None) -> Reply:
+        try:
+            return await asyncio.wait_for(agent.respond(turn, previous), timeout=self.cfg.agent_timeout_s)
+        except TimeoutError:
+            return Reply(None, [], error=f"timeout after {self.cfg.agent_timeout_s:g} s")
+        except Exception as exc:  # an agent failure must not end the debate: record it, drop the agent
+            return Reply(None, [], error=f"{type(exc).__name__}: {exc}")
 
     async def _turn(self, agent: Any, turn: Turn, verifier: EvidenceVerifier, seg: SegmentDebate,
                     rec: RoundRecord) -> ResponseRecord | None:
@@ -288,7 +296,8 @@ class _Panel:
                           issues=issues if i == 0 else "",
                           previous=[(x.role, x.team, x.response) for x in prev],
                           own_previous=by_role.get(assigned[i].id), interventions=interventions,
-                          min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence) for i in range(n)]
+                          min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence,
+                          compact=cfg.compact) for i in range(n)]
             results = await asyncio.gather(*(self._turn(a, t, verifier, seg, rec)
                                              for a, t in zip(self.agents, turns, strict=True)))
             rec.responses = [x for x in results if x is not None]

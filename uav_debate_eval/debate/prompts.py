@@ -47,20 +47,31 @@ class Turn:
     min_evidence: int = 3
     max_evidence: int = 5
     repair: list[Check] = field(default_factory=list)  # invalid citations of the first attempt
+    compact: bool = False  # short prompts for small in-process models
 
 
 def _fmt(x: Any) -> str:
     return f"{x:.4g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
 
 
-def metrics_text(metrics: Any) -> str:
-    lines = []
-    for cat, score in (getattr(metrics, "scores", {}) or {}).items():
-        lines.append(f"{cat}.score = {_fmt(score)}")
-    for cat, rows in (getattr(metrics, "details", {}) or {}).items():
-        for name, d in (rows or {}).items():
-            unit = d.get("unit") or ""
-            lines.append(f"{cat}.{name} = {_fmt(d.get('value'))} {unit} (score {_fmt(d.get('score'))})".rstrip())
+#: With compact prompts, only the category scores and the weakest metrics are shown.
+COMPACT_METRICS = 5
+
+
+def metrics_text(metrics: Any, compact: bool = False) -> str:
+    """Category scores, then each metric; compact keeps only the COMPACT_METRICS weakest metrics."""
+    lines = [f"{cat}.score = {_fmt(score)}" for cat, score in (getattr(metrics, "scores", {}) or {}).items()]
+    rows = [(cat, name, d) for cat, group in (getattr(metrics, "details", {}) or {}).items()
+            for name, d in (group or {}).items()]
+    if compact:
+        def weakness(row: tuple[str, str, dict]) -> float:
+            score = row[2].get("score")
+            return float(score) if isinstance(score, (int, float)) and score == score else 1.0
+
+        rows = sorted(rows, key=weakness)[:COMPACT_METRICS]
+    for cat, name, d in rows:
+        unit = d.get("unit") or ""
+        lines.append(f"{cat}.{name} = {_fmt(d.get('value'))} {unit} (score {_fmt(d.get('score'))})".rstrip())
     return "\n".join(lines) or "(no metrics)"
 
 
@@ -97,11 +108,12 @@ def user_message(turn: Turn) -> str:
     parts = [f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, round {turn.round + 1}, "
              f"layer L{turn.layer}.",
              "DSL:\n" + str(getattr(ctx.dsl, "text", "")),
-             "METRICS:\n" + metrics_text(ctx.metrics),
+             "METRICS:\n" + metrics_text(ctx.metrics, turn.compact),
              "SAFETY:\n" + safety_text(ctx),
              "VALID IDS: " + ", ".join(turn.valid_ids + turn.metric_refs)]
     if turn.previous:
-        prev = "\n".join(f"- {role} ({team}): {r.claim} | {r.summary}" for role, team, r in turn.previous)
+        prev = "\n".join(f"- {role} ({team}): {r.claim}" + ("" if turn.compact else f" | {r.summary}")
+                         for role, team, r in turn.previous)
         parts.append("PREVIOUS ROUND:\n" + prev)
     if turn.issues:
         parts.append("OPEN ISSUES: " + turn.issues)

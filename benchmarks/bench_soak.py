@@ -1,0 +1,337 @@
+"""Soak benchmark of the live pipeline: 100 vehicles at 50 Hz for 10 minutes, rules backend.
+
+Three processes over real DDS: a publisher (child: a 10 x 10 grid of vehicles flying small circles,
+one scripted near miss every `--fault-period` seconds), the monitor (`uav-debate-eval live`, child)
+and this process, which records the veto edges it receives. Every injected near miss must produce
+exactly one rising and one falling edge at the predicted stream times (no dropped or extra edge);
+the monitor's RSS growth after warm-up, its CPU use and the veto latency are printed with targets.
+
+    python benchmarks/bench_soak.py                # the full 10 minutes
+    python benchmarks/bench_soak.py --minutes 1    # a quick check while developing
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+MIN_SEP = 0.5
+HOLD_S = 1.0
+SPACING = 3.0
+CLOSEST = 0.3  # separation at the bottom of a scripted near miss
+FIRST_FAULT_S = 10.0
+RSS_TARGET_MB = 50.0
+LATENCY_TARGET_MS = 100.0
+ARRAY_TOPIC = "/bench/poses"
+
+
+def names(n: int) -> list[str]:
+    return [f"uav{i:03d}" for i in range(n)]
+
+
+def fault_schedule(n: int, duration_s: float, period_s: float) -> list[dict]:
+    """Near miss k: vehicle a (even index) flies to its right-hand neighbour b and back, 3 s in all.
+
+    The pair's distance is SPACING - (SPACING - CLOSEST) f with f ramping 0->1 over 1 s, holding 1 s,
+    ramping back over 1 s, so it is below MIN_SEP on an interval known in closed form.
+    """
+    side = int(math.ceil(math.sqrt(n)))
+    frac = (SPACING - MIN_SEP) / (SPACING - CLOSEST)  # f at which the separation crosses MIN_SEP
+    pairs = [(r * side + 2 * c, r * side + 2 * c + 1) for r in range(side) for c in range(side // 2)]
+    pairs = [(a, b) for a, b in pairs if b < n]
+    out, k, s = [], 0, FIRST_FAULT_S
+    while s + 3.0 + HOLD_S + 2.0 < duration_s:
+        a, b = pairs[k % len(pairs)]
+        out.append({"a": a, "b": b, "start": s, "onset": s + frac, "end": s + 3.0 - frac})
+        k += 1
+        s += period_s
+    return out
+
+
+def positions(t: float, n: int, faults: list[dict]) -> np.ndarray:
+    side = int(math.ceil(math.sqrt(n)))
+    idx = np.arange(n)
+    grid = np.stack([(idx % side) * SPACING, (idx // side) * SPACING, np.full(n, 5.0)], axis=1)
+    circle = 0.5 * np.array([math.cos(t), math.sin(t), 0.0])
+    pos = grid + circle
+    for f in faults:
+        if f["start"] <= t <= f["start"] + 3.0:
+            u = t - f["start"]
+            frac = min(u, 1.0, 3.0 - u)
+            target = pos[f["b"]] + np.array([CLOSEST, 0.0, 0.0]) * -1.0  # on a's side of b
+            pos[f["a"]] = (1 - frac) * pos[f["a"]] + frac * target
+    return pos
+
+
+def publish(args: argparse.Namespace) -> None:
+    """Child process: PoseArray (or one PoseStamped per vehicle) at `rate` Hz, wall-clock stamps."""
+    import rclpy
+    from geometry_msgs.msg import Pose, PoseArray, PoseStamped
+    from rclpy.qos import qos_profile_sensor_data
+
+    n, duration = args.vehicles, args.minutes * 60.0
+    faults = fault_schedule(n, duration, args.fault_period)
+    rclpy.init(args=[])
+    node = rclpy.create_node("soak_publisher")
+    if args.per_vehicle:
+        pubs = [node.create_publisher(PoseStamped, f"/{u}/pose", qos_profile_sensor_data) for u in names(n)]
+    else:
+        pub = node.create_publisher(PoseArray, ARRAY_TOPIC, qos_profile_sensor_data)
+    time.sleep(args.start_delay)
+    base = time.time()
+    Path(args.publish).write_text(json.dumps({"stamp_base": base}))
+    dt = 1.0 / args.rate
+    k = 0
+    while True:
+        t = k * dt
+        if t > duration:
+            break
+        wait = base + t - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        stamp_t = base + t
+        sec = math.floor(stamp_t)
+        pos = positions(t, n, faults)
+        if args.per_vehicle:
+            for i, p in enumerate(pos):
+                msg = PoseStamped()
+                msg.header.stamp.sec, msg.header.stamp.nanosec = int(sec), int((stamp_t - sec) * 1e9)
+                msg.header.frame_id = "world"
+                msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in p)
+                msg.pose.orientation.w = 1.0
+                pubs[i].publish(msg)
+        else:
+            msg = PoseArray()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = int(sec), int((stamp_t - sec) * 1e9)
+            msg.header.frame_id = "world"
+            poses = []
+            for p in pos:
+                pose = Pose()
+                pose.position.x, pose.position.y, pose.position.z = (float(v) for v in p)
+                pose.orientation.w = 1.0
+                poses.append(pose)
+            msg.poses = poses
+            pub.publish(msg)
+        k += 1
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def _tree(pid: int) -> list[int]:
+    """The process and its descendants (the monitor's DSL and panel worker processes count too)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            todo += [int(c) for c in task.read_text().split()]
+    return out
+
+
+def _proc_stats(pid: int, tree: bool = True) -> tuple[float, float]:
+    """(RSS MB, CPU seconds user+system) of a process (tree), from /proc (exited children's CPU included)."""
+    rss_kb, cpu = 0, 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    for p in _tree(pid) if tree else [pid]:
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        rss_kb += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+        cpu += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / ticks
+    return rss_kb / 1024.0, cpu
+
+
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def write_config(tmp: Path, n: int, per_vehicle: bool) -> Path:
+    mission = tmp / "mission.yaml"
+    mission.write_text(yaml.safe_dump({
+        "mission": {"name": "soak", "type": "grid"},
+        "constraints": {"min_separation_m": MIN_SEP, "max_speed_mps": 8.0, "stale_timeout_s": 1.0},
+        "thresholds": {"veto_hold_s": HOLD_S}}))
+    pose = ({"pose_type": "PoseStamped", "uav_names": names(n)} if per_vehicle else
+            {"pose_type": "PoseArray", "pose_array_topic": ARRAY_TOPIC, "pose_array_names": names(n)})
+    common = {**pose, "mission_file": str(mission)}
+    cfg = {
+        "safety_verifier": {"ros__parameters": dict(common)},
+        "dsl_builder": {"ros__parameters": {**common, "segment_mode": "window", "window_s": 30.0, "buffer_s": 40.0,
+                                            "max_segment_s": 35.0}},
+        "debate_panel": {"ros__parameters": {**common, "llm_backend": "rules", "buffer_s": 40.0, "keep_reports": 3}},
+    }
+    path = tmp / "soak.yaml"
+    path.write_text(yaml.dump(cfg, Dumper=_NoAliases))  # rcl's parser rejects YAML aliases
+    return path
+
+
+class VetoRecorder:
+    def __init__(self):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from std_msgs.msg import Bool, String
+
+        from uav_debate_eval.nodes.live import latched
+
+        rclpy.init(args=[])
+        self.node = rclpy.create_node("soak_recorder")
+        self.edges: list[tuple[float, bool]] = []
+        self.reports = 0
+        self._last: bool | None = None
+        self.node.create_subscription(Bool, "/swarm/safety/veto", self._on_veto, latched())
+        self.node.create_subscription(String, "/swarm/evaluation/report", self._on_report, latched())
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def _on_veto(self, msg) -> None:
+        if msg.data != self._last:
+            self._last = bool(msg.data)
+            self.edges.append((time.time(), bool(msg.data)))
+
+    def _on_report(self, msg) -> None:
+        self.reports += 1
+
+    def close(self) -> None:
+        import rclpy
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def match_edges(faults: list[dict], edges: list[tuple[float, bool]], base: float, rate: float, duration: float):
+    """Pair each fault with its rising and falling edge; returns (latencies ms, missing, extra).
+
+    Left out: the latched initial state before the stream starts, and edges after it ends (the vehicles
+    then rightly go stale).
+    """
+    ups = [t - base for t, v in edges if v and 0.0 <= t - base <= duration + 0.5]
+    downs = [t - base for t, v in edges if not v and 0.0 <= t - base <= duration + 0.5]
+    lat, missing, used_up, used_down = [], 0, set(), set()
+    for f in faults:
+        first_tick = math.ceil(f["onset"] * rate - 1e-9) / rate
+        up = next((i for i, t in enumerate(ups) if i not in used_up and first_tick - 0.01 <= t <= first_tick + 1.0),
+                  None)
+        clear = f["end"] + HOLD_S
+        down = next((i for i, t in enumerate(downs) if i not in used_down and clear - 0.05 <= t <= clear + 1.5), None)
+        if up is None or down is None:
+            missing += (up is None) + (down is None)
+        if up is not None:
+            used_up.add(up)
+            lat.append((ups[up] - first_tick) * 1000.0)
+        if down is not None:
+            used_down.add(down)
+    extra = (len(ups) - len(used_up)) + (len(downs) - len(used_down))
+    return lat, missing, extra
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--vehicles", type=int, default=100)
+    ap.add_argument("--rate", type=float, default=50.0)
+    ap.add_argument("--fault-period", type=float, default=15.0)
+    ap.add_argument("--per-vehicle", action="store_true", help="one PoseStamped topic per vehicle (default: one "
+                    "PoseArray, as Gazebo's bridge publishes)")
+    ap.add_argument("--start-delay", type=float, default=8.0, help=argparse.SUPPRESS)
+    ap.add_argument("--publish", help=argparse.SUPPRESS)  # internal: run as the publisher child
+    args = ap.parse_args()
+    if args.publish:
+        publish(args)
+        return 0
+
+    os.environ["ROS_DOMAIN_ID"] = str(101 + os.getpid() % 60)
+    os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    duration = args.minutes * 60.0
+    faults = fault_schedule(args.vehicles, duration, args.fault_period)
+    with tempfile.TemporaryDirectory(prefix="soak-") as tmp_name:
+        tmp = Path(tmp_name)
+        config = write_config(tmp, args.vehicles, args.per_vehicle)
+        live_log = (tmp / "live.log").open("w")
+        live = subprocess.Popen([sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config),
+                                 "--out", str(tmp / "out"), "--llm", "rules", "--quiet",
+                                 "--duration", str(duration + args.start_delay + 15.0)],
+                                stdout=live_log, stderr=subprocess.STDOUT)
+        rec = VetoRecorder()
+        base_file = tmp / "base.json"
+        pub_cmd = [sys.executable, __file__, "--publish", str(base_file), "--minutes", str(args.minutes),
+                   "--vehicles", str(args.vehicles), "--rate", str(args.rate), "--fault-period", str(args.fault_period),
+                   "--start-delay", str(args.start_delay)] + (["--per-vehicle"] if args.per_vehicle else [])
+        publisher = subprocess.Popen(pub_cmd)
+        samples: list[tuple[float, float, float, float]] = []  # (wall, tree RSS MB, cpu s, main RSS MB)
+        pub_cpu0 = None
+        try:
+            while not base_file.exists():
+                time.sleep(0.2)
+            base = json.loads(base_file.read_text())["stamp_base"]
+            while publisher.poll() is None:
+                rss, cpu = _proc_stats(live.pid)
+                samples.append((time.time() - base, rss, cpu, _proc_stats(live.pid, tree=False)[0]))
+                if pub_cpu0 is None:
+                    pub_cpu0 = (time.time(), _proc_stats(publisher.pid)[1])
+                pub_cpu1 = (time.time(), _proc_stats(publisher.pid)[1])
+                time.sleep(2.0)
+            time.sleep(HOLD_S + 3.0)  # the last falling edge
+        finally:
+            publisher.wait()
+            live.terminate()
+            live.wait(timeout=60)
+            rec.close()
+        log_tail = (tmp / "live.log").read_text()[-2000:]
+
+    lat, missing, extra = match_edges(faults, rec.edges, base, args.rate, duration)
+    if extra:
+        print("veto edges (stream s): " + ", ".join(f"{t - base:.2f}{'+' if v else '-'}" for t, v in rec.edges))
+    warm = [s for s in samples if s[0] >= min(60.0, duration / 3)]
+    rss_growth = warm[-1][1] - warm[0][1] if len(warm) >= 2 else float("nan")
+    main_growth = warm[-1][3] - warm[0][3] if len(warm) >= 2 else float("nan")
+    cpu = (samples[-1][2] - samples[0][2]) / max(samples[-1][0] - samples[0][0], 1e-9) * 100.0
+    pub_cpu = (pub_cpu1[1] - pub_cpu0[1]) / max(pub_cpu1[0] - pub_cpu0[0], 1e-9) * 100.0
+    p50, p99 = (np.percentile(lat, 50), np.percentile(lat, 99)) if lat else (float("nan"),) * 2
+    mode = "PoseStamped per vehicle" if args.per_vehicle else "one PoseArray"
+    print(f"soak: {args.vehicles} vehicles x {args.rate:g} Hz ({mode}) for {args.minutes:g} min, rules backend")
+    print(f"  injected near misses          {len(faults):8d}    (expected veto edges {2 * len(faults)})")
+    print(f"  veto edges seen               {len(rec.edges):8d}    (incl. the stale edge after the stream ends)")
+    print(f"  dropped veto edges            {missing:8d}    target 0   {'ok' if missing == 0 else 'FAIL'}")
+    print(f"  unexpected veto edges         {extra:8d}    target 0   {'ok' if extra == 0 else 'FAIL'}")
+    print(f"  veto latency p50              {p50:8.1f} ms")
+    print(f"  veto latency p99              {p99:8.1f} ms target < {LATENCY_TARGET_MS:g} ms   "
+          f"{'ok' if p99 < LATENCY_TARGET_MS else 'FAIL'}")
+    print(f"  monitor RSS growth (warm)     {rss_growth:8.1f} MB target < {RSS_TARGET_MB:g} MB   "
+          f"{'ok' if rss_growth < RSS_TARGET_MB else 'FAIL'}  (process tree "
+          f"{warm[0][1] if warm else float('nan'):.0f} -> {warm[-1][1] if warm else float('nan'):.0f} MB)")
+    print(f"  of which the ROS process      {main_growth:8.1f} MB  (RSS {warm[0][3] if warm else float('nan'):.0f} -> "
+          f"{warm[-1][3] if warm else float('nan'):.0f} MB; the rest: DSL and panel worker processes)")
+    print(f"  monitor CPU                   {cpu:8.1f} %  of one core (3 nodes + DSL/panel worker processes)")
+    print(f"  publisher CPU                 {pub_cpu:8.1f} %  of one core")
+    print(f"  segment reports published     {rec.reports:8d}")
+    ok = missing == 0 and extra == 0 and rss_growth < RSS_TARGET_MB
+    if not ok:
+        print("monitor log tail:\n" + log_tail)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

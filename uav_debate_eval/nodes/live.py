@@ -1,0 +1,266 @@
+"""Helpers shared by the live nodes and the in-process graph of `uav-debate-eval live`.
+
+The graph runs every monitoring node in one process on a MultiThreadedExecutor. Each node keeps
+its own default MutuallyExclusive callback group, so the safety verifier's callbacks never wait
+behind the panel's (the panel also runs the debate itself in a worker thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.mission import Mission, load_mission
+
+PACKAGE = "uav_debate_eval"
+
+#: Topics added beyond CONTRACT.md §5 (which stays as is).
+SEGMENT_TOPIC = "/swarm/segment"  # std_msgs/String JSON: {id, t_start, t_end, reason, uavs}
+TRUTH_TOPIC = "/swarm/sim/truth"  # std_msgs/String JSON: the simulator's ground truth
+DSL_TOPIC = "/swarm/dsl"
+REPORT_TOPIC = "/swarm/evaluation/report"
+TRIGGER_SERVICE = "/swarm/evaluation/trigger"
+VETO_TOPIC = "/swarm/safety/veto"
+STATUS_TOPIC = "/swarm/safety/status"
+
+
+def latched(depth: int = 1) -> QoSProfile:
+    """Reliable, transient local: a late joiner (or a restarted node) gets the last `depth` messages."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def declare(node: Node, name: str, default: Any, description: str) -> Any:
+    """Declare a parameter with a description and return its (possibly overridden) value.
+
+    A list default of `[]` is declared as an uninitialised string array (rclpy cannot infer the type
+    of an empty list); reading it back gives `[]` until a value is set.
+    """
+    desc = ParameterDescriptor(description=description)
+    if isinstance(default, list) and not default:
+        node.declare_parameter(name, Parameter.Type.STRING_ARRAY, desc)
+        return string_list(node, name)
+    return node.declare_parameter(name, default, desc).value
+
+
+def string_list(node: Node, name: str) -> list[str]:
+    """A string-array parameter as a list; empty entries are dropped and an unset one is `[]`."""
+    try:
+        value = node.get_parameter(name).value
+    except ParameterUninitializedException:
+        return []
+    return [str(v) for v in (value or []) if str(v).strip()]
+
+
+def find_config(name: str) -> Path:
+    """A file of the package's config/ directory: the installed share/ copy, else the source tree's."""
+    candidates = [Path(__file__).resolve().parents[2] / "config" / name]
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+        with contextlib.suppress(PackageNotFoundError, OSError):  # OSError: no AMENT_PREFIX_PATH (pip install)
+            candidates.insert(0, Path(get_package_share_directory(PACKAGE)) / "config" / name)
+    except ImportError:
+        pass
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise InputError(f"{name}: config file not found (looked in {', '.join(str(c.parent) for c in candidates)})")
+
+
+def mission_from_param(path: str) -> Mission:
+    """The mission a node works with: `mission_file` (a path, or the name of a packaged config file),
+    or the packaged default mission when empty."""
+    if not path:
+        return load_mission(find_config("default_mission.yaml"))
+    if not Path(path).exists() and "/" not in path:
+        return load_mission(find_config(path))
+    return load_mission(path)
+
+
+def read_params_file(path: str | Path) -> dict[str, dict[str, Any]]:
+    """A ROS 2 parameter file as {node name: params}; `/**` entries are merged under each node's own."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read config: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a mapping of node names to ros__parameters")
+    out: dict[str, dict[str, Any]] = {}
+    for key, body in doc.items():
+        if not isinstance(body, dict) or not isinstance(body.get("ros__parameters"), dict):
+            raise InputError(f"{path}: {key}: expected a 'ros__parameters' mapping")
+        out[str(key).rstrip("/").split("/")[-1] or "**"] = dict(body["ros__parameters"])
+    common = out.pop("**", {})
+    return {"**": common, **{name: {**common, **params} for name, params in out.items()}}
+
+
+def undeclared(node: Node, values: Iterable[str]) -> list[str]:
+    """Names in `values` the node does not declare (a typo in a config file would be ignored silently)."""
+    return sorted(v for v in values if not node.has_parameter(v))
+
+
+#: A worker process is replaced after this many jobs, so whatever a long flight leaks there is returned.
+WORKER_JOBS = 10
+
+
+def worker_pool() -> ProcessPoolExecutor:
+    """One worker *process* (spawned, not forked from a process with DDS threads) for CPU-heavy work, so
+    it never holds the GIL the executor (and the safety verifier beside it) needs."""
+    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                               max_tasks_per_child=WORKER_JOBS)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop at once: work still running in the worker process is abandoned."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # the stdlib has no public kill
+    for proc in procs:
+        proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        proc.join(timeout=5)
+
+
+class ClockJumpGuard:
+    """Notices a backwards time jump (a looping bag or sim) and logs it once per jump, not per message."""
+
+    def __init__(self, node: Node, what: str):
+        self._node = node
+        self._what = what
+        self._seen_resets = 0
+        self.jumps = 0
+        self.last_message = ""
+
+    def check(self, resets: int, newest_t: float) -> bool:
+        """True once for each new buffer reset counted by StreamingSwarm."""
+        if resets == self._seen_resets:
+            return False
+        self._seen_resets = resets
+        self.jumps += 1
+        self.last_message = (f"time jumped backwards (bag or sim loop, now t={newest_t:.3f}): {self._what} reset "
+                             f"(jump #{self.jumps})")
+        self._node.get_logger().warning(self.last_message)
+        return True
+
+
+def spin_nodes(nodes: list[Node], *, duration_s: float | None = None, threads: int = 4,
+               stop: threading.Event | None = None, on_tick: Callable[[], None] | None = None) -> None:
+    """Spin the nodes on one MultiThreadedExecutor until `duration_s`, `stop` or Ctrl-C."""
+    executor = MultiThreadedExecutor(num_threads=threads)
+    for node in nodes:
+        executor.add_node(node)
+    end = time.monotonic() + duration_s if duration_s else None
+    context = nodes[0].context
+    try:
+        while context.ok() and (end is None or time.monotonic() < end) and not (stop and stop.is_set()):
+            executor.spin_once(timeout_sec=0.1)
+            if on_tick:
+                on_tick()
+    except ExternalShutdownException:  # SIGINT/SIGTERM: rclpy already shut the context down
+        pass
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        for node in nodes:
+            executor.remove_node(node)
+
+
+class ProgressNode(Node):
+    """Prints the live pipeline's progress (segments, veto edges, reports) with rich; used by `live`."""
+
+    def __init__(self, console, quiet: bool = False, **kwargs):
+        super().__init__("live_progress", **kwargs)
+        from diagnostic_msgs.msg import DiagnosticArray
+        from std_msgs.msg import Bool, String
+
+        self.console = console
+        self.quiet = quiet
+        self._veto: bool | None = None
+        self._status: list[str] = []
+        self._status_shown = False
+        self._t0 = time.monotonic()
+        self._t_ref: float | None = None  # first stream time seen: progress shows flight time from it
+        self.create_subscription(Bool, VETO_TOPIC, self._on_veto, latched())
+        self.create_subscription(DiagnosticArray, STATUS_TOPIC, self._on_status, 10)
+        self.create_subscription(String, SEGMENT_TOPIC, self._on_segment, latched(10))
+        self.create_subscription(String, REPORT_TOPIC, self._on_report, latched())
+        self.create_subscription(String, TRUTH_TOPIC, self._on_truth, latched())
+
+    def _on_truth(self, msg) -> None:
+        """A simulated flight: its time zero is the reference, and the injected faults are shown up front."""
+        truth = json.loads(msg.data)
+        self._t_ref = truth["stamp_base"]
+        for f in truth["faults"]:
+            if f.get("expect_constraint"):
+                self._say(f"simulator injects {f['kind']} ({', '.join(f['uavs'])}) at flight "
+                          f"t={f['t_start']:.2f}-{f['t_end']:.2f} s (expect {f['expect_constraint']})")
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(f"[dim]{time.monotonic() - self._t0:6.1f}s[/] {text}")
+
+    def _rel(self, t: float) -> float:
+        if self._t_ref is None:
+            self._t_ref = t
+        return t - self._t_ref
+
+    def _on_status(self, msg) -> None:
+        from uav_debate_eval.nodes.debate_panel import level_of, status_evidence
+        self._status = []
+        for status in msg.status:
+            ev = status_evidence(status)
+            if isinstance(ev["values"].get("t"), float):
+                self._rel(ev["values"]["t"])
+            if level_of(status.level) >= 2 and not ev["name"].endswith("/veto"):
+                t = ev["values"].get("t")
+                when = f" at flight t={self._rel(t):.2f} s" if isinstance(t, float) else ""
+                self._status.append(f"{ev['name']}: {ev['message']}{when}")
+        if self._veto and self._status and not self._status_shown:
+            self._status_shown = True
+            for line in self._status[:3]:
+                self._say(f"   [red]{line}[/]")
+
+    def _on_veto(self, msg) -> None:
+        if msg.data == self._veto:
+            return
+        self._veto = bool(msg.data)
+        self._status_shown = False
+        self._say("[bold red]VETO ON[/]" if msg.data else "[green]veto off[/] (margins restored for the hold time)")
+
+    def _on_segment(self, msg) -> None:
+        seg = json.loads(msg.data)
+        self._say(f"segment {seg['id']} closed ({seg['reason']}): flight t=[{self._rel(seg['t_start']):.1f}, "
+                  f"{self._rel(seg['t_end']):.1f}] s, "
+                  f"{len(seg.get('uavs', []))} vehicles, DSL {seg.get('dsl_tokens', 0)} tokens -> panel")
+
+    def _on_report(self, msg) -> None:
+        report = json.loads(msg.data)
+        seg = report.get("live", {}).get("segment", {}).get("id", "?")
+        verdict, debate = report["verdict"], report["debate"]
+        rounds = debate.get("rounds", [])
+        agents = sorted({r["agent"] for rnd in rounds for r in rnd.get("responses", [])})
+        colour = {"safe": "green", "borderline": "yellow", "risky": "red"}[verdict["label"]]
+        self._say(f"report {seg}: [bold {colour}]{verdict['label']}[/]{' (vetoed)' if verdict['vetoed'] else ''}; "
+                  f"debate L{debate['layer']} {len(rounds)} round(s), {len(agents)} agents, backend "
+                  f"{debate['backend']}, {debate['tokens']['prompt'] + debate['tokens']['completion']} tokens")
+        for v in report["violations"][:3]:
+            worst = f"{v['worst_value']:.3g}" if isinstance(v["worst_value"], float) else v["worst_value"]
+            self._say(f"   violation {v['constraint']} {', '.join(v['uavs'])}: worst {worst} (limit {v['limit']}) "
+                      f"flight t=[{self._rel(v['t_start']):.1f}, {self._rel(v['t_end']):.1f}] s")

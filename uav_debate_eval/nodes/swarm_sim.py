@@ -1,0 +1,246 @@
+"""`swarm_sim`: plays a built-in simulator scenario (or a contract CSV) live, so demos and tests have a swarm.
+
+Poses go out as per-vehicle PoseStamped on `/<uav>/pose` (or Odometry, or one PoseArray), best effort
+like a real autopilot's stream. Pacing follows the wall clock times `speed`; with `publish_clock` the
+node also publishes /clock in scenario time so monitors running with use_sim_time see consistent
+stamps at any speed-up. A vehicle with no sample at a tick (telemetry dropout) is simply not published;
+link_ok is metadata of the recording and does not stop the stream. The scenario's ground truth is
+published once, latched, on /swarm/sim/truth for tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, is_dataclass
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time as TimeMsg
+from geometry_msgs.msg import Pose, PoseArray, PoseStamped
+from nav_msgs.msg import Odometry
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.mission import Mission, mission_to_yaml
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.nodes.live import TRUTH_TOPIC, declare, latched
+
+#: One tick: scenario time and (uav, position, velocity or None, link_ok) per vehicle.
+Tick = tuple[float, list[tuple[str, np.ndarray, np.ndarray | None, bool]]]
+
+#: Never run the pacing timer faster than this; late ticks are caught up in one callback.
+MAX_TIMER_HZ = 200.0
+#: With /clock, at most this many ticks per timer callback (the stream slows down rather than bursts).
+MAX_BURST = 2
+
+
+def csv_ticks(traj: SwarmTrajectory) -> Iterator[Tick]:
+    """Samples of a recorded trajectory grouped by stamp, in time order (vehicles may have their own stamps)."""
+    rows = [(float(tr.t[i]), uav, i) for uav, tr in traj.tracks.items() for i in range(len(tr.t))]
+    rows.sort(key=lambda r: (r[0], r[1]))
+    k = 0
+    while k < len(rows):
+        t = rows[k][0]
+        batch = []
+        while k < len(rows) and rows[k][0] == t:
+            _, uav, i = rows[k]
+            tr = traj.tracks[uav]
+            link = tr.link_ok is None or bool(tr.link_ok[i])
+            batch.append((uav, tr.pos[i], tr.vel[i], link))
+            k += 1
+        yield t, batch
+
+
+def _to_stamp(t: float) -> TimeMsg:
+    sec = math.floor(t)
+    return TimeMsg(sec=int(sec), nanosec=min(int(round((t - sec) * 1e9)), 999_999_999))
+
+
+def _jsonable(obj):
+    if is_dataclass(obj):
+        return {k: _jsonable(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+class SwarmSimNode(Node):
+    """Publishes one scenario (or CSV) at `speed` x real time; `loop` restarts it (time jumps back, like a bag)."""
+
+    def __init__(self, **kwargs):
+        super().__init__("swarm_sim", **kwargs)
+        self.scenario = declare(self, "scenario", "formation", "built-in simulator scenario name")
+        self.seed = declare(self, "seed", 0, "simulator seed (same seed, same flight)")
+        self.faults = declare(self, "faults", [], "faults to inject, e.g. near_miss (empty: the scenario's own)")
+        self.n_uavs = declare(self, "uavs", 0, "number of vehicles (0: the scenario's default)")
+        self.duration_s = declare(self, "duration_s", 0.0, "scenario length in seconds (0: the scenario's default)")
+        self.rate_hz = declare(self, "rate_hz", 0.0, "sample rate in Hz (0: the scenario's default)")
+        self.speed = declare(self, "speed", 1.0, "playback speed factor (1 = real time)")
+        self.loop = declare(self, "loop", False, "restart at the end (stamps jump back, like ros2 bag play -l)")
+        self.csv_file = declare(self, "csv_file", "", "play this contract CSV instead of a scenario")
+        self.pose_type = declare(self, "pose_type", "PoseStamped", "PoseStamped, Odometry or PoseArray")
+        self.topic_pattern = declare(self, "topic_pattern", "/{uav}/pose", "per-vehicle topic, {uav} is the name")
+        self.pose_array_topic = declare(self, "pose_array_topic", "/swarm/poses", "topic when pose_type is PoseArray")
+        self.frame_id = declare(self, "frame_id", "world", "frame of the published poses (ENU)")
+        self.publish_clock = declare(self, "publish_clock", False,
+                                     "publish /clock in scenario time (monitors then run with use_sim_time)")
+        self.start_delay_s = declare(self, "start_delay_s", 1.0, "wait this long for subscribers before playing")
+        self.qos_name = declare(self, "pose_qos", "sensor_data",
+                                "sensor_data (best effort, like an autopilot) or reliable (keep last 50)")
+        self.exit_when_done = declare(self, "exit_when_done", False, "stop the node when the scenario ends")
+        self.clock_start_s = declare(self, "clock_start_s", 1.0, "stamp of scenario time 0 with publish_clock "
+                                     "(a zero stamp means 'unset' to many tools)")
+        if self.pose_type not in ("PoseStamped", "Odometry", "PoseArray"):
+            raise ValueError(f"pose_type must be PoseStamped, Odometry or PoseArray, got {self.pose_type!r}")
+        if not self.speed > 0:
+            raise ValueError(f"speed must be > 0, got {self.speed}")
+
+        self.traj, self.mission, truth, rate = self._load()
+        self.uav_ids = list(self.traj.uav_ids)
+        # With /clock the stamps are scenario time; otherwise wall time at the start plus scenario time.
+        self.stamp_base = self.clock_start_s if self.publish_clock else time.time() + self.start_delay_s
+        from uav_debate_eval.nodes.pose_input import pose_qos
+        qos = pose_qos(self.qos_name)
+        self._pubs: dict[str, object] = {}
+        if self.pose_type == "PoseArray":
+            self._array_pub = self.create_publisher(PoseArray, self.pose_array_topic, qos)
+        else:
+            msg_type = PoseStamped if self.pose_type == "PoseStamped" else Odometry
+            for uav in self.uav_ids:
+                self._pubs[uav] = self.create_publisher(msg_type, self.topic_pattern.format(uav=uav), qos)
+        self._clock_pub = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
+        self._truth_pub = self.create_publisher(String, TRUTH_TOPIC, latched())
+        self._truth_pub.publish(String(data=json.dumps({
+            "scenario": self.scenario if not self.csv_file else None, "csv_file": self.csv_file or None,
+            "seed": self.seed, "uavs": self.uav_ids, "stamp_base": self.stamp_base, "speed": self.speed,
+            "pose_type": self.pose_type, "faults": _jsonable(truth), "mission": mission_to_yaml(self.mission),
+            "t_start": self.traj.t_start, "t_end": self.traj.t_end,
+        })))
+        self.published = 0
+        self.loops = 0
+        self.finished = False
+        self._ticks = self._tick_source()
+        self._pending: Tick | None = next(self._ticks, None)
+        self._t0 = self._pending[0] if self._pending else 0.0
+        self._wall0 = time.monotonic() + self.start_delay_s
+        period = 1.0 / min(MAX_TIMER_HZ, max(1.0, rate * self.speed))
+        self._timer = self.create_timer(period, self._on_timer)
+        self.get_logger().info(
+            f"playing {self.csv_file or self.scenario} ({len(self.uav_ids)} vehicles, {self.traj.duration:.1f} s) "
+            f"as {self.pose_type} at {self.speed:g}x{' with /clock' if self.publish_clock else ''}")
+
+    def _load(self) -> tuple[SwarmTrajectory, Mission, list, float]:
+        if self.csv_file:
+            from uav_debate_eval.io.csv_io import read_csv
+            traj = read_csv(self.csv_file)
+            self._sim = None
+            return traj, Mission(name=traj.name or "csv"), [], 1.0 / max(traj.sample_period or 0.1, 1e-3)
+        from uav_debate_eval.sim.scenarios import simulate
+        self._sim = simulate(self.scenario, seed=self.seed, n_uavs=self.n_uavs or None,
+                             duration_s=self.duration_s or None, rate_hz=self.rate_hz or None,
+                             faults=self.faults or None)
+        rate = self.rate_hz or 1.0 / max(self._sim.traj.sample_period or 0.1, 1e-3)
+        return self._sim.traj, self._sim.mission, list(self._sim.truth), rate
+
+    def _tick_source(self) -> Iterator[Tick]:
+        return iter(self._sim.ticks()) if self._sim is not None else csv_ticks(self.traj)
+
+    def _on_timer(self) -> None:
+        now = time.monotonic()
+        if now < self._wall0 or self.finished:
+            return
+        horizon = self._t0 + (now - self._wall0) * self.speed
+        burst = 0
+        while self._pending is not None and self._pending[0] <= horizon:
+            if self.publish_clock and burst == MAX_BURST:
+                # Behind (CPU starved): with /clock, slow the stream down instead of bursting, so no
+                # subscriber queue overflows and the monitors see continuous data in stream time.
+                self._wall0 += (horizon - self._pending[0]) / self.speed
+                break
+            burst += 1
+            self._publish(*self._pending)
+            self._pending = next(self._ticks, None)
+            if self._pending is None and self.loop:
+                self.loops += 1
+                self._ticks = self._tick_source()
+                self._pending = next(self._ticks, None)
+                self._wall0 = now
+                horizon = self._t0
+                if not self.publish_clock:
+                    self.stamp_base += self.traj.duration  # wall stamps stay monotonic; sim time jumps back
+        if self._pending is None and not self.finished:
+            self.finished = True
+            self.get_logger().info(f"scenario finished: {self.published} poses published")
+
+    def _publish(self, t: float, batch: list) -> None:
+        stamp = _to_stamp(self.stamp_base + t)
+        if self._clock_pub is not None:
+            self._clock_pub.publish(Clock(clock=stamp))
+        if self.pose_type == "PoseArray":
+            msg = PoseArray()
+            msg.header.stamp = stamp
+            msg.header.frame_id = self.frame_id
+            by_uav = {uav: pos for uav, pos, _, _ in batch}
+            msg.poses = [_pose(by_uav.get(uav)) for uav in self.uav_ids]
+            self._array_pub.publish(msg)
+            self.published += len(by_uav)
+            return
+        for uav, pos, vel, _ in batch:
+            if self.pose_type == "PoseStamped":
+                msg = PoseStamped()
+                msg.header.stamp = stamp
+                msg.header.frame_id = self.frame_id
+                msg.pose = _pose(pos)
+            else:
+                msg = Odometry()
+                msg.header.stamp = stamp
+                msg.header.frame_id = self.frame_id
+                msg.child_frame_id = uav
+                msg.pose.pose = _pose(pos)
+                if vel is not None:
+                    msg.twist.twist.linear.x, msg.twist.twist.linear.y, msg.twist.twist.linear.z = (
+                        float(v) for v in vel)
+            self._pubs[uav].publish(msg)
+            self.published += 1
+
+
+def _pose(pos) -> Pose:
+    """A pose at `pos` with identity orientation; NaN (no fix this tick) when pos is None."""
+    p = Pose()
+    if pos is None:
+        p.position.x = p.position.y = p.position.z = math.nan
+    else:
+        p.position.x, p.position.y, p.position.z = (float(v) for v in pos)
+    p.orientation.w = 1.0
+    return p
+
+
+def main(args: list[str] | None = None) -> None:
+    try:
+        rclpy.init(args=args)
+        node = SwarmSimNode()
+        while rclpy.ok() and not (node.exit_when_done and node.finished):
+            rclpy.spin_once(node, timeout_sec=0.1)
+        node.destroy_node()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (InputError, ValueError) as exc:  # bad mission, CSV or parameter: one line, exit 2
+        print(f"swarm_sim: {exc}", file=sys.stderr)
+        sys.exit(2)
+    finally:
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -66,11 +66,16 @@ def test_compact_prompts_for_the_local_backend():
     assert [line.split(" =")[0] for line in compact[4:]] == [f"safety.m{i}" for i in range(5)]
 
 
-def test_compact_prompts_reach_the_agents():
+def test_compact_prompts_share_one_prefix_across_the_agents_of_a_round():
     backend = ScriptedBackend(lambda req: answer())
     run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, prompt_style="compact"),
                backend=backend)
-    user = backend.requests[0].messages[1]["content"]
-    assert "METRICS:" in user
-    metric_lines = [line for line in user.split("METRICS:\n", 1)[1].split("\n\n")[0].splitlines()]
+    first_round = [r for r in backend.requests if r.round == 0]
+    systems = {r.messages[0]["content"] for r in first_round}
+    assert len(first_round) == 3 and len(systems) == 1  # identical prefix: a local model's KV cache is reused
+    system = systems.pop()
+    metric_lines = system.split("METRICS:\n", 1)[1].split("\n\n")[0].splitlines()
     assert len(metric_lines) <= 4 + 5
+    roles = [r.messages[1]["content"] for r in first_round]
+    assert len(set(roles)) == 3 and all(x.startswith("You are the ") for x in roles)
+    assert all("METRICS:" not in x for x in roles)

@@ -87,7 +87,11 @@ def safety_text(ctx: Any) -> str:
     return "\n".join(lines)
 
 
-def system_message(turn: Turn) -> str:
+PANEL = "You sit on a panel of experts that evaluates one segment of a UAV swarm flight from its data."
+
+
+def role_text(turn: Turn) -> str:
+    """Who this agent is in this round: persona, team, lead, and the veto notice."""
     p = turn.persona
     parts = [f"You are the {p.name}. {p.description}"]
     if turn.mode == "collaborative":
@@ -99,18 +103,24 @@ def system_message(turn: Turn) -> str:
     if turn.vetoed:
         parts.append("SAFETY VETO: the deterministic safety verifier reports a hard-constraint violation. The "
                      "mission verdict is RISKY whatever the panel concludes; explain the violation and recommend.")
-    parts.append(FORMAT)
     return "\n".join(parts)
 
 
-def user_message(turn: Turn) -> str:
+def evidence_text(turn: Turn) -> str:
+    """The segment's data, the same for every agent of a round."""
     ctx = turn.ctx
-    parts = [f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, round {turn.round + 1}, "
-             f"layer L{turn.layer}.",
-             "DSL:\n" + str(getattr(ctx.dsl, "text", "")),
-             "METRICS:\n" + metrics_text(ctx.metrics, turn.compact),
-             "SAFETY:\n" + safety_text(ctx),
-             "VALID IDS: " + ", ".join(turn.valid_ids + turn.metric_refs)]
+    return "\n\n".join([
+        f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, round {turn.round + 1}, "
+        f"layer L{turn.layer}.",
+        "DSL:\n" + str(getattr(ctx.dsl, "text", "")),
+        "METRICS:\n" + metrics_text(ctx.metrics, turn.compact),
+        "SAFETY:\n" + safety_text(ctx),
+        "VALID IDS: " + ", ".join(turn.valid_ids + turn.metric_refs)])
+
+
+def round_text(turn: Turn) -> str:
+    """What happened so far: the previous round, open issues, the moderator's interventions."""
+    parts = []
     if turn.previous:
         prev = "\n".join(f"- {role} ({team}): {r.claim}" + ("" if turn.compact else f" | {r.summary}")
                          for role, team, r in turn.previous)
@@ -120,6 +130,20 @@ def user_message(turn: Turn) -> str:
     if turn.interventions:
         parts.append("MODERATOR:\n" + "\n".join(i.text for i in turn.interventions))
     return "\n\n".join(parts)
+
+
+def system_message(turn: Turn) -> str:
+    """Full prompts: the role. Compact prompts: the shared data, so a local model's KV cache reuses the
+    whole prefix across the agents of a round and only processes each agent's short role message."""
+    if turn.compact:
+        return "\n\n".join([PANEL, FORMAT, evidence_text(turn)])
+    return "\n".join([role_text(turn), FORMAT])
+
+
+def user_message(turn: Turn) -> str:
+    if turn.compact:
+        return "\n\n".join(x for x in (role_text(turn), round_text(turn)) if x)
+    return "\n\n".join(x for x in (evidence_text(turn), round_text(turn)) if x)
 
 
 def repair_message(turn: Turn) -> str:

@@ -8,7 +8,7 @@ setup(
     name=package_name,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
-    package_data={package_name: ["report/*.json", "config/*.yaml", "debate/*.yaml"]},
+    package_data={package_name: ["report/*.json", "debate/*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

@@ -19,7 +19,6 @@ import functools
 import json
 import math
 import shutil
-import sys
 import threading
 from collections import deque
 from concurrent.futures import BrokenExecutor, Future, ThreadPoolExecutor
@@ -28,15 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
-from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.nodes.live import (
     REPORT_TOPIC,
@@ -48,6 +45,7 @@ from uav_debate_eval.nodes.live import (
     declare,
     latched,
     mission_from_param,
+    run_node,
     stop_pool,
     worker_pool,
 )
@@ -489,20 +487,12 @@ class DebatePanelNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        rclpy.init(args=args)
-        node = DebatePanelNode()
+    def spin(node: Node) -> None:
         executor = MultiThreadedExecutor(num_threads=2)
         executor.add_node(node)
         executor.spin()
-        node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (InputError, ValueError) as exc:  # bad mission, CSV or parameter: one line, exit 2
-        print(f"debate_panel: {exc}", file=sys.stderr)
-        sys.exit(2)
-    finally:
-        rclpy.try_shutdown()
+
+    run_node("debate_panel", DebatePanelNode, spin, args)
 
 
 if __name__ == "__main__":

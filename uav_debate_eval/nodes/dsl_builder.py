@@ -15,18 +15,14 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from concurrent.futures import BrokenExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from std_msgs.msg import Bool, String
 
-from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.nodes.live import (
     DSL_TOPIC,
@@ -36,6 +32,7 @@ from uav_debate_eval.nodes.live import (
     declare,
     latched,
     mission_from_param,
+    run_node,
     stop_pool,
     worker_pool,
 )
@@ -228,18 +225,7 @@ class DslBuilderNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        rclpy.init(args=args)
-        node = DslBuilderNode()
-        rclpy.spin(node)
-        node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (InputError, ValueError) as exc:  # bad mission, CSV or parameter: one line, exit 2
-        print(f"dsl_builder: {exc}", file=sys.stderr)
-        sys.exit(2)
-    finally:
-        rclpy.try_shutdown()
+    run_node("dsl_builder", DslBuilderNode, args=args)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -17,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import rclpy
 import yaml
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterUninitializedException
@@ -264,3 +266,23 @@ class ProgressNode(Node):
             worst = f"{v['worst_value']:.3g}" if isinstance(v["worst_value"], float) else v["worst_value"]
             self._say(f"   violation {v['constraint']} {', '.join(v['uavs'])}: worst {worst} (limit {v['limit']}) "
                       f"flight t=[{self._rel(v['t_start']):.1f}, {self._rel(v['t_end']):.1f}] s")
+
+
+def run_node(label: str, make_node: Callable[[], Node], spin: Callable[[Node], None] = rclpy.spin,
+             args: list[str] | None = None) -> None:
+    """The main() of every node's own process: spin until Ctrl-C or SIGTERM (exit 0), and turn a bad
+    mission, CSV or parameter into one line on stderr and exit status 2."""
+    node = None
+    try:
+        rclpy.init(args=args)
+        node = make_node()
+        spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (InputError, ValueError) as exc:
+        print(f"{label}: {exc}", file=sys.stderr)
+        sys.exit(2)
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()

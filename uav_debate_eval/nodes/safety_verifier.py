@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import signal
-import sys
 import threading
 
 import rclpy
@@ -20,17 +19,16 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Geofence, Mission, load_mission
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.core.streaming import StreamingSwarm
+from uav_debate_eval.nodes.live import run_node
 from uav_debate_eval.nodes.pose_input import PoseInput, declare_list
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 
@@ -254,10 +252,8 @@ def main(args=None) -> None:
     """Own process (launch files), on rclpy's events executor: at 5000 poses/s the default executor's
     per-message overhead saturated the process (p50 veto latency 78 ms, 23 % poses dropped, against
     8 ms and 9 % here); the events executor still stalls now and then (see the benchmark notes)."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SafetyVerifierNode()
+
+    def spin(node: Node) -> None:
         executor = EventsExecutor()
         executor.add_node(node)
         stop = threading.Event()  # Ctrl-C or a stop from launch/systemd ends the loop between callbacks: exit 0
@@ -265,15 +261,8 @@ def main(args=None) -> None:
             signal.signal(sig, lambda *_: stop.set())
         while rclpy.ok() and not stop.is_set():  # bounded waits: noticed within 0.2 s
             executor.spin_once(timeout_sec=0.2)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (InputError, ValueError) as exc:  # bad mission file or parameter: one line, exit 2
-        print(f"safety_verifier: {exc}", file=sys.stderr)
-        sys.exit(2)
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+
+    run_node("safety_verifier", SafetyVerifierNode, spin, args)
 
 
 if __name__ == "__main__":

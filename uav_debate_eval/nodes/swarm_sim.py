@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, is_dataclass
@@ -22,15 +21,13 @@ import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
-from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission, mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.nodes.live import TRUTH_TOPIC, declare, latched
+from uav_debate_eval.nodes.live import TRUTH_TOPIC, declare, latched, run_node
 
 #: One tick: scenario time and (uav, position, velocity or None, link_ok) per vehicle.
 Tick = tuple[float, list[tuple[str, np.ndarray, np.ndarray | None, bool]]]
@@ -227,19 +224,11 @@ def _pose(pos) -> Pose:
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        rclpy.init(args=args)
-        node = SwarmSimNode()
+    def spin(node: SwarmSimNode) -> None:
         while rclpy.ok() and not (node.exit_when_done and node.finished):
             rclpy.spin_once(node, timeout_sec=0.1)
-        node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (InputError, ValueError) as exc:  # bad mission, CSV or parameter: one line, exit 2
-        print(f"swarm_sim: {exc}", file=sys.stderr)
-        sys.exit(2)
-    finally:
-        rclpy.try_shutdown()
+
+    run_node("swarm_sim", SwarmSimNode, spin, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,54 @@
+"""The embedded model end to end: a built-in scenario's report cites only ids that exist, all verified."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from uav_debate_eval.debate.config import DebateConfig
+from uav_debate_eval.debate.llm.local_backend import default_model_path
+from uav_debate_eval.debate.llm.structured import extract_ids
+from uav_debate_eval.pipeline import evaluate
+from uav_debate_eval.report.schema import validate_report
+from uav_debate_eval.sim.scenarios import simulate
+
+
+def _model_or_skip() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed (make setup installs it)")
+    try:
+        default_model_path()
+    except Exception as exc:  # any reason the model is missing is a reason to skip
+        pytest.skip(f"embedded model not available: {exc}")
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
+    _model_or_skip()
+    sim = simulate("formation", seed=0, duration_s=30, faults=["near_miss"])
+    one_round = {1: 1, 2: 1, 3: 1}
+    cfg = DebateConfig(backend="local", max_rounds=one_round, min_rounds=one_round)
+    ev = evaluate(sim.traj, sim.mission, cfg, segment_mode="window", window_s=40.0)
+    report = ev.report
+    validate_report(report)
+    debate = report["debate"]
+    assert debate["backend"] == "local" and debate["model"].startswith("SmolLM2")
+    assert report["verdict"]["label"] == "risky"  # the veto holds whatever the model says
+    assert debate["tokens"]["prompt"] > 0 and debate["tokens"]["completion"] > 0
+
+    prompts = {}
+    for row in ev.transcript:
+        if row.get("kind") == "agent" and row.get("messages"):
+            text = "\n".join(m["content"] for m in row["messages"])
+            valid = text.split("VALID IDS: ", 1)[1].split("\n", 1)[0].split(", ")
+            prompts[(row["round"], row["agent"])] = set(valid)
+    responses = [(r["index"], x) for r in debate["rounds"] for x in r["responses"]]
+    assert responses, "the local panel produced no response"
+    for index, resp in responses:
+        valid = prompts[(index, resp["agent"])]
+        for item in resp["evidence"]:
+            for ref in extract_ids(item):
+                assert ref in valid, (ref, item)
+    assert debate["invalid_citations"]["first_pass"] >= debate["invalid_citations"]["struck"]

@@ -7,6 +7,7 @@ import importlib.util
 import pytest
 
 from uav_debate_eval.debate.config import DebateConfig
+from uav_debate_eval.debate.llm.factory import LLMConfig
 from uav_debate_eval.debate.llm.local_backend import default_model_path
 from uav_debate_eval.debate.llm.structured import extract_ids
 from uav_debate_eval.pipeline import evaluate
@@ -29,7 +30,9 @@ def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
     _model_or_skip()
     sim = simulate("formation", seed=0, duration_s=30, faults=["near_miss"])
     one_round = {1: 1, 2: 1, 3: 1}
-    cfg = DebateConfig(backend="local", max_rounds=one_round, min_rounds=one_round)
+    # A fresh cache: answers cached by an earlier run would (rightly) cost 0 tokens.
+    cfg = DebateConfig(backend="local", max_rounds=one_round, min_rounds=one_round,
+                       llm=LLMConfig(backend="local", cache_dir=str(tmp_path / "cache")))
     ev = evaluate(sim.traj, sim.mission, cfg, segment_mode="window", window_s=40.0)
     report = ev.report
     validate_report(report)

@@ -251,3 +251,16 @@ def test_llm_down_gives_a_rules_report_that_says_why(tmp_path: Path):
     assert report["verdict"]["label"] == "risky" and report["verdict"]["vetoed"] is True  # the live stale veto
     assert [v["constraint"] for v in report["violations"]] == ["stale_data"]
     assert result["path"] == str(tmp_path / "00007_S1") and (tmp_path / "00007_S1" / "report.json").is_file()
+
+
+def test_worker_processes_run_below_the_verifier_priority():
+    """DSL and debate work runs in a niced worker, so a saturated CPU serves the safety verifier first."""
+    import os
+
+    from uav_debate_eval.nodes.live import WORKER_NICENESS, stop_pool, worker_pool
+
+    pool = worker_pool()
+    try:
+        assert pool.submit(os.nice, 0).result(timeout=60) == os.nice(0) + WORKER_NICENESS
+    finally:
+        stop_pool(pool)

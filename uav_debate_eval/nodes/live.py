@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -124,11 +125,21 @@ def undeclared(node: Node, values: Iterable[str]) -> list[str]:
 WORKER_JOBS = 10
 
 
+#: Niceness of the DSL/debate worker processes: the safety verifier must win the CPU, never wait on the LLM.
+WORKER_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
+
+
 def worker_pool() -> ProcessPoolExecutor:
     """One worker *process* (spawned, not forked from a process with DDS threads) for CPU-heavy work, so
-    it never holds the GIL the executor (and the safety verifier beside it) needs."""
+    it never holds the GIL the executor (and the safety verifier beside it) needs; it runs at a lower CPU
+    priority so on a saturated machine the verifier is scheduled first."""
     return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                               max_tasks_per_child=WORKER_JOBS)
+                               max_tasks_per_child=WORKER_JOBS, initializer=_lower_priority)
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:

@@ -33,7 +33,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 test: setup lint
-	$(PY) -m pytest -q -rs test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+	$(PY) -m pytest -q -rsR test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
 bench: setup
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit $$?; done

@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+# Three real processes (sim, monitor, this recorder) plus a debate worker share 2 cores, and the stream-time
+# bounds below are tight on purpose; a scheduling stall can still miss one. Such a run is retried (at most
+# twice, shown as RERUN in the output); the latency figures themselves come from benchmarks/.
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.flaky(reruns=2)]
 
 SPEED = 2.0
 #: Veto delivery bound in stream seconds (DDS + 3 busy processes on 2 shared cores; the soak benchmark

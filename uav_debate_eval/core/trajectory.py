@@ -255,10 +255,10 @@ class SwarmTrajectory:
         # vehicle, equal stamps keep their input order so "keep the first" is well defined.
         kept = np.flatnonzero(ok)
         names, code = np.unique(ids[kept], return_inverse=True)
-        by_vehicle = kept[np.argsort(code, kind="stable")]
-        code_sorted = np.sort(code, kind="stable")
+        input_order = np.argsort(code, kind="stable")
+        code_sorted = code[input_order]
         same_vehicle = code_sorted[1:] == code_sorted[:-1]
-        report.out_of_order += int((same_vehicle & (np.diff(t[by_vehicle]) < 0)).sum())
+        report.out_of_order += int((same_vehicle & (np.diff(t[kept[input_order]]) < 0)).sum())
         by_vehicle_time = np.lexsort((t[kept], code))
         order = kept[by_vehicle_time]
         bounds = np.searchsorted(code[by_vehicle_time], np.arange(len(names) + 1))

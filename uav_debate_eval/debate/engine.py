@@ -203,8 +203,7 @@ class _Panel:
         self.failures: list[dict] = []
         self.round_index = 0
         # One in-process model serves every agent, so they queue for it; the timeout must not count the queue.
-        serial = config.backend == "local" or any(getattr(getattr(a, "backend", None), "name", "") == "local"
-                                                  for a in agents)
+        serial = any(getattr(getattr(a, "backend", None), "name", "") == "local" for a in agents)
         self.slots = asyncio.Semaphore(1 if serial else (config.parallel_agents or max(1, len(agents))))
 
     async def _call(self, agent: Any, turn: Turn, previous: AgentResponse | None) -> Reply:

@@ -306,8 +306,8 @@ def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float, d_min: n
         dp = snaps.pos[sl][:, j] - snaps.pos[sl][:, i]
         dist = np.where(valid, np.linalg.norm(dp, axis=2), np.inf)
         best = np.argmin(dist, axis=1)
-        rows = np.flatnonzero(valid.sum(axis=1) >= 1)
-        d_min[sl][rows] = dist[rows, best[rows]]
+        rows = np.flatnonzero(valid.any(axis=1))
+        d_min[s0 + rows] = dist[rows, best[rows]]
         for r in rows:
             closest[s0 + r] = (ids[i[best[r]]], ids[j[best[r]]])
         if limit is None:

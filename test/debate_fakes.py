@@ -105,21 +105,32 @@ def answer(label: str = "safe", confidence: float = 0.8, claim: str = "The swarm
         "counter": "Averages may hide a worst case.", "summary": summary, "confidence": confidence, "label": label}
 
 
+def judge_answer(request: ChatRequest) -> dict:
+    """A well-formed judge synthesis: the first label it may choose, citing the first valid id."""
+    props = request.json_schema["properties"]
+    return {"label": props["label"]["enum"][0], "summary": "The panel agrees the segment was flown as planned.",
+            "recommendations": ["Recommend keeping the current gains."], "evidence": request.valid_ids[:1]}
+
+
 class ScriptedBackend:
-    """LLMBackend double: `script(request) -> dict | Exception` decides each answer; every request is kept."""
+    """LLMBackend double: `script(request) -> dict | Exception` decides each agent's answer, `judge` the judge's;
+    agent requests are kept in `requests`, judge requests in `judge_requests`."""
 
     name = "fake"
     model = "fake-1"
 
-    def __init__(self, script: Callable[[ChatRequest], dict | Exception], delay_s: float = 0.0):
-        self.script, self.delay_s = script, delay_s
+    def __init__(self, script: Callable[[ChatRequest], dict | Exception], delay_s: float = 0.0,
+                 judge: Callable[[ChatRequest], dict | Exception] = judge_answer):
+        self.script, self.delay_s, self.judge = script, delay_s, judge
         self.requests: list[ChatRequest] = []
+        self.judge_requests: list[ChatRequest] = []
 
     async def chat(self, request: ChatRequest) -> ChatResult:
-        self.requests.append(request)
+        is_judge = request.agent == "judge"
+        (self.judge_requests if is_judge else self.requests).append(request)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        out = self.script(request)
+        out = (self.judge if is_judge else self.script)(request)
         if isinstance(out, Exception):
             raise out
         return ChatResult(json.dumps(out), out, prompt_tokens=100, completion_tokens=20, model=self.model)

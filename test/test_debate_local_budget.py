@@ -18,6 +18,7 @@ class SlowLocal(ScriptedBackend):
     """Like the llama.cpp backend: one model behind a lock, each call takes `delay_s`."""
 
     name = "local"
+    max_concurrency = 1
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -55,3 +55,13 @@ def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
             for ref in extract_ids(item):
                 assert ref in valid, (ref, item)
     assert debate["invalid_citations"]["first_pass"] >= debate["invalid_citations"]["struck"]
+    # The judge's synthesis comes from the model too, constrained to the open labels and to existing ids.
+    judges = {row["segment"]: row for row in ev.transcript if row.get("kind") == "judge"}
+    for seg in debate["segments"]:
+        judge, row = seg["judge"], judges[seg["id"]]
+        assert judge["by"] == "llm", judge["error"]
+        panel = {x["assessment"] for r in debate["rounds"] if r["segment"] == seg["id"] for x in r["responses"]}
+        assert judge["label"] in panel and seg["panel_label"] == judge["label"]
+        valid = row["messages"][1]["content"].split("VALID IDS: ", 1)[1].split("\n", 1)[0].split(", ")
+        assert judge["evidence"] and set(judge["evidence"]) <= set(valid)
+        assert judge["summary"] and judge["tokens"]["completion"] > 0

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 MODES = ("adversarial", "collaborative")
 PROMPT_STYLES = ("auto", "full", "compact")
 ROTATIONS = ("round_robin", "adaptive")
+JUDGES = ("auto", "vote", "llm")
 
 
 @dataclass
@@ -44,6 +45,7 @@ class DebateConfig:
     uncertainty_lambda: float = 0.5  # U_intra = lambda F + (1 - lambda) M
     low_confidence_u_sys: float = 0.5  # U_sys above it marks the evaluation low-confidence
     jury_in_l3: bool = True
+    judge: str = "auto"  # vote (deterministic) | llm (one judge call per segment) | auto (llm for LLM backends)
     panel_may_raise: bool = False  # let a non-safe panel raise a verifier "safe" to "borderline"
     quote_rel_tol: float = 0.02
     quote_abs_tol: float = 0.011
@@ -65,6 +67,8 @@ class DebateConfig:
             raise InputError(f"debate.mode: must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.rotation not in ROTATIONS:
             raise InputError(f"debate.rotation: must be one of {', '.join(ROTATIONS)}, got {self.rotation!r}")
+        if self.judge not in JUDGES:
+            raise InputError(f"debate.judge: must be one of {', '.join(JUDGES)}, got {self.judge!r}")
         if self.prompt_style not in PROMPT_STYLES:
             raise InputError(f"debate.prompt_style: must be one of {', '.join(PROMPT_STYLES)}, "
                              f"got {self.prompt_style!r}")

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from uav_debate_eval.debate import judge as judging
+from uav_debate_eval.debate import synthesis
 from uav_debate_eval.debate.agents import LLMAgent, Reply, RulesAgent
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.consensus import consensus, round_text, similarity
@@ -108,13 +109,15 @@ class SegmentDebate:
     invalid: dict[str, int] = field(default_factory=lambda: {"first_pass": 0, "repaired": 0, "struck": 0})
     tokens: dict[str, int] = field(default_factory=lambda: {"prompt": 0, "completion": 0})
     recommendations: list[str] = field(default_factory=list)
+    judge: synthesis.Synthesis | None = None
 
     def to_dict(self) -> dict:
         return {"id": self.segment_id, "t_start": self.t_start, "t_end": self.t_end, "layer": self.route.layer,
                 "complexity": self.route.score, "complexity_terms": self.route.terms, "rounds": len(self.rounds),
                 "stop_reason": self.stop_reason, "panel_label": self.panel_label, "decided_by": self.decided_by,
                 "consensus": self.rounds[-1].consensus if self.rounds else {}, "uncertainty": self.uncertainty,
-                "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens)}
+                "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens),
+                "judge": self.judge.to_dict() if self.judge else None}
 
 
 @dataclass
@@ -202,9 +205,12 @@ class _Panel:
         self.transcript: list[dict] = []
         self.failures: list[dict] = []
         self.round_index = 0
-        # One in-process model serves every agent, so they queue for it; the timeout must not count the queue.
-        serial = any(getattr(getattr(a, "backend", None), "name", "") == "local" for a in agents)
-        self.slots = asyncio.Semaphore(1 if serial else (config.parallel_agents or max(1, len(agents))))
+        # A backend that serves one call at a time (an in-process model) makes agents queue; the per-call
+        # timeout starts once an agent holds a slot, so it never counts the queue.
+        limits = [getattr(getattr(a, "backend", None), "max_concurrency", None) for a in agents]
+        limit = min([x for x in limits if x] or [config.parallel_agents or max(1, len(agents))])
+        self.slots = asyncio.Semaphore(limit)
+        self.llm_judge = isinstance(agents[0], LLMAgent) and config.judge in ("auto", "llm")
 
     async def _call(self, agent: Any, turn: Turn, previous: AgentResponse | None) -> Reply:
         async with self.slots:
@@ -337,18 +343,71 @@ class _Panel:
             prev, prev_text, prev_score = rec.responses, text, mean_score
             interventions = rec.quality.interventions
             issues = _issues(rec.responses, rec.quality)
-        self._decide(seg, stance)
+        await self._decide(seg, stance, ctx, valid_ids + metric_refs)
         return seg
 
-    def _decide(self, seg: SegmentDebate, stance: list[dict[str, tuple[str, float]]]) -> None:
-        final = [x.response for x in seg.rounds[-1].responses] if seg.rounds else []
+    async def _decide(self, seg: SegmentDebate, stance: list[dict[str, tuple[str, float]]], ctx: SegmentContext,
+                      ids: list[str]) -> None:
+        """Vote (or L3 jury); with LLM agents the judge call then synthesises within the labels left open."""
+        records = seg.rounds[-1].responses if seg.rounds else []
+        final = [x.response for x in records]
         if seg.route.layer == 3 and self.cfg.jury_in_l3:
             seg.panel_label, seg.decided_by = judging.jury(final)
+            open_labels = judging.jury_candidates(final)
         else:
             seg.panel_label, seg.decided_by = judging.judge(final), "judge" if final else "none"
+            open_labels = list(dict.fromkeys(r.assessment for r in final))
         seg.uncertainty = uncertainty(stance, self.cfg.uncertainty_lambda) if stance else {}
         ranked = sorted(final, key=lambda x: -x.confidence)
         seg.recommendations = list(dict.fromkeys(x.recommendation for x in ranked if x.recommendation))
+        if final and self.llm_judge and seg.stop_reason == "budget":
+            seg.judge = synthesis.Synthesis(seg.panel_label, "vote", error="token budget spent: the vote stands")
+        elif final and self.llm_judge:
+            positions = [(x.role, x.response) for x in records]
+            seg.judge = await self._judge(ctx, seg, positions, open_labels, ids)
+            if seg.judge.by == "llm":
+                seg.panel_label = seg.judge.label
+                seg.decided_by = seg.decided_by.replace("judge", "judge_llm")
+                seg.recommendations = list(dict.fromkeys([*seg.judge.recommendations, *seg.recommendations]))
+
+    async def _judge(self, ctx: SegmentContext, seg: SegmentDebate, positions: list[tuple[str, AgentResponse]],
+                     labels: list[str], ids: list[str]) -> synthesis.Synthesis:
+        """One judge call on the first agent's backend; any failure leaves the vote standing and is recorded."""
+        cfg, agent = self.cfg, self.agents[0]
+        request = synthesis.judge_request(ctx, seg.route.layer, positions, labels, ids, self.vetoed, cfg.compact,
+                                          cfg.temperature, cfg.max_tokens, cfg.seed)
+        start = time.perf_counter()
+        async with self.slots:
+            try:
+                result = await asyncio.wait_for(agent.backend.chat(request), timeout=cfg.agent_timeout_s)
+            except TimeoutError:
+                result = None
+                error = f"timeout after {cfg.agent_timeout_s:g} s"
+            except Exception as exc:  # the vote stands; the judge's failure is recorded like an agent's
+                result = None
+                error = f"{type(exc).__name__}: {exc}"
+        verdict: synthesis.Synthesis | None = None
+        if result is not None:
+            error = result.error or ""
+            if not error:
+                verdict, error = synthesis.from_answer(result.data, labels, ids)
+            seg.tokens["prompt"] += result.prompt_tokens
+            seg.tokens["completion"] += result.completion_tokens
+        self.transcript.append({
+            "kind": "judge", "segment": ctx.segment_id, "layer": seg.route.layer, "agent": "judge",
+            "messages": request.messages, "response_text": result.text if result else "",
+            "response": verdict.to_dict() if verdict else None,
+            "prompt_tokens": result.prompt_tokens if result else 0,
+            "completion_tokens": result.completion_tokens if result else 0,
+            "latency_s": round(time.perf_counter() - start, 6), "cached": bool(result and result.cached),
+            "model": result.model if result else None, "error": error or None})
+        if verdict is None:
+            self.failures.append({"segment": ctx.segment_id, "round": self.round_index - 1, "agent": "judge",
+                                  "role": "judge", "error": error})
+            return synthesis.Synthesis(seg.panel_label, "vote", error=error)
+        verdict.prompt_tokens = result.prompt_tokens
+        verdict.completion_tokens = result.completion_tokens
+        return verdict
 
 
 def _agents(config: DebateConfig, personas: list[Persona], backend: Any) -> tuple[list[Any], Any, str | None]:
@@ -386,6 +445,9 @@ def _summary(verdict_label: str, panel: str | None, vetoed: bool, overridden: bo
             text += f" The panel's '{panel}' was overridden by the veto."
     elif panel is not None and panel != verdict_label:
         text += f" The panel said '{panel}'; the verifier's envelope rule decides the label."
+    for s in segs:
+        if s.judge is not None and s.judge.by == "llm":
+            text += f" Judge on {s.segment_id} ({s.judge.label}): {s.judge.summary}"
     return text
 
 

@@ -57,6 +57,13 @@ def jury(responses: list[AgentResponse]) -> tuple[str | None, str]:
     return j, "jury+judge"
 
 
+def jury_candidates(responses: list[AgentResponse]) -> list[str]:
+    """The labels the jury leaves open: its majority label, or every label tied for the majority."""
+    counts = Counter(r.assessment for r in responses)
+    top = max(counts.values(), default=0)
+    return [k for k, c in counts.items() if c == top]
+
+
 def verifier_label(safeties: list[Any]) -> tuple[str, bool]:
     """(label, vetoed) over all segments' SafetyResults: risky iff any violation (or veto)."""
     vetoed = any(bool(getattr(s, "violations", None)) or bool(getattr(s, "vetoed", False)) for s in safeties)

@@ -106,16 +106,20 @@ def role_text(turn: Turn) -> str:
     return "\n".join(parts)
 
 
+def segment_text(ctx: Any, stage: str, ids: list[str], compact: bool) -> str:
+    """A segment's data (DSL, metrics, safety, citable ids); `stage` says where in the debate it is shown."""
+    return "\n\n".join([
+        f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, {stage}.",
+        "DSL:\n" + str(getattr(ctx.dsl, "text", "")),
+        "METRICS:\n" + metrics_text(ctx.metrics, compact),
+        "SAFETY:\n" + safety_text(ctx),
+        "VALID IDS: " + ", ".join(ids)])
+
+
 def evidence_text(turn: Turn) -> str:
     """The segment's data, the same for every agent of a round."""
-    ctx = turn.ctx
-    return "\n\n".join([
-        f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, round {turn.round + 1}, "
-        f"layer L{turn.layer}.",
-        "DSL:\n" + str(getattr(ctx.dsl, "text", "")),
-        "METRICS:\n" + metrics_text(ctx.metrics, turn.compact),
-        "SAFETY:\n" + safety_text(ctx),
-        "VALID IDS: " + ", ".join(turn.valid_ids + turn.metric_refs)])
+    return segment_text(turn.ctx, f"round {turn.round + 1}, layer L{turn.layer}", turn.valid_ids + turn.metric_refs,
+                        turn.compact)
 
 
 def round_text(turn: Turn) -> str:

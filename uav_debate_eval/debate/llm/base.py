@@ -43,7 +43,8 @@ class ChatResult:
 
 
 class LLMBackend(Protocol):
-    """`name` is "openai", "local" or a test double's name; `model` is what reports state."""
+    """`name` is "openai", "local" or a test double's name; `model` is what reports state. A backend may also set
+    `max_concurrency` (an int) when it serves only that many calls at once; the panel then queues its agents."""
 
     name: str
     model: str | None

@@ -75,6 +75,7 @@ class CachedBackend:
         self.enabled = enabled
         self.name = inner.name
         self.model = inner.model
+        self.max_concurrency = getattr(inner, "max_concurrency", None)
 
     def __repr__(self) -> str:
         return f"CachedBackend({self.inner!r}, root={str(self.cache.root)!r}, enabled={self.enabled})"

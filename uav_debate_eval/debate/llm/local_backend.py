@@ -45,6 +45,7 @@ class LocalBackend:
     """`chat` never raises; construction raises BackendUnavailable when llama_cpp or the model file is missing."""
 
     name = "local"
+    max_concurrency = 1  # one in-process model: calls queue for it
 
     def __init__(
         self,

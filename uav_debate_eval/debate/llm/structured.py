@@ -35,7 +35,8 @@ _NUM_RE = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?\s*%?")
 _BULLET_RE = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
 
 
-def _plain_string(min_len: int, max_len: int) -> dict:
+def plain_string(min_len: int, max_len: int) -> dict:
+    """A bounded free-text field without brackets (so without ids), quotes, backslashes or control characters."""
     return {"type": "string", "pattern": f"^{_PLAIN}{{{min_len},{max_len}}}$"}
 
 
@@ -56,19 +57,19 @@ def response_schema(
     if ids:
         item: dict[str, Any] = {
             "type": "object",
-            "properties": {"id": {"type": "string", "enum": ids}, "note": _plain_string(2, note_max)},
+            "properties": {"id": {"type": "string", "enum": ids}, "note": plain_string(2, note_max)},
             "required": ["id", "note"],
             "additionalProperties": False,
         }
     else:
-        item = _plain_string(3, note_max)
+        item = plain_string(3, note_max)
     return {
         "type": "object",
         "properties": {
-            "claim": _plain_string(10, text_max),
+            "claim": plain_string(10, text_max),
             "evidence": {"type": "array", "items": item, "minItems": min_evidence, "maxItems": max_evidence},
-            "counter": _plain_string(5, text_max),
-            "summary": _plain_string(10, text_max),
+            "counter": plain_string(5, text_max),
+            "summary": plain_string(10, text_max),
             "confidence": {"type": "number", "enum": CONFIDENCE_STEPS},
             "label": {"type": "string", "enum": list(LABELS)},
         },

@@ -1,0 +1,106 @@
+"""LLM judge synthesis (paper: "a judge synthesis, or a jury majority in L3 with the judge as tie-breaker").
+
+After a segment's last round, one more call to the panel's model reads the experts' final positions and writes
+the segment's verdict: a label, a short synthesis, 1-3 recommendations and the DSL ids it rests on. The schema
+bounds what it may say: the label is an enum of the labels it may choose from (the panel's final labels, or
+the jury's tied ones), ids are an enum of ids that exist, and free text cannot contain ids. If the call fails,
+the deterministic vote of `judge.judge` stands and the failure is recorded; the veto override comes after
+either way, so the judge can never make a vetoed segment anything but `risky`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from uav_debate_eval.debate.llm.base import ChatRequest
+from uav_debate_eval.debate.llm.structured import plain_string
+from uav_debate_eval.debate.prompts import segment_text
+from uav_debate_eval.debate.response import AgentResponse
+
+JUDGE = ("You are the JUDGE of a panel of UAV flight experts. Read their final positions on one segment of a "
+         "swarm flight and write the panel's verdict: weigh the evidence, not the number of voices; side with "
+         "the position the data supports; name what the experts agreed on and what stays open.")
+JUDGE_FORMAT = ("Answer with JSON only: {\"label\": one of ALLOWED LABELS, \"summary\": two sentences of "
+                "synthesis, \"recommendations\": 1-3 actionable recommendations, \"evidence\": 1-3 ids from "
+                "VALID IDS that the verdict rests on}. Never invent ids or numbers.")
+SUMMARY_MAX = 200
+RECOMMENDATION_MAX = 120
+
+
+@dataclass
+class Synthesis:
+    """The judge's verdict on one segment; `by` is "llm", or "vote" when the deterministic vote stands."""
+
+    label: str | None
+    by: str
+    summary: str = ""
+    recommendations: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "by": self.by, "summary": self.summary,
+                "recommendations": list(self.recommendations), "evidence": list(self.evidence),
+                "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
+                "error": self.error}
+
+
+def judge_schema(labels: list[str], valid_ids: list[str]) -> dict:
+    """JSON Schema of the judge's answer: `label` limited to `labels`, evidence ids to `valid_ids`."""
+    ids = list(dict.fromkeys(valid_ids))
+    evidence: dict[str, Any] = ({"type": "array", "items": {"type": "string", "enum": ids}, "minItems": 1,
+                                 "maxItems": 3} if ids else {"type": "array", "maxItems": 0})
+    return {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "enum": list(dict.fromkeys(labels))},
+            "summary": plain_string(10, SUMMARY_MAX),
+            "recommendations": {"type": "array", "items": plain_string(10, RECOMMENDATION_MAX), "minItems": 1,
+                                "maxItems": 3},
+            "evidence": evidence,
+        },
+        "required": ["label", "summary", "recommendations", "evidence"],
+        "additionalProperties": False,
+    }
+
+
+def judge_messages(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
+                   valid_ids: list[str], vetoed: bool, compact: bool) -> list[dict[str, str]]:
+    """System: the judge's role and format. User: the segment's data and each expert's final position."""
+    veto = ("\nSAFETY VETO: the deterministic safety verifier reports a hard-constraint violation in this flight; "
+            "the mission is RISKY whatever you conclude. Explain it and recommend." if vetoed else "")
+    data = segment_text(ctx, f"layer L{layer}, final verdict", valid_ids, compact)
+    panel = "\n".join(f"- {role}: label {r.assessment}, confidence {r.confidence:.2f}. Claim: {r.claim} "
+                      f"Summary: {r.summary}" for role, r in positions)
+    return [{"role": "system", "content": JUDGE + veto + "\n" + JUDGE_FORMAT},
+            {"role": "user", "content": f"{data}\n\nPANEL FINAL POSITIONS:\n{panel}\n\n"
+                                        f"ALLOWED LABELS: {', '.join(labels)}"}]
+
+
+def judge_request(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
+                  valid_ids: list[str], vetoed: bool, compact: bool, temperature: float, max_tokens: int,
+                  seed: int) -> ChatRequest:
+    return ChatRequest(messages=judge_messages(ctx, layer, positions, labels, valid_ids, vetoed, compact),
+                       agent="judge", json_schema=judge_schema(labels, valid_ids), valid_ids=valid_ids,
+                       temperature=temperature, max_tokens=max_tokens, seed=seed)
+
+
+def from_answer(data: dict | None, labels: list[str], valid_ids: list[str]) -> tuple[Synthesis | None, str]:
+    """Check an answer against what the judge may say (servers without constrained output can still stray)."""
+    if not isinstance(data, dict):
+        return None, "unparseable judge answer"
+    label = data.get("label")
+    if label not in labels:
+        return None, f"judge label {label!r} not among {labels}"
+    summary = str(data.get("summary") or "").strip()
+    recs = [str(x).strip() for x in (data.get("recommendations") or []) if str(x).strip()]
+    evidence = [str(x) for x in (data.get("evidence") or [])]
+    unknown = [x for x in evidence if x not in set(valid_ids)]
+    if unknown:
+        return None, f"judge cites unknown ids {unknown}"
+    if not summary:
+        return None, "judge gave no summary"
+    return Synthesis(label, "llm", summary[:SUMMARY_MAX], recs[:3], evidence[:3]), ""

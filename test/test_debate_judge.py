@@ -122,3 +122,11 @@ def test_judge_schema_bounds_and_answer_checks():
     verdict, why = synthesis.from_answer(good, ["safe", "risky"], ["SEG[1]", "EVENT[2]"])
     assert why == "" and verdict.label == "risky" and verdict.by == "llm"
     assert synthesis.from_answer({**good, "summary": " "}, ["risky"], ["EVENT[2]"]) == (None, "judge gave no summary")
+
+
+def test_single_agent_baseline_has_no_judge():
+    from uav_debate_eval.debate.baselines import evaluate_baseline
+
+    backend = ScriptedBackend(lambda req: answer(), judge=_judge_says("safe"))
+    res = evaluate_baseline("single_agent", [make_context()], Mission(), DebateConfig(router_thresholds=T), backend)
+    assert len(backend.requests) == 1 and backend.judge_requests == [] and res.segments[0].judge is None

@@ -91,7 +91,7 @@ def evaluate_baseline(method: str, contexts: list[SegmentContext], mission: Any,
     config = config or DebateConfig()
     if method == "single_agent":
         one = replace(config, mode="collaborative", max_rounds={1: 1, 2: 1, 3: 1}, min_rounds={1: 1, 2: 1, 3: 1},
-                      jury_in_l3=False)
+                      jury_in_l3=False, judge="vote")  # one agent, no debate: nothing to judge
         return run_debate(contexts, mission, one, backend=backend, personas=[generalist_persona()])
     if method in ("single_metric", "fixed_weight"):
         return _one_shot(method, contexts, mission, config)

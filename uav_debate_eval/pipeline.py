@@ -17,7 +17,8 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission, load_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 
-#: progress(stage, done, total): stage is "safety", "metrics", "segments", "debate" or "report".
+#: progress(stage, done, total): stage is "safety", "metrics", "segments", "debate" or "report"; for "debate",
+#: done counts rounds and total is the most rounds still possible until the last call (done == total).
 ProgressFn = Callable[[str, int, int], None]
 
 
@@ -148,7 +149,9 @@ def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: 
     """One mission segment's evidence: its own DSL and metrics, and the flight's safety result.
 
     The safety result stays whole so every violation keeps its true extent; the segment's DSL only
-    cites those that overlap the segment.
+    cites those that overlap the segment. The flight's events, waypoint status and raw-token counts are
+    reused (computed once for the flight); the window is cut once, so its metrics and its DSL share its
+    smoothed kinematics, snapshots, formation errors and segmentation (cached on the window).
     """
     from uav_debate_eval.debate.engine import SegmentContext
     from uav_debate_eval.dsl.builder import build_dsl
@@ -157,7 +160,7 @@ def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: 
     window = traj.window(seg.t_start, seg.t_end)
     seg_metrics = compute_metrics(window, mission, safety) if window.tracks else metrics
     dsl = build_dsl(traj, mission, seg_metrics, safety, budget_tokens=budget_tokens,
-                    t_range=(seg.t_start, seg.t_end), events=events)
+                    t_range=(seg.t_start, seg.t_end), events=events, part=window)
     return SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl, metrics=seg_metrics,
                           safety=safety, traj=window)
 
@@ -165,13 +168,15 @@ def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: 
 def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: ProgressFn):
     """Run the panel; if the LLM backend fails outright, rerun with the rules agents and say so."""
     from dataclasses import replace
+    from functools import partial
 
     from uav_debate_eval.debate.engine import run_debate
 
+    rounds = partial(tick, "debate")
     llm = backend is not None or getattr(cfg, "backend", "rules") != "rules"
     fallback = None
     try:
-        result = run_debate(contexts, mission, cfg, backend=backend)
+        result = run_debate(contexts, mission, cfg, backend=backend, progress=rounds)
     except InputError:
         raise
     except Exception as exc:
@@ -183,11 +188,12 @@ def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: 
     if result is not None and llm and _all_failed(result):
         fallback = f"every agent of the LLM backend '{result.backend}' failed in every segment"
     if fallback:
-        result = run_debate(contexts, mission, replace(cfg, backend="rules", llm=None), backend=None)
+        result = run_debate(contexts, mission, replace(cfg, backend="rules", llm=None), backend=None,
+                            progress=rounds)
         fallback += "; the debate fell back to the deterministic rules agents"
     elif result is not None and getattr(result, "fallback", None):
         fallback = str(result.fallback)
-    tick("debate", 1, 1)
+    tick("debate", len(result.rounds), len(result.rounds))
     return result, list(result.transcript or []), fallback
 
 

@@ -230,7 +230,10 @@ def write_summary(rows: list[dict], out: Path) -> None:
 
 
 class _Progress:
-    """rich progress over read / segments / debate; a no-op callable when stderr is not a terminal."""
+    """rich progress over read, segments, debate rounds and write; a no-op callable when stderr is not a terminal.
+
+    The debate's total is the most rounds still possible (segments may stop early), so it can shrink.
+    """
 
     def __init__(self, enabled: bool):
         self.enabled = enabled

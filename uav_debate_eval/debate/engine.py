@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,9 +200,10 @@ class _Panel:
     """Runs one mission's segments with one set of agents."""
 
     def __init__(self, agents: list[Any], personas: list[Persona], config: DebateConfig, vetoed: bool,
-                 max_speed: float | None):
+                 max_speed: float | None, progress: Callable[[int, int], None] | None = None, n_segments: int = 0):
         self.agents, self.personas, self.cfg, self.vetoed = agents, personas, config, vetoed
         self.max_speed = max_speed
+        self.progress, self.segments_left = progress, n_segments
         self.transcript: list[dict] = []
         self.failures: list[dict] = []
         self.round_index = 0
@@ -310,6 +312,9 @@ class _Panel:
                 seg.tokens[k] += rec.tokens[k]
             seg.rounds.append(rec)
             self.round_index += 1
+            if self.progress is not None:  # rounds done, and the most there can be (this and later segments)
+                self.progress(self.round_index, self.round_index + max_r - r - 1
+                              + (self.segments_left - 1) * max(cfg.max_rounds.values()))
             resp = [x.response for x in rec.responses]
             if not resp:
                 seg.stop_reason = "all_agents_failed"
@@ -344,6 +349,7 @@ class _Panel:
             interventions = rec.quality.interventions
             issues = _issues(rec.responses, rec.quality)
         await self._decide(seg, stance, ctx, valid_ids + metric_refs)
+        self.segments_left -= 1
         return seg
 
     async def _decide(self, seg: SegmentDebate, stance: list[dict[str, tuple[str, float]]], ctx: SegmentContext,
@@ -471,10 +477,12 @@ def assemble(segs: list[SegmentDebate], contexts: list[SegmentContext], config: 
 
 
 async def run_debate_async(contexts: list[SegmentContext], mission: Any, config: DebateConfig | None = None,
-                           backend: Any = None, personas: list[Persona] | None = None) -> DebateResult:
+                           backend: Any = None, personas: list[Persona] | None = None,
+                           progress: Callable[[int, int], None] | None = None) -> DebateResult:
     """Debate every segment (in order; agents within a round concurrently) and produce the verdict.
 
     `personas` replaces the configured panel (the single-agent baseline passes one generalist).
+    `progress(rounds_done, most_rounds)` is called after every round.
     """
     config = config or DebateConfig()
     start = time.perf_counter()
@@ -486,7 +494,8 @@ async def run_debate_async(contexts: list[SegmentContext], mission: Any, config:
         backend_name, model, estimated = agents[0].backend.name, agents[0].backend.model or config.model, False
     _, vetoed = judging.verifier_label([c.safety for c in contexts])
     constraints = getattr(mission, "constraints", None)
-    panel = _Panel(agents, personas, config, vetoed, getattr(constraints, "max_speed_mps", None))
+    panel = _Panel(agents, personas, config, vetoed, getattr(constraints, "max_speed_mps", None), progress,
+                   len(contexts))
     try:
         segs = [await panel.segment(ctx) for ctx in contexts]
     finally:
@@ -497,6 +506,7 @@ async def run_debate_async(contexts: list[SegmentContext], mission: Any, config:
 
 
 def run_debate(contexts: list[SegmentContext], mission: Any, config: DebateConfig | None = None,
-               backend: Any = None, personas: list[Persona] | None = None) -> DebateResult:
+               backend: Any = None, personas: list[Persona] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> DebateResult:
     """Sync entry point for the pipeline and the nodes (must not be called from a running event loop)."""
-    return asyncio.run(run_debate_async(contexts, mission, config, backend, personas))
+    return asyncio.run(run_debate_async(contexts, mission, config, backend, personas, progress))

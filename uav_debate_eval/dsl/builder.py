@@ -364,12 +364,13 @@ def _summary_lines(dropped: list[_Line]) -> tuple[list[str], dict[str, dict[str,
 
 def build_dsl(traj: SwarmTrajectory, mission: Mission, metrics=None, safety=None,
               budget_tokens: int = DEFAULT_BUDGET_TOKENS, t_range: tuple[float, float] | None = None,
-              events: list[Event] | None = None) -> DslDocument:
+              events: list[Event] | None = None, part: SwarmTrajectory | None = None) -> DslDocument:
     """The DSL of `traj` (or of its part within t_range) with its index and size figures.
 
     metrics/safety: MetricsResult / SafetyResult to print; computed when None (metrics on the
     window, safety on the whole flight so RISK ids are global). events: the whole flight's
-    detect_events() output, to avoid recomputing it per segment.
+    detect_events() output, to avoid recomputing it per segment. part: traj.window(*t_range) when
+    the caller already cut it, so the window's cached kinematics and snapshots are reused.
     """
     if not traj.tracks:
         raise InputError("trajectory has no vehicles")
@@ -381,10 +382,11 @@ def build_dsl(traj: SwarmTrajectory, mission: Mission, metrics=None, safety=None
         safety = run_checker(traj, mission)
     if events is None:
         events = detect_events(traj, mission, safety)
-    part = traj
-    if t_range is not None:
+    if t_range is None:
+        part = traj
+    else:
         t_range = (float(t_range[0]), float(t_range[1]))
-        part = traj.window(*t_range)
+        part = traj.window(*t_range) if part is None else part
         if not part.tracks:
             raise InputError(f"no samples in t_range {t_range[0]:g}..{t_range[1]:g} s")
     if metrics is None:

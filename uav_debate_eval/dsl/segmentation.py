@@ -19,6 +19,7 @@ import numpy as np
 from scipy.ndimage import uniform_filter1d
 
 from uav_debate_eval.metrics.kinematics import Kinematics
+from uav_debate_eval.metrics.memo import memo
 
 HOVER_SPEED = 0.3
 VERTICAL_SPEED = 0.5
@@ -119,7 +120,15 @@ def _split_speed(k: Kinematics, a: int, b: int, w: int, min_n: int) -> list[tupl
 
 
 def segment_vehicle(k: Kinematics, window_s: float = 2.0, min_duration_s: float = 2.0) -> list[Segment]:
-    """Segments of one vehicle covering its whole time range, in time order."""
+    """Segments of one vehicle covering its whole time range, in time order.
+
+    Cached on the kinematics (the events' slow turns and the DSL's SEG lines segment the same flight).
+    """
+    key = ("segments", window_s, min_duration_s)
+    return list(memo(k, key, (), lambda: _segment_vehicle(k, window_s, min_duration_s)))
+
+
+def _segment_vehicle(k: Kinematics, window_s: float, min_duration_s: float) -> list[Segment]:
     n = len(k.t)
     if n < 2 or k.dt <= 0:
         return []

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
+from uav_debate_eval.metrics.memo import memo
 
 _TOKEN = re.compile(r"\n+|[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
 LETTERS_PER_TOKEN = 6
@@ -52,25 +53,19 @@ def fmt_raw(v: float) -> str:
     return s + "0" if s.endswith(".") else s
 
 
-def number_tokens(values: np.ndarray) -> int:
-    """Sum of count_tokens(fmt_raw(v)) over finite values, computed arithmetically."""
-    v = np.asarray(values, dtype=float).ravel()
+def _per_number(v: np.ndarray) -> np.ndarray:
+    """count_tokens(fmt_raw(x)) for every (finite) element of v, computed arithmetically (same shape)."""
     if not v.size:
-        return 0
+        return np.zeros(v.shape, dtype=np.int64)
     scale = 10**RAW_DECIMALS
     k = np.rint(np.abs(v) * scale).astype(np.int64)
-    whole = k // scale
-    frac = k % scale
+    whole, frac = np.divmod(k, scale)
     n_int = np.where(whole > 0, np.floor(np.log10(np.maximum(whole, 1))).astype(np.int64) + 1, 1)
-    n_frac = np.full(v.shape, RAW_DECIMALS, dtype=np.int64)
-    rest = frac.copy()
-    for _ in range(RAW_DECIMALS - 1):
-        z = (rest % 10 == 0) & (rest > 0)
-        n_frac -= z
-        rest = np.where(z, rest // 10, rest)
+    n_frac = np.full(v.shape, RAW_DECIMALS, dtype=np.int64)  # 6 minus the trailing zeros of frac
+    for p in range(1, RAW_DECIMALS):
+        n_frac -= frac % 10**p == 0
     n_frac[frac == 0] = 1
-    per = np.signbit(v).astype(np.int64) + (n_int + 2) // 3 + 1 + (n_frac + 2) // 3
-    return int(per.sum())
+    return np.signbit(v).astype(np.int64) + (n_int + 2) // 3 + 1 + (n_frac + 2) // 3
 
 
 def _raw_columns(traj: SwarmTrajectory, t_range: tuple[float, float] | None):
@@ -81,12 +76,28 @@ def _raw_columns(traj: SwarmTrajectory, t_range: tuple[float, float] | None):
             yield u, tr
 
 
+def _number_prefix(track: Track) -> np.ndarray:
+    """Cumulative tokens of the numbers (t, x, y, z, vx, vy, vz) of the track's rows, from 0: any time
+    window's count is a difference of two entries, so segment DSLs do not re-count the flight's samples."""
+    return memo(track, "raw_number_tokens", (track.t, track.pos, track.vel), lambda: _cumulative_numbers(track))
+
+
+def _cumulative_numbers(track: Track) -> np.ndarray:
+    per_row = _per_number(track.t) + _per_number(track.pos).sum(axis=1) + _per_number(track.vel).sum(axis=1)
+    return np.concatenate([[0], np.cumsum(per_row)])
+
+
 def raw_tokens(traj: SwarmTrajectory, t_range: tuple[float, float] | None = None) -> int:
     """Tokens of the raw CSV view (t, uav_id, x, y, z, vx, vy, vz per sample) within t_range."""
     total = count_tokens(RAW_HEADER + "\n")
-    for u, tr in _raw_columns(traj, t_range):
+    for u, tr in traj.tracks.items():
+        i0, i1 = 0, len(tr)
+        if t_range is not None:  # the rows Track.slice keeps
+            i0 = int(np.searchsorted(tr.t, t_range[0], side="left"))
+            i1 = max(i0, int(np.searchsorted(tr.t, t_range[1], side="right")))
+        prefix = _number_prefix(tr)
         per_row = count_tokens(u) + 7 + 1  # uav id, 7 commas, newline
-        total += per_row * len(tr) + number_tokens(tr.t) + number_tokens(tr.pos) + number_tokens(tr.vel)
+        total += per_row * (i1 - i0) + int(prefix[i1] - prefix[i0])
     return total
 
 

@@ -22,6 +22,7 @@ from scipy.signal import correlate, correlation_lags, savgol_filter
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
+from uav_debate_eval.metrics.memo import memo
 from uav_debate_eval.metrics.scoring import detail, rational
 from uav_debate_eval.metrics.swarm import formation_error
 
@@ -121,7 +122,15 @@ def _rms(a: np.ndarray) -> float:
 
 
 def waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[tuple[bool, float]]]:
-    """Per vehicle with waypoints: (reached, closest distance in m) for each waypoint in order."""
+    """Per vehicle with waypoints: (reached, closest distance in m) for each waypoint in order.
+
+    Cached on the trajectory: the flight's metrics and every segment's WAYPTS lines use the whole flight's.
+    """
+    return memo(traj, ("waypoints", tuple(traj.tracks)), (mission, *traj.tracks.values()),
+                lambda: _waypoint_status(traj, mission))
+
+
+def _waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[tuple[bool, float]]]:
     out = {}
     for u, pts in mission.waypoints.items():
         tr = traj.tracks.get(u)

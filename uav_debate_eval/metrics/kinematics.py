@@ -48,11 +48,12 @@ class Kinematics:
     jerk: np.ndarray  # (n, 3)
     dt: float
 
-    @property
+    # Derived series are cached: metrics, events and segmentation read them many times (not mutated).
+    @functools.cached_property
     def speed(self) -> np.ndarray:
         return np.linalg.norm(self.vel, axis=1)
 
-    @property
+    @functools.cached_property
     def hspeed(self) -> np.ndarray:
         return np.linalg.norm(self.vel[:, :2], axis=1)
 
@@ -62,6 +63,10 @@ class Kinematics:
 
     def heading(self) -> np.ndarray:
         """Unwrapped course over ground (rad); held at the last valid value while below HEADING_MIN_SPEED."""
+        return self._heading
+
+    @functools.cached_property
+    def _heading(self) -> np.ndarray:
         raw = np.arctan2(self.vel[:, 1], self.vel[:, 0])
         ok = self.hspeed >= HEADING_MIN_SPEED
         if not ok.any():

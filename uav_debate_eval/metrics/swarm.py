@@ -16,6 +16,7 @@ from scipy.spatial import cKDTree
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
 from uav_debate_eval.metrics.kinematics import runs
+from uav_debate_eval.metrics.memo import memo
 
 #: Longest common grid used for pairwise geometry.
 MAX_STEPS = 12_000
@@ -27,7 +28,14 @@ NOMINAL_STEPS = 2000
 
 
 def snapshots(traj: SwarmTrajectory) -> Snapshots:
-    """Every vehicle on one grid (sample period, capped at MAX_STEPS); data gaps are invalid."""
+    """Every vehicle on one grid (sample period, capped at MAX_STEPS); data gaps are invalid.
+
+    Cached on the trajectory: the metrics, events, mission segments and DSL of one flight or window share it.
+    """
+    return memo(traj, ("snapshots", tuple(traj.tracks)), tuple(traj.tracks.values()), lambda: _snapshots(traj))
+
+
+def _snapshots(traj: SwarmTrajectory) -> Snapshots:
     dt = max(traj.sample_period or 0.1, traj.duration / (MAX_STEPS - 1) if traj.duration > 0 else 0.0)
     gap = max(MIN_GAP_S, GAP_FACTOR * (traj.sample_period or 0.0))
     return traj.resample(dt=dt, max_gap_s=gap)
@@ -57,7 +65,12 @@ DENSE_MAX_N = 60
 
 
 def _dense(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All pair indices and distances (T, P), inf where either vehicle is invalid."""
+    """All pair indices and distances (T, P), inf where either vehicle is invalid (cached: separation and
+    close approaches both need them)."""
+    return memo(snap, "dense", (), lambda: _dense_pairs(snap))
+
+
+def _dense_pairs(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ii, jj = np.triu_indices(len(snap.uav_ids), k=1)
     d = np.linalg.norm(snap.pos[:, ii] - snap.pos[:, jj], axis=-1)
     d[~(snap.valid[:, ii] & snap.valid[:, jj])] = np.inf
@@ -65,7 +78,11 @@ def _dense(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def separation(snap: Snapshots) -> Separation:
-    """Closest-pair distance per grid step (all pairs for small swarms, else a kd-tree per step)."""
+    """Closest-pair distance per grid step (all pairs for small swarms, else a kd-tree per step); cached."""
+    return memo(snap, "separation", (), lambda: _separation(snap))
+
+
+def _separation(snap: Snapshots) -> Separation:
     T, N = snap.valid.shape
     d_min = np.full(T, np.inf)
     pair = np.full((T, 2), -1, dtype=int)
@@ -142,7 +159,12 @@ def formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str 
     offsets with the positions (2-D Kabsch on centred coordinates), so a formation turning as a
     rigid body has zero error.
     nominal (no offsets): pair error = |d_ij(t) - median over time of d_ij|, the swarm's own shape.
+    Cached on the snapshots for this mission (metrics, events and the DSL's FORM lines share it).
     """
+    return memo(snap, "formation_error", (mission,), lambda: _formation_error(snap, mission))
+
+
+def _formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str | None]:
     T, N = snap.valid.shape
     err = np.full((T, N), np.nan)
     ref = formation_reference(mission, snap.uav_ids)
@@ -155,9 +177,7 @@ def formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str 
         rot = _yaw_aligned(p, valid, off)
         partners = _partners(off)
         for a, b in _chunks(T):
-            rel_p = p[a:b, :, None] - p[a:b, partners]
-            rel_o = rot[a:b, :, None] - rot[a:b, partners]
-            pair = np.linalg.norm(rel_p - rel_o, axis=-1)
+            pair = _partner_norms(p[a:b], partners, rot[a:b])
             ok = valid[a:b, :, None] & valid[a:b, partners] & (partners >= 0)[None]
             err[a:b, cols] = _lower_median(pair, ok, valid[a:b])
         return err, ref
@@ -166,7 +186,7 @@ def formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str 
     has = (partners >= 0)[None]
 
     def pair_distances(sel) -> tuple[np.ndarray, np.ndarray]:
-        d = np.linalg.norm(snap.pos[sel][:, :, None] - snap.pos[sel][:, partners], axis=-1)
+        d = _partner_norms(snap.pos[sel], partners)
         return d, snap.valid[sel][:, :, None] & snap.valid[sel][:, partners] & has
 
     stride = max(1, T // NOMINAL_STEPS)
@@ -177,6 +197,24 @@ def formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str 
         d, ok = pair_distances(slice(a, b))
         err[a:b] = _lower_median(np.abs(d - nominal[None]), ok, snap.valid[a:b])
     return err, ref
+
+
+def _partner_norms(p: np.ndarray, partners: np.ndarray, o: np.ndarray | None = None) -> np.ndarray:
+    """|(p_i - p_j) - (o_i - o_j)| (without o: |p_i - p_j|) for every vehicle i and partner j, (T, M, K).
+
+    When the partners are all the others, each unordered pair is computed once: the value is symmetric
+    and negating a difference is exact, so this is bit-identical to the direct form at half the cost.
+    """
+    m = p.shape[1]
+    if not 2 <= m <= ALL_PAIRS_MAX_N:
+        rel = p[:, :, None] - p[:, partners]
+        return np.linalg.norm(rel if o is None else rel - (o[:, :, None] - o[:, partners]), axis=-1)
+    ii, jj = np.triu_indices(m, k=1)
+    rel = p[:, ii] - p[:, jj]
+    d = np.linalg.norm(rel if o is None else rel - (o[:, ii] - o[:, jj]), axis=-1)
+    pair = np.zeros((m, m), dtype=int)
+    pair[ii, jj] = pair[jj, ii] = np.arange(len(ii))
+    return d[:, pair[np.arange(m)[:, None], partners]]
 
 
 def _chunks(T: int, size: int = 512):

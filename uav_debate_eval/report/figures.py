@@ -1,6 +1,10 @@
 """Report figures as PNG bytes (matplotlib, Agg backend, no display needed).
 
 Long flights are decimated for drawing only (MAX_POINTS per vehicle); markers use the exact times.
+Drawing dominates the report's cost, so each figure is laid out with fixed margins (tight_layout
+draws every figure an extra time), legends have fixed places ("best" searches every plotted point),
+per-vehicle start/end markers are one scatter each instead of a line object per vehicle, and the 3-D
+view has no legend of its own (same colours as the top-down view) and fewer ticks.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ DPI = 80
 #: Figure name -> caption, in the order the reports show them.
 CAPTIONS = {
     "trajectory_xy": "Top-down trajectories (ENU), start o, end s; violations x (red), events ^",
-    "trajectory_3d": "3-D trajectories; violations x (red), events ^",
+    "trajectory_3d": "3-D trajectories (colours as in the top-down view); violations x (red), events ^",
     "separation": "Minimum pairwise separation with the limit, the warning distance and veto intervals (shaded)",
     "altitude_speed": "Altitude and speed per vehicle",
     "scores": "Category scores (0..1)",
@@ -34,12 +38,23 @@ def _decimate(n: int, limit: int = MAX_POINTS) -> np.ndarray:
 
 def _min_envelope(t: np.ndarray, d: np.ndarray, bins: int = 2 * MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """Decimate a separation series keeping each bin's minimum, so no close approach disappears from the plot."""
-    if len(t) <= bins:
+    n = len(t)
+    if n <= bins:
         return t, d
-    edges = np.linspace(0, len(t), bins + 1).astype(int)
-    idx = np.array([a + int(np.nanargmin(d[a:b])) if np.isfinite(d[a:b]).any() else a
-                    for a, b in zip(edges[:-1], edges[1:], strict=True)])
+    size = -(-n // bins)
+    nb = -(-n // size)
+    v = np.full(nb * size, np.inf)
+    v[:n] = np.where(np.isnan(d), np.inf, d)
+    idx = np.arange(nb) * size + np.argmin(v.reshape(nb, size), axis=1)
     return t[idx], d[idx]
+
+
+def _figure(width: float, height: float, margins: tuple[float, float, float, float], **kw):
+    """A figure at the output DPI with fixed (left, bottom, right, top) margins for all its axes."""
+    fig = plt.figure(figsize=(width, height), dpi=DPI)
+    left, bottom, right, top = margins
+    fig.subplots_adjust(left=left, bottom=bottom, right=right, top=top, **kw)
+    return fig
 
 
 def _png(fig) -> bytes:
@@ -74,15 +89,18 @@ def _at(traj: Any, marks: list[tuple[float, str]]) -> np.ndarray:
     return np.asarray(pts).reshape(-1, 3)
 
 
-def trajectory_xy(ev: Any) -> bytes:
+def trajectory_xy(ev: Any):
     traj = ev.traj
     colors = _colors(traj.uav_ids)
-    fig, ax = plt.subplots(figsize=(6.4, 5.6))
+    fig = _figure(6.4, 5.6, (0.12, 0.09, 0.97, 0.98))
+    ax = fig.add_subplot()
     for u, tr in traj.tracks.items():
         k = _decimate(len(tr))
         ax.plot(tr.pos[k, 0], tr.pos[k, 1], lw=1.2, color=colors[u], label=_label(u))
-        ax.plot(tr.pos[0, 0], tr.pos[0, 1], "o", color=colors[u], ms=4)
-        ax.plot(tr.pos[-1, 0], tr.pos[-1, 1], "s", color=colors[u], ms=4)
+    ends = np.array([[tr.pos[0, :2], tr.pos[-1, :2]] for tr in traj.tracks.values()])
+    c = [colors[u] for u in traj.tracks]
+    ax.scatter(ends[:, 0, 0], ends[:, 0, 1], marker="o", s=16, color=c, zorder=3)
+    ax.scatter(ends[:, 1, 0], ends[:, 1, 1], marker="s", s=16, color=c, zorder=3)
     viol, events = _markers(ev)
     pe = _at(traj, events[:400])
     if len(pe):
@@ -98,15 +116,14 @@ def trajectory_xy(ev: Any) -> bytes:
     ax.set_ylabel("y north [m]")
     ax.set_aspect("equal", adjustable="datalim")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best", ncol=2 if len(traj.uav_ids) > 6 else 1)
-    fig.tight_layout()
-    return _png(fig)
+    ax.legend(fontsize=7, loc="upper right", ncol=2 if len(traj.uav_ids) > 6 else 1)
+    return fig
 
 
-def trajectory_3d(ev: Any) -> bytes:
+def trajectory_3d(ev: Any):
     traj = ev.traj
     colors = _colors(traj.uav_ids)
-    fig = plt.figure(figsize=(6.4, 5.6))
+    fig = _figure(6.4, 5.6, (0.0, 0.02, 0.95, 1.0))
     ax = fig.add_subplot(projection="3d")
     for u, tr in traj.tracks.items():
         k = _decimate(len(tr), MAX_POINTS_3D)
@@ -122,15 +139,15 @@ def trajectory_3d(ev: Any) -> bytes:
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
     ax.set_zlabel("z [m]")
-    ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    return _png(fig)
+    ax.locator_params(nbins=4)  # 3-D tick labels are costly to place; the top-down view has the detail
+    return fig
 
 
-def separation(ev: Any) -> bytes:
+def separation(ev: Any):
     sep = ev.safety.separation
     c, th = ev.mission.constraints, ev.mission.thresholds
-    fig, ax = plt.subplots(figsize=(8, 3.4))
+    fig = _figure(8, 3.4, (0.08, 0.16, 0.98, 0.97))
+    ax = fig.add_subplot()
     t = np.asarray(sep.t, dtype=float)
     d = np.asarray(sep.d_min, dtype=float)
     if len(t):
@@ -147,15 +164,15 @@ def separation(ev: Any) -> bytes:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
-def altitude_speed(ev: Any) -> bytes:
+def altitude_speed(ev: Any):
     traj = ev.traj
     colors = _colors(traj.uav_ids)
     c = ev.mission.constraints
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    fig = _figure(8, 5, (0.08, 0.1, 0.98, 0.98), hspace=0.08)
+    a1, a2 = fig.subplots(2, 1, sharex=True)
     for u, tr in traj.tracks.items():
         k = _decimate(len(tr))
         a1.plot(tr.t[k], tr.pos[k, 2], lw=1, color=colors[u], label=_label(u))
@@ -172,15 +189,15 @@ def altitude_speed(ev: Any) -> bytes:
     for a in (a1, a2):
         a.grid(alpha=0.3)
     a1.legend(fontsize=7, loc="upper right", ncol=min(5, len(traj.uav_ids)))
-    fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
-def scores(ev: Any) -> bytes:
+def scores(ev: Any):
     s = ev.report["scores"]
     names = ["flight_control", "coordination", "safety", "overall"]
     vals = [s.get(n) for n in names]
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig = _figure(6, 3, (0.11, 0.1, 0.98, 0.97))
+    ax = fig.add_subplot()
     bars = ax.bar(names, [v if v is not None else 0 for v in vals], color=["#4c72b0", "#55a868", "#c44e52", "#333"])
     for b, v in zip(bars, vals, strict=True):
         ax.text(b.get_x() + b.get_width() / 2, (v or 0) + 0.02, "n/a" if v is None else f"{v:.2f}", ha="center",
@@ -188,8 +205,7 @@ def scores(ev: Any) -> bytes:
     ax.set_ylim(0, 1.1)
     ax.set_ylabel("score")
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
 def round_series(debate: dict) -> tuple[list[int], list[float | None], list[float | None]]:
@@ -214,9 +230,10 @@ def round_series(debate: dict) -> tuple[list[int], list[float | None], list[floa
     return idx, cons, qual
 
 
-def debate_rounds(ev: Any) -> bytes:
+def debate_rounds(ev: Any):
     idx, cons, qual = round_series(ev.report["debate"])
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig = _figure(6, 3, (0.09, 0.16, 0.98, 0.97))
+    ax = fig.add_subplot()
     drawn = False
     for series, name, style in ((cons, "consensus", "o-"), (qual, "quality", "s--")):
         pts = [(i, v) for i, v in zip(idx, series, strict=True) if v is not None]
@@ -231,14 +248,14 @@ def debate_rounds(ev: Any) -> bytes:
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("round")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
+#: Figure name -> builder returning the matplotlib Figure (rendered and closed by render_figures).
 FIGURES = {"trajectory_xy": trajectory_xy, "trajectory_3d": trajectory_3d, "separation": separation,
            "altitude_speed": altitude_speed, "scores": scores, "debate_rounds": debate_rounds}
 
 
 def render_figures(ev: Any) -> dict[str, bytes]:
     """All report figures as {name: PNG bytes}, in CAPTIONS order."""
-    return {name: fn(ev) for name, fn in FIGURES.items()}
+    return {name: _png(fn(ev)) for name, fn in FIGURES.items()}

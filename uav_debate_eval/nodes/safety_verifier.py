@@ -1,8 +1,9 @@
 """ROS 2 node ``safety_verifier``: the deterministic veto, live, independent of the LLM (no debate imports).
 
-Each incoming pose gets an O(N) pre-check; a pose that breaks a constraint runs the full
-kd-tree check at once, so the veto rises within one message of the breaking pose. A timer at
-``check_rate_hz`` runs the full check too (clears after the hold time, stale vehicles, warnings).
+Each incoming pose is stored in the monitor's arrays in O(1) after an O(N) pre-check; a pose that
+breaks a constraint runs the full kd-tree check at once, so the veto rises within one message of the
+breaking pose and a burst of ordinary poses costs no full checks. A timer at ``check_rate_hz`` runs the
+full check too (clears after the hold time, stale vehicles, warnings).
 Publishes CONTRACT.md §5 topics: ``/swarm/safety/veto`` (Bool, reliable, transient local, on every
 change and at ``heartbeat_hz``), ``/swarm/safety/status`` (DiagnosticArray) and ``/swarm/safety/markers``.
 """
@@ -120,21 +121,25 @@ class SafetyVerifierNode(Node):
 
     def _on_pose(self, uav: str, t: float, pos, vel) -> None:
         self.poses_received += 1
-        if not self.swarm.add(uav, t, pos, vel) or self.monitor.veto or t < self._muted_until.get(uav, -math.inf):
-            return  # rejected (NaN, duplicate, out of order: counted by the swarm), or nothing to raise
-        sample = (t, *pos) if vel is None else (t, *pos, *vel)
-        # a breaking pose not confirmed by the full check (e.g. near the limit) leaves that vehicle to the timer
-        if self.monitor.would_violate(uav, sample) and not self.check().veto:
-            self._muted_until[uav] = t + MUTE_S
-
-    def check(self) -> SafetyState:
-        """Full check at the current (ROS or sim) time; publishes the veto on a change."""
-        if self.swarm.resets != self._swarm_resets:
+        if not self.swarm.add(uav, t, pos, vel):
+            return  # rejected (NaN, duplicate, out of order): counted by the swarm
+        if self.swarm.resets != self._swarm_resets:  # this pose starts a new run: forget the old one first
             self._swarm_resets = self.swarm.resets
             self.monitor.reset()
             self._muted_until.clear()
             self.get_logger().warning("safety verifier: pose stamps jumped backwards (bag loop?): state reset")
-        state = self.monitor.update(self._now(), self.swarm.latest())
+        sample = (t, *pos) if vel is None else (t, *pos, *vel)
+        # pre-check against the stored state before storing (a missing velocity comes from the last sample)
+        breaking = (not self.monitor.veto and t >= self._muted_until.get(uav, -math.inf)
+                    and self.monitor.would_violate(uav, sample))
+        self.monitor.observe(uav, sample)
+        # a breaking pose not confirmed by the full check (e.g. near the limit) leaves that vehicle to the timer
+        if breaking and not self.check().veto:
+            self._muted_until[uav] = t + MUTE_S
+
+    def check(self) -> SafetyState:
+        """Full check at the current (ROS or sim) time; publishes the veto on a change."""
+        state = self.monitor.update(self._now())
         if state.clock_reset:
             self.swarm.reset()
             self._muted_until.clear()
@@ -211,7 +216,7 @@ class SafetyVerifierNode(Node):
 
     def _markers(self, state: SafetyState, stamp) -> MarkerArray:
         out = MarkerArray()
-        latest = self.swarm.latest()
+        latest = self.monitor.latest()
 
         def marker(ns: str, kind: int, rgba: tuple, scale: float) -> Marker:
             m = Marker(ns=ns, id=0, type=kind, action=Marker.ADD)

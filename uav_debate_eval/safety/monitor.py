@@ -8,6 +8,9 @@ newest stamp in the snapshot by constant-velocity extrapolation, capped at ``max
 Velocity missing from a sample (NaN) is the difference of the vehicle's last two samples; for the
 extrapolation (not for the speed checks) it is clipped to max_speed_mps, so a position jump cannot
 carry a vehicle through another one.
+
+State lives in preallocated arrays, one row ("slot") per vehicle, so a live node stores each pose in
+O(1) (:meth:`SafetyMonitor.observe`) and a check reads the arrays without converting anything.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_c
 
 #: Separation evidence lists at most this many pairs (the worst first); the count is always exact.
 MAX_EVIDENCE_PAIRS = 50
+#: Relative slack on the time-to-geofence pruning bound, so rounding can only add candidates, never drop one.
+_SLACK = 1e-9
+_NAN_ROW = (math.nan,) * 7
 
 
 @dataclass
@@ -42,7 +48,7 @@ class SafetyState:
 
 
 class SafetyMonitor:
-    """Stateful live checker; feed it the latest sample of every vehicle at each tick."""
+    """Stateful live checker: feed samples with :meth:`observe` (or a dict to :meth:`update`), check with update."""
 
     def __init__(self, mission: Mission, hold_s: float | None = None, max_extrapolation_s: float = 0.1,
                  clock_jump_s: float = 0.5, history: int = 256, predict_period_s: float = 0.0):
@@ -56,61 +62,117 @@ class SafetyMonitor:
         self.history: deque[dict] = deque(maxlen=history)
         self.resets = 0
         self.predict_period_s = predict_period_s
-        self._ids: list[str] = []
-        self._slot: dict[str, int] = {}
-        self._clear()
+        self.reset()
 
-    def _clear(self) -> None:
+    def reset(self) -> None:
+        """Forget every sample and drop the veto (used on a clock jump backwards)."""
         self.veto = False
         self._clear_since: float | None = None
         self._last_now = -math.inf
         self._last_active: list[dict] = []
         self._warnings: list[dict] = []
         self._predicted_at = -math.inf
-        n = len(self._ids)
-        self._cur = np.full((n, 7), np.nan)
-        self._prev = np.full((n, 7), np.nan)
+        self._ids: list[str] = []  # slot -> vehicle
+        self._slot: dict[str, int] = {}
+        self._keys: list[str] = []  # key order of the last dict given to update, and its slots
+        self._take = np.zeros(0, dtype=np.intp)
+        self._cur = np.full((0, 7), np.nan)  # newest sample per slot: t, x, y, z, vx, vy, vz (NaN: no velocity)
+        self._vel = np.zeros((0, 3))  # velocity the checks use: reported, else derived from the last two samples
+        self._live = np.zeros(0, dtype=bool)  # slot holds a vehicle the monitor currently tracks
 
-    def reset(self) -> None:
-        """Forget every sample and drop the veto (used on a clock jump backwards)."""
-        self._ids = []
-        self._slot = {}
-        self._clear()
+    def _new_slot(self, uav: str) -> int:
+        k = len(self._ids)
+        if k == len(self._cur):  # grow geometrically: amortised O(1) per new vehicle
+            extra = max(16, k)
+            self._cur = np.concatenate([self._cur, np.full((extra, 7), np.nan)])
+            self._vel = np.concatenate([self._vel, np.zeros((extra, 3))])
+            self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
+        self._ids.append(uav)
+        self._slot[uav] = k
+        return k
 
-    def _rows(self, latest: dict) -> np.ndarray:
-        ids = list(latest)
-        if ids != self._ids:
-            old = {u: k for k, u in enumerate(self._ids)}
-            take = np.array([old.get(u, -1) for u in ids], dtype=int)
-            cur, prev = np.full((len(ids), 7), np.nan), np.full((len(ids), 7), np.nan)
-            have = take >= 0
-            cur[have], prev[have] = self._cur[take[have]], self._prev[take[have]]
-            self._ids, self._cur, self._prev = ids, cur, prev
-            self._slot = {u: k for k, u in enumerate(ids)}
+    def observe(self, uav: str, sample) -> None:
+        """Store one vehicle's sample (t, x, y, z[, vx, vy, vz]) in its slot: O(1), for a per-message callback.
+
+        A sample replaces the newest one when its stamp is later, or more than clock_jump_s earlier (a restart).
+        """
+        k = self._slot.get(uav)
+        if k is None:
+            k = self._new_slot(uav)
+        row = self._cur[k]
+        t = float(sample[0])
+        last = float(row[0])
+        if t <= last and not t < last - self.clock_jump_s:  # NaN (never seen): both False, taken
+            return
+        lt, lx, ly, lz = row[:4].tolist()
+        row[:] = tuple(sample) + _NAN_ROW[len(sample):]
+        self._live[k] = True
+        v = row[4:].tolist()
+        if all(math.isfinite(c) for c in v):
+            self._vel[k] = v
+            return
+        dt = t - lt
+        if dt > 0 and math.isfinite(lx) and math.isfinite(ly) and math.isfinite(lz):  # NaN lt: dt NaN, not > 0
+            self._vel[k] = ((float(sample[1]) - lx) / dt, (float(sample[2]) - ly) / dt, (float(sample[3]) - lz) / dt)
+        else:
+            self._vel[k] = 0.0
+
+    def _ingest(self, latest: dict) -> None:
+        """Dict form: the vehicles in `latest` are the swarm (others are forgotten), newer rows replace the old."""
+        keys = list(latest)
+        if keys != self._keys:
+            take = np.array([self._slot[u] if u in self._slot else self._new_slot(u) for u in keys], dtype=np.intp)
+            gone = np.ones(len(self._ids), dtype=bool)
+            gone[take] = False
+            gone &= self._live[:len(self._ids)]
+            self._cur[:len(gone)][gone] = np.nan
+            self._vel[:len(gone)][gone] = 0.0
+            self._live[:len(gone)][gone] = False
+            self._keys, self._take = keys, take
+        take = self._take
         try:  # rows of 7 (t, x, y, z, vx, vy, vz): the fast path
-            rows = np.fromiter(chain.from_iterable(latest.values()), float, count=7 * len(ids)).reshape(len(ids), 7)
+            rows = np.fromiter(chain.from_iterable(latest.values()), float, count=7 * len(keys)).reshape(len(keys), 7)
         except ValueError:  # some rows are (t, x, y, z)
-            rows = np.array([tuple(r) + (math.nan,) * (7 - len(r)) for r in latest.values()], dtype=float)
+            rows = np.array([tuple(r) + _NAN_ROW[len(r):] for r in latest.values()], dtype=float)
+        last = self._cur[take, 0]
         # NaN-safe: a vehicle seen for the first time is newer; a stamp far behind its last one is a restart
-        newer = ~(rows[:, 0] <= self._cur[:, 0]) | (rows[:, 0] < self._cur[:, 0] - self.clock_jump_s)
-        self._prev[newer] = self._cur[newer]
-        self._cur[newer] = rows[newer]
-        return rows
+        newer = ~(rows[:, 0] <= last) | (rows[:, 0] < last - self.clock_jump_s)
+        self._live[take] = True
+        if not newer.any():
+            return
+        k, new = take[newer], rows[newer]
+        prev = self._cur[k]
+        self._cur[k] = new
+        vel = new[:, 4:7].copy()
+        missing = ~np.isfinite(vel).all(axis=1)
+        if missing.any():
+            p = prev[missing]
+            dt = new[missing, 0] - p[:, 0]
+            ok = np.isfinite(p[:, :4]).all(axis=1) & (dt > 0)
+            derived = np.zeros((int(missing.sum()), 3))
+            derived[ok] = (new[missing][ok, 1:4] - p[ok, 1:4]) / dt[ok, None]
+            vel[missing] = derived
+        self._vel[k] = vel
 
-    def update(self, now: float, latest: dict) -> SafetyState:
-        """Check the newest samples (uav -> (t, x, y, z[, vx, vy, vz])) at time `now` and step the veto."""
+    def latest(self) -> dict[str, np.ndarray]:
+        """The newest sample of every tracked vehicle as (t, x, y, z, vx, vy, vz), in slot order."""
+        return {u: self._cur[k].copy() for k, u in enumerate(self._ids) if self._live[k]}
+
+    def update(self, now: float, latest: dict | None = None) -> SafetyState:
+        """Check the stored samples (plus `latest`, uav -> (t, x, y, z[, vx, vy, vz])) at `now`; step the veto."""
         clock_reset = False
         veto_before = self.veto
         if now < self._last_now - self.clock_jump_s:
+            kept = self.latest() if latest is None else latest
             self.reset()
             self.resets += 1
             clock_reset = True
             self.history.append({"t": now, "veto": False, "event": "clock_reset", "evidence": []})
+            # samples stamped after the new time belong to the previous run
+            latest = {u: r for u, r in kept.items() if r[0] <= now + self.clock_jump_s}
         self._last_now = max(now, self._last_now) if not clock_reset else now
-        if clock_reset:  # samples stamped after the new time belong to the previous run
-            latest = {u: r for u, r in latest.items() if r[0] <= now + self.clock_jump_s}
         if latest:
-            self._rows(latest)
+            self._ingest(latest)
         active, warnings, values, stale = self._evaluate(now)
         if active:
             self._clear_since = None
@@ -130,117 +192,137 @@ class SafetyMonitor:
                            self.snapshot_policy, now, values, stale, clock_reset)
 
     def _evaluate(self, now: float) -> tuple[list[dict], list[dict], dict, list[str]]:
+        """Every hard constraint over the stored slots; the no-violation path has no Python loop over vehicles."""
         c, th = self.mission.constraints, self.mission.thresholds
-        ids = self._ids
+        ids, n = self._ids, len(self._ids)
         active: list[dict] = []
         predict = now - self._predicted_at >= self.predict_period_s or now < self._predicted_at
         warnings: list[dict] = []
         values: dict[str, dict] = {}
-        if not ids:
+        live = self._live[:n]
+        if not live.any():
             self._warnings = []
             return active, warnings, values, []
-        cur = self._cur
+        all_live = bool(live.all())
+        cur = self._cur[:n]
         stamp = cur[:, 0]
-        silence = np.maximum(now - stamp, 0.0)
-        fresh = np.ones(len(ids), dtype=bool)
+        fresh = live
         stale: list[str] = []
         if c.stale_timeout_s is not None:
+            silence = np.maximum(now - stamp, 0.0)  # NaN in free slots: neither fresh nor stale
             fresh = silence <= c.stale_timeout_s
-            values["stale_data"] = {"value": float(silence.max()), "limit": c.stale_timeout_s}
-            if not fresh.all():
-                bad = np.flatnonzero(~fresh)
-                stale = sorted(ids[k] for k in bad)
-                active.append({"constraint": "stale_data", "uavs": stale, "value": float(silence[bad].max()),
-                               "limit": c.stale_timeout_s, "t": now, "count": len(bad)})
-        idx = np.flatnonzero(fresh)
-        if not len(idx):
-            self._warnings = []
-            return active, warnings, values, stale
-        every = len(idx) == len(ids)  # the usual case: plain views, no fancy-index copies
-        pos, vel = (cur[:, 1:4], cur[:, 4:7].copy()) if every else (cur[idx, 1:4], cur[idx, 4:7].copy())
-        missing = ~np.isfinite(vel).all(axis=1)
-        if missing.any():
-            prev = self._prev[idx[missing]]
-            dt = cur[idx[missing], 0] - prev[:, 0]
-            ok = np.isfinite(prev[:, :4]).all(axis=1) & (dt > 0)
-            derived = np.zeros((int(missing.sum()), 3))
-            derived[ok] = (cur[idx[missing]][ok, 1:4] - prev[ok, 1:4]) / dt[ok, None]
-            vel[missing] = derived
-        stamps = stamp if every else stamp[idx]
+            values["stale_data"] = {"value": float(silence.max() if all_live else silence[live].max()),
+                                    "limit": c.stale_timeout_s}
+            if not (all_live and fresh.all()):
+                bad = np.flatnonzero(live & ~fresh)
+                if len(bad):
+                    stale = sorted(ids[k] for k in bad.tolist())
+                    active.append({"constraint": "stale_data", "uavs": stale, "value": float(silence[bad].max()),
+                                   "limit": c.stale_timeout_s, "t": now, "count": len(bad)})
+        every = all_live and bool(fresh.all())  # the usual case: plain views, no copies
+        if every:
+            pos, vel, stamps = cur[:, 1:4], self._vel[:n], stamp
+
+            def names(rows: np.ndarray) -> list[str]:
+                return [ids[k] for k in rows.tolist()]
+        else:
+            idx = np.flatnonzero(fresh)
+            if not len(idx):
+                self._warnings = []
+                return active, warnings, values, stale
+            pos, vel, stamps = cur[idx, 1:4], self._vel[:n][idx], stamp[idx]
+
+            def names(rows: np.ndarray) -> list[str]:
+                return [ids[k] for k in idx[rows].tolist()]
         t_ref = float(stamps.max())
-        ahead = np.clip(t_ref - stamps, 0.0, self.max_extrapolation_s)
+        ahead = np.minimum(np.maximum(t_ref - stamps, 0.0), self.max_extrapolation_s)  # np.clip, without its overhead
         speed = np.sqrt(np.einsum("ij,ij->i", vel, vel))
         if ahead.any():
             ext = vel
             if c.max_speed_mps is not None:  # a position jump must not carry a vehicle through another one
                 ext = vel * np.minimum(1.0, c.max_speed_mps / np.maximum(speed, 1e-12))[:, None]
             pos = pos + ext * ahead[:, None]
-        names = ids if every else [ids[k] for k in idx]
 
         for name, limit, q in (("max_speed", c.max_speed_mps, lambda: speed),
                                ("max_vertical_speed", c.max_vertical_speed_mps, lambda: np.abs(vel[:, 2]))):
             if limit is None:
                 continue
             qv = q()
-            values[name] = {"value": float(qv.max()), "limit": limit}
-            bad = np.flatnonzero(qv > limit)
-            if len(bad):
-                active.append({"constraint": name, "uavs": sorted(names[k] for k in bad),
+            worst = float(qv.max())
+            values[name] = {"value": worst, "limit": limit}
+            if worst > limit:
+                bad = np.flatnonzero(qv > limit)
+                active.append({"constraint": name, "uavs": sorted(names(bad)),
                                "value": float(qv[bad].max()), "limit": limit, "t": t_ref, "count": len(bad)})
 
         fence = c.geofence
         if fence is not None:
-            out = fence.outside_distance(pos)
-            values["geofence"] = {"value": float(out.max()), "limit": 0.0}
-            bad = np.flatnonzero(out > 0)
-            if len(bad):
-                active.append({"constraint": "geofence", "uavs": sorted(names[k] for k in bad),
+            if fence.polygon:
+                out = fence.outside_distance(pos)
+            else:  # Geofence.outside_distance of a box; max over 3 columns by hand (a short-axis reduce is slow)
+                per_axis = np.maximum(np.subtract(fence.min, pos), np.subtract(pos, fence.max))
+                out = np.maximum(np.maximum(per_axis[:, 0], per_axis[:, 1]), per_axis[:, 2])
+            worst = float(out.max())
+            values["geofence"] = {"value": worst, "limit": 0.0}
+            if worst > 0:
+                bad = np.flatnonzero(out > 0)
+                active.append({"constraint": "geofence", "uavs": sorted(names(bad)),
                                "value": float(out[bad].max()), "limit": 0.0, "t": t_ref, "count": len(bad)})
-            tte = time_to_box_exit(pos, vel, fence) if predict else np.full(len(pos), np.inf)
-            for k in np.flatnonzero((out <= 0) & (tte <= th.prediction_horizon_s)):
-                warnings.append({"t": t_ref, "kind": "time_to_geofence", "uavs": [names[k]], "value": float(tte[k]),
-                                 "limit": th.prediction_horizon_s, "t_predicted": t_ref + float(tte[k])})
+            if predict:
+                # inside at depth -out, leaving takes at least -out / speed: only nearer vehicles need the exact time
+                horizon = th.prediction_horizon_s
+                near = np.flatnonzero((out <= 0) & (-out <= speed * (horizon * (1 + _SLACK)) + _SLACK))
+                if len(near):
+                    tte = time_to_box_exit(pos[near], vel[near], fence)
+                    hit = tte <= horizon
+                    for name, tt in zip(names(near[hit]), tte[hit].tolist(), strict=True):
+                        warnings.append({"t": t_ref, "kind": "time_to_geofence", "uavs": [name], "value": tt,
+                                         "limit": horizon, "t_predicted": t_ref + tt})
 
         limit = c.min_separation_m
-        if limit is not None and len(idx) >= 2:
-            i, j, d = close_pairs(pos, limit)
+        if limit is not None and len(pos) >= 2:
             if predict:
-                ci, cj, cd = cpa_candidates(pos, vel, limit, th.prediction_horizon_s)
+                i, j, d = cpa_candidates(pos, vel, limit, th.prediction_horizon_s)  # violating pairs included
             else:
-                ci = cj = np.zeros(0, dtype=np.intp)
-                cd = np.zeros(0)
-            near = np.concatenate([d, cd])
-            values["min_separation"] = {"value": float(near.min()) if len(near) else None, "limit": limit}
+                i, j, d = close_pairs(pos, limit)
+            values["min_separation"] = {"value": float(d.min()) if len(d) else None, "limit": limit}
             bad = d < limit
             if bad.any():
-                order = np.argsort(d[bad])
-                bi, bj, bd = i[bad][order], j[bad][order], d[bad][order]
-                pairs = [sorted((names[a], names[b])) for a, b in zip(bi[:MAX_EVIDENCE_PAIRS],
-                                                                      bj[:MAX_EVIDENCE_PAIRS], strict=True)]
-                involved = sorted({names[k] for k in np.concatenate([bi, bj])})
+                bi, bj, bd = i[bad], j[bad], d[bad]
+                order = np.lexsort((bj, bi, bd))  # worst first; ties by slot, so the evidence is deterministic
+                bi, bj, bd = bi[order], bj[order], bd[order]
+                first_a, first_b = names(bi[:MAX_EVIDENCE_PAIRS]), names(bj[:MAX_EVIDENCE_PAIRS])
+                pairs = [sorted(ab) for ab in zip(first_a, first_b, strict=True)]
+                involved = sorted(names(np.unique(np.concatenate([bi, bj]))))
                 active.append({"constraint": "min_separation", "uavs": involved, "value": float(bd[0]),
                                "limit": limit, "t": t_ref, "count": int(bad.sum()), "pairs": pairs})
-            ok = cd >= limit  # pairs already violating are evidence, not predictions
-            if ok.any():
-                oi, oj = ci[ok], cj[ok]
-                tc, dc = closest_approach(pos[oj] - pos[oi], vel[oj] - vel[oi], th.prediction_horizon_s)
-                for k in np.flatnonzero(dc < limit):
-                    warnings.append({"t": t_ref, "kind": "cpa", "uavs": sorted((names[oi[k]], names[oj[k]])),
-                                     "value": float(dc[k]), "limit": limit, "t_predicted": t_ref + float(tc[k])})
+            if predict:
+                ok = ~bad  # pairs already violating are evidence, not predictions
+                if ok.any():
+                    oi, oj = i[ok], j[ok]
+                    tc, dc = closest_approach(pos[oj] - pos[oi], vel[oj] - vel[oi], th.prediction_horizon_s)
+                    w = np.flatnonzero(dc < limit)
+                    if len(w):
+                        w = w[np.lexsort((oj[w], oi[w]))]
+                        for a, b, dd, tt in zip(names(oi[w]), names(oj[w]), dc[w].tolist(), tc[w].tolist(),
+                                                strict=True):
+                            warnings.append({"t": t_ref, "kind": "cpa", "uavs": sorted((a, b)), "value": dd,
+                                             "limit": limit, "t_predicted": t_ref + tt})
         if predict:
             self._warnings, self._predicted_at = warnings, now
         return active, self._warnings, values, stale
 
     def would_violate(self, uav: str, sample) -> bool:
-        """Cheap O(N) pre-check of one new sample against the last snapshot (speed, fence, separation).
+        """Cheap O(N) pre-check of one new sample against the stored state (speed, fence, separation).
 
         Lets a node run the full update the moment a breaking pose arrives instead of at the next tick;
-        scalar maths in plain Python because it runs once per incoming message.
+        scalar maths in plain Python because it runs once per incoming message. Call it before
+        :meth:`observe` stores the sample (a missing velocity comes from the stored one).
         """
         c = self.mission.constraints
         t, x, y, z = float(sample[0]), float(sample[1]), float(sample[2]), float(sample[3])
         slot = self._slot.get(uav, -1)
-        if slot < 0:  # not in the last snapshot yet: only a full update can tell
+        if slot < 0 or not self._live[slot]:  # not tracked yet: only a full update can tell
             return True
         vel = tuple(float(v) for v in sample[4:7]) if len(sample) >= 7 else (math.nan,) * 3
         if not all(math.isfinite(v) for v in vel):
@@ -260,9 +342,10 @@ class SafetyMonitor:
             if fence.polygon and float(fence.outside_distance(np.array([x, y, z]))) > 0:
                 return True
         limit = c.min_separation_m
-        if limit is not None and len(self._ids) > 1:
-            diff = self._cur[:, 1:4] - (x, y, z)
+        n = len(self._ids)
+        if limit is not None and n > 1:
+            diff = self._cur[:n, 1:4] - (x, y, z)
             d2 = np.einsum("ij,ij->i", diff, diff)
             d2[slot] = np.inf
-            return bool((d2 < limit * limit).any())  # NaN rows (never seen) compare False
+            return bool((d2 < limit * limit).any())  # NaN rows (free slots) compare False
         return False

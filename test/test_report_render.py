@@ -49,6 +49,9 @@ def _poisoned(report: dict) -> dict:
     r["verdict"]["summary"] = EVIL
     r["verdict"]["recommendations"] = [EVIL]
     r["notes"] = [EVIL]
+    r["debate"]["segments"][0]["judge"] = {"by": "llm", "label": "risky", "summary": EVIL + " RISK[1]",
+                                           "recommendations": [EVIL], "evidence": ["RISK[1]"],
+                                           "tokens": {"prompt": 1, "completion": 1}, "error": None}
     return r
 
 
@@ -83,6 +86,7 @@ def test_markdown_renders_untrusted_text_inert(crossing):
     rendered = MarkdownIt("commonmark").render(text)
     assert "<script" not in rendered and "<b>" not in rendered
     assert "evil" in rendered  # kept as text, not dropped
+    assert "### Judge" in text and "(risky): &lt;script&gt;alert" in text
     assert re.findall(r'<a href="([^"]*)"', rendered) == []
     assert re.findall(r'<img src="([^"]*)"', rendered) == ["figures/separation.png"]
 
@@ -102,6 +106,8 @@ def test_html_escapes_and_links_citations(crossing):
     assert f'<a class="cite" href="#{anchor_id("RISK[1]")}">RISK[1]</a>' in page
     assert f'id="{anchor_id("RISK[1]")}"' in page
     assert page.count("<details>") == len(crossing.report["debate"]["rounds"])
+    judge = page.split("<h3>Judge</h3>", 1)[1]
+    assert judge.count("&lt;script&gt;") == 1 and judge.count('class="cite"') == 2  # summary and evidence
 
 
 def test_write_reports_files_and_self_contained_html(crossing, tmp_path):

@@ -145,7 +145,12 @@ def _debate(d: dict, ids: list[str]) -> str:
         seg = f" ({link_citations(h(rnd['segment']), ids)})" if rnd.get("segment") else ""
         rounds.append(f"<details><summary>Round {h(rnd.get('index'))}{seg}: {len(resp)} response(s){extra}</summary>"
                       + "".join(resp) + "</details>")
-    return head + "".join(rounds)
+    judged = [(s["id"], s["judge"]) for s in d.get("segments", []) if (s.get("judge") or {}).get("by") == "llm"]
+    judges = "".join(
+        f"<li>{link_citations(h(seg), ids)}: {h(j.get('label'))}. {link_citations(h(j.get('summary', '')), ids)}"
+        + (f" Evidence: {', '.join(link_citations(h(e), ids) for e in j.get('evidence', []))}." if j.get("evidence")
+           else "") + "</li>" for seg, j in judged)
+    return head + "".join(rounds) + (f"<h3>Judge</h3><ul>{judges}</ul>" if judges else "")
 
 
 def _events(report: dict) -> str:

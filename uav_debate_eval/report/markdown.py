@@ -82,4 +82,11 @@ def _debate(d: dict) -> list[str]:
             if r.get("counter"):
                 out.append(f"  - counter: {md(r['counter'])}")
         out.append("")
+    judged = [(s["id"], s["judge"]) for s in d.get("segments", []) if (s.get("judge") or {}).get("by") == "llm"]
+    if judged:
+        out += ["### Judge", ""]
+        out += [f"- **{md(seg)}** ({md(j.get('label'))}): {md(j.get('summary'))}"
+                + (f" Evidence: {', '.join(md(e) for e in j.get('evidence', []))}." if j.get("evidence") else "")
+                for seg, j in judged]
+        out.append("")
     return out

@@ -64,7 +64,7 @@ class LLMAgent:
     async def respond(self, turn: Turn, previous_answer: AgentResponse | None = None) -> Reply:
         msgs = prompts.messages(turn, previous_answer)
         request = ChatRequest(messages=msgs, agent=self.name, round=turn.round,
-                              json_schema=response_schema(turn.valid_ids + turn.metric_refs),
+                              json_schema=response_schema(turn.valid_ids + turn.metric_refs, quotes=turn.quotes),
                               valid_ids=turn.valid_ids + turn.metric_refs, temperature=self.temperature,
                               max_tokens=self.max_tokens, seed=self.seed)
         result = await self.backend.chat(request)

@@ -55,6 +55,7 @@ class DebateConfig:
     parallel_agents: int = 0  # agents of a round called at once; 0 = all (the local backend: always 1)
     prompt_style: str = "auto"  # full | compact (small local models) | auto (compact for the local backend)
     dsl_budget_tokens: int | None = None  # per-segment DSL size; None = 1500, or 400 with compact prompts
+    quoted_evidence: bool | None = None  # evidence quotes exact facts of its id (None: with compact prompts)
     temperature: float = 0.2
     max_tokens: int = 512
     seed: int = 0
@@ -85,6 +86,11 @@ class DebateConfig:
     def compact(self) -> bool:
         """Short prompts for small in-process models, whose prompt processing dominates their latency."""
         return self.prompt_style == "compact" or (self.prompt_style == "auto" and self.backend == "local")
+
+    @property
+    def quotes_evidence(self) -> bool:
+        """Small models choose each evidence fact among the data's own (a schema enum) instead of writing numbers."""
+        return self.compact if self.quoted_evidence is None else self.quoted_evidence
 
     @property
     def segment_dsl_budget(self) -> int:

@@ -283,6 +283,7 @@ class _Panel:
         seg = SegmentDebate(ctx.segment_id, float(ctx.t_start), float(ctx.t_end), r_info)
         verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, cfg.quote_rel_tol, cfg.quote_abs_tol)
         valid_ids, metric_refs = verifier.valid_ids, verifier.metric_refs()
+        quotes = verifier.quotes() if cfg.quotes_evidence else None
         n, max_r = len(self.agents), cfg.max_rounds[r_info.layer]
         prev: list[ResponseRecord] = []
         prev_text: str | None = None
@@ -304,7 +305,7 @@ class _Panel:
                           previous=[(x.role, x.team, x.response) for x in prev],
                           own_previous=by_role.get(assigned[i].id), interventions=interventions,
                           min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence,
-                          compact=cfg.compact) for i in range(n)]
+                          compact=cfg.compact, quotes=quotes) for i in range(n)]
             results = await asyncio.gather(*(self._turn(a, t, verifier, seg, rec)
                                              for a, t in zip(self.agents, turns, strict=True)))
             rec.responses = [x for x in results if x is not None]

@@ -90,6 +90,28 @@ class EvidenceVerifier:
     def metric_refs(self) -> list[str]:
         return [f"{c}.{m}" for c, ms in self.details.items() for m in (ms or {})]
 
+    def quotes(self, per_ref: int = 4) -> dict[str, list[str]]:
+        """Exact facts each reference may be quoted with (small models choose among them instead of writing
+        numbers): for a DSL item, its kind words plus one `key=value` field of its DSL line; for a metric, its
+        value with unit and its score. Only facts that pass `check` are offered."""
+        out: dict[str, list[str]] = {}
+        for ref, it in self.index.items():
+            words = str(getattr(it, "text", "") or "").split()
+            words = words[1:] if words and words[0] == ref else words
+            head = [w for w in words[:3] if "=" not in w]
+            fields = [w for w in words if "=" in w and any(ch.isdigit() for ch in w)]
+            out[ref] = [" ".join([*head, f]) for f in fields[:per_ref]] or ([" ".join(head)] if head else [])
+        for ref in self.metric_refs():
+            cat, _, name = ref.partition(".")
+            d = self.details[cat][name] or {}
+            facts = []
+            if isinstance(d.get("value"), (int, float)) and math.isfinite(d["value"]):
+                facts.append(f"value={d['value']:.4g} {d.get('unit') or ''}".rstrip())
+            if isinstance(d.get("score"), (int, float)) and math.isfinite(d["score"]):
+                facts.append(f"score={d['score']:.3g}")
+            out[ref] = facts
+        return {ref: [q for q in qs if self.check(f"{ref} {q}").valid] for ref, qs in out.items()}
+
     def _item_values(self, ref: str) -> list[float]:
         if ref in self.index:
             it = self.index[ref]

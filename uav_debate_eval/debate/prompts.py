@@ -23,6 +23,8 @@ FORMAT = ("Answer with JSON only: {\"claim\": one sentence, \"evidence\": 3-5 it
           "counter-argument and your answer to it, \"summary\": key takeaways and one actionable recommendation "
           "starting with 'Recommend', \"confidence\": 0..1, \"label\": \"safe\" | \"borderline\" | \"risky\"}. "
           "Never invent ids or numbers.")
+FORMAT_QUOTED = FORMAT.replace("\"note\": its exact value with unit}",
+                               "\"quote\": one fact of that id, word for word, \"note\": why it matters, in words}")
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Turn:
     max_evidence: int = 5
     repair: list[Check] = field(default_factory=list)  # invalid citations of the first attempt
     compact: bool = False  # short prompts for small in-process models
+    quotes: dict[str, list[str]] | None = None  # evidence quotes exact facts (EvidenceVerifier.quotes) when set
 
 
 def _fmt(x: Any) -> str:
@@ -140,8 +143,8 @@ def system_message(turn: Turn) -> str:
     """Full prompts: the role. Compact prompts: the shared data, so a local model's KV cache reuses the
     whole prefix across the agents of a round and only processes each agent's short role message."""
     if turn.compact:
-        return "\n\n".join([PANEL, FORMAT, evidence_text(turn)])
-    return "\n".join([role_text(turn), FORMAT])
+        return "\n\n".join([PANEL, FORMAT_QUOTED if turn.quotes else FORMAT, evidence_text(turn)])
+    return "\n".join([role_text(turn), FORMAT_QUOTED if turn.quotes else FORMAT])
 
 
 def user_message(turn: Turn) -> str:
@@ -153,7 +156,8 @@ def user_message(turn: Turn) -> str:
 def repair_message(turn: Turn) -> str:
     bad = "\n".join(f"- {c.item!r}: {c.reason()}" for c in turn.repair)
     return ("Some evidence could not be verified against the data:\n" + bad +
-            "\nRewrite your answer citing only VALID IDS with their exact values. " + FORMAT)
+            "\nRewrite your answer citing only VALID IDS with their exact values. "
+            + (FORMAT_QUOTED if turn.quotes else FORMAT))
 
 
 def messages(turn: Turn, previous_answer: AgentResponse | None = None) -> list[dict[str, str]]:

@@ -26,6 +26,7 @@ ID_RE = re.compile(r"\b[A-Z][A-Z0-9_]*\[[A-Za-z0-9_.:\-]{1,32}\]")
 # Free text in the constrained form: no brackets (so no ids), no quote, backslash or control character (so no
 # JSON escapes to get wrong).
 _PLAIN = r'[^\[\]"\\\x00-\x1f]'
+_WORDS = r'[^\[\]"\\\x00-\x1f0-9]'  # plain text without digits: a quoted fact's note adds no number
 _TAGS = ("claim", "evidence", "counter", "summary", "confidence", "label")
 _TAG_ALT = "|".join(_TAGS)
 # "[CLAIM]" anywhere, or "CLAIM:" / "**Claim:**" at the start of a line.
@@ -40,6 +41,14 @@ def plain_string(min_len: int, max_len: int) -> dict:
     return {"type": "string", "pattern": f"^{_PLAIN}{{{min_len},{max_len}}}$"}
 
 
+def _evidence_item(ids: list[str], note: dict, quotes: list[str] | None = None) -> dict:
+    props: dict[str, Any] = {"id": {"type": "string", "enum": ids}}
+    if quotes:
+        props["quote"] = {"type": "string", "enum": quotes}
+    props["note"] = note
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
 def response_schema(
     valid_ids: list[str],
     *,
@@ -47,20 +56,24 @@ def response_schema(
     note_max: int = 60,
     min_evidence: int = MIN_EVIDENCE,
     max_evidence: int = MAX_EVIDENCE,
+    quotes: dict[str, list[str]] | None = None,
 ) -> dict:
     """JSON Schema of one panel response; evidence ids are an enum of `valid_ids` (strings without ids if none).
 
+    With `quotes` (id -> exact facts of that id, for small models) an evidence item cites an id *and* one of its
+    facts word for word, and its note may hold no digit, so every number it states is one the data holds.
     Length caps keep a weak model's worst case inside a modest `max_tokens`, so constrained output never truncates.
     All properties are required and no others allowed, which is what OpenAI's strict mode demands.
     """
     ids = list(dict.fromkeys(valid_ids))
-    if ids:
-        item: dict[str, Any] = {
-            "type": "object",
-            "properties": {"id": {"type": "string", "enum": ids}, "note": plain_string(2, note_max)},
-            "required": ["id", "note"],
-            "additionalProperties": False,
-        }
+    item: dict[str, Any]
+    if ids and quotes:
+        words = {"type": "string", "pattern": f"^{_WORDS}{{2,{note_max}}}$"}
+        quoted = [_evidence_item([i], words, quotes[i]) for i in ids if quotes.get(i)]
+        rest = [i for i in ids if not quotes.get(i)]
+        item = {"anyOf": quoted + ([_evidence_item(rest, words)] if rest else [])}
+    elif ids:
+        item = _evidence_item(ids, plain_string(2, note_max))
     else:
         item = plain_string(3, note_max)
     return {
@@ -89,15 +102,20 @@ def _pattern_max(prop: dict) -> int:
     return int(match.group(1)) if match else 0
 
 
+def _item_chars(item: dict) -> int:
+    props = item.get("properties")
+    if props is None:
+        return _pattern_max(item) + 6
+    quote = max(map(len, props["quote"]["enum"])) + 12 if "quote" in props else 0
+    return max(map(len, props["id"]["enum"])) + quote + _pattern_max(props["note"]) + 40
+
+
 def max_answer_chars(schema: dict) -> int:
     """Upper bound on the length of a constrained panel answer: a `max_tokens` at least this never truncates it."""
     props = schema["properties"]
     ev = props["evidence"]
     item = ev["items"]
-    if "properties" in item:
-        per_item = max(map(len, item["properties"]["id"]["enum"])) + _pattern_max(item["properties"]["note"]) + 40
-    else:
-        per_item = _pattern_max(item) + 6
+    per_item = max(map(_item_chars, item.get("anyOf", [item])))
     text = sum(_pattern_max(props[k]) + len(k) + 10 for k in TEXT_FIELDS)
     return text + ev.get("maxItems", MAX_EVIDENCE) * per_item + 80
 
@@ -125,14 +143,15 @@ def extract_ids(text: str) -> list[str]:
 
 
 def normalise_evidence(items: Any) -> list[str]:
-    """Evidence in the report's list-of-strings form: {"id", "note"} -> "ID: note"; strings are kept, blanks dropped."""
+    """Evidence in the report's list-of-strings form: {"id", "quote"?, "note"} -> "ID quote: note"; strings are
+    kept, blanks dropped."""
     if isinstance(items, (str, dict)):
         items = [items]
     out: list[str] = []
     for item in items or []:
         if isinstance(item, dict):
             low = {str(k).lower(): v for k, v in item.items()}
-            ident = str(low.get("id") or "").strip()
+            ident = " ".join(str(low.get(k) or "").strip() for k in ("id", "quote")).strip()
             note = str(low.get("note") or low.get("text") or low.get("value") or "").strip()
             text = f"{ident}: {note}" if ident and note else ident or note
         else:

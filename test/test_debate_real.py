@@ -84,6 +84,11 @@ def test_table_two_on_a_small_suite():
     assert by["debate"]["coverage"] > by["single_agent"]["coverage"] > by["single_metric"]["coverage"]
     assert by["debate"]["evidence_quality"] >= 0.85 and by["single_metric"]["hazards_named"] == 0
     assert "paper debate" in format_table(rows) and len(details["runs"]) == 3
+    # the same table from two worker processes (rules are deterministic; only timings differ)
+    rows2, details2 = compare(("formation:near_miss", "surveillance:sharp_turn", "swap"), jobs=2)
+    strip = (lambda rs: [{k: v for k, v in r.items() if k != "seconds"} for r in rs])  # noqa: E731
+    assert strip(rows2) == strip(rows)
+    assert [r["scenario"] for r in details2["runs"]] == ["formation:near_miss", "surveillance:sharp_turn", "swap"]
 
 
 def test_compare_command(capsys, tmp_path):
@@ -97,3 +102,4 @@ def test_compare_command(capsys, tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert [r["method"] for r in rows] == ["debate", "single_metric"] and rows[0]["hazards_total"] == 0
     assert main(["compare", "--scenarios", "tracking:bogus"]) == 2
+    assert main(["compare", "--scenarios", "tracking", "--jobs", "0"]) == 2

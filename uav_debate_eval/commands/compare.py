@@ -24,6 +24,8 @@ def register(subparsers) -> None:
                    help="suite entries, e.g. formation formation:near_miss (default: the built-in suite)")
     p.add_argument("--methods", nargs="+", default=list(ALL_METHODS), choices=ALL_METHODS)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="flights evaluated at once in worker processes (each loads its own model; default 1)")
     p.add_argument("--json", metavar="FILE", help="also write the table and per-run details as JSON")
     p.set_defaults(func=run)
 
@@ -45,7 +47,10 @@ def run(args) -> int:
         print(f"{entry}: {info['segments']} segments, {info['hazards']} hazards; {labels}", file=sys.stderr)
 
     try:
-        rows, details = compare(args.scenarios, config, tuple(args.methods), seed=args.seed, progress=progress)
+        if args.jobs < 1:
+            raise ValueError(f"--jobs: must be >= 1, got {args.jobs}")
+        rows, details = compare(args.scenarios, config, tuple(args.methods), seed=args.seed, progress=progress,
+                                jobs=args.jobs)
     except ValueError as exc:  # unknown fault kind or method reach here as ValueError from the factories
         raise InputError(str(exc)) from None
     print(f"Table II on {len(args.scenarios)} flights, backend {args.backend}")

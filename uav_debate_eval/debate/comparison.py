@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +114,15 @@ def hazards_named(result: DebateResult, truth: list[Any]) -> tuple[int, int]:
     return named, len(found)
 
 
+def run_stats(result: DebateResult, truth: list[Any]) -> dict:
+    """One method's Table II figures on one flight, in a form that adds up across flights (and processes)."""
+    text = output_text(result)
+    t = result.tokens()
+    return {"coverage": coverage(text), "balance": balance(text), "evidence": list(evidence_quality(result)),
+            "named": list(hazards_named(result, truth)), "tokens": t["prompt"] + t["completion"],
+            "rounds": len(result.rounds), "seconds": result.elapsed_s}
+
+
 @dataclass
 class Row:
     method: str
@@ -124,18 +134,15 @@ class Row:
     rounds: int = 0
     seconds: float = 0.0
 
-    def add(self, result: DebateResult, truth: list[Any]) -> None:
-        text = output_text(result)
-        self.coverage.append(coverage(text))
-        self.balance.append(balance(text))
-        g, n = evidence_quality(result)
-        h, m = hazards_named(result, truth)
-        self.evidence = [self.evidence[0] + g, self.evidence[1] + n]
-        self.named = [self.named[0] + h, self.named[1] + m]
-        t = result.tokens()
-        self.tokens += t["prompt"] + t["completion"]
-        self.rounds += len(result.rounds)
-        self.seconds += result.elapsed_s
+    def add(self, stats: dict) -> None:
+        """Add one flight's `run_stats`."""
+        self.coverage.append(stats["coverage"])
+        self.balance.append(stats["balance"])
+        self.evidence = [a + b for a, b in zip(self.evidence, stats["evidence"], strict=True)]
+        self.named = [a + b for a, b in zip(self.named, stats["named"], strict=True)]
+        self.tokens += stats["tokens"]
+        self.rounds += stats["rounds"]
+        self.seconds += stats["seconds"]
 
     def to_dict(self) -> dict:
         mean = (lambda xs: sum(xs) / len(xs) if xs else 0.0)  # noqa: E731
@@ -177,32 +184,57 @@ def run_method(method: str, contexts: list[SegmentContext], mission: Any, config
     return evaluate_baseline(method, contexts, mission, config, backend=backend)
 
 
-def compare(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateConfig | None = None,
-            methods: tuple[str, ...] = ALL_METHODS, seed: int = 0, backend: Any = None,
-            progress: Any = None) -> tuple[list[dict], dict]:
-    """Run every method on every suite entry ("scenario" or "scenario:fault,fault"); (table rows, per-run info)."""
+def run_entry(entry: str, config: DebateConfig, methods: tuple[str, ...], seed: int = 0,
+              backend: Any = None) -> dict:
+    """Every method on one suite entry: labels, routing, tokens and `run_stats` per method."""
     from uav_debate_eval.sim.scenarios import simulate
 
+    name, faults = parse_suite_entry(entry)
+    t0 = time.perf_counter()
+    sim = simulate(name, seed=seed, faults=faults)
+    contexts, _ = build_contexts(sim.traj, sim.mission)
+    info: dict[str, Any] = {"scenario": entry, "segments": len(contexts), "hazards": len(hazards(sim.truth)),
+                            "prep_s": time.perf_counter() - t0}
+    for m in methods:
+        result = run_method(m, contexts, sim.mission, config, backend)
+        stats = run_stats(result, sim.truth)
+        info[m] = {"label": result.verdict.label, "named": stats["named"][0],
+                   "layers": [s.route.layer for s in result.segments],
+                   "rounds": [len(s.rounds) for s in result.segments], "tokens": result.tokens(),
+                   "invalid_citations": result.invalid_citations(), "stats": stats}
+    return info
+
+
+def compare(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateConfig | None = None,
+            methods: tuple[str, ...] = ALL_METHODS, seed: int = 0, backend: Any = None,
+            progress: Any = None, jobs: int = 1) -> tuple[list[dict], dict]:
+    """Run every method on every suite entry ("scenario" or "scenario:fault,fault"); (table rows, per-run info).
+
+    `jobs` > 1 runs entries in that many worker processes (each loads its own model; `backend` must be None).
+    The table is the same either way: rows add up per-flight stats in suite order.
+    """
     config = config or DebateConfig()
+    if jobs > 1 and backend is not None:
+        raise ValueError("compare: a backend object cannot be shared with worker processes; pass jobs=1")
+    runs: list[dict] = []
+    if jobs <= 1 or len(suite) <= 1:
+        for entry in suite:
+            runs.append(run_entry(entry, config, methods, seed, backend))
+            if progress is not None:
+                progress(entry, runs[-1])
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(suite))) as pool:
+            futures = {pool.submit(run_entry, e, config, methods, seed): e for e in suite}
+            done = {}
+            for fut in as_completed(futures):
+                done[futures[fut]] = fut.result()
+                if progress is not None:
+                    progress(futures[fut], done[futures[fut]])
+        runs = [done[e] for e in suite]
     rows = {m: Row(m) for m in methods}
-    runs = []
-    for entry in suite:
-        name, faults = parse_suite_entry(entry)
-        t0 = time.perf_counter()
-        sim = simulate(name, seed=seed, faults=faults)
-        contexts, _ = build_contexts(sim.traj, sim.mission)
-        prep = time.perf_counter() - t0
-        info = {"scenario": entry, "segments": len(contexts), "hazards": len(hazards(sim.truth)), "prep_s": prep}
+    for info in runs:
         for m in methods:
-            result = run_method(m, contexts, sim.mission, config, backend)
-            rows[m].add(result, sim.truth)
-            info[m] = {"label": result.verdict.label, "named": hazards_named(result, sim.truth)[0],
-                       "layers": [s.route.layer for s in result.segments],
-                       "rounds": [len(s.rounds) for s in result.segments], "tokens": result.tokens(),
-                       "invalid_citations": result.invalid_citations()}
-        runs.append(info)
-        if progress is not None:
-            progress(entry, info)
+            rows[m].add(info[m]["stats"])
     return [rows[m].to_dict() for m in methods], {"runs": runs}
 
 

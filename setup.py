@@ -7,8 +7,11 @@ package_name = "uav_debate_eval"
 setup(
     name=package_name,
     version="0.1.0",
-    packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
-    package_data={package_name: ["report/*.json", "debate/*.yaml"]},
+    # config/ also goes inside the package (uav_debate_eval/config), so a plain `pip install .` finds its
+    # default and demo configs without an ament share directory (nodes.live.find_config).
+    packages=find_packages(exclude=["test", "test.*", "benchmarks"]) + [package_name + ".config"],
+    package_dir={package_name + ".config": "config"},
+    package_data={package_name: ["report/*.json", "debate/*.yaml"], package_name + ".config": ["*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

@@ -1,6 +1,6 @@
 """The live pipeline end to end over real DDS, three processes: swarm_sim -> `live` (monitor) -> this test.
 
-The simulator plays a short formation flight at a speed-up with /clock; the monitor runs with
+The simulator plays a short formation flight in real time with /clock; the monitor runs with
 use_sim_time and the rules backend. Each test gets its own ROS_DOMAIN_ID (from the pid) so concurrent
 test runs of other helpers cannot cross-talk.
 """
@@ -19,17 +19,17 @@ import numpy as np
 import pytest
 import yaml
 
-# Three real processes (sim, monitor, this recorder) plus a debate worker share 2 cores, and the stream-time
-# bounds below are tight on purpose; a scheduling stall can still miss one. Such a run is retried (at most
-# twice, shown as RERUN in the output); the latency figures themselves come from benchmarks/.
-pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.flaky(reruns=2)]
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-SPEED = 2.0
+#: Real time: the bounds below are in stream seconds, and a stall of the monitor (three busy processes and
+#: a debate worker on 2 shared cores) costs `SPEED` times its length in stream time; at 2x, half-second
+#: stalls broke them about one run in three.
+SPEED = 1.0
 #: Veto delivery bound in stream seconds (DDS + 3 busy processes on 2 shared cores; the soak benchmark
-#: measures the real p99).
+#: measures the real p99 against the 100 ms target).
 LATENCY_TARGET_S = 1.0
-#: How late (stream seconds) the verifier may decide after the truth: one check period, plus the backlog a
-#: starved executor builds on 2 shared cores while /clock runs on (the soak benchmark measures the real p99).
+#: How late (stream seconds, by the verifier's own clock) the verifier may decide after the truth: one check
+#: period, plus the backlog a starved executor builds on 2 shared cores while /clock runs on.
 DECISION_S = 1.0
 #: Clearing late is the safe direction (the veto stays up longer); the bound only has to catch a veto that
 #: never clears. A segment closing at the same time starts DSL and debate workers that compete with the
@@ -99,7 +99,7 @@ class Recorder:
         self.node = Node("test_recorder", context=self.context)
         self.clock = None
         self.veto: list[tuple[float, bool, float | None]] = []  # (wall, value, stream clock)
-        self.status: list[dict] = []
+        self.status: list[dict] = []  # errors and warnings, each with the stamp of its status message
         self.verdicts: list[tuple[float, bool]] = []  # the verifier's own veto state changes, by status stamp
         self.dsl: list[str] = []
         self.segments: list[dict] = []
@@ -134,11 +134,12 @@ class Recorder:
 
     def _on_status(self, msg) -> None:
         from uav_debate_eval.nodes.debate_panel import level_of, status_evidence
-        self.status += [status_evidence(s) for s in msg.status if level_of(s.level) >= 2]
-        del self.status[:-500]
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self.status += [{**status_evidence(s), "stamp": stamp} for s in msg.status if level_of(s.level) >= 2]
+        del self.status[:-5000]
         veto = next((level_of(s.level) >= 2 for s in msg.status if s.name == "safety/veto"), None)
         if veto is not None and (not self.verdicts or self.verdicts[-1][1] != veto):
-            self.verdicts.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, veto))
+            self.verdicts.append((stamp, veto))
 
     def _on_truth(self, msg) -> None:
         self.truth = json.loads(msg.data)
@@ -175,8 +176,8 @@ def _start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
         proc.terminate()
         try:
             proc.wait(timeout=15)
@@ -194,6 +195,12 @@ def _live_cmd(config: Path, out: Path, duration: float) -> list[str]:
             "--llm", "rules", "--duration", str(duration)]
 
 
+def _wait_for_monitor(rec: Recorder) -> None:
+    """The safety verifier's latched veto: the monitor is up, so the flight is not played to a process that is
+    still importing (its start-up time on a loaded machine is anyone's guess)."""
+    rec.wait(lambda: bool(rec.veto), 60, "the monitor's latched veto")
+
+
 def _tail(path: Path) -> str:
     return path.read_text()[-3000:] if path.exists() else ""
 
@@ -207,28 +214,32 @@ def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path):
     near = next(f for f in scenario["truth"] if f["kind"] == "near_miss")
     out = tmp_path / "out"
     rec = Recorder(env)
-    live = _start(_live_cmd(config, out, 60.0), env, tmp_path / "live.log")
-    sim = _start(_sim_cmd(config), env, tmp_path / "sim.log")
+    live = _start(_live_cmd(config, out, 300.0), env, tmp_path / "live.log")
+    sim = None
     try:
+        _wait_for_monitor(rec)
+        sim = _start(_sim_cmd(config), env, tmp_path / "sim.log")
         rec.wait(lambda: rec.truth is not None, 20, "the simulator's latched truth")
         base = rec.truth["stamp_base"]
         # all of the flight played, and the last segment (idle flush) was reported
         rec.wait(lambda: rec.clock is not None and rec.clock >= base + duration - 0.5, 40 + duration / SPEED,
                  "the end of the flight")
         rec.wait(lambda: rec.segments and rec.segments[-1]["t_end"] >= base + duration - 1.0
-                 and len(rec.reports) >= len(rec.segments), 30, "a report for every segment")
+                 and len(rec.reports) >= len(rec.segments), 60, "a report for every segment")
     finally:
         _stop(sim)
         _stop(live)
         logs = _tail(tmp_path / "live.log") + _tail(tmp_path / "sim.log")
         rec.close()
 
-    # the verifier decides (status stamps, stream time): the pair is named as the near miss starts ...
+    # the verifier decides (stream time): the pair is named as the near miss starts ... Its evidence `t` is
+    # the newest pose stamp it had, the message stamp its own clock (/clock) when it decided; under load its
+    # poses lag its clock, so the veto timeline (message stamps) is compared with the latter.
     evidence = [s for s in rec.status if s["name"] == "safety/min_separation"]
     assert evidence, f"no min_separation status; verdicts {rec.verdicts}; logs:\n{logs}"
-    t_on = evidence[0]["values"]["t"] - base
-    assert near["t_start"] - 0.05 <= t_on <= near["t_start"] + DECISION_S, (t_on, near)
-    assert all(t_on <= s["values"]["t"] - base <= near["t_end"] + DECISION_S for s in evidence)
+    t_seen, t_on = evidence[0]["values"]["t"] - base, evidence[0]["stamp"] - base
+    assert near["t_start"] - 0.05 <= t_seen and t_on <= near["t_start"] + DECISION_S, (t_seen, t_on, near)
+    assert all(t_seen <= s["values"]["t"] - base <= near["t_end"] + DECISION_S for s in evidence)
 
     def veto_at(t: float) -> bool:
         return next((v for stamp, v in reversed(rec.verdicts) if stamp - base <= t), False)
@@ -289,16 +300,19 @@ def test_silent_vehicle_goes_stale_pipeline_continues_and_trigger_answers(tmp_pa
     drop = next(f for f in scenario["truth"] if f["kind"] == "telemetry_dropout")
     out = tmp_path / "out"
     rec = Recorder(env)
-    live = _start(_live_cmd(config, out, 60.0), env, tmp_path / "live.log")
-    sim = _start(_sim_cmd(config), env, tmp_path / "sim.log")
+    live = _start(_live_cmd(config, out, 300.0), env, tmp_path / "live.log")
+    sim = None
     try:
+        _wait_for_monitor(rec)
+        sim = _start(_sim_cmd(config), env, tmp_path / "sim.log")
         rec.wait(lambda: rec.truth is not None, 20, "the simulator's latched truth")
         base = rec.truth["stamp_base"]
         rec.wait(lambda: rec.clock is not None and rec.clock >= base + drop["t_end"] + 6.0, 40 + duration / SPEED,
                  "the flight to continue past the outage")
         reply = rec.call_trigger()
-        rec.wait(lambda: rec.clock is not None and rec.clock >= base + duration - 0.5, 30, "the end of the flight")
-        rec.wait(lambda: rec.segments and len(rec.reports) >= len(rec.segments) + 1, 30, "the segment reports")
+        rec.wait(lambda: rec.clock is not None and rec.clock >= base + duration - 0.5, 30 + duration / SPEED,
+                 "the end of the flight")
+        rec.wait(lambda: rec.segments and len(rec.reports) >= len(rec.segments) + 1, 60, "the segment reports")
         # reports may lag the segments on a loaded machine: wait for the one this test is about
         rec.wait(lambda: any(r["live"]["segment"]["t_start"] - base >= drop["t_end"] for r in rec.reports), 60,
                  "a report for a segment that starts after the outage")
@@ -340,8 +354,10 @@ def test_each_node_in_its_own_process_and_a_killed_panel_rejoins(tmp_path: Path)
     config, scenario = _write_config(tmp_path, [], duration)
     rec = Recorder(env)
     procs = {name: _start(_node_cmd(name, config), env, tmp_path / f"{name}.log")
-             for name in ("safety_verifier", "dsl_builder", "debate_panel", "swarm_sim")}
+             for name in ("safety_verifier", "dsl_builder", "debate_panel")}
     try:
+        _wait_for_monitor(rec)
+        procs["swarm_sim"] = _start(_node_cmd("swarm_sim", config), env, tmp_path / "swarm_sim.log")
         rec.wait(lambda: rec.truth is not None, 30, "the simulator's latched truth")
         base = rec.truth["stamp_base"]
         rec.wait(lambda: len(rec.segments) >= 1, 60, "the first segment")

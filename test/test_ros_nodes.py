@@ -264,3 +264,80 @@ def test_worker_processes_run_below_the_verifier_priority():
         assert pool.submit(os.nice, 0).result(timeout=60) == os.nice(0) + WORKER_NICENESS
     finally:
         stop_pool(pool)
+
+
+@pytest.mark.ros
+def test_stopping_the_graph_leaves_no_unretrieved_callback_error(ros_context, capsys):
+    """rclpy destroys the executor's guard condition at shutdown without waiting for the callbacks in flight;
+    they then failed with "cannot use Destroyable" and rclpy printed "exception was never retrieved"."""
+    import gc
+    import time
+
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    from uav_debate_eval.nodes.live import spin_nodes
+
+    nodes = [Node(f"busy{i}") for i in range(3)]
+    for node in nodes:  # callbacks always in flight: a 1 kHz timer feeding a subscription that takes 2 ms
+        pub = node.create_publisher(String, "/busy", 10)
+        node.create_subscription(String, "/busy", lambda _msg: time.sleep(0.002), 10)
+        node.create_timer(0.001, lambda pub=pub: pub.publish(String(data="x")))
+    try:
+        spin_nodes(nodes, duration_s=1.0)
+    finally:
+        for node in nodes:
+            node.destroy_node()
+    gc.collect()  # rclpy reports an unretrieved error when the task is collected
+    assert "never retrieved" not in capsys.readouterr().err
+
+
+def test_malloc_settings_reach_the_worker_processes(monkeypatch):
+    """The monitor's heap settings are in the environment, so the spawned workers start with them too."""
+    from uav_debate_eval.nodes import live
+
+    if live._glibc() is None:
+        pytest.skip("not glibc")
+    for _param, name, _value in live.MALLOC_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    live.tune_malloc()
+    pool = live.worker_pool()
+    try:
+        got = pool.submit(os.getenv, "MALLOC_ARENA_MAX").result(timeout=60)
+    finally:
+        live.stop_pool(pool)
+    assert got == "2"
+
+
+def _running(pid: int) -> bool:
+    try:  # a zombie (exited, not yet reaped by whoever adopted it) is not running
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_worker_process_exits_when_its_node_is_killed():
+    """A node killed outright (test_ros_live kills the panel) must not leave its ~170 MB worker behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import os, sys\nfrom uav_debate_eval.nodes.live import worker_pool\n"
+            "print(worker_pool().submit(os.getpid).result(timeout=120), flush=True)\nsys.stdin.read()\n")
+    node = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    worker = None
+    try:
+        worker = int(node.stdout.readline())
+        node.kill()
+        node.wait()
+        end = time.monotonic() + 20
+        while _running(worker) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert not _running(worker)
+    finally:
+        node.kill()
+        node.wait()
+        if worker is not None and _running(worker):
+            os.kill(worker, signal.SIGKILL)

@@ -10,7 +10,9 @@ the panel on the embedded local LLM when it is installed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import signal
 import subprocess
 import sys
 import threading
@@ -95,46 +97,50 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     import rclpy
     from rclpy.logging import LoggingSeverity, set_logger_level
     from rclpy.parameter import Parameter
+    from rclpy.signals import SignalHandlerOptions
     from rich.console import Console
 
     from uav_debate_eval.nodes.debate_panel import DebatePanelNode
     from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
-    from uav_debate_eval.nodes.live import ProgressNode, spin_nodes, undeclared
+    from uav_debate_eval.nodes.live import ProgressNode, spin_nodes, tune_malloc, undeclared
     from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
 
+    tune_malloc()  # before rclpy starts the DDS threads
     console = Console(stderr=False, highlight=False)
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
     classes = {"safety_verifier": SafetyVerifierNode, "dsl_builder": DslBuilderNode, "debate_panel": DebatePanelNode}
-    rclpy.init(args=[])
+    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)  # see _stop_on_signals
+    interrupted = threading.Event()
+    stop = threading.Event()  # set when the simulated flight is evaluated, or by a signal (with `interrupted`)
     nodes = []
     sim = None
     try:
-        for name, cls in classes.items():
-            values = {**params.get(name, params.get("**", {})), **overrides[name]}
-            extra = {"builder": nodes[1]} if name == "debate_panel" else {}  # share the builder's buffer
-            node = cls(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()], **extra)
-            nodes.append(node)
-            # (the panel's pose parameters are unused here: it takes the builder's samples)
-            if bad := [k for k in undeclared(node, values) if not (extra and k.startswith(("pose_", "uav_")))]:
-                raise InputError(f"{config}: {name}: unknown parameters {bad} (typo? they would be ignored)")
-            if demo or quiet:
-                set_logger_level(node.get_logger().name, LoggingSeverity.WARN)
-        panel: DebatePanelNode = nodes[2]
-        nodes.append(ProgressNode(console, quiet=quiet))
-        if with_sim:
-            sim = _start_sim(config, out)
-            console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
-        console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
-                      f"(backend {panel.backend}), reports in {out}")
-        done = StopWhenFlown(sim, nodes[1], panel)
-        spin_nodes(nodes, duration_s=duration, stop=done.event, on_tick=done.check)
-        if sim is not None and sim.poll() not in (None, 0):
-            console.print(f"[red]swarm_sim failed (exit {sim.returncode}):[/] "
-                          + _last_line(out / "swarm_sim.log"))
-            return 1
-        if rclpy.ok():  # after Ctrl-C do not wait for a debate still running
-            _wait_panel(panel, timeout_s=180.0)
+        with _stop_on_signals(interrupted, stop):
+            for name, cls in classes.items():
+                values = {**params.get(name, params.get("**", {})), **overrides[name]}
+                extra = {"builder": nodes[1]} if name == "debate_panel" else {}  # share the builder's buffer
+                node = cls(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()], **extra)
+                nodes.append(node)
+                # (the panel's pose parameters are unused here: it takes the builder's samples)
+                if bad := [k for k in undeclared(node, values) if not (extra and k.startswith(("pose_", "uav_")))]:
+                    raise InputError(f"{config}: {name}: unknown parameters {bad} (typo? they would be ignored)")
+                if demo or quiet:
+                    set_logger_level(node.get_logger().name, LoggingSeverity.WARN)
+            panel: DebatePanelNode = nodes[2]
+            nodes.append(ProgressNode(console, quiet=quiet))
+            if with_sim:
+                sim = _start_sim(config, out)
+                console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
+            console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
+                          f"(backend {panel.backend}), reports in {out}")
+            done = StopWhenFlown(sim, nodes[1], panel, stop)
+            spin_nodes(nodes, duration_s=duration, stop=stop, on_tick=done.check)
+            if sim is not None and sim.poll() not in (None, 0):
+                console.print(f"[red]swarm_sim failed (exit {sim.returncode}):[/] "
+                              + _last_line(out / "swarm_sim.log"))
+                return 1
+            _wait_panel(panel, timeout_s=180.0, stop=interrupted)  # (after Ctrl-C a running debate is dropped)
         return _summary(console, panel, out)
     finally:
         if sim is not None and sim.poll() is None:
@@ -143,6 +149,25 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
+
+
+@contextlib.contextmanager
+def _stop_on_signals(*events: threading.Event):
+    """SIGINT and SIGTERM set the events: the graph stops between two spins and shuts down in order.
+
+    rclpy's own handlers shut the context down under the running nodes instead, and whatever touched it next
+    failed: the spin loop's timer ("failed to create timer: the given context is not valid", a traceback
+    instead of the summary), or a callback or the panel publishing a report.
+    """
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    old = {sig: signal.signal(sig, lambda *_: [e.set() for e in events]) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def _start_sim(config: Path, out: Path) -> subprocess.Popen:
@@ -156,8 +181,8 @@ def _start_sim(config: Path, out: Path) -> subprocess.Popen:
 class StopWhenFlown:
     """Stop condition: the simulated flight is over and its last segment has been handed to the panel."""
 
-    def __init__(self, sim: subprocess.Popen | None, builder, panel):
-        self.event = threading.Event()
+    def __init__(self, sim: subprocess.Popen | None, builder, panel, event: threading.Event):
+        self.event = event
         self.sim, self.builder, self.panel = sim, builder, panel
         self._sim_done_at: float | None = None
         self._drained_at: float | None = None
@@ -185,10 +210,10 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def _wait_panel(panel, timeout_s: float) -> None:
+def _wait_panel(panel, timeout_s: float, stop: threading.Event) -> None:
     """Let queued evaluations finish (they publish from the panel's worker; no spinning needed)."""
     end = time.monotonic() + timeout_s
-    while panel.pending and time.monotonic() < end:
+    while panel.pending and time.monotonic() < end and not stop.is_set():
         time.sleep(0.2)
 
 

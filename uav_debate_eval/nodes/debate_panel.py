@@ -42,6 +42,7 @@ from uav_debate_eval.nodes.live import (
     TRIGGER_SERVICE,
     VETO_TOPIC,
     ClockJumpGuard,
+    add_heap_trim,
     declare,
     latched,
     mission_from_param,
@@ -315,6 +316,7 @@ class DebatePanelNode(Node):
         # process's GIL, so the executor (and, in `live`, the safety verifier) keeps its pace.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="panel")
         self._pool = worker_pool()
+        self._closing = False  # set by destroy_node: an evaluation cut short then is no error
         self._pending = 0
         self.skipped: deque[str] = deque(maxlen=100)
         #: The last evaluated segments: id, label, vetoed, summary and report directory (None: not written).
@@ -330,6 +332,7 @@ class DebatePanelNode(Node):
             self.poses = PoseInput(self, self._on_pose)
             # depth 1: a restarted panel takes only the newest latched segment (older ones left its buffer)
             self.create_subscription(String, SEGMENT_TOPIC, self._on_segment, latched(1))
+            add_heap_trim(self)  # (in one process with the builder, its trim covers the process)
         else:  # same process: the builder hands over each segment's samples (no second copy of every pose)
             self.swarm = builder.swarm
             builder.segment_listeners.append(self._on_builder_segment)
@@ -430,6 +433,8 @@ class DebatePanelNode(Node):
         try:
             return self._evaluate(seg_id, t0, t1, reason, traj)
         except Exception as exc:  # one bad segment (or a dead worker) must not stop the live panel
+            if self._closing:
+                return None
             self.get_logger().error(f"segment {seg_id}: evaluation failed: {exc!r}")
             if isinstance(exc, BrokenExecutor):
                 self._pool = worker_pool()
@@ -481,6 +486,7 @@ class DebatePanelNode(Node):
 
     def destroy_node(self) -> None:
         """Stop at once: a debate still running in the worker process is abandoned (its report never published)."""
+        self._closing = True
         stop_pool(self._pool)
         self._worker.shutdown(wait=True, cancel_futures=True)
         super().destroy_node()

@@ -29,6 +29,7 @@ from uav_debate_eval.nodes.live import (
     SEGMENT_TOPIC,
     VETO_TOPIC,
     ClockJumpGuard,
+    add_heap_trim,
     declare,
     latched,
     mission_from_param,
@@ -149,6 +150,8 @@ class DslBuilderNode(Node):
         # verifier keep their pace while a big segment is summarised.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsl")
         self._pool = worker_pool()
+        self._closing = False  # set by destroy_node: a job cut short then is no error
+        add_heap_trim(self)
 
         from uav_debate_eval.nodes.pose_input import PoseInput
         self.poses = PoseInput(self, self._on_pose)
@@ -206,6 +209,8 @@ class DslBuilderNode(Node):
         try:
             text, tokens = self._pool.submit(segment_dsl, traj, self.mission, self.budget_tokens).result()
         except Exception as exc:  # a DSL bug must not stop segmentation; the panel still gets the boundaries
+            if self._closing:
+                return
             self.get_logger().error(f"segment {seg.id}: DSL failed: {exc!r}")
             if isinstance(exc, BrokenExecutor):
                 self._pool = worker_pool()
@@ -219,6 +224,7 @@ class DslBuilderNode(Node):
                                f"{len(traj.uav_ids)} vehicles, DSL {tokens} tokens")
 
     def destroy_node(self) -> None:
+        self._closing = True
         stop_pool(self._pool)
         self._worker.shutdown(wait=True, cancel_futures=True)
         super().destroy_node()

@@ -8,7 +8,11 @@ behind the panel's (the panel also runs the debate itself in a worker thread).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import gc
 import json
+import math
 import multiprocessing
 import os
 import sys
@@ -22,8 +26,11 @@ from typing import Any
 import rclpy
 import yaml
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -72,8 +79,10 @@ def string_list(node: Node, name: str) -> list[str]:
 
 
 def find_config(name: str) -> Path:
-    """A file of the package's config/ directory: the installed share/ copy, else the source tree's."""
-    candidates = [Path(__file__).resolve().parents[2] / "config" / name]
+    """A file of the package's config/ directory: the ament share/ copy (colcon, or a sourced install), else
+    the copy inside the package (a wheel: `pip install .`), else the source tree's (editable installs)."""
+    package = Path(__file__).resolve().parents[1]
+    candidates = [package / "config" / name, package.parent / "config" / name]
     try:
         from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
         with contextlib.suppress(PackageNotFoundError, OSError):  # OSError: no AMENT_PREFIX_PATH (pip install)
@@ -128,18 +137,103 @@ WORKER_JOBS = 10
 #: Niceness of the DSL/debate worker processes: the safety verifier must win the CPU, never wait on the LLM.
 WORKER_NICENESS = 10
 
+#: glibc's malloc settings `tune_malloc` applies: (mallopt parameter of malloc.h, environment name, value).
+MALLOC_SETTINGS = ((-3, "MALLOC_MMAP_THRESHOLD_", 128 * 1024), (-8, "MALLOC_ARENA_MAX", 2))
 
-def _lower_priority() -> None:
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICENESS)
+
+@functools.cache
+def _glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (it has mallopt and malloc_trim), else None (musl, macOS)."""
+    try:
+        libc = ctypes.CDLL(None)
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+def tune_malloc() -> None:
+    """Keep glibc's heap from growing over a long flight; call before the DDS and executor threads start.
+
+    Each closed segment copies tens of MB of samples (the window, its pickle for the worker) in whichever
+    thread handles it. glibc gives every thread an arena of its own, and after the first large block is
+    freed it raises its mmap threshold, so later multi-MB blocks come from those arenas too, where freed
+    space stays resident and fragmented. A fixed threshold maps every large block on its own (returned to
+    the OS when freed) and two arenas bound the rest (which `add_heap_trim` returns). Child processes
+    (the workers, a --sim simulator) get the same settings through the environment; settings already in
+    the environment are left as they are.
+    """
+    libc = _glibc()
+    for param, name, value in MALLOC_SETTINGS:
+        if libc is not None and name not in os.environ:
+            libc.mallopt(param, value)
+            os.environ[name] = str(value)
+
+
+def trim_heap() -> None:
+    """Hand the heap freed since the last call back to the OS (glibc keeps it resident otherwise); ~1-30 ms
+    for the monitor's heap, with the GIL released."""
+    if libc := _glibc():
+        libc.malloc_trim(0)
+
+
+#: How often a node that cuts or evaluates segments trims its process's heap (see `add_heap_trim`).
+TRIM_PERIOD_S = 10.0
+
+
+def add_heap_trim(node: Node) -> None:
+    """Trim the heap every TRIM_PERIOD_S (steady clock, own callback group): each segment frees tens of MB
+    in small blocks (per-vehicle arrays) spread between the poses' allocations, so that space would stay
+    resident. Without this and `tune_malloc` the soak benchmark's monitor process grew ~13 MB a minute
+    while its Python objects stayed the same."""
+    if _glibc() is not None:
+        node.create_timer(TRIM_PERIOD_S, trim_heap, callback_group=MutuallyExclusiveCallbackGroup(),
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+
+def release_memory() -> None:
+    """Collect garbage cycles (matplotlib figures) and trim the heap: a worker process after each job."""
+    gc.collect()
+    trim_heap()
+
+
+@functools.cache
+def _exit_with_parent() -> None:
+    """Worker side: exit when the node's process dies without stopping the pool (SIGKILL, a crash); the worker
+    would otherwise wait for jobs forever, holding its ~170 MB."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _job(fn: Callable, /, *args, **kwargs):
+    """Worker-process side of every job: the memory a segment's evaluation used is returned after it, so the
+    worker's RSS between jobs stays at its baseline instead of its largest segment so far."""
+    _exit_with_parent()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        release_memory()
+
+
+class _WorkerPool(ProcessPoolExecutor):
+    """Runs every job through `_job`."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        return super().submit(_job, fn, *args, **kwargs)
 
 
 def worker_pool() -> ProcessPoolExecutor:
     """One worker *process* (spawned, not forked from a process with DDS threads) for CPU-heavy work, so
     it never holds the GIL the executor (and the safety verifier beside it) needs; it runs at a lower CPU
-    priority so on a saturated machine the verifier is scheduled first."""
-    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                               max_tasks_per_child=WORKER_JOBS, initializer=_lower_priority)
+    priority so on a saturated machine the verifier is scheduled first (from before it imports anything
+    heavy: the initializer is os.nice itself), and trims its heap after each job."""
+    return _WorkerPool(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                       max_tasks_per_child=WORKER_JOBS, initializer=os.nice, initargs=(WORKER_NICENESS,))
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -174,10 +268,29 @@ class ClockJumpGuard:
         return True
 
 
+class DrainingExecutor(MultiThreadedExecutor):
+    """A MultiThreadedExecutor whose shutdown lets the callbacks already handed to its threads finish first.
+
+    rclpy (Jazzy) destroys the executor's guard condition at shutdown without waiting for them (its wait is
+    skipped), and a callback finishing afterwards fails on triggering it; as nobody retrieves that failure,
+    rclpy prints "The following exception was never retrieved: cannot use Destroyable ..." at exit.
+    """
+
+    def shutdown(self, timeout_sec: float | None = None) -> bool:
+        end = time.monotonic() + (timeout_sec if timeout_sec is not None and timeout_sec >= 0 else math.inf)
+        tasks = list(self._futures)  # rclpy keeps no public list of the callbacks in flight
+        while not all(t.done() for t in tasks) and time.monotonic() < end:
+            time.sleep(0.01)
+        for task in tasks:
+            if task.done() and (exc := task.exception()) is not None:  # spin_once would have raised it
+                get_logger("live").warning(f"callback failed while stopping: {exc!r}")
+        return super().shutdown(timeout_sec=0) and all(t.done() for t in tasks)
+
+
 def spin_nodes(nodes: list[Node], *, duration_s: float | None = None, threads: int = 4,
                stop: threading.Event | None = None, on_tick: Callable[[], None] | None = None) -> None:
     """Spin the nodes on one MultiThreadedExecutor until `duration_s`, `stop` or Ctrl-C."""
-    executor = MultiThreadedExecutor(num_threads=threads)
+    executor = DrainingExecutor(num_threads=threads)
     for node in nodes:
         executor.add_node(node)
     end = time.monotonic() + duration_s if duration_s else None
@@ -190,7 +303,7 @@ def spin_nodes(nodes: list[Node], *, duration_s: float | None = None, threads: i
     except ExternalShutdownException:  # SIGINT/SIGTERM: rclpy already shut the context down
         pass
     finally:
-        executor.shutdown(timeout_sec=2.0)
+        executor.shutdown(timeout_sec=5.0)
         for node in nodes:
             executor.remove_node(node)
 
@@ -284,6 +397,7 @@ def run_node(label: str, make_node: Callable[[], Node], spin: Callable[[Node], N
     """The main() of every node's own process: spin until Ctrl-C or SIGTERM (exit 0), and turn a bad
     mission, CSV or parameter into one line on stderr and exit status 2."""
     node = None
+    tune_malloc()
     try:
         rclpy.init(args=args)
         node = make_node()

@@ -2,7 +2,7 @@
 
 The graph runs every monitoring node in one process on a MultiThreadedExecutor. Each node keeps
 its own default MutuallyExclusive callback group, so the safety verifier's callbacks never wait
-behind the panel's (the panel also runs the debate itself in a worker thread).
+behind the panel's (the DSL and the debate run in worker processes, each fed by one thread).
 """
 
 from __future__ import annotations

@@ -112,7 +112,8 @@ def test_judge_schema_bounds_and_answer_checks():
             "evidence": ["EVENT[2]"]}
     jsonschema.validate(good, schema)
     for bad in ({**good, "evidence": ["SEG[9]"]}, {**good, "summary": "has [SEG[1]] inside"},
-                {**good, "recommendations": []}, {**good, "label": "borderline"}):
+                {**good, "recommendations": []}, {**good, "label": "borderline"},
+                {**good, "recommendations": [".0.9526;1-3 junk"]}):
         try:
             jsonschema.validate(bad, schema)
         except jsonschema.ValidationError:
@@ -130,3 +131,15 @@ def test_single_agent_baseline_has_no_judge():
     backend = ScriptedBackend(lambda req: answer(), judge=_judge_says("safe"))
     res = evaluate_baseline("single_agent", [make_context()], Mission(), DebateConfig(router_thresholds=T), backend)
     assert len(backend.requests) == 1 and backend.judge_requests == [] and res.segments[0].judge is None
+
+
+def test_judge_token_budget_covers_the_longest_answer_its_schema_allows():
+    backend = ScriptedBackend(_split, judge=_judge_says("safe"))
+    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, max_tokens=64), backend=backend)
+    (req,) = backend.judge_requests
+    ids = req.valid_ids
+    longest = {"label": "borderline", "summary": "x" * synthesis.SUMMARY_MAX,
+               "recommendations": ["Recommend " + "y" * (synthesis.RECOMMENDATION_MAX - 10)] * 3,
+               "evidence": sorted(ids, key=len)[-3:]}
+    jsonschema.validate(longest, req.json_schema)
+    assert req.max_tokens >= len(json.dumps(longest))  # a token is at least one character

@@ -22,10 +22,13 @@ JUDGE = ("You are the JUDGE of a panel of UAV flight experts. Read their final p
          "swarm flight and write the panel's verdict: weigh the evidence, not the number of voices; side with "
          "the position the data supports; name what the experts agreed on and what stays open.")
 JUDGE_FORMAT = ("Answer with JSON only: {\"label\": one of ALLOWED LABELS, \"summary\": two sentences of "
-                "synthesis, \"recommendations\": 1-3 actionable recommendations, \"evidence\": 1-3 ids from "
+                "synthesis, \"recommendations\": 1-3 actionable recommendations, each starting with 'Recommend', "
+                "\"evidence\": 1-3 ids from "
                 "VALID IDS that the verdict rests on}. Never invent ids or numbers.")
 SUMMARY_MAX = 200
 RECOMMENDATION_MAX = 120
+#: An actionable recommendation: starts with "Recommend", then id-free plain text.
+RECOMMENDATION = {"type": "string", "pattern": "^Recommend" + plain_string(5, RECOMMENDATION_MAX - 9)["pattern"][1:]}
 
 
 @dataclass
@@ -58,8 +61,7 @@ def judge_schema(labels: list[str], valid_ids: list[str]) -> dict:
         "properties": {
             "label": {"type": "string", "enum": list(dict.fromkeys(labels))},
             "summary": plain_string(10, SUMMARY_MAX),
-            "recommendations": {"type": "array", "items": plain_string(10, RECOMMENDATION_MAX), "minItems": 1,
-                                "maxItems": 3},
+            "recommendations": {"type": "array", "items": RECOMMENDATION, "minItems": 1, "maxItems": 3},
             "evidence": evidence,
         },
         "required": ["label", "summary", "recommendations", "evidence"],
@@ -83,9 +85,12 @@ def judge_messages(ctx: Any, layer: int, positions: list[tuple[str, AgentRespons
 def judge_request(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
                   valid_ids: list[str], vetoed: bool, compact: bool, temperature: float, max_tokens: int,
                   seed: int) -> ChatRequest:
+    # The schema bounds the answer's length; a smaller token budget could cut it mid-JSON (a token is >= 1 char).
+    longest_id = max(map(len, valid_ids), default=0)
+    bound = SUMMARY_MAX + 3 * RECOMMENDATION_MAX + 3 * (longest_id + 4) + 100
     return ChatRequest(messages=judge_messages(ctx, layer, positions, labels, valid_ids, vetoed, compact),
                        agent="judge", json_schema=judge_schema(labels, valid_ids), valid_ids=valid_ids,
-                       temperature=temperature, max_tokens=max_tokens, seed=seed)
+                       temperature=temperature, max_tokens=max(max_tokens, bound), seed=seed)
 
 
 def from_answer(data: dict | None, labels: list[str], valid_ids: list[str]) -> tuple[Synthesis | None, str]:

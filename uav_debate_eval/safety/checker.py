@@ -299,17 +299,18 @@ def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float, d_min: n
         return
     i, j = np.triu_indices(N, k=1)
     keys = i * N + j
+    pair_names = [(ids[a], ids[b]) for a, b in zip(i, j, strict=True)]
     step = max(1, DENSE_BLOCK // len(i))
     for s0 in range(0, T, step):
         sl = slice(s0, min(T, s0 + step))
         valid = snaps.valid[sl][:, i] & snaps.valid[sl][:, j]
         dp = snaps.pos[sl][:, j] - snaps.pos[sl][:, i]
-        dist = np.where(valid, np.linalg.norm(dp, axis=2), np.inf)
+        dist = np.where(valid, np.sqrt((dp * dp).sum(axis=2)), np.inf)
         best = np.argmin(dist, axis=1)
         rows = np.flatnonzero(valid.any(axis=1))
         d_min[s0 + rows] = dist[rows, best[rows]]
-        for r in rows:
-            closest[s0 + r] = (ids[i[best[r]]], ids[j[best[r]]])
+        for r, b in zip((s0 + rows).tolist(), best[rows].tolist(), strict=True):
+            closest[r] = pair_names[b]
         if limit is None:
             continue
         t = np.broadcast_to(snaps.t[sl][:, None], dist.shape)
@@ -318,9 +319,12 @@ def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float, d_min: n
             hv.append(np.broadcast_to(keys, dist.shape)[bad])
             ht.append(t[bad])
             hd.append(dist[bad])
-        ok = valid & (dist >= limit)
+        dv = snaps.vel[sl][:, j] - snaps.vel[sl][:, i]
+        # Sound pruning: within the horizon a pair closes in by at most |dv| H, so pairs further apart than
+        # limit + |dv| H (with a relative 1e-9 against rounding) cannot be predicted below the limit.
+        reach = np.sqrt(np.einsum("spk,spk->sp", dv, dv)) * horizon
+        ok = valid & (dist >= limit) & (dist <= (limit + reach) * (1.0 + 1e-9))
         if ok.any():
-            dv = snaps.vel[sl][:, j] - snaps.vel[sl][:, i]
             tc, dc = closest_approach(dp[ok], dv[ok], horizon)
             warn = dc < limit
             if warn.any():

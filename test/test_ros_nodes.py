@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -267,29 +268,68 @@ def test_worker_processes_run_below_the_verifier_priority():
 
 
 @pytest.mark.ros
-def test_stopping_the_graph_leaves_no_unretrieved_callback_error(ros_context, capsys):
-    """rclpy destroys the executor's guard condition at shutdown without waiting for the callbacks in flight;
-    they then failed with "cannot use Destroyable" and rclpy printed "exception was never retrieved"."""
+@pytest.mark.parametrize("kind", ["single", "events"])
+def test_stopping_the_graph_leaves_no_unretrieved_callback_error(ros_context, capfd, kind):
+    """Stopping the graph while callbacks are always in flight: every node's executor finishes its callback
+    before it is shut down (rclpy's MultiThreadedExecutor did not wait, and the callbacks then failed with
+    "cannot use Destroyable" and "exception was never retrieved")."""
     import gc
-    import time
 
     from rclpy.node import Node
     from std_msgs.msg import String
 
-    from uav_debate_eval.nodes.live import spin_nodes
+    from uav_debate_eval.nodes.live import events_executor_available, spin_nodes
 
+    if kind == "events" and not events_executor_available():
+        pytest.skip("this rclpy has no EventsExecutor")
     nodes = [Node(f"busy{i}") for i in range(3)]
-    for node in nodes:  # callbacks always in flight: a 1 kHz timer feeding a subscription that takes 2 ms
+    received = [0, 0, 0]
+
+    def on_msg(i: int) -> None:
+        received[i] += 1
+        time.sleep(0.002)
+
+    for i, node in enumerate(nodes):  # a 1 kHz timer feeding a subscription that takes 2 ms
         pub = node.create_publisher(String, "/busy", 10)
-        node.create_subscription(String, "/busy", lambda _msg: time.sleep(0.002), 10)
+        node.create_subscription(String, "/busy", lambda _msg, i=i: on_msg(i), 10)
         node.create_timer(0.001, lambda pub=pub: pub.publish(String(data="x")))
     try:
-        spin_nodes(nodes, duration_s=1.0)
+        spin_nodes(nodes, duration_s=1.0, executor=kind)
     finally:
         for node in nodes:
             node.destroy_node()
     gc.collect()  # rclpy reports an unretrieved error when the task is collected
-    assert "never retrieved" not in capsys.readouterr().err
+    err = capfd.readouterr().err
+    assert "never retrieved" not in err and "Traceback" not in err
+    assert all(n > 100 for n in received), received  # every node's executor ran its callbacks concurrently
+
+
+def test_a_failing_callback_stops_the_graph_and_is_raised(ros_context):
+    """A callback's exception is not lost in its executor's thread: the graph stops and spin_nodes raises it."""
+    from rclpy.node import Node
+
+    from uav_debate_eval.nodes.live import spin_nodes
+
+    node = Node("failing")
+
+    def boom() -> None:
+        raise RuntimeError("callback failed on purpose")
+
+    node.create_timer(0.05, boom)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError, match="on purpose"):
+            spin_nodes([node], duration_s=10.0, executor="single")
+    finally:
+        node.destroy_node()
+    assert time.monotonic() - t0 < 5.0
+
+
+def test_unknown_executor_kind_is_an_input_error():
+    from uav_debate_eval.nodes.live import node_executor
+
+    with pytest.raises(InputError, match="expected one of auto, events, single"):
+        node_executor("fast")
 
 
 def test_malloc_settings_reach_the_worker_processes(monkeypatch):

@@ -1,7 +1,7 @@
 """`uav-debate-eval live`: the monitoring nodes in one process, for installs without ros2 launch.
 
-safety_verifier, dsl_builder and debate_panel spin on one MultiThreadedExecutor (each node on its own
-callback group; the debate runs in the panel's worker process, so it never starves the verifier).
+safety_verifier, dsl_builder and debate_panel each spin on their own executor thread (see
+nodes.live.spin_nodes; the DSL and the debate run in worker processes, so they never starve the verifier).
 `--sim` plays the config's swarm_sim section in a child process, so the poses really cross DDS;
 `--demo` is the README's live demo: the 5-vehicle formation mission with an injected near miss,
 the panel on the embedded local LLM when it is installed.
@@ -39,6 +39,9 @@ def register(subparsers) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible server URL")
     p.add_argument("--mission", help="mission YAML (overrides mission_file of every node)")
     p.add_argument("--quiet", action="store_true", help="no progress lines, only the final summary")
+    p.add_argument("--executor", choices=("auto", "events", "single"), default="auto",
+                   help="each node's executor: rclpy's EventsExecutor or the SingleThreadedExecutor "
+                   "(auto: events when this rclpy has it)")
     p.set_defaults(func=run)
 
 
@@ -89,11 +92,11 @@ def run(args: argparse.Namespace) -> int:
     for name in MONITOR_NODES:
         overrides[name]["mission_file"] = str(mission)
     return _run_graph(config, params, overrides, out, with_sim=with_sim, duration=args.duration,
-                      quiet=args.quiet, notes=notes, demo=args.demo)
+                      quiet=args.quiet, notes=notes, demo=args.demo, executor=args.executor)
 
 
 def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_sim: bool,
-               duration: float | None, quiet: bool, notes: list[str], demo: bool) -> int:
+               duration: float | None, quiet: bool, notes: list[str], demo: bool, executor: str = "auto") -> int:
     import rclpy
     from rclpy.logging import LoggingSeverity, set_logger_level
     from rclpy.parameter import Parameter
@@ -135,7 +138,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
                           f"(backend {panel.backend}), reports in {out}")
             done = StopWhenFlown(sim, nodes[1], panel, stop)
-            spin_nodes(nodes, duration_s=duration, stop=stop, on_tick=done.check)
+            spin_nodes(nodes, duration_s=duration, stop=stop, on_tick=done.check, executor=executor)
             if sim is not None and sim.poll() not in (None, 0):
                 console.print(f"[red]swarm_sim failed (exit {sim.returncode}):[/] "
                               + _last_line(out / "swarm_sim.log"))

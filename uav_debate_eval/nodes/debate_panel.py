@@ -281,6 +281,10 @@ def write_rotated(evaluation, out_dir: Path, name: str, keep: int) -> Path:
 class DebatePanelNode(Node):
     """Runs the evaluation on each closed segment and on /swarm/evaluation/trigger."""
 
+    #: The Trigger service waits for its evaluation; a second executor thread keeps veto, status and segments
+    #: flowing meanwhile (used by main() and by `live`).
+    EXECUTOR_THREADS = 2
+
     def __init__(self, builder=None, **kwargs):
         """`builder`: a DslBuilderNode in the same process to share poses and segments with (see `live`)."""
         super().__init__("debate_panel", **kwargs)
@@ -494,7 +498,7 @@ class DebatePanelNode(Node):
 
 def main(args: list[str] | None = None) -> None:
     def spin(node: Node) -> None:
-        executor = MultiThreadedExecutor(num_threads=2)
+        executor = MultiThreadedExecutor(num_threads=DebatePanelNode.EXECUTOR_THREADS)
         executor.add_node(node)
         executor.spin()
 

@@ -154,7 +154,8 @@ def _proc_stats(pid: int, tree: bool = True) -> tuple[float, float]:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # exited meanwhile
             continue
-        rss_kb += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)  # 0: zombie
+        rss = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")]
+        rss_kb += rss[0] if rss else 0  # none: a zombie (exited, not yet reaped)
         cpu += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / ticks
     return rss_kb / 1024.0, cpu
 

@@ -83,3 +83,41 @@ def test_streaming_buffers_are_bounded_and_reject_bad_samples():
     assert w.tracks["a"].t[0] == pytest.approx(99.0) and len(w.tracks["a"]) == 50
     assert s.add("a", 3.0, (0, 0, 0))  # clock jumped back 97 s: reset, then accepted
     assert s.resets == 1 and len(s.rings["a"]) == 1
+
+
+def test_streaming_swarm_windows_while_another_thread_adds_vehicles():
+    """`live` adds poses on the verifier's thread while segments are cut on the builder's: no torn reads,
+    and no 'dictionary changed size during iteration' when a new vehicle appears mid-window."""
+    import sys
+    import threading
+
+    s = StreamingSwarm(capacity=200)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def add() -> None:
+        try:
+            for k in range(4000):
+                s.add(f"u{k % 400}", 1.0 + k * 1e-3, (float(k), 0.0, 1.0))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            done.set()
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the GIL over as often as possible
+    thread = threading.Thread(target=add)
+    thread.start()
+    windows = 0
+    try:
+        while not done.is_set():
+            w = s.window()
+            windows += 1
+            for tr in w.tracks.values():  # each track strictly increasing in time, positions match their stamps
+                assert (np.diff(tr.t) > 0).all()
+                np.testing.assert_allclose(tr.pos[:, 0], np.round((tr.t - 1.0) * 1e3))
+    finally:
+        thread.join()
+        sys.setswitchinterval(switch)
+    assert not errors and windows > 0
+    assert len(s.rings) == 400 and sum(len(r) for r in s.rings.values()) == 4000

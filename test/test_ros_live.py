@@ -7,6 +7,7 @@ test runs of other helpers cannot cross-talk.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -205,32 +207,41 @@ def _tail(path: Path) -> str:
     return path.read_text()[-3000:] if path.exists() else ""
 
 
+@contextlib.contextmanager
+def _live_flight(tmp_path: Path, domain: int, faults: list[str], duration: float):
+    """`live` and then swarm_sim started, the simulator's truth received; on exit both stopped and their logs
+    kept on the returned namespace (rec, scenario, out, base, logs)."""
+    env = _env(domain)
+    config, scenario = _write_config(tmp_path, faults, duration)
+    flight = SimpleNamespace(rec=Recorder(env), scenario=scenario, out=tmp_path / "out", base=None, logs="")
+    live = _start(_live_cmd(config, flight.out, 300.0), env, tmp_path / "live.log")
+    sim = None
+    try:
+        _wait_for_monitor(flight.rec)
+        sim = _start(_sim_cmd(config), env, tmp_path / "sim.log")
+        flight.rec.wait(lambda: flight.rec.truth is not None, 20, "the simulator's latched truth")
+        flight.base = flight.rec.truth["stamp_base"]
+        yield flight
+    finally:
+        _stop(sim)
+        _stop(live)
+        flight.logs = _tail(tmp_path / "live.log") + _tail(tmp_path / "sim.log")
+        flight.rec.close()
+
+
 def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path):
     from uav_debate_eval.nodes.debate_panel import validate
 
-    env = _env(0)
     duration = 30.0
-    config, scenario = _write_config(tmp_path, ["near_miss"], duration)
-    near = next(f for f in scenario["truth"] if f["kind"] == "near_miss")
-    out = tmp_path / "out"
-    rec = Recorder(env)
-    live = _start(_live_cmd(config, out, 300.0), env, tmp_path / "live.log")
-    sim = None
-    try:
-        _wait_for_monitor(rec)
-        sim = _start(_sim_cmd(config), env, tmp_path / "sim.log")
-        rec.wait(lambda: rec.truth is not None, 20, "the simulator's latched truth")
-        base = rec.truth["stamp_base"]
+    with _live_flight(tmp_path, 0, ["near_miss"], duration) as flight:
+        rec, base, out = flight.rec, flight.base, flight.out
         # all of the flight played, and the last segment (idle flush) was reported
         rec.wait(lambda: rec.clock is not None and rec.clock >= base + duration - 0.5, 40 + duration / SPEED,
                  "the end of the flight")
         rec.wait(lambda: rec.segments and rec.segments[-1]["t_end"] >= base + duration - 1.0
                  and len(rec.reports) >= len(rec.segments), 60, "a report for every segment")
-    finally:
-        _stop(sim)
-        _stop(live)
-        logs = _tail(tmp_path / "live.log") + _tail(tmp_path / "sim.log")
-        rec.close()
+    logs, scenario = flight.logs, flight.scenario
+    near = next(f for f in scenario["truth"] if f["kind"] == "near_miss")
 
     # the verifier decides (stream time): the pair is named as the near miss starts ... Its evidence `t` is
     # the newest pose stamp it had, the message stamp its own clock (/clock) when it decided; under load its
@@ -294,19 +305,10 @@ def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path):
 
 
 def test_silent_vehicle_goes_stale_pipeline_continues_and_trigger_answers(tmp_path: Path):
-    env = _env(50)
     duration = 24.0
-    config, scenario = _write_config(tmp_path, ["telemetry_dropout"], duration)
-    drop = next(f for f in scenario["truth"] if f["kind"] == "telemetry_dropout")
-    out = tmp_path / "out"
-    rec = Recorder(env)
-    live = _start(_live_cmd(config, out, 300.0), env, tmp_path / "live.log")
-    sim = None
-    try:
-        _wait_for_monitor(rec)
-        sim = _start(_sim_cmd(config), env, tmp_path / "sim.log")
-        rec.wait(lambda: rec.truth is not None, 20, "the simulator's latched truth")
-        base = rec.truth["stamp_base"]
+    with _live_flight(tmp_path, 50, ["telemetry_dropout"], duration) as flight:
+        rec, base, scenario = flight.rec, flight.base, flight.scenario
+        drop = next(f for f in scenario["truth"] if f["kind"] == "telemetry_dropout")
         rec.wait(lambda: rec.clock is not None and rec.clock >= base + drop["t_end"] + 6.0, 40 + duration / SPEED,
                  "the flight to continue past the outage")
         reply = rec.call_trigger()
@@ -316,11 +318,7 @@ def test_silent_vehicle_goes_stale_pipeline_continues_and_trigger_answers(tmp_pa
         # reports may lag the segments on a loaded machine: wait for the one this test is about
         rec.wait(lambda: any(r["live"]["segment"]["t_start"] - base >= drop["t_end"] for r in rec.reports), 60,
                  "a report for a segment that starts after the outage")
-    finally:
-        _stop(sim)
-        _stop(live)
-        logs = _tail(tmp_path / "live.log") + _tail(tmp_path / "sim.log")
-        rec.close()
+    logs = flight.logs
 
     stale = [s for s in rec.status if s["name"] == "safety/stale_data"
              and drop["t_start"] <= s["values"]["t"] - base <= drop["t_end"]]

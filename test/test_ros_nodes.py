@@ -199,6 +199,40 @@ def test_builder_hands_segments_to_an_in_process_panel(ros_context, tmp_path: Pa
         builder.destroy_node()
 
 
+@pytest.mark.ros
+def test_builder_takes_the_verifier_poses_and_a_failing_listener_is_detached(ros_context):
+    """In `live` the builder listens to the verifier's pose input (one subscription per topic for both); the
+    verifier sees every pose first, and a listener that raises is detached without stopping it."""
+    from rclpy.parameter import Parameter
+
+    from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
+    from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
+
+    names = [Parameter("uav_names", value=["a", "b"])]
+    verifier = SafetyVerifierNode(parameter_overrides=names)
+    builder = DslBuilderNode(pose_source=verifier.poses, parameter_overrides=[Parameter("window_s", value=5.0)])
+    seen: list[str] = []
+
+    def failing(uav, t, pos, vel):
+        seen.append(uav)
+        raise RuntimeError("listener bug")
+
+    try:
+        assert builder.poses is verifier.poses and verifier.poses.listeners == [builder._on_pose]
+        assert not [s for s in builder.subscriptions if s.topic_name.endswith("/pose")]
+        verifier.poses.listeners.append(failing)
+        for k in range(10):
+            verifier.poses.callback("a", k * 0.1, (0.0, 0.0, 10.0), None)
+            verifier.poses.callback("b", k * 0.1, (3.0, 0.0, 10.0), None)
+        assert seen == ["a"]  # called once, then detached
+        assert verifier.poses.listeners == [builder._on_pose]
+        assert verifier.poses_received == 20
+        assert len(builder.swarm.rings["a"]) == 10 and len(builder.swarm.rings["b"]) == 10
+    finally:
+        builder.destroy_node()
+        verifier.destroy_node()
+
+
 # -- report rotation and the simulator's CSV playback ---------------------------------------------------------
 
 def test_write_rotated_keeps_the_newest_and_points_latest(tmp_path: Path, monkeypatch):

@@ -2,19 +2,13 @@
 
 import numpy as np
 import pytest
+from safety_support import BOX_CONSTRAINTS
 
 from uav_debate_eval.core import SwarmTrajectory
 from uav_debate_eval.core.mission import parse_mission
 from uav_debate_eval.safety.checker import check_trajectory, merge_runs, verdict_label
 
-MISSION = """
-constraints:
-  min_separation_m: 0.5
-  max_speed_mps: 3.0
-  max_vertical_speed_mps: 2.0
-  geofence: {min: [-5, -5, 0], max: [5, 5, 4]}
-  stale_timeout_s: 0.5
-"""
+MISSION = BOX_CONSTRAINTS
 
 T = np.arange(101) / 10.0  # 0.0 .. 10.0 s at 10 Hz
 

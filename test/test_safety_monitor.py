@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from safety_support import box_mission
 
-from uav_debate_eval.core.mission import parse_mission
 from uav_debate_eval.safety.geometry import (
     close_pairs,
     closest_approach,
@@ -15,15 +15,7 @@ from uav_debate_eval.safety.geometry import (
 )
 from uav_debate_eval.safety.monitor import SafetyMonitor
 
-MISSION = parse_mission("""
-constraints:
-  min_separation_m: 0.5
-  max_speed_mps: 3.0
-  max_vertical_speed_mps: 2.0
-  geofence: {min: [-5, -5, 0], max: [5, 5, 4]}
-  stale_timeout_s: 0.5
-thresholds: {veto_hold_s: 1.0, prediction_horizon_s: 2.0}
-""")
+MISSION = box_mission("thresholds: {veto_hold_s: 1.0, prediction_horizon_s: 2.0}\n")
 
 
 def row(t, x, y=0.0, z=2.0, vx=0.0, vy=0.0, vz=0.0):

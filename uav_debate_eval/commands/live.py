@@ -120,13 +120,17 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     sim = None
     try:
         with _stop_on_signals(interrupted, stop):
+            values = {name: {**params.get(name, params.get("**", {})), **overrides[name]} for name in classes}
             for name, cls in classes.items():
-                values = {**params.get(name, params.get("**", {})), **overrides[name]}
-                extra = {"builder": nodes[1]} if name == "debate_panel" else {}  # share the builder's buffer
-                node = cls(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()], **extra)
+                extra = {}
+                if name == "debate_panel":  # shares the builder's buffer
+                    extra = {"builder": nodes[1]}
+                elif name == "dsl_builder" and _pose_params(values[name]) == _pose_params(values["safety_verifier"]):
+                    extra = {"pose_source": nodes[0].poses}  # one subscription per pose topic for both
+                node = cls(parameter_overrides=[Parameter(k, value=v) for k, v in values[name].items()], **extra)
                 nodes.append(node)
-                # (the panel's pose parameters are unused here: it takes the builder's samples)
-                if bad := [k for k in undeclared(node, values) if not (extra and k.startswith(("pose_", "uav_")))]:
+                unused = _pose_params(values[name]) if extra else {}  # a node fed by another has no pose input
+                if bad := [k for k in undeclared(node, values[name]) if k not in unused]:
                     raise InputError(f"{config}: {name}: unknown parameters {bad} (typo? they would be ignored)")
                 if demo or quiet:
                     set_logger_level(node.get_logger().name, LoggingSeverity.WARN)
@@ -152,6 +156,10 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
+
+
+def _pose_params(values: dict) -> dict:
+    return {k: v for k, v in values.items() if k.startswith(("pose_", "uav_"))}
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +63,7 @@ class StreamingSwarm:
 
     A stamp more than `clock_jump_s` older than the newest stamp seen is treated as a clock
     jump backwards (a looping bag): all buffers are reset and `resets` is incremented.
+    Thread-safe: in `live` one thread adds poses while others cut windows (segments, the trigger).
     """
 
     capacity: int = 3000
@@ -70,14 +72,19 @@ class StreamingSwarm:
     rejected: dict[str, int] = field(default_factory=dict)
     resets: int = 0
     newest_t: float = -math.inf
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, uav: str, t: float, pos, vel=None) -> bool:
         """Append one sample; returns False (and counts why) when it is rejected."""
         x, y, z = (float(v) for v in pos)
         if not (math.isfinite(t) and math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
             return self._reject("nan")
+        with self._lock:
+            return self._add(uav, t, x, y, z, vel)
+
+    def _add(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
         if t < self.newest_t - self.clock_jump_s:
-            self.reset()
+            self._clear()
             self.resets += 1
         ring = self.rings.get(uav)
         if ring is None:
@@ -96,20 +103,27 @@ class StreamingSwarm:
         return False
 
     def reset(self) -> None:
+        with self._lock:
+            self._clear()
+
+    def _clear(self) -> None:
         for ring in self.rings.values():
             ring.clear()
         self.newest_t = -math.inf
 
     def last_seen(self) -> dict[str, float]:
-        return {u: r.last_t for u, r in self.rings.items() if len(r)}
+        with self._lock:
+            return {u: r.last_t for u, r in self.rings.items() if len(r)}
 
     def latest(self) -> dict[str, np.ndarray]:
         """Newest sample per vehicle as (t, x, y, z, vx, vy, vz)."""
-        return {u: r.latest() for u, r in self.rings.items() if len(r)}
+        with self._lock:
+            return {u: r.latest() for u, r in self.rings.items() if len(r)}
 
     def window(self, t0: float = -math.inf, t1: float = math.inf, name: str = "") -> SwarmTrajectory:
         """The buffered samples with t0 <= t <= t1 as a cleaned SwarmTrajectory."""
-        parts = [(u, r.view()) for u, r in self.rings.items() if len(r)]
+        with self._lock:  # copies of the rings (view() copies), so the rest runs unlocked
+            parts = [(u, r.view()) for u, r in self.rings.items() if len(r)]
         parts = [(u, a[(a[:, 0] >= t0) & (a[:, 0] <= t1)]) for u, a in parts]
         parts = [(u, a) for u, a in parts if len(a)]
         if not parts:

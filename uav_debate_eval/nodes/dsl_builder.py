@@ -122,7 +122,8 @@ def segment_dsl(traj, mission, budget_tokens: int) -> tuple[str, int]:
 class DslBuilderNode(Node):
     """Fills a bounded StreamingSwarm from the shared pose input and publishes each closed segment."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, pose_source=None, **kwargs):
+        """`pose_source`: the PoseInput of another node in the same process to take poses from (see `live`)."""
         super().__init__("dsl_builder", **kwargs)
         self.mission_file = declare(self, "mission_file", "", "mission YAML (empty: the packaged default mission)")
         mode = declare(self, "segment_mode", "window", "where segments end: window, phase or veto")
@@ -153,8 +154,12 @@ class DslBuilderNode(Node):
         self._closing = False  # set by destroy_node: a job cut short then is no error
         add_heap_trim(self)
 
-        from uav_debate_eval.nodes.pose_input import PoseInput
-        self.poses = PoseInput(self, self._on_pose)
+        if pose_source is None:
+            from uav_debate_eval.nodes.pose_input import PoseInput
+            self.poses = PoseInput(self, self._on_pose)
+        else:  # same process as the verifier: its subscriptions feed both (its pose parameters apply)
+            self.poses = pose_source
+            pose_source.listeners.append(self._on_pose)
         self.dsl_pub = self.create_publisher(String, DSL_TOPIC, latched())
         self.segment_pub = self.create_publisher(String, SEGMENT_TOPIC, latched(10))
         self.create_subscription(Bool, VETO_TOPIC, self._on_veto, latched())

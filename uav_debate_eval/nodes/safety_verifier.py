@@ -20,7 +20,6 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, ColorRGBA
@@ -29,7 +28,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from uav_debate_eval.core.mission import Geofence, Mission, load_mission
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.core.streaming import StreamingSwarm
-from uav_debate_eval.nodes.live import run_node
+from uav_debate_eval.nodes.live import node_executor, run_node
 from uav_debate_eval.nodes.pose_input import PoseInput, declare_list
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 
@@ -254,12 +253,12 @@ class SafetyVerifierNode(Node):
 
 
 def main(args=None) -> None:
-    """Own process (launch files), on rclpy's events executor: at 5000 poses/s the default executor's
-    per-message overhead saturated the process (p50 veto latency 78 ms, 23 % poses dropped, against
-    8 ms and 9 % here); the events executor still stalls now and then (see the benchmark notes)."""
+    """Own process (launch files), on rclpy's events executor when this rclpy has it: at 5000 poses/s the
+    default executor's per-message overhead saturated the process (p50 veto latency 78 ms, 23 % poses
+    dropped, against 8 ms and 9 % here)."""
 
     def spin(node: Node) -> None:
-        executor = EventsExecutor()
+        executor = node_executor("auto")
         executor.add_node(node)
         stop = threading.Event()  # Ctrl-C or a stop from launch/systemd ends the loop between callbacks: exit 0
         for sig in (signal.SIGINT, signal.SIGTERM):

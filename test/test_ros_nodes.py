@@ -220,7 +220,7 @@ def test_builder_takes_the_verifier_poses_and_a_failing_listener_is_detached(ros
     try:
         assert builder.poses is verifier.poses and verifier.poses.listeners == [builder._on_pose]
         assert not [s for s in builder.subscriptions if s.topic_name.endswith("/pose")]
-        verifier.poses.listeners.append(failing)
+        verifier.poses.add_listener(failing)
         for k in range(10):
             verifier.poses.callback("a", k * 0.1, (0.0, 0.0, 10.0), None)
             verifier.poses.callback("b", k * 0.1, (3.0, 0.0, 10.0), None)

@@ -7,6 +7,7 @@ import time
 import pytest
 
 pytestmark = pytest.mark.ros
+ROS_DOMAIN_BASE = 111  # the `ctx` fixture's domain: 111 + pid % 60
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -15,14 +16,6 @@ from rclpy.qos import ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 
 from uav_debate_eval.nodes.pose_input import POSE_QUEUE_DEPTH, pose_qos  # noqa: E402
 from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode  # noqa: E402
-
-
-@pytest.fixture
-def ctx():
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=111 + os.getpid() % 60)
-    yield context
-    rclpy.try_shutdown(context=context)
 
 
 def _node(ctx, name, **params):

@@ -1,12 +1,12 @@
 """The shared pose-input module: topic patterns (MAVROS, Crazyswarm2), discovery, Odometry, PoseArray, stamps."""
 
 import math
-import os
 import time
 
 import pytest
 
 pytestmark = pytest.mark.ros
+ROS_DOMAIN_BASE = 101  # the `ctx` fixture's domain: 101 + pid % 60
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -34,14 +34,6 @@ def test_rotate_body_twist_to_world():
     yaw90 = (0.0, 0.0, math.sin(math.pi / 4), math.cos(math.pi / 4))
     assert rotate(yaw90, (1.0, 0.0, 0.5)) == pytest.approx((0.0, 1.0, 0.5))
     assert rotate((0.0, 0.0, 0.0, 1.0), (1.0, 2.0, 3.0)) == pytest.approx((1.0, 2.0, 3.0))
-
-
-@pytest.fixture
-def ctx():
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=101 + os.getpid() % 60)
-    yield context
-    rclpy.try_shutdown(context=context)
 
 
 def _spin_until(ex, cond, timeout=8.0, publish=None):

@@ -159,7 +159,7 @@ class DslBuilderNode(Node):
             self.poses = PoseInput(self, self._on_pose)
         else:  # same process as the verifier: its subscriptions feed both (its pose parameters apply)
             self.poses = pose_source
-            pose_source.listeners.append(self._on_pose)
+            pose_source.add_listener(self._on_pose)
         self.dsl_pub = self.create_publisher(String, DSL_TOPIC, latched())
         self.segment_pub = self.create_publisher(String, SEGMENT_TOPIC, latched(10))
         self.create_subscription(Bool, VETO_TOPIC, self._on_veto, latched())

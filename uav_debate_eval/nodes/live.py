@@ -305,15 +305,15 @@ def node_executor(kind: str = "auto"):
     per callback) when `kind` is events, or auto and this rclpy has it; else the SingleThreadedExecutor."""
     if kind not in EXECUTORS:
         raise InputError(f"executor: expected one of {', '.join(EXECUTORS)}, got {kind!r}")
-    if kind == "events" and not events_executor_available():
-        raise InputError("executor events: this rclpy has no rclpy.experimental.EventsExecutor")
-    if kind == "events" or (kind == "auto" and events_executor_available()):
+    if kind != "single" and events_executor_available():
         from rclpy.experimental import EventsExecutor
         try:
             return EventsExecutor()
         except io.UnsupportedOperation:  # it enables faulthandler on sys.stderr, which needs a real file
             if kind == "events":
                 raise
+    elif kind == "events":
+        raise InputError("executor events: this rclpy has no rclpy.experimental.EventsExecutor")
     return SingleThreadedExecutor()
 
 

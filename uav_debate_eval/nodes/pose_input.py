@@ -75,14 +75,14 @@ def rotate(q, v) -> tuple[float, float, float]:
 class PoseInput:
     """Declares the pose parameters on `node`, subscribes, and calls callback(uav, t, pos, vel | None).
 
-    Other nodes of the same process can attach as `listeners` instead of subscribing again (`live`: the DSL
-    builder takes the verifier's poses, so each message is received and converted once, not once per node).
-    They are called after `callback`, on its thread; one that fails is logged and detached, never the owner.
+    Other nodes of the same process can `add_listener` instead of subscribing again (`live`: the DSL builder
+    takes the verifier's poses, so each message is received and converted once, not once per node). They are
+    called after `callback`, on its thread; one that fails is logged and detached, never the owner.
     """
 
     def __init__(self, node: Node, callback: PoseCallback, callback_group=None):
         self.node = node
-        self.callback = self._fan_out
+        self.callback = callback  # until a listener attaches: then `_fan_out`
         self._owner = callback
         self.listeners: list[PoseCallback] = []
         self.callback_group = callback_group
@@ -125,16 +125,20 @@ class PoseInput:
             + (self.array_topic if self.pose_type == "PoseArray" else self.pattern)
             + f" ({qos_name}, queue {depth}); vehicles: {', '.join(self.uav_names) or 'discovering'}")
 
+    def add_listener(self, listener: PoseCallback) -> None:
+        self.listeners.append(listener)
+        self.callback = self._fan_out
+
     def _fan_out(self, uav: str, t: float, pos, vel) -> None:
         self._owner(uav, t, pos, vel)
         for listener in self.listeners:
             try:
                 listener(uav, t, pos, vel)
             except Exception as exc:  # noqa: BLE001  (a listener's bug must not stop the owner, e.g. the verifier)
-                self.listeners.remove(listener)
+                # a new list: the loop goes on over the old one, so the other listeners still get this pose
+                self.listeners = [other for other in self.listeners if other is not listener]
                 self.node.get_logger().error(f"pose input: listener {getattr(listener, '__qualname__', listener)} "
                                              f"failed and was detached: {exc!r}")
-                break  # the list changed; the remaining listeners get the next pose
 
     def _declare(self, name: str, default, description: str):
         value = self.node.declare_parameter(name, default, ParameterDescriptor(description=description)).value

@@ -87,7 +87,7 @@ def test_pose_stamped_all_formats(tmp_path, fmt, name):
     assert traj.uav_ids == ["uav1", "uav2"]
     tr1, tr2 = traj.tracks["uav1"], traj.tracks["uav2"]
     assert len(tr1) == 20 and len(tr2) == 20
-    assert tr1.t[0] == pytest.approx(100.0) and tr1.t[-1] == pytest.approx(101.9)  # header stamps, not receive
+    assert traj.t0 == pytest.approx(100.0) and tr1.t[-1] == pytest.approx(1.9)  # header stamps, not receive
     assert tr1.pos[5] == pytest.approx([0.5, 0.0, 2.0])
     assert tr2.pos[19] == pytest.approx([0.0, 1.9, 3.0])
     assert tr1.vel[10] == pytest.approx([1.0, 0.0, 0.0])  # derived from positions
@@ -107,7 +107,7 @@ def test_fast_decoder_matches_library_with_varying_frame_ids(tmp_path):
              pose_stamped(TS2, 5.0 + k * 0.1, (k * 1.5, -k, 0.25 * k), frame="m" * (k % 3 + 1))) for k in range(9)]
     traj = read_bag(write_bag(tmp_path / "var.mcap", msgs))  # lengths differ: decoded message by message
     assert traj.tracks["a"].pos[:, 0] == pytest.approx([k * 1.5 for k in range(9)])
-    assert traj.tracks["a"].t == pytest.approx([5.0 + k * 0.1 for k in range(9)])
+    assert traj.tracks["a"].t + traj.t0 == pytest.approx([5.0 + k * 0.1 for k in range(9)])
 
 
 def test_odometry_twist_rotated_from_child_frame(tmp_path):
@@ -153,14 +153,14 @@ def test_tf_child_frames_as_vehicles(tmp_path):
     traj = read_bag(write_bag(tmp_path / "tf.mcap", msgs))
     assert traj.uav_ids == ["uav1", "uav2"]
     assert traj.tracks["uav1"].pos[5] == pytest.approx([5.0, 0.0, 1.0])
-    assert traj.tracks["uav2"].t[0] == pytest.approx(50.0)
+    assert traj.tracks["uav2"].t[0] + traj.t0 == pytest.approx(50.0)
 
 
 def test_zero_stamps_fall_back_to_receive_time_and_say_so(tmp_path):
     msgs = [("/uav1/pose", "geometry_msgs/msg/PoseStamped", int((7.0 + k * 0.2) * 1e9),
              pose_stamped(TS2, 0.0, (float(k), 0.0, 1.0))) for k in range(5)]
     traj = read_bag(write_bag(tmp_path / "zero.mcap", msgs))
-    assert traj.tracks["uav1"].t == pytest.approx([7.0, 7.2, 7.4, 7.6, 7.8])
+    assert traj.tracks["uav1"].t + traj.t0 == pytest.approx([7.0, 7.2, 7.4, 7.6, 7.8])
     assert any("header stamps are zero; used the bag receive time" in n for n in traj.ingest.notes)
 
 

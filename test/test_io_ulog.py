@@ -23,7 +23,7 @@ def test_real_px4_log():
     assert len(tr) == 636
     assert traj.duration == pytest.approx(6.496152, abs=1e-5)
     # boot time 20.463 s moved to GPS UTC (2021-04-21)
-    assert traj.t_start == pytest.approx(1618986658.4635, abs=1e-3)
+    assert traj.t_start == 0.0 and traj.t0 == pytest.approx(1618986658.4635, abs=1e-3)  # flight time, clock kept
     assert tr.pos[0, 2] == pytest.approx(1.167656, abs=1e-6)  # z_enu = -z_ned
     assert tr.pos[:, 2].max() == pytest.approx(1.183107, abs=1e-6)
     assert tr.pos[:, :2].max() == 0.0
@@ -72,7 +72,7 @@ def test_two_vehicle_alignment_frames_and_clocks():
     traj = combine([a, b])
     ta, tb = traj.tracks["a"], traj.tracks["b"]
     np.testing.assert_allclose(ta.t, tb.t)
-    assert ta.t[0] == pytest.approx(1.7e9)
+    assert ta.t[0] == 0.0 and traj.t0 == pytest.approx(1.7e9)
     np.testing.assert_allclose(tb.pos, ta.pos, atol=5e-3)
     assert ta.pos[10] == pytest.approx([2.0, 0.0, 3.0])
     assert ta.vel[0] == pytest.approx([2.0, 0.0, 0.0])

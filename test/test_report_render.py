@@ -60,7 +60,7 @@ def test_report_matches_both_schemas(crossing):
     validate_report(r)
     validate_report(r, CONTRACT_SCHEMA)
     json.dumps(r, allow_nan=False)
-    assert r["schema_version"] == 1
+    assert r["schema_version"] == 2
     assert r["verdict"]["label"] == "risky" and r["verdict"]["vetoed"] is True
     assert [v["constraint"] for v in r["violations"]] == ["min_separation"]
     assert r["violations"][0]["uavs"] == ["uav1", "uav2"]

@@ -1,4 +1,4 @@
 """uav_debate_eval: deterministic safety veto, trajectory DSL and an LLM expert panel for UAV swarms."""
 
 __version__ = "0.1.0"
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2

@@ -69,14 +69,6 @@ def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) 
                                            "was checked (a 'safe' label means nothing was checked)"]
 
 
-def constraints_checked(mission: Mission) -> list[str]:
-    c = mission.constraints
-    pairs = [("min_separation", c.min_separation_m), ("max_speed", c.max_speed_mps),
-             ("max_vertical_speed", c.max_vertical_speed_mps), ("geofence", c.geofence),
-             ("stale_data", c.stale_timeout_s)]
-    return [name for name, v in pairs if v is not None]
-
-
 def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None, *, segment_mode: str = "phase",
              window_s: float = 30.0, progress: ProgressFn | None = None, backend: Any = None,
              inputs: list[str] | None = None, notes: list[str] | None = None) -> Evaluation:
@@ -101,7 +93,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     cfg = debate_config if debate_config is not None else DebateConfig()
     report_notes = list(notes or [])
     report_notes.extend(mission.warnings)
-    if not constraints_checked(mission):
+    if not mission.constraints.checked:
         msg = "the mission has no constraints: no hard constraint was checked"
         if not any("no constraints" in n for n in report_notes):
             report_notes.append(msg)

@@ -17,7 +17,7 @@ from typing import Any
 
 from uav_debate_eval.core.errors import InputError
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_VIOLATION = 0, 1, 2, 3
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_VIOLATION, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
 _KNOWN_SUFFIXES = (".csv", ".mcap", ".db3", ".bag", ".ulg")
 
 HELP = """\
@@ -30,8 +30,12 @@ One flight or a batch:
     into --out/<input name>/, with summary.csv and summary.md in --out.
 Mission: --mission FILE; otherwise a mission.yaml beside the input is used; otherwise no constraint
 is checked (the report says so).
-Exit status: 0 no violation, 3 at least one violation, 2 bad input or arguments (a batch: 2 if any
-input failed, else 3 if any had a violation), other non-zero only for internal errors.
+Times: every time in the reports is flight time (seconds since the first sample); report.json's
+mission.t0 keeps the input clock's value at flight time 0.
+Exit status: 0 no violation, 3 at least one violation, 4 no violation but inconclusive (a checked
+constraint could not be evaluated over a material part of the flight), 2 bad input or arguments (a
+batch: 2 if any input failed, else 3 if any had a violation, else 4 if any was inconclusive), other
+non-zero only for internal errors.
 """
 
 
@@ -122,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{row['label']}: {row['violations']} violation(s), overall score {_fmt(row['overall'])}; "
               f"reports in {out}")
-    return EXIT_VIOLATION if row["violations"] else EXIT_OK
+    return flight_exit_status([row])
 
 
 def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: bool = False) -> dict:
@@ -210,7 +214,14 @@ def run_batch(paths: list[Path], out: Path, opts: dict, jobs: int = 0, quiet: bo
         return EXIT_INTERNAL
     if failed:
         return EXIT_BAD_INPUT
-    return EXIT_VIOLATION if any(r["status"] == "ok" and r["violations"] for r in rows) else EXIT_OK
+    return flight_exit_status([r for r in rows if r["status"] == "ok"])
+
+
+def flight_exit_status(rows: list[dict]) -> int:
+    """CONTRACT.md §4: 3 with any violation, else 4 when any flight is inconclusive, else 0."""
+    if any(r["violations"] for r in rows):
+        return EXIT_VIOLATION
+    return EXIT_INCONCLUSIVE if any(r["label"] == "inconclusive" for r in rows) else EXIT_OK
 
 
 def write_summary(rows: list[dict], out: Path) -> None:

@@ -234,12 +234,12 @@ def _summary(console, panel, out: Path) -> int:
     if not done:
         console.print("[red]no segment was evaluated[/] (no poses received? check the topics and the domain id)")
         return 1
-    colour = {"safe": "green", "borderline": "yellow", "risky": "red"}
+    colour = {"safe": "green", "borderline": "yellow", "inconclusive": "blue", "risky": "red"}
     console.rule("result")
     for seg in done:
         console.print(f"segment {seg['id']}: [{colour[seg['label']]}]{seg['label']}[/]"
                       f"{' (vetoed)' if seg['vetoed'] else ''}  {seg['path'] or '(files not written)'}")
-    order = ["safe", "borderline", "risky"]
+    order = ["safe", "borderline", "inconclusive", "risky"]
     worst = max(done, key=lambda seg: order.index(seg["label"]))
     console.print(f"flight verdict: [bold {colour[worst['label']]}]{worst['label']}[/] (segment {worst['id']}): "
                   f"{worst['summary']}")

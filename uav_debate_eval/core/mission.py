@@ -14,6 +14,7 @@ import numpy as np
 import yaml
 
 from uav_debate_eval.core.errors import MissionError
+from uav_debate_eval.core.records import CONSTRAINT_NAMES
 
 DEFAULT_WEIGHTS = {"flight_control": 0.35, "coordination": 0.40, "safety": 0.25}
 
@@ -60,6 +61,13 @@ class Constraints:
     max_vertical_speed_mps: float | None = None
     geofence: Geofence | None = None
     stale_timeout_s: float | None = None
+
+    @property
+    def checked(self) -> list[str]:
+        """The contract names (core.records.CONSTRAINT_NAMES order) of the constraints that are set."""
+        limits = (self.min_separation_m, self.max_speed_mps, self.max_vertical_speed_mps, self.geofence,
+                  self.stale_timeout_s)
+        return [name for name, v in zip(CONSTRAINT_NAMES, limits, strict=True) if v is not None]
 
 
 @dataclass

@@ -72,6 +72,8 @@ class StreamingSwarm:
     rejected: dict[str, int] = field(default_factory=dict)
     resets: int = 0
     newest_t: float = -math.inf
+    #: the stream clock at flight time 0: the first sample accepted since the last reset
+    origin: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, uav: str, t: float, pos, vel=None) -> bool:
@@ -91,6 +93,8 @@ class StreamingSwarm:
             ring = self.rings[uav] = VehicleRing(self.capacity)
         if t <= ring.last_t:
             return self._reject("duplicate" if t == ring.last_t else "out_of_order")
+        if self.origin is None:
+            self.origin = t
         if vel is None:
             ring.append(t, x, y, z)
         else:
@@ -110,6 +114,7 @@ class StreamingSwarm:
         for ring in self.rings.values():
             ring.clear()
         self.newest_t = -math.inf
+        self.origin = None
 
     def last_seen(self) -> dict[str, float]:
         with self._lock:
@@ -121,18 +126,20 @@ class StreamingSwarm:
             return {u: r.latest() for u, r in self.rings.items() if len(r)}
 
     def window(self, t0: float = -math.inf, t1: float = math.inf, name: str = "") -> SwarmTrajectory:
-        """The buffered samples with t0 <= t <= t1 as a cleaned SwarmTrajectory."""
+        """The buffered samples with t0 <= t <= t1 (stream clock) as a cleaned SwarmTrajectory in flight time
+        since the stream's first sample (`origin`), so every segment of a session shares one flight clock."""
         with self._lock:  # copies of the rings (view() copies), so the rest runs unlocked
             parts = [(u, r.view()) for u, r in self.rings.items() if len(r)]
+            origin = self.origin
         parts = [(u, a[(a[:, 0] >= t0) & (a[:, 0] <= t1)]) for u, a in parts]
         parts = [(u, a) for u, a in parts if len(a)]
         if not parts:
-            return SwarmTrajectory({}, IngestReport(), name)
+            return SwarmTrajectory({}, IngestReport(), name, origin or 0.0)
         data = np.concatenate([a for _, a in parts])
         ids = np.concatenate([np.full(len(a), u, dtype=object) for u, a in parts])
         vel = data[:, 4:7]
         traj = SwarmTrajectory.from_columns(data[:, 0], ids, data[:, 1:4],
-                                            vel=None if np.isnan(vel).all() else vel, name=name)
+                                            vel=None if np.isnan(vel).all() else vel, name=name, origin=origin)
         return traj
 
     @property

@@ -154,11 +154,16 @@ _OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct")
 
 @dataclass
 class SwarmTrajectory:
-    """Per-vehicle tracks sharing one clock and one ENU world frame, plus the ingest report."""
+    """Per-vehicle tracks sharing one clock and one ENU world frame, plus the ingest report.
+
+    Times are flight time (CONTRACT.md §3a): seconds since the flight's first sample. `t0` is the input
+    clock's value at flight time 0 (unix seconds for bags and live streams), so absolute times can be recovered.
+    """
 
     tracks: dict[str, Track]
     ingest: IngestReport = field(default_factory=IngestReport)
     name: str = ""
+    t0: float = 0.0
 
     @property
     def uav_ids(self) -> list[str]:
@@ -188,7 +193,7 @@ class SwarmTrajectory:
     def window(self, t0: float, t1: float) -> SwarmTrajectory:
         """The samples with t0 <= t <= t1; vehicles with no sample there are left out."""
         tracks = {u: tr.slice(t0, t1) for u, tr in self.tracks.items()}
-        return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name)
+        return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name, self.t0)
 
     def resample(self, dt: float | None = None, max_gap_s: float | None = None) -> Snapshots:
         """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid."""
@@ -226,8 +231,12 @@ class SwarmTrajectory:
         battery_pct: np.ndarray | None = None,
         name: str = "",
         gap_s: float | None = None,
+        origin: float | None = None,
     ) -> SwarmTrajectory:
         """Build from long-format samples in any order; drops and counts bad rows.
+
+        Stamps become flight time: `origin` (the input clock at flight time 0; default the earliest
+        kept stamp) is subtracted and kept as `t0`.
 
         Rows with a non-finite time or position are dropped (`nan`); exact repeats of
         (vehicle, stamp, values) are dropped (`duplicate`); a repeated stamp with different
@@ -250,6 +259,9 @@ class SwarmTrajectory:
         }
         ok = np.isfinite(t) & np.isfinite(pos).all(axis=1)
         report.count("nan", int((~ok).sum()))
+        if origin is None:
+            origin = float(t[ok].min()) if ok.any() else 0.0
+        t = t - origin
 
         # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
         # vehicle, equal stamps keep their input order so "keep the first" is well defined.
@@ -280,7 +292,7 @@ class SwarmTrajectory:
             cut = {key: None if a is None else a[rows] for key, a in extras.items()}
             tracks[u] = _make_track(u, tu, pos[rows], cut)
         report.rows_kept = sum(len(tr) for tr in tracks.values())
-        traj = cls(tracks, report, name)
+        traj = cls(tracks, report, name, float(origin))
         traj._detect_gaps(gap_s)
         return traj
 

@@ -73,8 +73,11 @@ class VetoEpisode:
         end = self.t_violating if self.t_violating is not None else self.t_off
         return self.t_on <= t1 and (end is None or end >= t0)
 
-    def to_dict(self) -> dict:
-        return {"t_on": self.t_on, "t_off": self.t_off, "t_violating_until": self.t_violating,
+    def to_dict(self, origin: float = 0.0) -> dict:
+        """In flight time: stream times less `origin`, the stream clock at flight time 0."""
+        def flight(t: float | None) -> float | None:
+            return None if t is None else t - origin
+        return {"t_on": flight(self.t_on), "t_off": flight(self.t_off), "t_violating_until": flight(self.t_violating),
                 "evidence": self.evidence}
 
 
@@ -106,15 +109,16 @@ def _uavs_of(ev: dict) -> list[str]:
     return [u for u in str(raw).replace(";", ",").replace(" ", ",").split(",") if u]
 
 
-def apply_live_veto(report: dict, episodes: list[VetoEpisode], t0: float, t1: float) -> bool:
+def apply_live_veto(report: dict, episodes: list[VetoEpisode], t0: float, t1: float, origin: float = 0.0) -> bool:
     """Make the report `risky`/`vetoed` when a live veto episode overlaps [t0, t1]; returns whether it did.
 
+    Episodes and [t0, t1] are in stream time; the report is in flight time (stream time less `origin`).
     Live violations the offline check of the window missed are added from the status evidence, so the
     report always names what the verifier saw.
     """
     hit = [e for e in episodes if e.overlaps(t0, t1)]
     live = report.setdefault("live", {})
-    live["veto_episodes"] = [e.to_dict() for e in hit]
+    live["veto_episodes"] = [e.to_dict(origin) for e in hit]
     if not hit:
         live["override"] = False
         return False
@@ -135,7 +139,7 @@ def apply_live_veto(report: dict, episodes: list[VetoEpisode], t0: float, t1: fl
                 continue  # known already, or seen outside this segment (an episode may span several)
             named.add(constraint)
             value, limit = ev["values"].get("value"), ev["values"].get("limit")
-            t_ev = t if isinstance(t, float) else ep.t_on
+            t_ev = (t if isinstance(t, float) else ep.t_on) - origin
             report["violations"].append({
                 "constraint": constraint, "t_start": t_ev, "t_end": t_ev,
                 "uavs": _uavs_of(ev), "worst_value": value if isinstance(value, float) else None,
@@ -227,7 +231,8 @@ def evaluate_segment(job: PanelJob) -> dict:
 
     global _LLM_DOWN
     s, log = job.settings, []
-    window = max(job.t1 - job.traj.t_start, 1.0) + 1.0  # one debate context for the whole live segment
+    origin = job.traj.t0  # stream clock at flight time 0: job times are stream times, the report's flight times
+    window = max(job.t1 - origin - job.traj.t_start, 1.0) + 1.0  # one debate context for the whole live segment
     fallback = job.forced_fallback
     evaluation = None
     if s.backend != "rules" and _LLM_DOWN is None and fallback is None:
@@ -245,10 +250,10 @@ def evaluate_segment(job: PanelJob) -> dict:
     report = evaluation.report
     # pipeline.evaluate may have fallen back to the rules agents itself (a backend that fails mid-debate)
     fallback = fallback or report["debate"].get("fallback")
-    t_lo = job.traj.t_start if not math.isfinite(job.t0) else job.t0
-    apply_live_veto(report, job.episodes, t_lo, job.t1)
+    t_lo = job.traj.t_start + origin if not math.isfinite(job.t0) else job.t0
+    apply_live_veto(report, job.episodes, t_lo, job.t1, origin)
     report["live"].update({
-        "segment": {"id": job.seg_id, "t_start": t_lo, "t_end": job.t1, "reason": job.reason},
+        "segment": {"id": job.seg_id, "t_start": t_lo - origin, "t_end": job.t1 - origin, "reason": job.reason},
         "llm_fallback": fallback, "skipped_segments": job.skipped, "clock_jumps": job.clock_jumps,
         "eval_s": round(sum(evaluation.timing.values()), 3),
     })

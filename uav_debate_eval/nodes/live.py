@@ -442,7 +442,7 @@ class ProgressNode(Node):
         verdict, debate = report["verdict"], report["debate"]
         rounds = debate.get("rounds", [])
         agents = sorted({r["agent"] for rnd in rounds for r in rnd.get("responses", [])})
-        colour = {"safe": "green", "borderline": "yellow", "risky": "red"}[verdict["label"]]
+        colour = {"safe": "green", "borderline": "yellow", "risky": "red"}.get(verdict["label"], "blue")
         self._say(f"report {seg}: [bold {colour}]{verdict['label']}[/]{' (vetoed)' if verdict['vetoed'] else ''}; "
                   f"debate L{debate['layer']} {len(rounds)} round(s), {len(agents)} agents, backend "
                   f"{debate['backend']}, {debate['tokens']['prompt'] + debate['tokens']['completion']} tokens")

@@ -1,4 +1,4 @@
-"""The report dict (schema report.schema.json, version 1) from an Evaluation, and the final verdict rule.
+"""The report dict (schema report.schema.json, version 2) from an Evaluation, and the final verdict rule.
 
 The verdict is the safety verifier's for `risky`: a debate never turns a violation into anything else
 (CONTRACT.md §3). The dict holds plain JSON values only (NaN -> null, numpy -> Python).
@@ -14,7 +14,7 @@ import numpy as np
 
 from uav_debate_eval import REPORT_SCHEMA_VERSION, __version__
 
-LABELS = ("safe", "borderline", "risky")
+LABELS = ("safe", "borderline", "risky", "inconclusive")
 
 
 def jsonable(obj: Any) -> Any:
@@ -43,7 +43,8 @@ def final_verdict(safety: Any, debate: Any) -> dict:
     safety_label = safety.label
     verdict = getattr(debate, "verdict", None)
     engine_label = getattr(verdict, "label", None)
-    label = safety_label if safety_label == "risky" or engine_label not in LABELS else engine_label
+    # risky rests on a violation and inconclusive on data the verifier could not check: no panel changes either
+    label = safety_label if safety_label in ("risky", "inconclusive") or engine_label not in LABELS else engine_label
     summary = getattr(verdict, "summary", "") or ""
     overridden = bool(getattr(verdict, "overridden", False))
     if engine_label in LABELS and engine_label != label:
@@ -65,8 +66,6 @@ def final_verdict(safety: Any, debate: Any) -> dict:
 
 def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str | None = None) -> dict:
     """Assemble the report dict; beyond the schema: tool, inputs, ingest, safety, metrics, segments, notes."""
-    from uav_debate_eval.pipeline import constraints_checked
-
     ev = evaluation
     traj, mission, safety, metrics, dsl, debate = ev.traj, ev.mission, ev.safety, ev.metrics, ev.dsl, ev.debate
     c = mission.constraints
@@ -87,6 +86,7 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
             "source": mission.source,
             "uavs": list(traj.uav_ids),
             "duration_s": max(0.0, float(traj.duration)),
+            "t0": float(traj.t0),
             "t_start": float(traj.t_start),
             "t_end": float(traj.t_end),
             "samples": traj.n_samples,
@@ -99,12 +99,13 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
                                                              "polygon": c.geofence.polygon},
                 "stale_timeout_s": c.stale_timeout_s,
             },
-            "constraints_checked": constraints_checked(mission),
+            "constraints_checked": c.checked,
         },
         "scores": {k: metrics.scores.get(k) for k in ("flight_control", "coordination", "safety", "overall")},
         "verdict": final_verdict(safety, debate),
         "events": [e.to_dict() for e in getattr(dsl, "events", [])],
         "violations": [v.to_dict() for v in safety.violations],
+        "data_quality": data_quality_of(safety),
         "safety": safety.to_dict(),
         "metrics": metrics.to_dict(),
         "segments": [{"id": s.id, "t_start": float(s.t_start), "t_end": float(s.t_end), "label": s.label}
@@ -115,6 +116,14 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
         "notes": list(ev.notes),
     }
     return jsonable(report)
+
+
+def data_quality_of(safety: Any) -> dict:
+    """The report's `data_quality` block (CONTRACT.md §3b) from the verifier's result."""
+    dq = getattr(safety, "data_quality", None)
+    if dq is None:
+        return {"status": "good", "findings": [], "not_evaluable": []}
+    return dq.to_dict()
 
 
 def _empty_debate() -> dict:

@@ -11,7 +11,7 @@ from uav_debate_eval.report.escape import anchor_id, h, link_citations
 from uav_debate_eval.report.figures import CAPTIONS
 
 MAX_EVENTS = 200
-_COLORS = {"safe": "#2e7d32", "borderline": "#ef6c00", "risky": "#c62828"}
+_COLORS = {"safe": "#2e7d32", "borderline": "#ef6c00", "risky": "#c62828", "inconclusive": "#546e7a"}
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fafafa}

@@ -42,3 +42,54 @@ class Event:
         if not d["extra"]:
             d.pop("extra")
         return d
+
+
+#: Data-quality finding kinds (CONTRACT.md §3b); a finding is an artefact of the recording, not a hazard.
+FINDING_KINDS = ("repeated_samples", "timing_jitter", "position_jump", "estimator_invalid", "frames_unverified",
+                 "frames_misaligned", "duplicate_vehicle", "end_of_recording", "velocity_mismatch", "not_a_vehicle")
+
+
+@dataclass
+class Finding:
+    """One data-quality finding: what the recording did, where, and which constraints it touches."""
+
+    kind: str
+    uavs: list[str]
+    t_start: float
+    t_end: float
+    detail: str
+    affects: list[str] = field(default_factory=list)
+    values: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        if not d["values"]:
+            d.pop("values")
+        return d
+
+
+@dataclass
+class NotEvaluable:
+    """A constraint check the data makes impossible over an interval (None: the whole flight)."""
+
+    constraint: str
+    uavs: list[str]
+    reason: str
+    t_start: float | None = None
+    t_end: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class DataQuality:
+    """The report's `data_quality` block: status good | degraded | poor, findings, checks not evaluable."""
+
+    status: str = "good"
+    findings: list[Finding] = field(default_factory=list)
+    not_evaluable: list[NotEvaluable] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "findings": [f.to_dict() for f in self.findings],
+                "not_evaluable": [n.to_dict() for n in self.not_evaluable]}

@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.records import Finding, NotEvaluable
 
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
 GAP_FACTOR = 5.0
@@ -41,6 +42,9 @@ class IngestReport:
     gaps: list[Gap] = field(default_factory=list)
     silent: dict[str, float] = field(default_factory=dict)  # uav -> last stamp, for vehicles that stopped early
     notes: list[str] = field(default_factory=list)
+    #: data-quality findings ingest can already tell (frames, duplicate tracks, what is not a vehicle, ...)
+    findings: list[Finding] = field(default_factory=list)
+    not_evaluable: list[NotEvaluable] = field(default_factory=list)
 
     def count(self, reason: str, n: int) -> None:
         if n:
@@ -55,6 +59,8 @@ class IngestReport:
         self.gaps.extend(other.gaps)
         self.silent.update(other.silent)
         self.notes.extend(other.notes)
+        self.findings.extend(other.findings)
+        self.not_evaluable.extend(other.not_evaluable)
 
     def to_dict(self) -> dict:
         return {
@@ -80,7 +86,14 @@ def finite_difference(values: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Track:
-    """One vehicle's cleaned samples: strictly increasing t, finite positions (ENU, metres)."""
+    """One vehicle's cleaned samples: strictly increasing t, finite positions (ENU, metres).
+
+    `vel_derived` is False when the source measured velocity (Odometry twist, MAVROS velocity_local, PX4
+    vx/vy/vz, CSV vx/vy/vz). `est_valid` is the estimator's own per-sample validity (PX4 xy_valid & z_valid,
+    Odometry covariance) where the source has one. `source` names where the track came from (topic or file);
+    `recording_end` is the flight time at which that source stopped recording (None: the flight's end), so the
+    end of one vehicle's file is not silence; `receive_time` says the stamps are receive times (no header).
+    """
 
     uav_id: str
     t: np.ndarray
@@ -91,6 +104,10 @@ class Track:
     link_ok: np.ndarray | None = None
     gps_ok: np.ndarray | None = None
     battery_pct: np.ndarray | None = None
+    est_valid: np.ndarray | None = None
+    source: str = ""
+    recording_end: float | None = None
+    receive_time: bool = False
 
     def __len__(self) -> int:
         return len(self.t)
@@ -130,7 +147,8 @@ class Track:
 
         return Track(
             self.uav_id, self.t[s], self.pos[s], self.vel[s], self.vel_derived,
-            cut(self.quat), cut(self.link_ok), cut(self.gps_ok), cut(self.battery_pct),
+            cut(self.quat), cut(self.link_ok), cut(self.gps_ok), cut(self.battery_pct), cut(self.est_valid),
+            self.source, self.recording_end, self.receive_time,
         )
 
     def position_at(self, t: np.ndarray) -> np.ndarray:
@@ -149,7 +167,7 @@ class Snapshots:
     valid: np.ndarray  # (T, N) bool
 
 
-_OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct")
+_OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct", "est_valid")
 
 
 @dataclass
@@ -229,6 +247,7 @@ class SwarmTrajectory:
         link_ok: np.ndarray | None = None,
         gps_ok: np.ndarray | None = None,
         battery_pct: np.ndarray | None = None,
+        est_valid: np.ndarray | None = None,
         name: str = "",
         gap_s: float | None = None,
         origin: float | None = None,
@@ -256,6 +275,7 @@ class SwarmTrajectory:
             "link_ok": None if link_ok is None else np.asarray(link_ok, dtype=float),
             "gps_ok": None if gps_ok is None else np.asarray(gps_ok, dtype=float),
             "battery_pct": None if battery_pct is None else np.asarray(battery_pct, dtype=float),
+            "est_valid": None if est_valid is None else np.asarray(est_valid, dtype=bool),
         }
         ok = np.isfinite(t) & np.isfinite(pos).all(axis=1)
         report.count("nan", int((~ok).sum()))
@@ -321,7 +341,7 @@ def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:
         vel_derived = bool(bad.all())
     opt = {k: extras[k] for k in _OPTIONAL_1D}
     quat = extras["quat"]
-    return Track(u, t, pos, vel, vel_derived, quat, opt["link_ok"], opt["gps_ok"], opt["battery_pct"])
+    return Track(u, t, pos, vel, vel_derived, quat, opt["link_ok"], opt["gps_ok"], opt["battery_pct"], opt["est_valid"])
 
 
 def _natural_key(s: str):

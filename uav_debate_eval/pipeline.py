@@ -81,6 +81,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     from uav_debate_eval.dsl.builder import build_dsl
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.metrics.compute import compute_metrics
+    from uav_debate_eval.quality import assess
     from uav_debate_eval.report.build import build_report
     from uav_debate_eval.safety.checker import check_trajectory
 
@@ -111,7 +112,9 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
         finally:
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
-    safety = stage("safety", lambda: check_trajectory(traj, mission))
+    quality = stage("safety", lambda: assess(traj, mission))
+    traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
+    safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
     tick("safety", 1, 1)
     metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
     tick("metrics", 1, 1)

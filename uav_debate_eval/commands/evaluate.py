@@ -24,10 +24,15 @@ HELP = """\
 Inputs: trajectory CSV files, rosbag2 (directory, .mcap, .db3), ROS 1 .bag, PX4 .ulg.
 
 One flight or a batch:
-  * several .ulg files are ONE flight (one log per vehicle), unless --batch is given;
-  * any other several inputs, a folder that is not a rosbag2, or a glob pattern (quoted, e.g.
-    'flights/*.mcap') are a BATCH: each input is evaluated on its own, in --jobs worker processes,
-    into --out/<input name>/, with summary.csv and summary.md in --out.
+  * several inputs whose time spans overlap are ONE flight on one clock (per-drone bags, CSVs or
+    PX4 logs recorded together; several .ulg files always are), unless --each is given;
+  * inputs with disjoint spans (or that each hold the same vehicles on a relative clock), a folder
+    that is not a rosbag2, or a glob pattern (quoted, e.g. 'flights/*.mcap') are a BATCH: each input
+    is evaluated on its own, in --jobs worker processes, into --out/<input name>/, with summary.csv
+    and summary.md in --out. --one-flight forces one flight. The terminal says which it chose.
+Vehicles: every pose source counts, unless the mission's `vehicles:` globs or --vehicles REGEX
+(matched against the vehicle id and the source topic or frame) say which; the report lists what was
+taken and why.
 Mission: --mission FILE; otherwise a mission.yaml beside the input is used; otherwise no constraint
 is checked (the report says so).
 Times: every time in the reports is flight time (seconds since the first sample); report.json's
@@ -57,7 +62,12 @@ def register(subparsers) -> None:
     p.add_argument("--window", type=float, default=30.0, metavar="S", help="window length for --segment-mode window")
     p.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
     p.add_argument("--jobs", type=int, default=0, metavar="N", help="batch worker processes (default: CPU count)")
-    p.add_argument("--batch", action="store_true", help="treat every input (also each .ulg) as its own flight")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--each", "--batch", dest="each", action="store_true",
+                       help="treat every input (also each .ulg) as its own flight")
+    group.add_argument("--one-flight", action="store_true", help="treat all inputs as one flight on one clock")
+    p.add_argument("--vehicles", metavar="REGEX",
+                   help="which pose sources are vehicles (regex on the vehicle id or source topic/frame)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
     p.set_defaults(func=run)
 
@@ -97,7 +107,7 @@ def _is_rosbag2_dir(path: Path) -> bool:
 def _options(args: argparse.Namespace) -> dict:
     return {"mission": args.mission, "llm": args.llm, "model": args.model, "base_url": args.base_url,
             "topics": args.topics, "segment_mode": args.segment_mode, "window": args.window,
-            "no_cache": args.no_cache}
+            "no_cache": args.no_cache, "vehicles": args.vehicles}
 
 
 def debate_config(opts: dict) -> Any:
@@ -118,8 +128,15 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: --out exists and is not a directory")
     paths, batch = expand_inputs(args.inputs)
-    all_ulog = all(p.suffix.lower() == ".ulg" and p.is_file() for p in paths)
-    if args.batch or batch or (len(paths) > 1 and not all_ulog):
+    if len(paths) > 1 and not (args.each or args.one_flight or batch):
+        from uav_debate_eval.io.loader import one_flight
+
+        together, why = one_flight(paths)
+        if not args.quiet:
+            print(f"{len(paths)} inputs: {'one flight' if together else 'evaluated one by one'} ({why}); "
+                  f"{'--each' if together else '--one-flight'} overrides", file=sys.stderr)
+        batch = not together
+    if args.each or (batch and not args.one_flight):
         return run_batch(paths, out, _options(args), jobs=args.jobs, quiet=args.quiet)
     show = not args.quiet and sys.stderr.isatty()
     row = evaluate_flight(paths, out, _options(args), show_progress=show)
@@ -139,7 +156,8 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
     mission, notes = load_mission_for(paths, opts.get("mission"))
     with _Progress(show_progress) as bar:
         bar("read", 0, 1)
-        traj = load_inputs(paths, topics=opts.get("topics"), names=mission.uavs or None)
+        traj = load_inputs(paths, topics=opts.get("topics"), names=mission.uavs or None, vehicles=mission.vehicles,
+                           vehicle_regex=opts.get("vehicles"))
         bar("read", 1, 1)
         read_s = time.perf_counter() - t0
         ev = evaluate(traj, mission, debate_config(opts), segment_mode=opts.get("segment_mode", "phase"),

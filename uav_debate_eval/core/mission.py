@@ -70,6 +70,19 @@ class Constraints:
         return [name for name, v in zip(CONSTRAINT_NAMES, limits, strict=True) if v is not None]
 
 
+#: Acceleration (m/s^2) a vehicle of the class can really reach, with margin: a position jump that needs more is an
+#: artefact (motion-capture swap, estimator reset), not motion. `multirotor` (the default) is the most permissive.
+VEHICLE_CLASSES = {"indoor_micro": 30.0, "outdoor_multirotor": 20.0, "multirotor": 30.0}
+
+
+@dataclass
+class FrameOrigin:
+    """Where a vehicle's local frame sits in the shared world frame (mission `frames:`)."""
+
+    origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    yaw_deg: float = 0.0
+
+
 @dataclass
 class Thresholds:
     """Soft thresholds for events and warnings (the project's own keys under ``thresholds:``)."""
@@ -80,6 +93,11 @@ class Thresholds:
     prediction_horizon_s: float = 2.0
     veto_hold_s: float = 1.0
     borderline_fraction: float = 0.10
+    max_accel_mps2: float | None = None  # default: the vehicle class's (VEHICLE_CLASSES)
+
+    def accel_bound(self, vehicle_class: str) -> float:
+        """The plausibility bound on acceleration: a position that needs more is a recording artefact."""
+        return self.max_accel_mps2 if self.max_accel_mps2 is not None else VEHICLE_CLASSES[vehicle_class]
 
     def proximity(self, constraints: Constraints) -> float:
         if self.proximity_warning_m is not None:
@@ -100,12 +118,19 @@ class Mission:
     formation_tolerance_m: float = 0.5
     waypoints: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
     waypoint_tolerance_m: float = 0.5
+    #: which pose sources are vehicles (ids or glob patterns against the id, topic or frame); empty: every source
+    vehicles: list[str] = field(default_factory=list)
+    vehicle_class: str = "multirotor"
+    #: `frames: shared` asserts one frame (True); per-vehicle origins place local frames; None: not said
+    frames_shared: bool | None = None
+    frame_origins: dict[str, FrameOrigin] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     source: str = ""
 
 
 _CONSTRAINT_KEYS = {"min_separation_m", "max_speed_mps", "max_vertical_speed_mps", "geofence", "stale_timeout_s"}
-_TOP_KEYS = {"mission", "constraints", "thresholds", "weights", "uavs", "formation", "waypoints"}
+_TOP_KEYS = {"mission", "constraints", "thresholds", "weights", "uavs", "formation", "waypoints", "vehicles",
+             "vehicle_class", "frames"}
 
 
 class _Ctx:
@@ -220,6 +245,21 @@ def parse_mission(text: str, source: str = "<mission>") -> Mission:
             raise ctx.fail(node, "uavs", "expected a list of vehicle names")
         mission.uavs = [_text(ctx, v, "uavs") for v in node.value]
 
+    if "vehicles" in top:
+        node = top["vehicles"][1]
+        if not isinstance(node, yaml.SequenceNode):
+            raise ctx.fail(node, "vehicles", "expected a list of vehicle ids or glob patterns")
+        mission.vehicles = [_text(ctx, v, "vehicles") for v in node.value]
+
+    if "vehicle_class" in top:
+        node = top["vehicle_class"][1]
+        mission.vehicle_class = _text(ctx, node, "vehicle_class")
+        if mission.vehicle_class not in VEHICLE_CLASSES:
+            raise ctx.fail(node, "vehicle_class", f"unknown class; known: {', '.join(VEHICLE_CLASSES)}")
+
+    if "frames" in top:
+        _frames(ctx, top["frames"][1], mission)
+
     if "formation" in top:
         for name, (knode, v) in _mapping(ctx, top["formation"][1], "formation").items():
             if name == "offsets":
@@ -241,6 +281,27 @@ def parse_mission(text: str, source: str = "<mission>") -> Mission:
 
     mission.warnings = ctx.warnings
     return mission
+
+
+def _frames(ctx: _Ctx, node: yaml.Node, mission: Mission) -> None:
+    """`frames: shared`, or `frames: {uav: {origin: [x, y, z], yaw_deg: d}}` (then every frame is placed)."""
+    if isinstance(node, yaml.ScalarNode):
+        if node.value != "shared":
+            raise ctx.fail(node, "frames", "expected 'shared' or a mapping of vehicle -> {origin, yaw_deg}")
+        mission.frames_shared = True
+        return
+    for uav, (_, v) in _mapping(ctx, node, "frames").items():
+        fields = _mapping(ctx, v, f"frames.{uav}")
+        origin = FrameOrigin()
+        for name, (knode, fv) in fields.items():
+            if name == "origin":
+                origin.origin = _vector(ctx, fv, f"frames.{uav}.origin", 3)
+            elif name == "yaw_deg":
+                origin.yaw_deg = _number(ctx, fv, f"frames.{uav}.yaw_deg", positive=False)
+            else:
+                raise ctx.fail(knode, f"frames.{uav}.{name}", "unknown key; known: origin, yaw_deg")
+        mission.frame_origins[uav] = origin
+    mission.frames_shared = True
 
 
 def _geofence(ctx: _Ctx, node: yaml.Node) -> Geofence:
@@ -291,6 +352,14 @@ def mission_to_yaml(m: Mission) -> str:
     }
     if m.uavs:
         doc["uavs"] = list(m.uavs)
+    if m.vehicles:
+        doc["vehicles"] = list(m.vehicles)
+    if m.vehicle_class != "multirotor":
+        doc["vehicle_class"] = m.vehicle_class
+    if m.frame_origins:
+        doc["frames"] = {u: {"origin": list(f.origin), "yaw_deg": f.yaw_deg} for u, f in m.frame_origins.items()}
+    elif m.frames_shared:
+        doc["frames"] = "shared"
     if m.formation_offsets:
         doc["formation"] = {"offsets": {u: list(v) for u, v in m.formation_offsets.items()},
                             "tolerance_m": m.formation_tolerance_m}

@@ -19,9 +19,14 @@ class Violation:
     worst_value: float | None
     limit: float | None
     detail: str = ""
+    #: samples in this episode (exceedances closer together than the hold time are one episode)
+    samples: int | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["samples"] is None:
+            d.pop("samples")
+        return d
 
 
 @dataclass

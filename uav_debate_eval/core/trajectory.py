@@ -45,6 +45,8 @@ class IngestReport:
     #: data-quality findings ingest can already tell (frames, duplicate tracks, what is not a vehicle, ...)
     findings: list[Finding] = field(default_factory=list)
     not_evaluable: list[NotEvaluable] = field(default_factory=list)
+    #: what was taken as a vehicle and why: [{"uav", "source", "vehicle": bool, "why"}]
+    vehicles: list[dict] = field(default_factory=list)
 
     def count(self, reason: str, n: int) -> None:
         if n:
@@ -74,6 +76,7 @@ class IngestReport:
             ],
             "silent": dict(self.silent),
             "notes": list(self.notes),
+            "vehicles": list(self.vehicles),
         }
 
 
@@ -108,6 +111,8 @@ class Track:
     source: str = ""
     recording_end: float | None = None
     receive_time: bool = False
+    #: "" for the shared world frame the format declares; "local" for a source's own unplaced local frame
+    frame: str = ""
 
     def __len__(self) -> int:
         return len(self.t)
@@ -140,15 +145,17 @@ class Track:
     def slice(self, t0: float, t1: float) -> Track:
         i0 = np.searchsorted(self.t, t0, side="left")
         i1 = np.searchsorted(self.t, t1, side="right")
-        s = slice(i0, i1)
+        return self.select(slice(i0, i1))
 
+    def select(self, rows: slice | np.ndarray, vel: np.ndarray | None = None) -> Track:
+        """The samples `rows` (a slice, indexes or a mask) as a new track; `vel` replaces the velocity."""
         def cut(a):
-            return None if a is None else a[s]
+            return None if a is None else a[rows]
 
         return Track(
-            self.uav_id, self.t[s], self.pos[s], self.vel[s], self.vel_derived,
+            self.uav_id, self.t[rows], self.pos[rows], self.vel[rows] if vel is None else vel, self.vel_derived,
             cut(self.quat), cut(self.link_ok), cut(self.gps_ok), cut(self.battery_pct), cut(self.est_valid),
-            self.source, self.recording_end, self.receive_time,
+            self.source, self.recording_end, self.receive_time, self.frame,
         )
 
     def position_at(self, t: np.ndarray) -> np.ndarray:

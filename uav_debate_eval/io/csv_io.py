@@ -73,8 +73,13 @@ def read_csv(path: str | Path, name: str | None = None) -> SwarmTrajectory:
         t, ids, group(("x", "y", "z")),
         vel=group(("vx", "vy", "vz")), quat=group(("qx", "qy", "qz", "qw")),
         link_ok=parsed.get("link_ok"), gps_ok=parsed.get("gps_ok"), battery_pct=parsed.get("battery_pct"),
+        est_valid=None if "gps_ok" not in parsed else ~(parsed["gps_ok"] == 0),  # no fix: position not trusted
         name=name or path.stem,
     )
+    for tr in traj.tracks.values():
+        tr.source = str(path)
+        if tr.est_valid is not None and tr.est_valid.all():
+            tr.est_valid = None
     if unparsable:
         traj.ingest.notes.append(f"{unparsable} cell(s) were not numbers and were read as NaN")
     if short:

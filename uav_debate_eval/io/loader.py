@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from pathlib import Path
+
+import numpy as np
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.trajectory import SwarmTrajectory
@@ -30,9 +34,11 @@ def input_kind(path: Path) -> str:
                      ".ulg or a rosbag2 directory)")
 
 
-def load_inputs(paths: list[str | Path], topics: list[str] | None = None,
-                names: list[str] | None = None) -> SwarmTrajectory:
-    """Read one trajectory from the inputs; several .ulg files are one vehicle each."""
+def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names: list[str] | None = None,
+                vehicles: list[str] | None = None, vehicle_regex: str | None = None) -> SwarmTrajectory:
+    """Read one flight from the inputs: several .ulg files are one vehicle each; several other files (per-drone
+    bags or CSVs recorded together) are merged on one clock. `vehicles` (mission globs) or `vehicle_regex`
+    (--vehicles) say which pose sources are vehicles."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise InputError("no input given")
@@ -40,18 +46,95 @@ def load_inputs(paths: list[str | Path], topics: list[str] | None = None,
     if all(k == "ulog" for k in kinds):
         from uav_debate_eval.io.ulog import read_ulogs
 
-        return read_ulogs(paths, names=names)
-    if len(paths) > 1:
-        raise InputError("several inputs are one flight only for PX4 .ulg files (one per vehicle); "
-                         "evaluate other inputs one at a time or as a batch")
-    path, kind = paths[0], kinds[0]
+        traj = read_ulogs(paths, names=names)
+    elif len(paths) == 1:
+        traj = _read_one(paths[0], kinds[0], topics, names)
+    else:
+        traj = merge_flights([_read_one(p, k, topics, None) for p, k in zip(paths, kinds, strict=True)], paths)
+        traj = apply_names(traj, names, "inputs")
+    return select_vehicles(traj, vehicles or [], vehicle_regex)
+
+
+def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] | None) -> SwarmTrajectory:
     if kind == "csv":
         from uav_debate_eval.io.csv_io import read_csv
 
         return apply_names(read_csv(path), names, str(path))
+    if kind == "ulog":
+        from uav_debate_eval.io.ulog import read_ulogs
+
+        return read_ulogs([path], names=names)
     from uav_debate_eval.io.rosbag_read import read_bag
 
     return read_bag(path, topics=topics, names=names)
+
+
+def merge_flights(trajs: list[SwarmTrajectory], paths: list[Path]) -> SwarmTrajectory:
+    """Several recordings of one flight (one per drone) on one clock; a vehicle id that occurs in several files
+    is named after its file. Each track keeps its own source and the end of its own recording."""
+    counts: dict[str, int] = {}
+    for tr in trajs:
+        for u in tr.uav_ids:
+            counts[u] = counts.get(u, 0) + 1
+    cols: dict[str, list] = {k: [] for k in ("t", "id", "pos", "vel", "quat", "valid")}
+    meta: dict[str, tuple] = {}
+    notes: list[str] = []
+    for traj, path in zip(trajs, paths, strict=True):
+        for u, tr in traj.tracks.items():
+            name = u if counts[u] == 1 else (path.stem if len(traj.tracks) == 1 else f"{path.stem}/{u}")
+            if name != u:
+                notes.append(f"{path.name}: vehicle {u} named {name} (the id occurs in several inputs)")
+            n = len(tr)
+            cols["t"].append(tr.t + traj.t0)
+            cols["id"].append(np.full(n, name, dtype=object))
+            cols["pos"].append(tr.pos)
+            cols["vel"].append(np.full((n, 3), np.nan) if tr.vel_derived else tr.vel)
+            cols["quat"].append(tr.quat if tr.quat is not None else np.full((n, 4), np.nan))
+            cols["valid"].append(np.ones(n, dtype=bool) if tr.est_valid is None else tr.est_valid)
+            end = traj.t0 + (tr.recording_end if tr.recording_end is not None else traj.t_end)
+            meta[name] = (tr.source or str(path), tr.receive_time, tr.frame, end)
+        notes.extend(f"{path.name}: {n}" for n in traj.ingest.notes)
+    merged = SwarmTrajectory.from_columns(
+        np.concatenate(cols["t"]), np.concatenate(cols["id"]).astype(str), np.concatenate(cols["pos"]),
+        vel=np.concatenate(cols["vel"]), quat=np.concatenate(cols["quat"]), est_valid=np.concatenate(cols["valid"]),
+        name="+".join(t.name for t in trajs))
+    for u, tr in merged.tracks.items():
+        tr.source, tr.receive_time, tr.frame, end = meta[u]
+        tr.recording_end = end - merged.t0
+        if tr.est_valid is not None and tr.est_valid.all():
+            tr.est_valid = None
+    merged.ingest.notes.append(f"{len(paths)} inputs merged into one flight on one clock: "
+                               + ", ".join(p.name for p in paths))
+    merged.ingest.notes.extend(notes)
+    return merged
+
+
+def select_vehicles(traj: SwarmTrajectory, patterns: list[str], regex: str | None) -> SwarmTrajectory:
+    """Keep the pose sources that are vehicles; record what was taken and why in `traj.ingest.vehicles`."""
+    rx = None
+    if regex:
+        try:
+            rx = re.compile(regex)
+        except re.error as exc:
+            raise InputError(f"--vehicles: not a regular expression: {exc}") from exc
+    taken = []
+    for u, tr in list(traj.tracks.items()):
+        keys = [u, tr.source]
+        if rx is not None:
+            ok, why = any(rx.search(k or "") for k in keys), f"--vehicles {regex}"
+        elif patterns:
+            hit = next((p for p in patterns if any(fnmatch.fnmatchcase(k or "", p) for k in keys)), None)
+            ok, why = hit is not None, f"mission vehicles: {hit}" if hit else "matches no mission vehicles pattern"
+        else:
+            ok, why = True, "every pose source counts (no vehicles list given)"
+        taken.append({"uav": u, "source": tr.source, "vehicle": ok, "why": why if ok or rx is None
+                      else f"does not match --vehicles {regex}"})
+        if not ok:
+            del traj.tracks[u]
+    if (patterns or rx) and not traj.tracks:
+        raise InputError(f"no pose source matches the vehicles selection (sources: {', '.join(t['uav'] for t in taken)})")
+    traj.ingest.vehicles = taken
+    return traj
 
 
 def apply_names(traj: SwarmTrajectory, names: list[str] | None, source: str) -> SwarmTrajectory:
@@ -77,3 +160,44 @@ def apply_names(traj: SwarmTrajectory, names: list[str] | None, source: str) -> 
 def _renamed(track, name: str):
     track.uav_id = name
     return track
+
+
+#: Stamps above this (s) are an absolute clock (unix time): overlapping spans then mean recorded together.
+ABSOLUTE_CLOCK_S = 1e8
+
+
+def one_flight(paths: list[Path]) -> tuple[bool, str]:
+    """Whether several inputs are one flight (CONTRACT.md §4): their time spans overlap and they hold different
+    vehicles (or share an absolute clock); returns the answer and the reason the terminal shows."""
+    if all(p.suffix.lower() == ".ulg" for p in paths):
+        return True, "PX4 logs are one vehicle each"
+    spans = []
+    for p in paths:
+        t0, t1, ids = _span(p)
+        spans.append((t0, t1, set(ids), p.name))
+    spans.sort()
+    reach = spans[0][1]
+    for t0, t1, _, name in spans[1:]:
+        if t0 > reach:
+            return False, f"time spans do not overlap ({name} starts after the others end)"
+        reach = max(reach, t1)
+    seen: set[str] = set()
+    shared = set()
+    for _, _, ids, _ in spans:
+        shared |= seen & ids
+        seen |= ids
+    absolute = all(t0 > ABSOLUTE_CLOCK_S for t0, _, _, _ in spans)
+    if shared and not absolute:
+        return False, f"they overlap in time but each holds {', '.join(sorted(shared))}: separate flights"
+    return True, "their time spans overlap" + (" on one absolute clock" if absolute else " with different vehicles")
+
+
+def _span(path: Path) -> tuple[float, float, list[str]]:
+    """(first, last stamp on the input's own clock, vehicle ids), as cheaply as the format allows."""
+    kind = input_kind(path)
+    if kind in ("rosbag2", "ros1"):
+        from uav_debate_eval.io.rosbag_read import bag_span
+
+        return bag_span(path)
+    traj = _read_one(path, kind, None, None)
+    return traj.t0, traj.t0 + traj.t_end, traj.uav_ids

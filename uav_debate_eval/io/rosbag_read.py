@@ -27,11 +27,18 @@ POSE = "geometry_msgs/msg/PoseStamped"
 ODOM = "nav_msgs/msg/Odometry"
 POSE_ARRAY = "geometry_msgs/msg/PoseArray"
 TF = "tf2_msgs/msg/TFMessage"
+TRANSFORM = "geometry_msgs/msg/TransformStamped"
+TWIST = "geometry_msgs/msg/TwistStamped"
+FIX = "sensor_msgs/msg/NavSatFix"
 #: Preferred first when one vehicle has several pose topics.
-SUPPORTED = (POSE, ODOM, POSE_ARRAY, TF)
+SUPPORTED = (POSE, ODOM, TRANSFORM, POSE_ARRAY, TF)
 WORLD_FRAMES = {"world", "map", "odom", "earth", "enu"}
-#: Namespaces that are drivers rather than vehicles (`/mavros/local_position/pose` alone is one vehicle).
-_DRIVER_NS = {"mavros", "fmu", "px4", "vrpn_client_node", "natnet"}
+#: Namespaces of autopilot drivers (`/mavros/local_position/pose` alone is one unnamed vehicle) and of
+#: motion-capture bridges (`/vicon/cf3/cf3`: the next level names the body).
+_DRIVER_NS = {"mavros", "fmu", "px4"}
+_MOCAP_NS = {"vicon", "vrpn_client_node", "natnet", "optitrack", "qualisys", "mocap", "motion_capture_tracking"}
+#: Odometry whose position standard deviation exceeds this (m) is an estimate the estimator itself disowns.
+MAX_POSITION_STD_M = 10.0
 #: Header stamps below this (seconds) while others of the topic look like epoch time are treated as unset.
 _EPOCH_S = 1e6
 
@@ -43,10 +50,20 @@ class _Columns:
     pos: list[np.ndarray] = field(default_factory=list)
     vel: list[np.ndarray] = field(default_factory=list)
     quat: list[np.ndarray] = field(default_factory=list)
+    valid: list[np.ndarray] = field(default_factory=list)
+    #: per vehicle: source topic, receive-time stamps, local frame, measured velocity, global fix
+    meta: dict[str, dict] = field(default_factory=dict)
+    #: one vehicle's pose topic -> (its block index, vehicle)
+    block_of: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def add(self, t: np.ndarray, uav: str | np.ndarray, pos: np.ndarray, quat: np.ndarray,
-            vel: np.ndarray | None = None) -> None:
+            vel: np.ndarray | None = None, valid: np.ndarray | None = None, source: str = "",
+            receive_time: bool = False, frame: str = "") -> None:
         n = len(t)
+        if isinstance(uav, str) and source:
+            self.block_of[source] = (len(self.t), uav)
+            self.meta[uav] = {"source": source, "receive_time": receive_time, "frame": frame}
+        self.valid.append(np.ones(n, dtype=bool) if valid is None else np.asarray(valid, dtype=bool))
         self.t.append(np.asarray(t, dtype=float))
         self.ids.append(np.full(n, uav) if isinstance(uav, str) else np.asarray(uav, dtype=str))
         self.pos.append(np.asarray(pos, dtype=float).reshape(n, 3))
@@ -55,8 +72,10 @@ class _Columns:
 
 
 def vehicle_from_topic(topic: str) -> str:
-    """`/uav1/pose` -> `uav1`; `/mavros/local_position/pose` -> `mavros`... -> `uav`; `/pose` -> `pose`."""
+    """`/uav1/pose` -> `uav1`; `/vicon/cf3/cf3` -> `cf3`; `/mavros/local_position/pose` -> `uav`; `/pose` -> `pose`."""
     parts = [p for p in topic.split("/") if p]
+    if len(parts) >= 2 and parts[0] in _MOCAP_NS:
+        return parts[1]
     if len(parts) >= 2 and parts[0] not in _DRIVER_NS:
         return parts[0]
     if len(parts) >= 2:
@@ -107,14 +126,16 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
         with AnyReader([path], default_typestore=store) as reader:
             types = {c.topic: c.msgtype for c in reader.connections}
             selected = _select_topics(path, types, wanted)
-            raws = _mcap_raws(reader, selected, types)
+            companions = _companions(selected, types)
+            raws = _mcap_raws(reader, {**selected, **dict.fromkeys(companions)}, types)
             if raws is None:
-                raws = _library_raws(reader, selected)
+                raws = _library_raws(reader, {**selected, **dict.fromkeys(companions)})
             for topic in selected:
                 if not len(raws[topic]):
                     notes.append(f"topic {topic} has no messages")
                     continue
                 _decode_topic(reader, topic, types[topic], selected[topic], raws[topic], is_ros1, names, cols, notes)
+            _apply_companions(reader, selected, companions, types, raws, cols, notes)
     except InputError:
         raise
     except Exception as exc:  # corrupt or truncated files raise many library-specific types; all mean bad input
@@ -122,11 +143,109 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
         raise InputError(f"{path}: cannot read bag ({type(exc).__name__}: {reason})") from None
     if not cols.t:
         raise InputError(f"{path}: no pose samples in the selected topics")
+    t_all = np.concatenate(cols.t)
     traj = SwarmTrajectory.from_columns(
-        np.concatenate(cols.t), np.concatenate(cols.ids).astype(str), np.concatenate(cols.pos),
-        vel=np.concatenate(cols.vel), quat=np.concatenate(cols.quat), name=path.name.split(".")[0] or path.name)
+        t_all, np.concatenate(cols.ids).astype(str), np.concatenate(cols.pos),
+        vel=np.concatenate(cols.vel), quat=np.concatenate(cols.quat), est_valid=np.concatenate(cols.valid),
+        name=path.name.split(".")[0] or path.name)
     traj.ingest.notes.extend(notes)
+    end = float(np.nanmax(t_all)) - traj.t0  # this file's recorder ran until its last message
+    for uav, tr in traj.tracks.items():
+        meta = cols.meta.get(uav, {})
+        tr.source = meta.get("source", str(path))
+        tr.receive_time = bool(meta.get("receive_time", False))
+        tr.frame = meta.get("frame", "")
+        tr.recording_end = end
+        if tr.est_valid is not None and tr.est_valid.all():
+            tr.est_valid = None
     return apply_names(traj, names, str(path))
+
+
+def _companions(selected: dict[str, str | None], types: dict[str, str]) -> dict[str, str]:
+    """MAVROS topics beside a pose topic of the same namespace: velocity (world or body) and global fix."""
+    out = {}
+    for topic in selected:
+        if "/mavros/" not in topic + "/":
+            continue
+        ns = topic[:topic.index("/mavros") + len("/mavros")] if "/mavros" in topic else ""
+        for suffix, kind in (("/local_position/velocity_local", TWIST), ("/local_position/velocity_body", TWIST),
+                             ("/global_position/global", FIX)):
+            cand = ns + suffix
+            if types.get(cand) == kind:
+                out[cand] = topic
+    return out
+
+
+def _apply_companions(reader, selected: dict[str, str | None], companions: dict[str, str], types: dict[str, str],
+                      raws: dict, cols: _Columns, notes: list[str]) -> None:
+    """Measured velocity replaces derived velocity (local beats body); a global fix places the local frame."""
+    for comp, topic in sorted(companions.items(), key=lambda kv: "velocity_body" in kv[0]):
+        raw = raws.get(comp)
+        if topic not in cols.block_of or raw is None or not len(raw):
+            continue
+        k, uav = cols.block_of[topic]
+        msgs = [reader.deserialize(raw.message(i), types[comp]) for i in range(len(raw))]
+        header = np.array([_stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
+        t, keep = _stamps(notes, comp, header, raw.recv)
+        t = t[keep]
+        msgs = [m for m, ok in zip(msgs, keep, strict=True) if ok]
+        if len(t) < 2:
+            continue
+        t_pose = cols.t[k]
+        if types[comp] == TWIST:
+            if cols.meta[uav].get("velocity"):
+                continue
+            v = np.array([(m.twist.linear.x, m.twist.linear.y, m.twist.linear.z) for m in msgs])
+            order = np.argsort(t, kind="stable")
+            vel = np.column_stack([np.interp(t_pose, t[order], v[order, c]) for c in range(3)])
+            if comp.endswith("velocity_body"):
+                vel = _rotate(cols.quat[k], vel)
+            cols.vel[k] = vel
+            cols.meta[uav]["velocity"] = comp
+            notes.append(f"{uav}: velocity measured by {comp}")
+        elif cols.meta[uav].get("frame") == "local":
+            fix = np.array([(m.latitude, m.longitude, m.altitude) for m in msgs])
+            ok = np.isfinite(fix).all(axis=1) & (np.abs(fix[:, 0]) > 1e-6)
+            if ok.any():
+                cols.meta[uav]["fix"] = (float(t[ok][0]), fix[ok][0])
+    _place_by_fix(cols, notes)
+
+
+def _place_by_fix(cols: _Columns, notes: list[str]) -> None:
+    """Put every local frame with a global fix into the first such vehicle's local frame (the world frame)."""
+    from uav_debate_eval.io.ulog import geodetic_to_enu
+
+    fixed = [(k, u) for k, u in cols.block_of.values() if "fix" in cols.meta[u]]
+    if len(fixed) < 2:
+        return
+    k0, u0 = fixed[0]
+    t0, anchor = cols.meta[u0]["fix"]
+    origin = np.array([np.interp(t0, cols.t[k0], cols.pos[k0][:, c]) for c in range(3)])
+    for k, u in fixed:
+        t_fix, geo = cols.meta[u]["fix"]
+        here = geodetic_to_enu(*geo, *anchor) + origin
+        local = np.array([np.interp(t_fix, cols.t[k], cols.pos[k][:, c]) for c in range(3)])
+        cols.pos[k] = cols.pos[k] + (here - local)
+        cols.meta[u]["frame"] = ""
+        notes.append(f"{u}: local frame placed in {u0}'s by the global position fixes (offset "
+                     f"E{here[0] - local[0]:+.2f} N{here[1] - local[1]:+.2f} U{here[2] - local[2]:+.2f} m)")
+
+
+def bag_span(path: Path) -> tuple[float, float, list[str]]:
+    """The bag's recorded span (receive clock, s) and the vehicles its pose topics name, without reading messages."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+
+    is_ros1 = path.suffix.lower() == ".bag" and path.is_file()
+    try:
+        with AnyReader([path], default_typestore=get_typestore(Stores.ROS1_NOETIC if is_ros1
+                                                                else Stores.ROS2_JAZZY)) as reader:
+            types = {c.topic: c.msgtype for c in reader.connections}
+            start, end = reader.start_time / 1e9, reader.end_time / 1e9
+    except Exception as exc:  # corrupt files raise library-specific types; all mean bad input
+        raise InputError(f"{path}: cannot read bag ({type(exc).__name__}: {exc})") from exc
+    poses = [t for t, ty in types.items() if ty in (POSE, ODOM, TRANSFORM)]
+    return start, end, sorted({vehicle_from_topic(t) for t in poses})
 
 
 @dataclass
@@ -357,13 +476,33 @@ def _decode_topic(reader, topic: str, msgtype: str, explicit: str | None, raw: _
         arr = _fast_decode(reader, raw, msgtype, is_ros1)
         if arr is None:
             arr = _slow_decode(reader, raw, msgtype)
-        header_ns, pos, quat, vel = arr
+        header_ns, pos, quat, vel, std = arr
         t, keep = _stamps(notes, topic, header_ns, raw.recv)
-        cols.add(t[keep], uav, pos[keep], quat[keep], None if vel is None else vel[keep])
+        valid = None if std is None else ~(std > MAX_POSITION_STD_M)
+        frame = "local" if "/local_position/" in topic else ""
+        cols.add(t[keep], uav, pos[keep], quat[keep], None if vel is None else vel[keep],
+                 None if valid is None else valid[keep], source=topic, receive_time=bool((header_ns == 0).all()),
+                 frame=frame)
+    elif msgtype == TRANSFORM:
+        _decode_transform(reader, topic, explicit, raw, cols, notes)
     elif msgtype == POSE_ARRAY:
         _decode_pose_array(reader, topic, raw, names, cols, notes)
     elif msgtype == TF:
         _decode_tf(reader, topic, raw, cols, notes)
+
+
+def _decode_transform(reader, topic: str, explicit: str | None, raw: _Raw, cols: _Columns, notes: list[str]) -> None:
+    """geometry_msgs/TransformStamped (vicon_bridge, motion_capture_tracking): one body per topic."""
+    msgs = [reader.deserialize(raw.message(i), TRANSFORM) for i in range(len(raw))]
+    header = np.array([_stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
+    t, keep = _stamps(notes, topic, header, raw.recv)
+    pos = np.array([(m.transform.translation.x, m.transform.translation.y, m.transform.translation.z) for m in msgs])
+    quat = np.array([(m.transform.rotation.x, m.transform.rotation.y, m.transform.rotation.z, m.transform.rotation.w)
+                     for m in msgs])
+    uav = explicit or vehicle_from_topic(topic)
+    if uav in ("uav", topic.strip("/")) and msgs and msgs[0].child_frame_id.strip("/"):
+        uav = _frame_vehicle(msgs[0].child_frame_id)
+    cols.add(t[keep], uav, pos[keep], quat[keep], source=topic, receive_time=bool((header == 0).all()))
 
 
 def _slow_decode(reader, raw: _Raw, msgtype: str):
@@ -372,6 +511,7 @@ def _slow_decode(reader, raw: _Raw, msgtype: str):
     pos = np.empty((n, 3))
     quat = np.empty((n, 4))
     vel = np.empty((n, 3)) if msgtype == ODOM else None
+    std = np.empty(n) if msgtype == ODOM else None
     for i in range(n):
         m = reader.deserialize(raw.message(i), msgtype)
         header_ns[i] = _stamp_ns(m.header.stamp)
@@ -381,9 +521,18 @@ def _slow_decode(reader, raw: _Raw, msgtype: str):
         if vel is not None:
             v = m.twist.twist.linear
             vel[i] = (v.x, v.y, v.z)
+            std[i] = _position_std(np.asarray(m.pose.covariance, dtype=float)[None, :])[0]
     if vel is not None:
         vel = _twist_to_world(reader.deserialize(raw.message(0), msgtype), quat, vel)
-    return header_ns, pos, quat, vel
+    return header_ns, pos, quat, vel, std
+
+
+def _position_std(cov: np.ndarray) -> np.ndarray:
+    """Horizontal-or-vertical position standard deviation (m) from row-major 6x6 covariances (n, 36);
+    negative or non-finite variances (\"unknown\") count as enormous."""
+    var = cov[:, [0, 7, 14]]
+    var = np.where(np.isfinite(var) & (var >= 0), var, np.inf)
+    return np.sqrt(var.max(axis=1))
 
 
 def _stamp_ns(stamp) -> int:
@@ -414,6 +563,7 @@ def _fast_decode(reader, raw: _Raw, msgtype: str, is_ros1: bool):
     header_ns = np.empty(n, dtype=np.int64)
     pose = np.empty((n, 7))
     vel = np.empty((n, 3)) if msgtype == ODOM else None
+    std = np.empty(n) if msgtype == ODOM else None
     sizes = raw.end - raw.start
     for size in np.unique(sizes):
         idx = np.flatnonzero(sizes == size)
@@ -423,10 +573,11 @@ def _fast_decode(reader, raw: _Raw, msgtype: str, is_ros1: bool):
         header_ns[idx], pose[idx] = group[0], group[1]
         if vel is not None:
             vel[idx] = group[2]
+            std[idx] = group[3]
     pos, quat = pose[:, :3], pose[:, 3:7]
     if vel is not None:
         vel = _twist_to_world(reader.deserialize(raw.message(0), msgtype), quat, vel)
-    return header_ns, pos, quat, vel
+    return header_ns, pos, quat, vel, std
 
 
 def _decode_group(reader, raw: _Raw, idx: np.ndarray, size: int, msgtype: str, is_ros1: bool):
@@ -448,6 +599,8 @@ def _decode_group(reader, raw: _Raw, idx: np.ndarray, size: int, msgtype: str, i
     nsec = buf[:, sec_off + 4:sec_off + 8].copy().view("<u4").ravel().astype(np.int64)
     pose = buf[:, pose_off:pose_off + 56].copy().view("<f8").reshape(-1, 7)
     vel = None if twist_off is None else buf[:, twist_off:twist_off + 24].copy().view("<f8").reshape(-1, 3)
+    std = None if twist_off is None else _position_std(
+        buf[:, pose_off + 56:pose_off + 56 + 288].copy().view("<f8").reshape(-1, 36))
     header_ns = sec * 1_000_000_000 + nsec
     # Cross-check the group's first and last message against the library's decoder.
     for i in (0, len(idx) - 1):
@@ -460,7 +613,7 @@ def _decode_group(reader, raw: _Raw, idx: np.ndarray, size: int, msgtype: str, i
         if vel is not None and not np.allclose(vel[i], (m.twist.twist.linear.x, m.twist.twist.linear.y,
                                                         m.twist.twist.linear.z), equal_nan=True):
             return None
-    return header_ns, pose, vel
+    return header_ns, pose, vel, std
 
 
 def _align(n: int, a: int) -> int:

@@ -154,15 +154,18 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
         missing = [lg.name for lg in logs if lg.utc_offset_us is None]
         notes.append(f"no GPS UTC time in {', '.join(missing)}: log starts aligned to t = 0")
     t_all, ids, pos_all, vel_all, ok_all = [], [], [], [], []
+    local: set[str] = set()
     for lg, off in zip(logs, offsets, strict=True):
         origin = np.zeros(3)
+        if len(logs) > 1 and (anchor is None or lg.ref is None):
+            local.add(lg.name)
         if anchor is not None and lg.ref is not None:
             origin = geodetic_to_enu(*lg.ref, *anchor)
             if len(logs) > 1:
                 notes.append(f"{lg.name}: origin at E{origin[0]:+.2f} N{origin[1]:+.2f} U{origin[2]:+.2f} m "
                              f"({lg.ref_how})")
         elif len(logs) > 1:
-            notes.append(f"{lg.name}: no global reference; assumed to share the first log's origin")
+            notes.append(f"{lg.name}: no global reference; its local frame is not placed among the others")
         elif lg.ref is None:
             notes.append(f"{lg.name}: no global reference; positions in the log's local frame")
         t_all.append((lg.t_us + off) / 1e6)
@@ -173,12 +176,19 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
         ok_all.append(valid.astype(float))
         if not valid.all():
             notes.append(f"{lg.name}: {int((~valid).sum())} of {len(valid)} samples flagged not valid by the "
-                         "estimator (xy_valid/z_valid = 0), kept with gps_ok = 0")
+                         "estimator (xy_valid/z_valid = 0)")
+    ends = {lg.name: float((lg.t_us[-1] + off) / 1e6) for lg, off in zip(logs, offsets, strict=True)}
     traj = SwarmTrajectory.from_columns(np.concatenate(t_all), np.concatenate(ids).astype(str),
                                         np.concatenate(pos_all), vel=np.concatenate(vel_all),
-                                        gps_ok=np.concatenate(ok_all),
+                                        est_valid=np.concatenate(ok_all).astype(bool),
                                         name=logs[0].name if len(logs) == 1 else "px4_swarm")
     traj.ingest.notes.extend(notes)
+    sources = {lg.name: lg.source for lg in logs}
+    for u, tr in traj.tracks.items():
+        tr.source, tr.recording_end = sources.get(u, ""), ends[u] - traj.t0 if u in ends else None
+        tr.frame = "local" if u in local else ""
+        if tr.est_valid is not None and tr.est_valid.all():
+            tr.est_valid = None
     return traj
 
 

@@ -5,8 +5,10 @@ vehicle's own samples, so their times are exact sample stamps. Separation needs 
 at one instant: the trajectory is resampled onto a common grid (step = median sample period,
 linear interpolation, a vehicle is invalid before its first / after its last sample and inside
 silences longer than the stale timeout) and every grid snapshot goes through a kd-tree.
-Violating samples closer than ``merge_periods`` sample periods merge into one interval per
-(constraint, vehicles).
+Exceedances of one constraint by the same vehicles closer together than the veto hold time (or
+``merge_periods`` sample periods, whichever is longer) are one hazard episode: one violation with its sample
+count and worst value. The checks run on the trajectory `quality.assess` cleaned: recording artefacts are
+data-quality findings, estimator-invalid spans are not evaluable, a vehicle's own recording end is no silence.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.mission import Mission
-from uav_debate_eval.core.records import Violation
+from uav_debate_eval.core.records import DataQuality, Violation
 from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
+from uav_debate_eval.quality import Assessment, assess
 from uav_debate_eval.safety.geometry import (
     close_pairs,
     closest_approach,
@@ -55,6 +58,7 @@ class SafetyResult:
     label: str
     snapshot_policy: str = SNAPSHOT_POLICY_OFFLINE
     notes: list[str] = field(default_factory=list)
+    data_quality: DataQuality = field(default_factory=DataQuality)
 
     @property
     def vetoed(self) -> bool:
@@ -77,6 +81,7 @@ class SafetyResult:
             "closest_approach": closest,
             "snapshot_policy": self.snapshot_policy,
             "notes": list(self.notes),
+            "data_quality_status": self.data_quality.status,
         }
 
 
@@ -91,10 +96,10 @@ def _r(x: float) -> float:
 
 
 def merge_runs(key: np.ndarray, t: np.ndarray, value: np.ndarray, gap: float, worst: str = "max"
-               ) -> list[tuple[int, float, float, float, float]]:
+               ) -> list[tuple[int, float, float, float, float, int]]:
     """Group (key, t, value) samples into runs per key where consecutive t differ by <= gap.
 
-    Returns (key, t_start, t_end, worst value, t of worst) per run, ordered by t_start.
+    Returns (key, t_start, t_end, worst value, t of worst, samples) per run, ordered by t_start.
     """
     if not len(t):
         return []
@@ -107,27 +112,36 @@ def merge_runs(key: np.ndarray, t: np.ndarray, value: np.ndarray, gap: float, wo
     for s, e in zip(starts, ends, strict=True):
         seg = value[s:e]
         w = int(np.argmax(seg) if worst == "max" else np.argmin(seg))
-        out.append((int(key[s]), _r(t[s]), _r(t[e - 1]), _r(seg[w]), _r(t[s + w])))
+        out.append((int(key[s]), _r(t[s]), _r(t[e - 1]), _r(seg[w]), _r(t[s + w]), int(e - s)))
     out.sort(key=lambda r: (r[1], r[0]))
     return out
 
 
-def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: float = 2.0) -> SafetyResult:
-    """Run every hard constraint of the mission over the trajectory (see module docstring)."""
+def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: float = 2.0,
+                     quality: Assessment | None = None) -> SafetyResult:
+    """Run every hard constraint of the mission over the trajectory (see module docstring).
+
+    `quality` is the data assessment of `traj` (made here when not given); the checks run on its clean trajectory.
+    """
+    quality = quality if quality is not None else assess(traj, mission)
+    traj = quality.traj
     c, th = mission.constraints, mission.thresholds
     ids = traj.uav_ids
     if not ids:
         empty = SeparationTimeline(np.zeros(0), np.zeros(0), [])
         return SafetyResult([], [], [], {}, empty, [], "safe", notes=["no vehicles"])
     period = traj.sample_period or 0.1
-    gap = merge_periods * period + 1e-9
+    gap = max(merge_periods * period, th.veto_hold_s) + 1e-9
     violations: list[tuple[Violation, float]] = []  # with the time the margin is restored
     margins: dict[str, dict] = {}
 
     def margin(name: str, worst: float | None, limit: float, ratio: float | None) -> None:
         margins[name] = {"worst_value": worst, "limit": limit, "ratio": ratio}
 
-    # per-vehicle constraints on the raw samples
+    def trusted(tr) -> np.ndarray:
+        return np.ones(len(tr), dtype=bool) if tr.est_valid is None else tr.est_valid
+
+    # per-vehicle constraints on the raw samples the estimator vouches for
     per_vehicle = [
         ("max_speed", c.max_speed_mps, lambda tr: tr.speed),
         ("max_vertical_speed", c.max_vertical_speed_mps, lambda tr: np.abs(tr.vel[:, 2])),
@@ -139,15 +153,17 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         worst = 0.0
         for k, u in enumerate(ids):
             tr = traj.tracks[u]
+            ok = trusted(tr)
             q = quantity(tr)
-            worst = max(worst, float(q.max()))
-            bad = q > limit
+            if ok.any():
+                worst = max(worst, float(q[ok].max()))
+            bad = (q > limit) & ok
             keys.append(np.full(int(bad.sum()), k))
             ts.append(tr.t[bad])
             vals.append(q[bad])
-        for k, t0, t1, w, _ in merge_runs(np.concatenate(keys), np.concatenate(ts), np.concatenate(vals), gap):
-            v = Violation(name, t0, t1, [ids[k]], w, limit, f"{ids[k]} {w:.3f} m/s > {limit:g} m/s")
-            violations.append((v, t1 + period))
+        for k, t0, t1, w, _, n in merge_runs(np.concatenate(keys), np.concatenate(ts), np.concatenate(vals), gap):
+            detail = f"{ids[k]} {w:.3f} m/s > {limit:g} m/s" + _step_note(quality, ids[k], t0, t1)
+            violations.append((Violation(name, t0, t1, [ids[k]], w, limit, detail, n), t1 + period))
         margin(name, worst, limit, worst / limit)
 
     if c.geofence is not None:
@@ -155,17 +171,22 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         worst_out, worst_ratio = -math.inf, 0.0
         for k, u in enumerate(ids):
             tr = traj.tracks[u]
+            ok = trusted(tr)
+            if not ok.any():
+                continue
             out = c.geofence.outside_distance(tr.pos)
-            worst_out = max(worst_out, float(out.max()))
-            worst_ratio = max(worst_ratio, float(fence_ratio(tr.pos, c.geofence).max()))
-            bad = out > 0
+            worst_out = max(worst_out, float(out[ok].max()))
+            worst_ratio = max(worst_ratio, float(fence_ratio(tr.pos[ok], c.geofence).max()))
+            bad = (out > 0) & ok
             keys.append(np.full(int(bad.sum()), k))
             ts.append(tr.t[bad])
             vals.append(out[bad])
-        for k, t0, t1, w, _ in merge_runs(np.concatenate(keys), np.concatenate(ts), np.concatenate(vals), gap):
-            v = Violation("geofence", t0, t1, [ids[k]], w, 0.0, f"{ids[k]} {w:.3f} m outside the geofence")
-            violations.append((v, t1 + period))
-        margin("geofence", worst_out, 0.0, worst_ratio)
+        if keys:
+            for k, t0, t1, w, _, n in merge_runs(np.concatenate(keys), np.concatenate(ts), np.concatenate(vals), gap):
+                v = Violation("geofence", t0, t1, [ids[k]], w, 0.0, f"{ids[k]} {w:.3f} m outside the geofence", n)
+                violations.append((v, t1 + period))
+        if math.isfinite(worst_out):
+            margin("geofence", worst_out, 0.0, worst_ratio)
 
     if c.stale_timeout_s is not None:
         limit = c.stale_timeout_s
@@ -173,7 +194,9 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         end = traj.t_end
         for u in ids:
             tr = traj.tracks[u]
-            stamps = np.append(tr.t, end)  # silence up to the end of the flight counts too
+            # silence up to the end of the flight counts too, but only while this vehicle's recorder ran
+            stop = end if tr.recording_end is None else min(end, max(tr.recording_end, float(tr.t[-1])))
+            stamps = np.append(tr.t, stop)
             silences = np.diff(stamps)
             if len(silences):
                 longest = max(longest, float(silences.max()))
@@ -185,9 +208,12 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
                 violations.append((v, back))
         margin("stale_data", longest, limit, longest / limit)
 
-    separation, sep_viol, warnings = _pairwise(traj, mission, gap)
+    separation_lost = any(ne.constraint == "min_separation" and len(ne.uavs) == len(ids) and ne.t_start is not None
+                          and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
+                          for ne in quality.not_evaluable)
+    separation, sep_viol, warnings = _pairwise(traj, mission, gap, skip_limit=separation_lost)
     violations.extend(sep_viol)
-    if c.min_separation_m is not None:
+    if c.min_separation_m is not None and not separation_lost:
         worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
         ratio = None if worst is None else 2.0 - worst / c.min_separation_m
         margin("min_separation", worst, c.min_separation_m, ratio)
@@ -198,26 +224,48 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     violations.sort(key=lambda vr: (vr[0].t_start, vr[0].constraint, vr[0].uavs))
     vetoes = _veto_intervals([(v.t_start, restored) for v, restored in violations], th.veto_hold_s, traj.t_end)
     viol = [v for v, _ in violations]
+    checked = c.checked
     if viol:
         label = "risky"
+    elif quality.material_gaps(traj, checked):
+        label = "inconclusive"
     elif any(m["ratio"] is not None and m["ratio"] >= 1.0 - th.borderline_fraction for m in margins.values()):
         label = "borderline"
     else:
         label = "safe"
-    return SafetyResult(viol, warnings, _integrity(traj, mission), margins, separation, vetoes, label)
+    return SafetyResult(viol, warnings, _integrity(traj, mission), margins, separation, vetoes, label,
+                        data_quality=quality.data_quality(traj, checked))
 
 
-def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float
+def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
+    """Why a speed violation at a persistent position step is kept (the artefact explanation does not hold)."""
+    for u, t, dist, dt in quality.steps:
+        if u == uav and t0 - 0.5 <= t <= t1 + 0.5:
+            return (f"; includes a {dist:.2f} m position step in {dt * 1000:.0f} ms at {t:.2f} s that persists, so it "
+                    "is kept: a one-frame artefact would have come back")
+    return ""
+
+
+def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, skip_limit: bool = False
               ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict]]:
-    """Separation timeline, min_separation intervals and CPA warnings over the common grid."""
+    """Separation timeline, min_separation intervals and CPA warnings over the common grid.
+
+    Grid points where a vehicle's estimator is invalid are no data for it; `skip_limit` (frames that cannot be
+    one) keeps only the timeline.
+    """
     c, th = mission.constraints, mission.thresholds
     ids = traj.uav_ids
     snaps = traj.resample(max_gap_s=c.stale_timeout_s)
+    for j, u in enumerate(ids):
+        ev = traj.tracks[u].est_valid
+        if ev is not None and not ev.all():
+            k = np.clip(np.searchsorted(traj.tracks[u].t, snaps.t), 0, len(ev) - 1)
+            snaps.valid[:, j] &= ev[k]
     period = float(snaps.t[1] - snaps.t[0]) if len(snaps.t) > 1 else traj.sample_period or 0.1
     T, N = snaps.valid.shape
     d_min = np.full(T, np.nan)
     closest: list[tuple[str, str] | None] = [None] * T
-    limit = c.min_separation_m
+    limit = None if skip_limit else c.min_separation_m
     hv, ht, hd = [], [], []  # violating pairs: key, t, distance
     wk, wt, wd, wtp = [], [], [], []  # CPA warnings: key, t, predicted distance, predicted time
     if N <= DENSE_MAX_VEHICLES:
@@ -231,15 +279,15 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float
         return timeline, violations, warnings
     grid_gap = max(gap, 2.0 * period + 1e-9)
     if hv:
-        for key, t0, t1, w, _ in merge_runs(np.concatenate(hv), np.concatenate(ht), np.concatenate(hd),
-                                            grid_gap, worst="min"):
+        for key, t0, t1, w, _, n in merge_runs(np.concatenate(hv), np.concatenate(ht), np.concatenate(hd),
+                                               grid_gap, worst="min"):
             pair = sorted((ids[key // N], ids[key % N]))
-            v = Violation("min_separation", t0, t1, pair, w, limit, f"{pair[0]}-{pair[1]} {w:.3f} m < {limit:g} m")
+            v = Violation("min_separation", t0, t1, pair, w, limit, f"{pair[0]}-{pair[1]} {w:.3f} m < {limit:g} m", n)
             violations.append((v, t1 + period))
     if wk:
         keys, ts, tps = np.concatenate(wk), np.concatenate(wt), np.concatenate(wtp)
         dcs = np.concatenate(wd)
-        for key, t0, _t1, _w, _ in merge_runs(keys, ts, dcs, grid_gap, worst="min"):
+        for key, t0, _t1, _w, _, _n in merge_runs(keys, ts, dcs, grid_gap, worst="min"):
             first = np.flatnonzero((keys == key) & (np.abs(ts - t0) < 1e-6))[0]
             warnings.append({"t": t0, "kind": "cpa", "uavs": sorted((ids[key // N], ids[key % N])),
                              "value": _r(dcs[first]), "limit": limit, "t_predicted": _r(tps[first])})
@@ -344,7 +392,8 @@ def _fence_warnings(traj: SwarmTrajectory, mission: Mission, gap: float) -> list
         hit = inside & (tte <= horizon)
         if not hit.any():
             continue
-        for _, t0, _t1, _w, _ in merge_runs(np.zeros(int(hit.sum()), dtype=int), tr.t[hit], tte[hit], gap, "min"):
+        for _, t0, _t1, _w, _, _n in merge_runs(np.zeros(int(hit.sum()), dtype=int), tr.t[hit], tte[hit], gap,
+                                                "min"):
             k = int(np.searchsorted(tr.t, t0))
             out.append({"t": t0, "kind": "time_to_geofence", "uavs": [u], "value": _r(tte[k]),
                         "limit": horizon, "t_predicted": _r(t0 + tte[k])})

@@ -1,0 +1,73 @@
+"""Physically implausible positions: one-frame excursions (motion-capture swaps, estimator glitches) and steps.
+
+A vehicle limited to `a_max` cannot leave its neighbours' path by more than about a_max (W dt)^2 / 2 within W
+updates. A sample that does, and whose neighbours on both sides agree with each other (a rolling median
+over 2W+1 updates), is an excursion that came back: a recording artefact. Its samples are left out of the
+kinematics and of every check and reported as a `position_jump` finding. A step that stays (the position
+moves and remains there) is never explained away: the median follows it, so it is not removed, and any
+violation it causes stays, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.ndimage import median_filter
+
+#: Updates on each side of the rolling median; an excursion of up to this many updates can be recognised.
+WINDOW = 3
+#: An excursion longer than this (s) is not a glitch.
+MAX_EXCURSION_S = 0.25
+#: Position noise floor (m) below which nothing is called a jump.
+NOISE_FLOOR_M = 0.05
+#: An implied speed this many times max_speed (or STEP_SPEED_MPS without one) between two updates is a step.
+STEP_FACTOR = 5.0
+STEP_SPEED_MPS = 30.0
+
+
+@dataclass
+class Excursion:
+    """Updates first..last (inclusive, indexes into the update arrays) left the path; back on it at t_end."""
+
+    first: int
+    last: int
+    t_start: float
+    t_end: float
+    distance_m: float
+    implied_mps: float
+
+
+def excursions(t: np.ndarray, pos: np.ndarray, a_max: float) -> list[Excursion]:
+    """Short excursions from the path that return, on distinct updates (t, pos)."""
+    n = len(t)
+    if n < 2 * WINDOW + 1:
+        return []
+    med = np.column_stack([median_filter(pos[:, k], size=2 * WINDOW + 1, mode="nearest") for k in range(3)])
+    dev = np.linalg.norm(pos - med, axis=1)
+    dt = float(np.median(np.diff(t)))
+    noise = 6.0 * 1.4826 * float(np.median(dev))
+    allowed = 0.5 * a_max * (WINDOW * dt) ** 2 + max(NOISE_FLOOR_M, noise)
+    flagged = dev > allowed
+    flagged[:1] = flagged[-1:] = False  # an excursion needs a neighbour on both sides to have come back
+    out: list[Excursion] = []
+    edges = np.diff(np.concatenate([[0], flagged.astype(np.int8), [0]]))
+    for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1, strict=True):
+        before, after = a - 1, b + 1
+        if after >= n or t[after] - t[before] > MAX_EXCURSION_S + 2 * dt:
+            continue
+        dist = float(dev[a:b + 1].max())
+        step = np.linalg.norm(pos[a] - pos[before]) / max(float(t[a] - t[before]), 1e-6)
+        out.append(Excursion(int(a), int(b), float(t[a]), float(t[after]), dist, float(step)))
+    return out
+
+
+def steps(t: np.ndarray, pos: np.ndarray, max_speed: float | None) -> list[tuple[int, float, float]]:
+    """Updates i where the position jumped from update i-1 faster than a vehicle can fly: (i, metres, seconds)."""
+    if len(t) < 2:
+        return []
+    limit = STEP_FACTOR * max_speed if max_speed else STEP_SPEED_MPS
+    dt = np.diff(t)
+    dist = np.linalg.norm(np.diff(pos, axis=0), axis=1)
+    fast = np.flatnonzero(dist / np.where(dt > 0, dt, np.inf) > limit)
+    return [(int(i + 1), float(dist[i]), float(dt[i])) for i in fast]

@@ -1,0 +1,145 @@
+"""Kinematics that respect how a source records: republished estimates, receive-time stamps, measured velocity.
+
+A MAVROS or PX4 bridge republishes its latest estimate at the message rate (e.g. 38 Hz) while the estimator
+updates it more slowly (e.g. 10 Hz); a recorder without header stamps gives receive times with a few ms of
+jitter. Differentiating every message then divides a whole update's displacement by a few ms of jitter,
+which is how a 9 m/s flight reads as 50 m/s. Here velocity comes from the distinct updates only, as a central
+difference over a baseline of at least one update period, so jitter and repeats cannot fake speed, while any
+motion that lasts longer than the baseline keeps its true speed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from uav_debate_eval.core.records import Finding
+from uav_debate_eval.core.trajectory import Track
+
+#: A track republishes when at least this share of its samples repeat the previous position exactly.
+REPEAT_MIN_FRACTION = 0.2
+#: A run of identical positions up to this long (s) is a republished estimate; longer is a vehicle at rest.
+REPEAT_RUN_S = 0.5
+#: Velocity baselines are at least this long (s) on receive-time stamps.
+MIN_BASELINE_S = 0.1
+#: Receive-time jitter (p95 deviation of the update interval) worth a finding, as a share of the interval.
+JITTER_FRACTION = 0.1
+#: Measured and position-derived velocity disagree when they differ by more than this (m/s) and this share.
+MISMATCH_MPS = 1.0
+MISMATCH_FRACTION = 0.3
+MISMATCH_MIN_S = 1.0
+
+
+@dataclass
+class Updates:
+    """The distinct updates of a track: `index` into its samples, and the rates that describe the stream."""
+
+    index: np.ndarray
+    message_hz: float
+    update_hz: float
+    repeated_fraction: float
+
+    @property
+    def republished(self) -> bool:
+        return self.repeated_fraction >= REPEAT_MIN_FRACTION
+
+
+def distinct_updates(track: Track) -> Updates:
+    """Samples that carry a new position; a still vehicle's last repeat is kept too, so a stop stays a stop.
+
+    Only short runs of repeats (up to REPEAT_RUN_S) count as republishing: a vehicle parked without noise
+    repeats its position for seconds, which is no artefact.
+    """
+    n = len(track)
+    span = float(track.t[-1] - track.t[0]) if n > 1 else 0.0
+    message_hz = (n - 1) / span if span > 0 else 0.0
+    if n < 3:
+        return Updates(np.arange(n), message_hz, message_hz, 0.0)
+    changed = np.concatenate([[True], (np.diff(track.pos, axis=0) != 0).any(axis=1)])
+    first = np.flatnonzero(changed)
+    last = np.concatenate([first[1:] - 1, [n - 1]])
+    run = track.t[last] - track.t[first]
+    short = (last > first) & (run <= REPEAT_RUN_S)
+    repeated = float((last - first)[short].sum()) / n
+    if len(first) < 3 or repeated < REPEAT_MIN_FRACTION:
+        return Updates(np.arange(n), message_hz, message_hz, repeated)
+    index = np.union1d(first, last[~short & (last > first)])
+    return Updates(index, message_hz, (len(first) - 1) / span, repeated)
+
+
+def baseline_velocity(t: np.ndarray, pos: np.ndarray, at: np.ndarray, baseline: float) -> np.ndarray:
+    """Velocity at times `at` as (p(t + b/2) - p(t - b/2)) / b on the linear interpolant of (t, pos)."""
+    lo = np.clip(at - baseline / 2, t[0], t[-1])
+    hi = np.clip(at + baseline / 2, t[0], t[-1])
+    span = np.where(hi - lo > 0, hi - lo, np.inf)
+    return np.column_stack([(np.interp(hi, t, pos[:, k]) - np.interp(lo, t, pos[:, k])) / span for k in range(3)])
+
+
+def jitter(track: Track, updates: Updates) -> float:
+    """p95 deviation (s) of the intervals between distinct updates from their median."""
+    dt = np.diff(track.t[updates.index])
+    if len(dt) < 3:
+        return 0.0
+    return float(np.percentile(np.abs(dt - np.median(dt)), 95))
+
+
+def source_velocity(track: Track) -> tuple[np.ndarray, list[Finding]]:
+    """The velocity the checks should use for this track, and what the recording did (findings).
+
+    Measured velocity (vel_derived False) is kept; a derived one is recomputed from distinct updates over a
+    baseline when the stream republishes or is stamped on receipt. Tracks recorded cleanly keep their velocity.
+    """
+    findings: list[Finding] = []
+    upd = distinct_updates(track)
+    t0, t1 = float(track.t[0]), float(track.t[-1])
+    u = track.uav_id
+    if upd.republished:
+        findings.append(Finding(
+            "repeated_samples", [u], t0, t1,
+            f"{u}: estimate republished unchanged between updates: {upd.message_hz:.0f} Hz messages carry "
+            f"{upd.update_hz:.1f} Hz updates ({upd.repeated_fraction:.0%} repeats); kinematics from the updates only",
+            ["max_speed", "max_vertical_speed"],
+            {"message_hz": round(upd.message_hz, 2), "update_hz": round(upd.update_hz, 2),
+             "repeated_fraction": round(upd.repeated_fraction, 3)}))
+    jit = jitter(track, upd) if track.receive_time else 0.0
+    interval = 1.0 / upd.update_hz if upd.update_hz > 0 else 0.0
+    if track.receive_time and interval and jit > JITTER_FRACTION * interval:
+        findings.append(Finding(
+            "timing_jitter", [u], t0, t1,
+            f"{u}: no header stamps; receive times jitter by {jit * 1000:.0f} ms (p95) on a "
+            f"{interval * 1000:.0f} ms update interval; velocity taken over at least {MIN_BASELINE_S:g} s",
+            ["max_speed", "max_vertical_speed"], {"jitter_s": round(jit, 4), "interval_s": round(interval, 4)}))
+    if not (upd.republished or track.receive_time) or len(upd.index) < 2:
+        return track.vel, findings
+    baseline = max(2.0 * interval, MIN_BASELINE_S if track.receive_time else 0.0)
+    derived = baseline_velocity(track.t[upd.index], track.pos[upd.index], track.t, baseline)
+    if track.vel_derived:
+        return derived, findings
+    mismatch = _mismatch_spans(track.t, track.vel, derived)
+    vel = track.vel.copy()
+    for a, b in mismatch:
+        span = (track.t >= a) & (track.t <= b)
+        faster = np.linalg.norm(derived[span], axis=1) > np.linalg.norm(vel[span], axis=1)
+        vel[np.flatnonzero(span)[faster]] = derived[span][faster]
+        findings.append(Finding(
+            "velocity_mismatch", [u], a, b,
+            f"{u}: recorded velocity disagrees with the positions over {b - a:.1f} s; the speed checks use the "
+            "faster of the two there", ["max_speed", "max_vertical_speed"]))
+    return vel, findings
+
+
+def _mismatch_spans(t: np.ndarray, measured: np.ndarray, derived: np.ndarray) -> list[tuple[float, float]]:
+    diff = np.linalg.norm(measured - derived, axis=1)
+    scale = np.maximum(np.linalg.norm(measured, axis=1), np.linalg.norm(derived, axis=1))
+    bad = (diff > MISMATCH_MPS) & (diff > MISMATCH_FRACTION * scale)
+    return [(a, b) for a, b in true_spans(t, bad) if b - a >= MISMATCH_MIN_S]
+
+
+def true_spans(t: np.ndarray, mask: np.ndarray) -> list[tuple[float, float]]:
+    """(t_start, t_end) of each run of True in mask."""
+    if not mask.any():
+        return []
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    return [(float(t[a]), float(t[b])) for a, b in zip(starts, ends, strict=True)]

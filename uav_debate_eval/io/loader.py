@@ -132,7 +132,8 @@ def select_vehicles(traj: SwarmTrajectory, patterns: list[str], regex: str | Non
         if not ok:
             del traj.tracks[u]
     if (patterns or rx) and not traj.tracks:
-        raise InputError(f"no pose source matches the vehicles selection (sources: {', '.join(t['uav'] for t in taken)})")
+        names = ", ".join(t["uav"] for t in taken)
+        raise InputError(f"no pose source matches the vehicles selection (sources: {names})")
     traj.ingest.vehicles = taken
     return traj
 

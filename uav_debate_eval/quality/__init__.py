@@ -42,6 +42,16 @@ class Assessment:
         status = "poor" if poor else "degraded" if self.findings or self.not_evaluable else "good"
         return DataQuality(status, sorted(self.findings, key=lambda f: (f.t_start, f.kind)), self.not_evaluable)
 
+    def trusted(self, constraint: str, track: Track) -> np.ndarray:
+        """Samples of `track` on which `constraint` can be checked (not listed as not evaluable for it)."""
+        ok = np.ones(len(track), dtype=bool)
+        for ne in self.not_evaluable:
+            if ne.constraint == constraint and track.uav_id in ne.uavs:
+                lo = -np.inf if ne.t_start is None else ne.t_start
+                hi = np.inf if ne.t_end is None else ne.t_end
+                ok &= ~((track.t >= lo) & (track.t <= hi))
+        return ok
+
     def material_gaps(self, traj: SwarmTrajectory, checked: list[str]) -> list[str]:
         """Checked constraints not evaluable over at least MATERIAL_FRACTION of the vehicle-time."""
         total = sum(max(float(tr.t[-1] - tr.t[0]), 1e-9) for tr in traj.tracks.values()) or 1e-9

@@ -30,10 +30,10 @@ def place_frames(traj: SwarmTrajectory, mission: Mission) -> list[str]:
     """Apply the mission's per-vehicle origins (rotation about z, then translation); returns notes."""
     notes = []
     for uav, frame in mission.frame_origins.items():
-        tr = traj.tracks.get(uav)
-        if tr is None:
+        if uav not in traj.tracks:
             notes.append(f"frames: {uav} is not a vehicle of this flight; its origin was not used")
             continue
+        tr = traj.tracks[uav] = traj.tracks[uav].select(slice(None))  # a new track: the input stays as read
         yaw = np.radians(frame.yaw_deg)
         rot = np.array([[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
         tr.pos = tr.pos @ rot.T + np.asarray(frame.origin)

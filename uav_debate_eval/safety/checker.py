@@ -138,8 +138,8 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     def margin(name: str, worst: float | None, limit: float, ratio: float | None) -> None:
         margins[name] = {"worst_value": worst, "limit": limit, "ratio": ratio}
 
-    def trusted(tr) -> np.ndarray:
-        return np.ones(len(tr), dtype=bool) if tr.est_valid is None else tr.est_valid
+    def trusted(tr, constraint: str) -> np.ndarray:
+        return quality.trusted(constraint, tr)
 
     # per-vehicle constraints on the raw samples the estimator vouches for
     per_vehicle = [
@@ -153,7 +153,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         worst = 0.0
         for k, u in enumerate(ids):
             tr = traj.tracks[u]
-            ok = trusted(tr)
+            ok = trusted(tr, name)
             q = quantity(tr)
             if ok.any():
                 worst = max(worst, float(q[ok].max()))
@@ -171,7 +171,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         worst_out, worst_ratio = -math.inf, 0.0
         for k, u in enumerate(ids):
             tr = traj.tracks[u]
-            ok = trusted(tr)
+            ok = trusted(tr, "geofence")
             if not ok.any():
                 continue
             out = c.geofence.outside_distance(tr.pos)
@@ -211,7 +211,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     separation_lost = any(ne.constraint == "min_separation" and len(ne.uavs) == len(ids) and ne.t_start is not None
                           and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
                           for ne in quality.not_evaluable)
-    separation, sep_viol, warnings = _pairwise(traj, mission, gap, skip_limit=separation_lost)
+    separation, sep_viol, warnings = _pairwise(traj, mission, gap, quality, skip_limit=separation_lost)
     violations.extend(sep_viol)
     if c.min_separation_m is not None and not separation_lost:
         worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
@@ -246,21 +246,21 @@ def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
     return ""
 
 
-def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, skip_limit: bool = False
+def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, skip_limit: bool = False
               ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict]]:
     """Separation timeline, min_separation intervals and CPA warnings over the common grid.
 
-    Grid points where a vehicle's estimator is invalid are no data for it; `skip_limit` (frames that cannot be
-    one) keeps only the timeline.
+    Grid points where a vehicle's separation is not evaluable (estimator invalid) are no data for it;
+    `skip_limit` (frames that cannot be one) keeps only the timeline.
     """
     c, th = mission.constraints, mission.thresholds
     ids = traj.uav_ids
     snaps = traj.resample(max_gap_s=c.stale_timeout_s)
     for j, u in enumerate(ids):
-        ev = traj.tracks[u].est_valid
-        if ev is not None and not ev.all():
-            k = np.clip(np.searchsorted(traj.tracks[u].t, snaps.t), 0, len(ev) - 1)
-            snaps.valid[:, j] &= ev[k]
+        ok = quality.trusted("min_separation", traj.tracks[u])
+        if not ok.all():
+            k = np.clip(np.searchsorted(traj.tracks[u].t, snaps.t), 0, len(ok) - 1)
+            snaps.valid[:, j] &= ok[k]
     period = float(snaps.t[1] - snaps.t[0]) if len(snaps.t) > 1 else traj.sample_period or 0.1
     T, N = snaps.valid.shape
     d_min = np.full(T, np.nan)

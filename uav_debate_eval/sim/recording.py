@@ -44,7 +44,7 @@ def _pose_msg(ts, ns: int, p: np.ndarray):
 
 def write_mavros_bag(traj: SwarmTrajectory, path: str | Path, *, update_hz: float = 10.0, message_hz: float = 38.0,
                      jitter_s: float = 0.004, global_fix: bool = False, bare_offset: tuple | None = None,
-                     seed: int = 0) -> Path:
+                     velocity: bool = True, seed: int = 0) -> Path:
     """See the module docstring. Each vehicle's local frame has its origin at the vehicle's first position."""
     path = Path(path)
     ts = get_typestore(Stores.ROS1_NOETIC)
@@ -62,11 +62,14 @@ def write_mavros_bag(traj: SwarmTrajectory, path: str | Path, *, update_hz: floa
         ns = f"/{u}/mavros"
         for r, p, v in zip(recv.tolist(), pos - origin, vel, strict=True):
             msgs.append((r, f"{ns}/local_position/pose", "geometry_msgs/msg/PoseStamped", _pose_msg(ts, 0, p)))
+            if not velocity:
+                continue
             vec = ts.types["geometry_msgs/msg/Vector3"]
             twist = ts.types["geometry_msgs/msg/Twist"](linear=vec(x=float(v[0]), y=float(v[1]), z=float(v[2])),
                                                         angular=vec(x=0.0, y=0.0, z=0.0))
             msgs.append((r + 1000, f"{ns}/local_position/velocity_local", "geometry_msgs/msg/TwistStamped",
                          ts.types["geometry_msgs/msg/TwistStamped"](header=_header(ts, 0, "map"), twist=twist)))
+        for r, p in zip(recv.tolist(), pos - origin, strict=True):
             if j == 0 and bare_offset is not None:
                 msgs.append((r + 2000, "/mavros/local_position/pose", "geometry_msgs/msg/PoseStamped",
                              _pose_msg(ts, 0, p + np.asarray(bare_offset))))

@@ -202,7 +202,8 @@ def test_estimator_invalid_span_is_not_evaluable_not_a_violation(tmp_path):
     assert "estimator_invalid" in _kinds(report)
     assert _violations(report, "geofence") == [] and _violations(report, "max_speed") == []
     lost = [n for n in report["data_quality"]["not_evaluable"] if n["constraint"] == "geofence"]
-    assert lost and lost[0]["t_start"] == pytest.approx(20.0, abs=0.3) and lost[0]["t_end"] == pytest.approx(50.0, abs=0.3)
+    assert lost and lost[0]["t_start"] == pytest.approx(20.0, abs=0.3)
+    assert lost[0]["t_end"] == pytest.approx(50.0, abs=0.3)
     assert report["verdict"]["label"] == "inconclusive"
 
 

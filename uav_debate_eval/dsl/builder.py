@@ -5,6 +5,7 @@ One line per item, each with a stable id, printing `key=value<unit>` numbers:
     DSL v1 mission=<name> type=<type> uavs=<n> t=<t0>..<t1>s
     SCORES[1] flight_control=0.912 coordination=0.780 safety=0.552 overall=0.760
     RISK[k]   violated|near_limit|warning <constraint> <uavs> t=..s worst=.. limit=.. (hard limits first)
+    DQ[k]     <finding kind> <uavs> t=..s <numbers>: a recording artefact (data quality), not a hazard
     ATTN[k]   what deserves scrutiny: veto windows, low metric scores, event clusters, busiest vehicle
     EVENT[k]  <type> <uavs> t=..s value=<v><unit> (ids shared with detect_events / the report)
     FORM[k]   formation state per time window: err_rms, err_max, tol, d_min
@@ -41,7 +42,8 @@ from uav_debate_eval.metrics.kinematics import smooth_kinematics
 
 DEFAULT_BUDGET_TOKENS = 1500
 DSL_VERSION = 1
-KIND_ORDER = ("SCORES", "RISK", "ATTN", "EVENT", "FORM", "WAYPTS", "SEG")
+KIND_ORDER = ("SCORES", "RISK", "DQ", "ATTN", "EVENT", "FORM", "WAYPTS", "SEG")
+DATA_QUALITY_PRIORITY = 1
 SAFETY_EVENT_PRIORITY = 2
 TURN_EVENT_PRIORITY = 3
 FORMATION_EVENT_PRIORITY = 4
@@ -193,6 +195,22 @@ def _risk_lines(safety, mission: Mission, t_range) -> list[_Line]:
             line.num("limit", limit, unit, 3 if unit == "m" else 2)
         if ratio is not None:
             line.num("used", 100.0 * ratio, "%", 1)
+        out.append(line)
+    return out
+
+
+def _quality_lines(safety, t_range) -> list[_Line]:
+    """DQ items: the flight's data-quality findings (stable ids), filtered to t_range."""
+    dq = getattr(safety, "data_quality", None)
+    out = []
+    for k, f in enumerate(dq.findings if dq is not None else [], 1):
+        if not _overlaps(f.t_start, f.t_end, t_range):
+            continue
+        line = _Line(f"DQ[{k}]", "DQ", f.uavs, f.t_start, f.t_end, priority=DATA_QUALITY_PRIORITY, rank=k)
+        line.lit(f.kind).lit(_uavs(f.uavs)).span(f.t_start, f.t_end)
+        for key, v in f.values.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                line.num(key, float(v))
         out.append(line)
     return out
 
@@ -400,7 +418,8 @@ def build_dsl(traj: SwarmTrajectory, mission: Mission, metrics=None, safety=None
     header = (f"DSL v{DSL_VERSION} mission={name.replace(' ', '_')} type={mission.type.replace(' ', '_')} "
               f"uavs={len(part.tracks)} t={t0:.2f}..{t1:.2f}s")
     fixed = [_scores_line(metrics)]
-    candidates = (_risk_lines(safety, mission, t_range) + _attn_lines(metrics, in_range, safety, t_range)
+    candidates = (_risk_lines(safety, mission, t_range) + _quality_lines(safety, t_range)
+                  + _attn_lines(metrics, in_range, safety, t_range)
                   + [_event_line(e) for e in in_range] + _form_lines(part, mission)
                   + _waypoint_lines(traj, mission) + _segment_lines(part))
     candidates.sort(key=lambda ln: (ln.priority, ln.rank, ln.id))

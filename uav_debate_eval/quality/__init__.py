@@ -144,6 +144,8 @@ def _recording_ends(traj: SwarmTrajectory, mission: Mission) -> list[Finding]:
     found = []
     for u, tr in traj.tracks.items():
         stop = tr.recording_end
+        if stop is not None and stop - float(tr.t[-1]) <= (limit or 0.0):
+            traj.ingest.silent.pop(u, None)  # it did not fall silent: its recorder stopped
         if stop is None or limit is None or end - stop <= limit:
             continue
         found.append(Finding(

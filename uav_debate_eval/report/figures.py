@@ -159,12 +159,25 @@ def separation(ev: Any):
         ax.axhline(th.proximity(c), color="orange", lw=1, ls="--", label=f"warning {th.proximity(c):g} m")
     for i, (a, b) in enumerate(ev.safety.veto_intervals):
         ax.axvspan(a, b, color="red", alpha=0.15, label="veto" if i == 0 else None)
+    _data_quality_spans(ax, ev, "min_separation")
     ax.set_xlabel("t [s]")
     ax.set_ylabel("distance [m]")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
     return fig
+
+
+def _data_quality_spans(ax, ev: Any, constraint: str) -> bool:
+    """Grey-hatched spans of the data-quality findings that touch `constraint` (artefacts, not hazards)."""
+    dq = getattr(ev.safety, "data_quality", None)
+    found = dq.findings if dq else []
+    spans = [f for f in found if constraint in f.affects and f.t_end - f.t_start < ev.traj.duration]
+    for i, f in enumerate(spans):
+        a, b = (f.t_start, f.t_end) if f.t_end > f.t_start else (f.t_start - 0.05, f.t_start + 0.05)
+        ax.axvspan(a, b, facecolor="none", edgecolor="#777", hatch="//", lw=0,
+                   label="data quality finding" if i == 0 else None)
+    return bool(spans)
 
 
 def altitude_speed(ev: Any):
@@ -179,6 +192,7 @@ def altitude_speed(ev: Any):
         a2.plot(tr.t[k], tr.speed[k], lw=1, color=colors[u])
     if c.max_speed_mps is not None:
         a2.axhline(c.max_speed_mps, color="red", lw=1, label=f"max speed {c.max_speed_mps:g} m/s")
+    if _data_quality_spans(a2, ev, "max_speed") or c.max_speed_mps is not None:
         a2.legend(fontsize=7, loc="upper right")
     if c.geofence is not None:
         a1.axhline(c.geofence.max[2], color="#888", ls="--", lw=1)

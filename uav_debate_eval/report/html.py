@@ -69,7 +69,8 @@ def render_html(report: dict, figures: dict[str, bytes]) -> str:
         notes.insert(0, report["debate"]["fallback"])
     if notes:
         parts.append('<div class="note"><ul>' + "".join(f"<li>{h(n)}</li>" for n in notes) + "</ul></div>")
-    parts += _scores(report), _violations(report), _figures(figures), _recommendations(v, ids)
+    parts += _scores(report), _violations(report), _data_quality(report), _figures(figures)
+    parts.append(_recommendations(v, ids))
     parts += _debate(report["debate"], ids), _events(report), _dsl(report["dsl"])
     parts.append(f'<p class="meta">{h(report.get("tool", {}).get("name", ""))} '
                  f'{h(report.get("tool", {}).get("version", ""))}, report schema {report["schema_version"]}</p>')
@@ -100,6 +101,23 @@ def _violations(report: dict) -> str:
         f"<td class=num>{_num(x['limit'])}</td><td>{h(x.get('detail', ''))}</td></tr>" for x in vs)
     return (f"<h2>Violations ({len(vs)})</h2><table><tr><th>constraint</th><th>t start [s]</th><th>t end [s]</th>"
             f"<th>vehicles</th><th>worst</th><th>limit</th><th>detail</th></tr>{rows}</table>")
+
+
+def _data_quality(report: dict) -> str:
+    """Recording artefacts are findings, shown apart from the violations; then the checks the data did not allow."""
+    dq = report["data_quality"]
+    rows = "".join(
+        f"<tr><td>{h(f['kind'])}</td><td class=num>{f['t_start']:.2f}–{f['t_end']:.2f}</td>"
+        f"<td>{h(', '.join(f['uavs']))}</td><td>{h(', '.join(f.get('affects') or []))}</td><td>{h(f['detail'])}</td>"
+        "</tr>" for f in dq["findings"])
+    body = (f"<table><tr><th>kind</th><th>t [s]</th><th>vehicles</th><th>affects</th><th>what the recording did</th>"
+            f"</tr>{rows}</table>" if rows else "<p>No recording artefact found.</p>")
+    if dq["not_evaluable"]:
+        body += "<p>Not evaluable:</p><ul>" + "".join(
+            f"<li>{h(n['constraint'])} for {h(', '.join(n['uavs']))}"
+            + ("" if n.get("t_start") is None else f" from {n['t_start']:.2f} to {n['t_end']:.2f} s")
+            + f": {h(n['reason'])}</li>" for n in dq["not_evaluable"]) + "</ul>"
+    return f'<h2 id="data-quality">Data quality: {h(dq["status"])}</h2>{body}'
 
 
 def _figures(figures: dict[str, bytes]) -> str:

@@ -36,6 +36,7 @@ def render_markdown(report: dict, figures: list[str] | None = None) -> str:
                 f"{_num(x['worst_value'])} | {_num(x['limit'])} |" for x in report["violations"]]
     else:
         out.append("None.")
+    out += ["", *_data_quality(report)]
     events = report["events"]
     out += ["", f"## Events ({len(events)})", ""]
     if events:
@@ -61,6 +62,31 @@ def render_markdown(report: dict, figures: list[str] | None = None) -> str:
     if notes:
         out += ["## Notes", ""] + [f"- {md(n)}" for n in notes] + [""]
     return "\n".join(out) + "\n"
+
+
+def _data_quality(report: dict) -> list[str]:
+    """Recording artefacts (findings, not hazards), checks the data did not allow, and what counted as a vehicle."""
+    dq = report["data_quality"]
+    out = [f"## Data quality: {md(dq['status'])}", ""]
+    if dq["findings"]:
+        out += ["| kind | t [s] | vehicles | affects | what the recording did |", "|---|---|---|---|---|"]
+        out += [f"| {md(f['kind'])} | {f['t_start']:.2f}–{f['t_end']:.2f} | {md(', '.join(f['uavs']))} | "
+                f"{md(', '.join(f.get('affects') or []))} | {md(f['detail'])} |" for f in dq["findings"]]
+    else:
+        out.append("No recording artefact found.")
+    if dq["not_evaluable"]:
+        out += ["", "Not evaluable:", ""]
+        out += [f"- {md(n['constraint'])} for {md(', '.join(n['uavs']))}{_span(n)}: {md(n['reason'])}"
+                for n in dq["not_evaluable"]]
+    skipped = [v for v in report.get("ingest", {}).get("vehicles", []) if not v.get("vehicle")]
+    if skipped:
+        out += ["", "Pose sources not taken as vehicles:", ""]
+        out += [f"- {md(v['uav'])} ({md(v.get('source') or '')}): {md(v['why'])}" for v in skipped]
+    return out
+
+
+def _span(n: dict) -> str:
+    return "" if n.get("t_start") is None else f" from {n['t_start']:.2f} to {n['t_end']:.2f} s"
 
 
 def _debate(d: dict) -> list[str]:

@@ -136,7 +136,6 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
     """Read, evaluate and write one flight; returns its summary row. Raises InputError for bad input."""
     from uav_debate_eval.io.loader import load_inputs
     from uav_debate_eval.pipeline import evaluate, load_mission_for
-    from uav_debate_eval.report.writer import write_reports
 
     t0 = time.perf_counter()
     mission, notes = load_mission_for(paths, opts.get("mission"))
@@ -150,6 +149,8 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
                       notes=notes)
         ev.report["timing"] = {"read": round(read_s, 4), **ev.report.get("timing", {})}
         bar("write", 0, 1)
+        from uav_debate_eval.report.writer import write_reports  # matplotlib loads once there is a flight to draw
+
         write_reports(ev, out)
         bar("write", 1, 1)
     r = ev.report

@@ -12,7 +12,7 @@ from uav_debate_eval.core.errors import InputError
 
 
 def register(subparsers) -> None:
-    from uav_debate_eval.debate.comparison import ALL_METHODS, DEFAULT_SUITE
+    from uav_debate_eval.debate.suite import ALL_METHODS, DEFAULT_SUITE
 
     p = subparsers.add_parser("compare", help="run the debate and the baselines over the scenario suite (Table II)")
     p.add_argument("--backend", default="rules", choices=("rules", "local", "openai"),

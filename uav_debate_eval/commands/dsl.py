@@ -6,7 +6,7 @@ import json
 
 from uav_debate_eval.commands.metrics import MISSION_HELP, load_flight
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.dsl.builder import DEFAULT_BUDGET_TOKENS
+from uav_debate_eval.dsl import DEFAULT_BUDGET_TOKENS
 
 
 def register(subparsers) -> None:

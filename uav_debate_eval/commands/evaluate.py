@@ -62,6 +62,9 @@ def register(subparsers) -> None:
     p.add_argument("--window", type=float, default=30.0, metavar="S", help="window length for --segment-mode window")
     p.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
     p.add_argument("--jobs", type=int, default=0, metavar="N", help="batch worker processes (default: CPU count)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run a batch on a Dask distributed cluster: a scheduler address (tcp://host:8786) or "
+                   "'local' for a local cluster sized to this machine; the reports are the same as with --jobs")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--each", "--batch", dest="each", action="store_true",
                        help="treat every input (also each .ulg) as its own flight")
@@ -137,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{'--each' if together else '--one-flight'} overrides", file=sys.stderr)
         batch = not together
     if args.each or (batch and not args.one_flight):
-        return run_batch(paths, out, _options(args), jobs=args.jobs, quiet=args.quiet)
+        return run_batch(paths, out, _options(args), jobs=args.jobs, quiet=args.quiet, scheduler=args.scheduler)
     show = not args.quiet and sys.stderr.isatty()
     row = evaluate_flight(paths, out, _options(args), show_progress=show)
     if not args.quiet:
@@ -150,7 +153,6 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
     """Read, evaluate and write one flight; returns its summary row. Raises InputError for bad input."""
     from uav_debate_eval.io.loader import load_inputs
     from uav_debate_eval.pipeline import evaluate, load_mission_for
-    from uav_debate_eval.report.writer import write_reports
 
     t0 = time.perf_counter()
     mission, notes = load_mission_for(paths, opts.get("mission"))
@@ -165,6 +167,8 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
                       notes=notes)
         ev.report["timing"] = {"read": round(read_s, 4), **ev.report.get("timing", {})}
         bar("write", 0, 1)
+        from uav_debate_eval.report.writer import write_reports  # matplotlib loads once there is a flight to draw
+
         write_reports(ev, out)
         bar("write", 1, 1)
     r = ev.report
@@ -193,8 +197,12 @@ def _batch_one(path: str, out: str, opts: dict) -> dict:
         status, error = "failed", str(exc)
     except Exception as exc:  # a bug in one input must not lose the batch; reported as internal error
         status, error = "error", f"internal error: {type(exc).__name__}: {exc}"
+    return _failed_row(path, status, error, time.perf_counter() - t0)
+
+
+def _failed_row(path: str, status: str, error: str, seconds: float = 0.0) -> dict:
     return {"file": path, "status": status, "label": "", "violations": "", **dict.fromkeys(_SCORES),
-            "dsl_tokens": "", "debate_tokens": "", "time_s": round(time.perf_counter() - t0, 3), "report": "",
+            "dsl_tokens": "", "debate_tokens": "", "time_s": round(seconds, 3), "report": "",
             "error": " ".join(error.split())}
 
 
@@ -208,17 +216,27 @@ def _sub_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def run_batch(paths: list[Path], out: Path, opts: dict, jobs: int = 0, quiet: bool = False) -> int:
-    """Evaluate each input on its own in worker processes; write summary.csv/.md; batch exit status."""
+def run_batch(paths: list[Path], out: Path, opts: dict, jobs: int = 0, quiet: bool = False,
+              scheduler: str | None = None) -> int:
+    """Evaluate each input on its own (worker processes, or Dask tasks with `scheduler`); write summary.csv/.md;
+    batch exit status. Rows keep the input order either way."""
     import os
 
     jobs = jobs or min(len(paths), os.cpu_count() or 1)
-    subs = [str(out / name) for name in _sub_names(paths)]
-    if jobs <= 1 or len(paths) == 1:
-        rows = [_batch_one(str(p), s, opts) for p, s in zip(paths, subs, strict=True)]
-    else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            rows = list(pool.map(_batch_one, [str(p) for p in paths], subs, [opts] * len(paths)))
+    calls = [(str(p), str(out / name), opts) for p, name in zip(paths, _sub_names(paths), strict=True)]
+    with _Progress(not quiet and sys.stderr.isatty()) as bar:
+        def tick(done: int, total: int) -> None:
+            bar("flights", done, total)
+
+        if scheduler:
+            rows = _run_on_dask(calls, scheduler, tick)
+        elif jobs <= 1 or len(paths) == 1:
+            rows = []
+            for call in calls:
+                rows.append(_batch_one(*call))
+                tick(len(rows), len(calls))
+        else:
+            rows = _run_in_processes(calls, min(jobs, len(paths)), tick)
     out.mkdir(parents=True, exist_ok=True)
     write_summary(rows, out)
     failed = [r for r in rows if r["status"] != "ok"]
@@ -233,6 +251,37 @@ def run_batch(paths: list[Path], out: Path, opts: dict, jobs: int = 0, quiet: bo
     if failed:
         return EXIT_BAD_INPUT
     return flight_exit_status([r for r in rows if r["status"] == "ok"])
+
+
+def _run_on_dask(calls: list[tuple], scheduler: str, tick) -> list[dict]:
+    """A local cluster's workers share this directory; a remote cluster's get absolute paths (a shared file system),
+    and the summary still names the inputs as given."""
+    from uav_debate_eval.fleet import run_on_dask
+
+    remote = calls if scheduler == "local" else [
+        (str(Path(f).resolve()), str(Path(o).resolve()), _absolute_mission(opts)) for f, o, opts in calls]
+    rows = run_on_dask(_batch_one, remote, scheduler, lambda call, why: _failed_row(call[0], "error", why),
+                       progress=tick)
+    for row, (given, sub, _) in zip(rows, calls, strict=True):
+        row["file"] = given
+        row["report"] = sub if row["report"] else ""
+    return rows
+
+
+def _absolute_mission(opts: dict) -> dict:
+    return {**opts, "mission": str(Path(opts["mission"]).resolve())} if opts.get("mission") else opts
+
+
+def _run_in_processes(calls: list[tuple], jobs: int, tick) -> list[dict]:
+    from concurrent.futures import as_completed
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_batch_one, *call): i for i, call in enumerate(calls)}
+        rows: list = [None] * len(calls)
+        for n, future in enumerate(as_completed(futures), 1):
+            rows[futures[future]] = future.result()
+            tick(n, len(calls))
+    return rows
 
 
 def flight_exit_status(rows: list[dict]) -> int:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.mission import Mission, load_mission
-from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+if TYPE_CHECKING:  # the data model loads with the command, not with --help
+    from uav_debate_eval.core.mission import Mission
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 MISSION_HELP = "mission YAML (default: mission.yaml beside the input, else no constraints)"
 
@@ -15,6 +18,7 @@ MISSION_HELP = "mission YAML (default: mission.yaml beside the input, else no co
 def load_flight(inputs: list[str], mission_path: str | None,
                 topics: list[str] | None = None) -> tuple[SwarmTrajectory, Mission]:
     """The trajectory (io.loader.load_inputs) and the mission: --mission, else mission.yaml beside the input."""
+    from uav_debate_eval.core.mission import Mission, load_mission
     from uav_debate_eval.io.loader import load_inputs
 
     traj = load_inputs(inputs, topics=topics)

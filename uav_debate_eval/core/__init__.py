@@ -1,24 +1,27 @@
-"""ROS-free core: the swarm data model, ingest, streaming buffers and mission files."""
+"""ROS-free core: the swarm data model, ingest, streaming buffers and mission files.
 
-from uav_debate_eval.core.errors import InputError, MissionError
-from uav_debate_eval.core.mission import Constraints, Geofence, Mission, load_mission, parse_mission
-from uav_debate_eval.core.records import Event, Violation
-from uav_debate_eval.core.streaming import StreamingSwarm, VehicleRing
-from uav_debate_eval.core.trajectory import IngestReport, SwarmTrajectory, Track
+The names below are loaded on first use (PEP 562), so `from uav_debate_eval.core.errors import InputError`
+does not import numpy, YAML and the data model: the CLI's `--help` and start-up stay fast.
+"""
 
-__all__ = [
-    "Constraints",
-    "Event",
-    "Geofence",
-    "IngestReport",
-    "InputError",
-    "Mission",
-    "MissionError",
-    "StreamingSwarm",
-    "SwarmTrajectory",
-    "Track",
-    "VehicleRing",
-    "Violation",
-    "load_mission",
-    "parse_mission",
-]
+from importlib import import_module
+
+_EXPORTS = {
+    "InputError": "errors", "MissionError": "errors",
+    "Constraints": "mission", "Geofence": "mission", "Mission": "mission", "load_mission": "mission",
+    "parse_mission": "mission",
+    "Event": "records", "Violation": "records",
+    "StreamingSwarm": "streaming", "VehicleRing": "streaming",
+    "IngestReport": "trajectory", "SwarmTrajectory": "trajectory", "Track": "trajectory",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

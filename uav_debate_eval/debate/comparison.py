@@ -20,13 +20,13 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from uav_debate_eval.debate.baselines import METHODS, evaluate_baseline
+from uav_debate_eval.debate.baselines import evaluate_baseline
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.engine import DebateResult, SegmentContext, run_debate
 from uav_debate_eval.debate.evidence import has_data_ref
+from uav_debate_eval.debate.suite import ALL_METHODS, DEFAULT_SUITE
 
 PAPER = {"coverage": 0.95, "evidence_quality": 0.87, "balance": 0.92, "hazards": "7/7"}
-ALL_METHODS = ("debate", *METHODS)
 
 TAXONOMY: dict[str, tuple[str, ...]] = {
     "tracking accuracy": ("tracking", "track", "deviation", "waypoint", "path error", "rmse"),
@@ -60,10 +60,6 @@ HAZARD_WORDS: dict[str, tuple[str, ...]] = {
     "altitude_rate": ("altitude_rate", "altitude rate", "vertical"),
     "proximity": ("proximity", "separation"),
 }
-#: The built-in suite: each of the simulator's seven fault kinds once, plus clean flights.
-DEFAULT_SUITE = ("formation", "surveillance", "tracking", "swap", "formation:near_miss", "formation:altitude_drop",
-                 "surveillance:geofence_exit", "formation:telemetry_dropout", "tracking:overspeed",
-                 "surveillance:sharp_turn", "formation:link_loss")
 
 
 def _low(text: str) -> str:

@@ -35,12 +35,12 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.dsl import DEFAULT_BUDGET_TOKENS
 from uav_debate_eval.dsl.events import UNITS, detect_events
 from uav_debate_eval.dsl.segmentation import segment_vehicle
 from uav_debate_eval.dsl.tokens import count_tokens, raw_tokens
 from uav_debate_eval.metrics.kinematics import smooth_kinematics
 
-DEFAULT_BUDGET_TOKENS = 1500
 DSL_VERSION = 1
 KIND_ORDER = ("SCORES", "RISK", "DQ", "ATTN", "EVENT", "FORM", "WAYPTS", "SEG")
 DATA_QUALITY_PRIORITY = 1

@@ -31,17 +31,71 @@ def _floats(values: list[str]) -> tuple[np.ndarray, int]:
 
 
 def read_csv(path: str | Path, name: str | None = None) -> SwarmTrajectory:
+    """Read a contract CSV: pyarrow's multi-threaded columnar reader for regular files; any irregular row
+    (short or long rows, cells that are not numbers) falls back to the row-by-row reader, which keeps
+    every row and says what it repaired. Both give the same trajectory for a regular file."""
     path = Path(path)
+    header = _header(path)
+    columns = _read_columnar(path, header)
+    if columns is None:
+        return _read_rows(path, name)
+    ids = columns.pop("uav_id")
+    return _trajectory(path, name, columns, ids, rows=len(ids), unparsable=0, short=0)
+
+
+def _header(path: Path) -> list[str]:
+    """The stripped header names; InputError for unreadable, empty or incomplete files."""
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            try:
+                header = [h.strip() for h in next(csv.reader(fh))]
+            except StopIteration:
+                raise InputError(f"{path}: empty file, expected a header with {', '.join(REQUIRED)}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text CSV") from None
+    except csv.Error as exc:
+        raise InputError(f"{path}: malformed CSV: {exc}") from None
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise InputError(f"{path}: missing required column(s): {', '.join(missing)}")
+    return header
+
+
+def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray] | None:
+    """Known columns as float64 arrays (empty cells NaN) and stripped uav_id strings; None if any row is irregular."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    if len(set(header)) != len(header):
+        return None
+    known = [h for h in header if h in REQUIRED + OPTIONAL]
+    types = {h: pa.string() if h == "uav_id" else pa.float64() for h in known}
+    try:
+        table = pacsv.read_csv(
+            path, read_options=pacsv.ReadOptions(column_names=header, skip_rows=1),
+            convert_options=pacsv.ConvertOptions(column_types=types, include_columns=known, null_values=[""],
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    out = {h: table[h].to_numpy(zero_copy_only=False) for h in known if h != "uav_id"}
+    for h, values in out.items():
+        out[h] = np.asarray(values, dtype=float)  # nulls (empty cells) come back as NaN
+    # few distinct names: decode each once, then index (a fixed-width str array, as from_columns wants it)
+    ids = pc.dictionary_encode(pc.utf8_trim_whitespace(table["uav_id"])).combine_chunks()
+    names = np.asarray(ids.dictionary.to_pylist(), dtype=str)
+    out["uav_id"] = names[ids.indices.to_numpy(zero_copy_only=False)] if len(names) else np.empty(0, dtype=str)
+    return out
+
+
+def _read_rows(path: Path, name: str | None) -> SwarmTrajectory:
+    """The row-by-row reader for irregular files: short rows padded, unparsable cells NaN, both counted."""
     try:
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
-            try:
-                header = [h.strip() for h in next(reader)]
-            except StopIteration:
-                raise InputError(f"{path}: empty file, expected a header with {', '.join(REQUIRED)}") from None
-            missing = [c for c in REQUIRED if c not in header]
-            if missing:
-                raise InputError(f"{path}: missing required column(s): {', '.join(missing)}")
+            header = [h.strip() for h in next(reader)]
             rows = [r for r in reader if r]
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
@@ -61,11 +115,15 @@ def read_csv(path: str | Path, name: str | None = None) -> SwarmTrajectory:
             continue
         parsed[h], bad = _floats(values)
         unparsable += bad
+    ids = np.asarray([v.strip() for v in cols["uav_id"]], dtype=object)
+    return _trajectory(path, name, parsed, ids, rows=len(rows), unparsable=unparsable, short=short)
 
+
+def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids: np.ndarray, rows: int,
+                unparsable: int, short: int) -> SwarmTrajectory:
     def group(names: tuple[str, ...]) -> np.ndarray | None:
         return np.column_stack([parsed[n] for n in names]) if all(n in parsed for n in names) else None
 
-    ids = np.asarray([v.strip() for v in cols["uav_id"]], dtype=object)
     no_id = ids == ""
     t = parsed["t"].copy()
     t[no_id] = np.nan
@@ -87,7 +145,7 @@ def read_csv(path: str | Path, name: str | None = None) -> SwarmTrajectory:
     if int(no_id.sum()):
         traj.ingest.notes.append(f"{int(no_id.sum())} row(s) had no uav_id")
     if not traj.tracks:
-        raise InputError(f"{path}: no valid samples (all {len(rows)} rows empty or non-finite)")
+        raise InputError(f"{path}: no valid samples (all {rows} rows empty or non-finite)")
     return traj
 
 

@@ -1,6 +1,8 @@
 """Report figures as PNG bytes (matplotlib, Agg backend, no display needed).
 
-Long flights are decimated for drawing only (MAX_POINTS per vehicle); markers use the exact times.
+Long flights are decimated for drawing only (MAX_POINTS per vehicle); markers use the exact times. Large
+swarms get density views and the worst pairs highlighted instead of a line and a legend entry per vehicle
+(figures_swarm.py); every violation keeps its marker.
 Drawing dominates the report's cost, so each figure is laid out with fixed margins (tight_layout
 draws every figure an extra time), legends have fixed places ("best" searches every plotted point),
 per-vehicle start/end markers are one scatter each instead of a line object per vehicle, and the 3-D
@@ -17,6 +19,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from uav_debate_eval.report import figures_swarm as swarm  # noqa: E402
 
 MAX_POINTS = 800  # per vehicle and line: more than the pixels of the figure
 MAX_POINTS_3D = 300
@@ -94,18 +98,22 @@ def trajectory_xy(ev: Any):
     colors = _colors(traj.uav_ids)
     fig = _figure(6.4, 5.6, (0.12, 0.09, 0.97, 0.98))
     ax = fig.add_subplot()
-    for u, tr in traj.tracks.items():
-        k = _decimate(len(tr))
-        ax.plot(tr.pos[k, 0], tr.pos[k, 1], lw=1.2, color=colors[u], label=_label(u))
-    ends = np.array([[tr.pos[0, :2], tr.pos[-1, :2]] for tr in traj.tracks.values()])
-    c = [colors[u] for u in traj.tracks]
-    ax.scatter(ends[:, 0, 0], ends[:, 0, 1], marker="o", s=16, color=c, zorder=3)
-    ax.scatter(ends[:, 1, 0], ends[:, 1, 1], marker="s", s=16, color=c, zorder=3)
+    many = swarm.is_many(traj)
+    if many:
+        swarm.draw_xy(ax, ev, _label)
+    else:
+        for u, tr in traj.tracks.items():
+            k = _decimate(len(tr))
+            ax.plot(tr.pos[k, 0], tr.pos[k, 1], lw=1.2, color=colors[u], label=_label(u))
+        ends = np.array([[tr.pos[0, :2], tr.pos[-1, :2]] for tr in traj.tracks.values()])
+        c = [colors[u] for u in traj.tracks]
+        ax.scatter(ends[:, 0, 0], ends[:, 0, 1], marker="o", s=16, color=c, zorder=3)
+        ax.scatter(ends[:, 1, 0], ends[:, 1, 1], marker="s", s=16, color=c, zorder=3)
     viol, events = _markers(ev)
     pe = _at(traj, events[:400])
     if len(pe):
         ax.scatter(pe[:, 0], pe[:, 1], marker="^", s=22, facecolors="none", edgecolors="#555", label="event", zorder=3)
-    pv = _at(traj, viol[:400])
+    pv = _at(traj, viol)  # every violation, however many
     if len(pv):
         ax.scatter(pv[:, 0], pv[:, 1], marker="x", s=60, color="red", linewidths=2, label="violation", zorder=4)
     fence = ev.mission.constraints.geofence
@@ -116,7 +124,7 @@ def trajectory_xy(ev: Any):
     ax.set_ylabel("y north [m]")
     ax.set_aspect("equal", adjustable="datalim")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right", ncol=2 if len(traj.uav_ids) > 6 else 1)
+    ax.legend(fontsize=7, loc="upper right", ncol=2 if len(traj.uav_ids) > 6 and not many else 1)
     return fig
 
 
@@ -125,15 +133,18 @@ def trajectory_3d(ev: Any):
     colors = _colors(traj.uav_ids)
     fig = _figure(6.4, 5.6, (0.0, 0.02, 0.95, 1.0))
     ax = fig.add_subplot(projection="3d")
-    for u, tr in traj.tracks.items():
-        k = _decimate(len(tr), MAX_POINTS_3D)
-        ax.plot(tr.pos[k, 0], tr.pos[k, 1], tr.pos[k, 2], lw=1.0, color=colors[u], label=_label(u))
+    if swarm.is_many(traj):
+        swarm.draw_3d(ax, ev, _label)
+    else:
+        for u, tr in traj.tracks.items():
+            k = _decimate(len(tr), MAX_POINTS_3D)
+            ax.plot(tr.pos[k, 0], tr.pos[k, 1], tr.pos[k, 2], lw=1.0, color=colors[u], label=_label(u))
     viol, events = _markers(ev)
     pe = _at(traj, events[:400])
     if len(pe):
         ax.scatter(pe[:, 0], pe[:, 1], pe[:, 2], marker="^", s=18, facecolors="none", edgecolors="#555",
                    label="event")
-    pv = _at(traj, viol[:400])
+    pv = _at(traj, viol)
     if len(pv):
         ax.scatter(pv[:, 0], pv[:, 1], pv[:, 2], marker="x", s=50, color="red", label="violation")
     ax.set_xlabel("x [m]")
@@ -186,10 +197,14 @@ def altitude_speed(ev: Any):
     c = ev.mission.constraints
     fig = _figure(8, 5, (0.08, 0.1, 0.98, 0.98), hspace=0.08)
     a1, a2 = fig.subplots(2, 1, sharex=True)
-    for u, tr in traj.tracks.items():
-        k = _decimate(len(tr))
-        a1.plot(tr.t[k], tr.pos[k, 2], lw=1, color=colors[u], label=_label(u))
-        a2.plot(tr.t[k], tr.speed[k], lw=1, color=colors[u])
+    many = swarm.is_many(traj)
+    if many:
+        swarm.draw_altitude_speed(a1, a2, ev, _label)
+    else:
+        for u, tr in traj.tracks.items():
+            k = _decimate(len(tr))
+            a1.plot(tr.t[k], tr.pos[k, 2], lw=1, color=colors[u], label=_label(u))
+            a2.plot(tr.t[k], tr.speed[k], lw=1, color=colors[u])
     if c.max_speed_mps is not None:
         a2.axhline(c.max_speed_mps, color="red", lw=1, label=f"max speed {c.max_speed_mps:g} m/s")
     if _data_quality_spans(a2, ev, "max_speed") or c.max_speed_mps is not None:
@@ -202,7 +217,7 @@ def altitude_speed(ev: Any):
     a2.set_xlabel("t [s]")
     for a in (a1, a2):
         a.grid(alpha=0.3)
-    a1.legend(fontsize=7, loc="upper right", ncol=min(5, len(traj.uav_ids)))
+    a1.legend(fontsize=7, loc="upper right", ncol=4 if many else min(5, len(traj.uav_ids)))
     return fig
 
 

@@ -93,7 +93,6 @@ class Recorder:
         from rclpy.node import Node
         from rosgraph_msgs.msg import Clock
         from std_msgs.msg import Bool, String
-
         from uav_debate_eval.nodes.live import latched
 
         self.context = rclpy.Context()

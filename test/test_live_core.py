@@ -242,3 +242,40 @@ def test_live_core_imports_no_rclpy():
             "uav_debate_eval.live.segments, uav_debate_eval.live.config, uav_debate_eval.live.workers\n"
             "assert 'rclpy' not in sys.modules, 'rclpy imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# -- the flight-level report ----------------------------------------------------------------------------------
+
+def test_flight_report_folds_every_segment_and_names_the_worst(tmp_path: Path):
+    """Two real segment reports of a near-miss flight: the flight report is risky, keeps the near miss in
+    flight time, ranks it first, validates, and the terminal's last lines say so."""
+    from uav_debate_eval.live.flight import FlightRecord, final_lines, write_flight_report
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=30.0)
+    near = next(f for f in sim.truth if f.kind == "near_miss")
+    settings = PanelSettings(write_files=False)
+    flight = FlightRecord()
+    assert flight.report() is None  # nothing evaluated yet
+    t0 = sim.traj.t0
+    for k, (a, b) in enumerate(((0.0, 12.0), (12.0, 30.0)), 1):
+        window = sim.traj.window(a, b)
+        job = PanelJob(settings, sim.mission, window, f"S{k}", t0 + a, t0 + b, "window", [], k, [], 0)
+        flight.add(evaluate_segment(job).report)
+    report = flight.report()
+    validate_report(report)
+    labels = [s["label"] for s in report["live"]["segments"]]
+    assert report["verdict"]["label"] == "risky" and "risky" in labels
+    seps = [v for v in report["violations"] if v["constraint"] == "min_separation"]
+    assert seps and all(near.t_start - 0.5 <= v["t_start"] <= near.t_end + 0.5 for v in seps)
+    assert report["findings"][0]["id"] == "F1" and report["findings"][0]["severity"] == "hazard"
+    assert report["findings"][0]["kind"] == "min_separation"
+    assert report["mission"]["duration_s"] == pytest.approx(30.0, abs=0.2)
+    assert "hard constraints broken: min separation" in report["verdict"]["summary"]
+    out = write_flight_report(report, tmp_path / "flight")
+    assert json.loads((out / "report.json").read_text()) == report
+    assert (out / "report.md").read_text().strip() and "<html" in (out / "report.html").read_text().lower()
+    lines = final_lines(report, out)
+    assert lines[0].startswith("flight verdict: Risky flight")
+    assert lines[1].startswith("  F1 [hazard] t=") and lines[-1] == f"flight report: {out / 'report.html'} " \
+        "(also report.json, report.md)"

@@ -145,13 +145,13 @@ class FlightRecord:
                f"{self.segments[-1].t_end:.1f} s" if n else "no segment"
         if label == "safe":
             return f"Safe flight: no hard constraint broken in {span}."
-        parts = [f"{label.capitalize()} flight ({span})"]
+        parts = [f"{label.capitalize()} flight"]
         if vetoed:
             parts.append(f"the live safety veto fired in {len(vetoed)} of {n} segments "
                          f"({', '.join(s.id for s in vetoed)})")
         if kinds:
-            parts.append(f"violations: {', '.join(kinds)}")
-        return "; ".join(parts) + "."
+            parts.append(f"hard constraints broken: {', '.join(k.replace('_', ' ') for k in kinds)}")
+        return "; ".join(parts) + f" ({span})."
 
 
 def write_flight_report(report: dict, out_dir: Path) -> Path:
@@ -169,7 +169,7 @@ def write_flight_report(report: dict, out_dir: Path) -> Path:
 
 def final_lines(report: dict, where: Path, top: int = 3) -> list[str]:
     """The end of the demo's terminal: the verdict in words, the most important findings, the report's place."""
-    lines = [f"flight verdict: {report['verdict']['label'].upper()} - {report['verdict']['summary']}"]
+    lines = [f"flight verdict: {report['verdict']['summary']}"]
     for f in report.get("findings", [])[:top]:
         lines.append(f"  {f['id']} [{f['severity']}] t={f['t_start']:.1f}-{f['t_end']:.1f} s: {f['sentence']}")
     if not report.get("findings"):

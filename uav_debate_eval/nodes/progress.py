@@ -89,6 +89,6 @@ class ProgressNode(Node):
         for v in report["violations"][:3]:
             worst = f"{v['worst_value']:.3g}" if isinstance(v["worst_value"], float) else v["worst_value"]
             self._say(f"   violation {v['constraint']} {', '.join(v['uavs'])}: worst {worst} (limit {v['limit']}) "
-                      f"flight t=[{self._rel(v['t_start']):.1f}, {self._rel(v['t_end']):.1f}] s")
+                      f"flight t=[{v['t_start']:.1f}, {v['t_end']:.1f}] s")  # reports are in flight time
 
 

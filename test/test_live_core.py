@@ -33,6 +33,8 @@ def test_window_mode_cuts_back_to_back_windows():
     idle = cut.on_idle(35.0)
     assert (idle.id, idle.t_start, idle.t_end, idle.reason) == ("S4", 30.0, 35.0, "idle")
     assert cut.on_idle(36.0) is None  # shorter than min_segment_s: merged into the next one
+    end = cut.on_idle(36.0, "end")  # the flight is over: no next segment to merge into
+    assert (end.id, end.t_start, end.t_end, end.reason) == ("S5", 35.0, 36.0, "end")
 
 
 def test_veto_mode_closes_on_the_falling_edge_and_at_max_length():

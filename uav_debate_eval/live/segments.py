@@ -9,6 +9,9 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 MODES = ("window", "phase", "veto")
+#: At the end of a flight or session a segment this long is still evaluated (min_segment_s would merge it
+#: into a next one that never comes).
+END_MIN_S = 0.5
 
 
 @dataclass
@@ -43,8 +46,8 @@ class SegmentCutter:
         self.start = None
         self._veto = False
 
-    def _close(self, t_end: float, reason: str) -> Segment | None:
-        if self.start is None or t_end - self.start < self.min_segment_s:
+    def _close(self, t_end: float, reason: str, min_s: float | None = None) -> Segment | None:
+        if self.start is None or t_end - self.start < (self.min_segment_s if min_s is None else min_s):
             return None
         self.count += 1
         seg = Segment(f"S{self.count}", self.start, t_end, reason)
@@ -76,7 +79,7 @@ class SegmentCutter:
     def on_idle(self, t: float, reason: str = "idle") -> Segment | None:
         """The stream went quiet (or the flight was declared over: reason `end`): close what is open so the
         end of a flight is evaluated too."""
-        return self._close(t, reason)
+        return self._close(t, reason, min(END_MIN_S, self.min_segment_s) if reason == "end" else None)
 
 
 def segment_dsl(traj: SwarmTrajectory, mission: Mission, budget_tokens: int) -> tuple[str, int]:

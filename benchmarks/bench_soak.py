@@ -191,7 +191,7 @@ class VetoRecorder:
         from rclpy.executors import SingleThreadedExecutor
         from std_msgs.msg import Bool, String
 
-        from uav_debate_eval.nodes.live import SEGMENT_TOPIC, latched
+        from uav_debate_eval.nodes.topics import SEGMENT_TOPIC, latched
 
         rclpy.init(args=[])
         self.node = rclpy.create_node("soak_recorder")

@@ -79,7 +79,7 @@ def subscriber(duration: float) -> None:
     from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import Bool
 
-    from uav_debate_eval.nodes.safety_verifier import LATCHED, STATUS_TOPIC, VETO_TOPIC
+    from uav_debate_eval.nodes.topics import STATUS_TOPIC, VETO_TOPIC, latched
 
     rclpy.init()
     node = rclpy.create_node("bench_veto_sub")
@@ -92,7 +92,7 @@ def subscriber(duration: float) -> None:
                 if kv.key == "poses_received":
                     received["poses"] = int(kv.value)
 
-    node.create_subscription(Bool, VETO_TOPIC, lambda m: veto.append((time.time(), m.data)), LATCHED)
+    node.create_subscription(Bool, VETO_TOPIC, lambda m: veto.append((time.time(), m.data)), latched())
     node.create_subscription(DiagnosticArray, STATUS_TOPIC, on_status, 10)
     from rclpy.experimental import EventsExecutor
 

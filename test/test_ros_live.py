@@ -94,7 +94,7 @@ class Recorder:
         from rosgraph_msgs.msg import Clock
         from std_msgs.msg import Bool, String
 
-        from uav_debate_eval.nodes.live import latched
+        from uav_debate_eval.nodes.topics import latched
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=int(env["ROS_DOMAIN_ID"]))
@@ -135,9 +135,9 @@ class Recorder:
             self.veto.append((time.monotonic(), bool(msg.data), self.clock))
 
     def _on_status(self, msg) -> None:
-        from uav_debate_eval.nodes.debate_panel import level_of, status_evidence
+        from uav_debate_eval.live.veto import level_of, status_evidence
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        self.status += [{**status_evidence(s), "stamp": stamp} for s in msg.status if level_of(s.level) >= 2]
+        self.status += [{**status_evidence(s).to_dict(), "stamp": stamp} for s in msg.status if level_of(s.level) >= 2]
         del self.status[:-5000]
         veto = next((level_of(s.level) >= 2 for s in msg.status if s.name == "safety/veto"), None)
         if veto is not None and (not self.verdicts or self.verdicts[-1][1] != veto):
@@ -230,7 +230,7 @@ def _live_flight(tmp_path: Path, domain: int, faults: list[str], duration: float
 
 
 def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path):
-    from uav_debate_eval.nodes.debate_panel import validate
+    from uav_debate_eval.report.schema import validate_report
 
     duration = 30.0
     with _live_flight(tmp_path, 0, ["near_miss"], duration) as flight:
@@ -285,7 +285,7 @@ def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path):
     # every report validates; the near-miss segment is risky, vetoed and names the pair
     assert len(rec.reports) == len(rec.segments)
     for report in rec.reports:
-        assert validate(report) == []
+        validate_report(report)
     hit = [r for r in rec.reports if r["live"]["segment"]["t_start"] - base <= near["t_start"]
            <= r["live"]["segment"]["t_end"] - base]
     assert len(hit) == 1

@@ -37,7 +37,7 @@ def test_wheel_ships_the_config_files_and_finds_them_installed(tmp_path: Path):
     # Installed: the lookup `live` uses finds them inside the package, with no ament index to ask.
     env = {k: v for k, v in os.environ.items() if k != "AMENT_PREFIX_PATH"}
     env["PYTHONPATH"] = str(tmp_path / "site")
-    code = ("import sys, uav_debate_eval\nfrom uav_debate_eval.nodes.live import find_config, read_params_file\n"
+    code = ("import sys, uav_debate_eval\nfrom uav_debate_eval.live.config import find_config, read_params_file\n"
             "print(uav_debate_eval.__file__)\n"
             "for name in sys.argv[1:]: print(find_config(name))\n"
             "assert read_params_file(find_config('demo.yaml'))['swarm_sim']\n")

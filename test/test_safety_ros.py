@@ -151,7 +151,8 @@ def test_status_markers_and_sim_time_clock_jump_in_process():
     from rosgraph_msgs.msg import Clock
     from visualization_msgs.msg import MarkerArray
 
-    from uav_debate_eval.nodes.safety_verifier import MARKERS_TOPIC, STATUS_TOPIC, SafetyVerifierNode
+    from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
+    from uav_debate_eval.nodes.topics import MARKERS_TOPIC, STATUS_TOPIC
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=161 + os.getpid() % 60)

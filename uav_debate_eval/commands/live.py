@@ -1,10 +1,12 @@
 """`uav-debate-eval live`: the monitoring nodes in one process, for installs without ros2 launch.
 
 safety_verifier, dsl_builder and debate_panel each spin on their own executor thread (see
-nodes.live.spin_nodes; the DSL and the debate run in worker processes, so they never starve the verifier).
+nodes.executors.spin_nodes; the DSL and the debate run in worker processes, so they never starve the verifier).
 `--sim` plays the config's swarm_sim section in a child process, so the poses really cross DDS;
 `--demo` is the README's live demo: the 5-vehicle formation mission with an injected near miss,
-the panel on the embedded local LLM when it is installed.
+the panel on the embedded local LLM when it is installed. However the session ends (the flight is over,
+--duration, Ctrl-C, SIGTERM) the open segment is evaluated, the flight-level report is written to
+OUT/flight/ and the terminal ends with its verdict, its top findings and where it is; exit status 0.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ import time
 from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.live.config import find_config, read_params_file
+from uav_debate_eval.live.flight import final_lines
 
 MONITOR_NODES = ("safety_verifier", "dsl_builder", "debate_panel")
+#: After Ctrl-C, how long the open segment's evaluation may take before the flight report is written without it.
+STOP_GRACE_S = 60.0
 
 
 def register(subparsers) -> None:
@@ -56,7 +62,6 @@ def local_llm_missing() -> str | None:
 
 def resolve_mission(name: str) -> Path:
     """A mission path as given, or the name of a packaged config file (every node gets the same absolute path)."""
-    from uav_debate_eval.nodes.live import find_config
     path = Path(name)
     if path.is_file():
         return path.resolve()
@@ -66,8 +71,6 @@ def resolve_mission(name: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from uav_debate_eval.nodes.live import find_config, read_params_file
-
     config = Path(args.config) if args.config else find_config("demo.yaml" if args.demo else "monitor.yaml")
     params = read_params_file(config)
     out = Path(args.out or params.get("debate_panel", {}).get("output_dir", "out/live"))
@@ -103,9 +106,12 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     from rclpy.signals import SignalHandlerOptions
     from rich.console import Console
 
+    from uav_debate_eval.live.workers import tune_malloc
     from uav_debate_eval.nodes.debate_panel import DebatePanelNode
     from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
-    from uav_debate_eval.nodes.live import ProgressNode, spin_nodes, tune_malloc, undeclared
+    from uav_debate_eval.nodes.executors import spin_nodes
+    from uav_debate_eval.nodes.params import undeclared
+    from uav_debate_eval.nodes.progress import ProgressNode
     from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
 
     tune_malloc()  # before rclpy starts the DDS threads
@@ -115,11 +121,12 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     classes = {"safety_verifier": SafetyVerifierNode, "dsl_builder": DslBuilderNode, "debate_panel": DebatePanelNode}
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)  # see _stop_on_signals
     interrupted = threading.Event()
+    hurry = threading.Event()  # a second Ctrl-C: stop waiting for the last evaluation
     stop = threading.Event()  # set when the simulated flight is evaluated, or by a signal (with `interrupted`)
     nodes = []
     sim = None
     try:
-        with _stop_on_signals(interrupted, stop):
+        with _stop_on_signals(hurry, interrupted, stop):
             values = {name: {**params.get(name, params.get("**", {})), **overrides[name]} for name in classes}
             for name, cls in classes.items():
                 extra = {}
@@ -147,8 +154,12 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                 console.print(f"[red]swarm_sim failed (exit {sim.returncode}):[/] "
                               + _last_line(out / "swarm_sim.log"))
                 return 1
-            _wait_panel(panel, timeout_s=180.0, stop=interrupted)  # (after Ctrl-C a running debate is dropped)
-        return _summary(console, panel, out)
+            if interrupted.is_set() or not with_sim:  # the open segment is part of the flight too
+                nodes[1].close_segment("end")
+                console.print("stopping: evaluating the open segment (Ctrl-C again to skip)")
+            _wait_panel(panel, timeout_s=STOP_GRACE_S if interrupted.is_set() else 180.0, stop=hurry)
+            code = _summary(console, panel, out)
+            return 0 if interrupted.is_set() else code
     finally:
         if sim is not None and sim.poll() is None:
             sim.terminate()
@@ -163,8 +174,9 @@ def _pose_params(values: dict) -> dict:
 
 
 @contextlib.contextmanager
-def _stop_on_signals(*events: threading.Event):
-    """SIGINT and SIGTERM set the events: the graph stops between two spins and shuts down in order.
+def _stop_on_signals(hurry: threading.Event, *events: threading.Event):
+    """SIGINT and SIGTERM set the events: the graph stops between two spins and shuts down in order; a second
+    signal sets `hurry` as well.
 
     rclpy's own handlers shut the context down under the running nodes instead, and whatever touched it next
     failed: the spin loop's timer ("failed to create timer: the given context is not valid", a traceback
@@ -173,7 +185,13 @@ def _stop_on_signals(*events: threading.Event):
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
         return
-    old = {sig: signal.signal(sig, lambda *_: [e.set() for e in events]) for sig in (signal.SIGINT, signal.SIGTERM)}
+    def handler(*_) -> None:
+        if all(e.is_set() for e in events):  # already stopping
+            hurry.set()
+        for e in events:
+            e.set()
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
@@ -186,7 +204,8 @@ def _start_sim(config: Path, out: Path) -> subprocess.Popen:
     log = (out / "swarm_sim.log").open("w")
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.swarm_sim", "--ros-args",
            "--params-file", str(config), "-p", "exit_when_done:=true"]
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    # its own session: the terminal's Ctrl-C reaches only `live`, which stops the simulator in order
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 class StopWhenFlown:
@@ -229,8 +248,9 @@ def _wait_panel(panel, timeout_s: float, stop: threading.Event) -> None:
 
 
 def _summary(console, panel, out: Path) -> int:
-    """Each evaluated segment, then the flight's verdict (its worst segment) and where that report is."""
+    """Each evaluated segment, then the flight report's verdict in words, its top findings and where it is."""
     done = list(panel.evaluated)
+    where = panel.close_flight()
     if not done:
         console.print("[red]no segment was evaluated[/] (no poses received? check the topics and the domain id)")
         return 1
@@ -239,10 +259,9 @@ def _summary(console, panel, out: Path) -> int:
     for seg in done:
         console.print(f"segment {seg['id']}: [{colour[seg['label']]}]{seg['label']}[/]"
                       f"{' (vetoed)' if seg['vetoed'] else ''}  {seg['path'] or '(files not written)'}")
-    order = ["safe", "borderline", "inconclusive", "risky"]
-    worst = max(done, key=lambda seg: order.index(seg["label"]))
-    console.print(f"flight verdict: [bold {colour[worst['label']]}]{worst['label']}[/] (segment {worst['id']}): "
-                  f"{worst['summary']}")
-    if worst["path"]:
-        console.print(f"report: {Path(worst['path']) / 'report.html'}  (all segments in {out})")
+    report = panel.flight.report()
+    for line in final_lines(report, where or out / "flight"):
+        console.print(line, markup=False, highlight=False)
+    if where is None:
+        console.print("(files not written: write_files is off)")
     return 0

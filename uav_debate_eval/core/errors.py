@@ -7,3 +7,7 @@ class InputError(Exception):
 
 class MissionError(InputError):
     """Malformed mission YAML; the message names the file, line, key and why."""
+
+
+class ParameterError(InputError):
+    """A live node's parameter is out of range or of the wrong kind; the message names the parameter."""

@@ -8,115 +8,30 @@ restarted panel picks up the latest segment, and no pose data is copied between 
 
 Segment modes: `window` (every window_s of stream time), `phase` (at the mission phase boundaries of
 dsl.segments.mission_segments), `veto` (when a veto episode ends, so the segment holds the whole
-episode). Every mode also closes at max_segment_s, and when the stream goes idle (the flight ended).
+episode). Every mode also closes at max_segment_s, when the stream goes idle, and when the simulator announces the
+end of its flight on /swarm/sim/end. The cutting itself is live.segments (no ROS).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from concurrent.futures import BrokenExecutor, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_msgs.msg import Bool, String
 
 from uav_debate_eval.core.streaming import StreamingSwarm
-from uav_debate_eval.nodes.live import (
-    DSL_TOPIC,
-    SEGMENT_TOPIC,
-    VETO_TOPIC,
-    ClockJumpGuard,
-    add_heap_trim,
-    declare,
-    latched,
-    mission_from_param,
-    run_node,
-    stop_pool,
-    worker_pool,
-)
-
-MODES = ("window", "phase", "veto")
-
-
-@dataclass
-class Segment:
-    """A closed mission segment in stream time (pose stamps)."""
-
-    id: str
-    t_start: float
-    t_end: float
-    reason: str  # window | phase | veto | max | idle | trigger
-
-    def to_json(self, **extra) -> str:
-        return json.dumps({**asdict(self), **extra})
-
-
-class SegmentCutter:
-    """Decides where segments end; pure logic (no ROS), driven by stream time and veto edges."""
-
-    def __init__(self, mode: str, window_s: float, min_segment_s: float, max_segment_s: float):
-        if mode not in MODES:
-            raise ValueError(f"segment_mode must be one of {', '.join(MODES)}, got {mode!r}")
-        self.mode = mode
-        self.window_s = window_s
-        self.min_segment_s = min_segment_s
-        self.max_segment_s = max(max_segment_s, window_s if mode == "window" else min_segment_s)
-        self.start: float | None = None
-        self.count = 0
-        self._veto = False
-
-    def reset(self) -> None:
-        """After a backwards time jump: forget the open segment (its samples are gone)."""
-        self.start = None
-        self._veto = False
-
-    def _close(self, t_end: float, reason: str) -> Segment | None:
-        if self.start is None or t_end - self.start < self.min_segment_s:
-            return None
-        self.count += 1
-        seg = Segment(f"S{self.count}", self.start, t_end, reason)
-        self.start = t_end
-        return seg
-
-    def on_time(self, t: float) -> Segment | None:
-        """Called with the newest stream time; closes window and over-long segments."""
-        if self.start is None:
-            self.start = t
-            return None
-        if self.mode == "window" and t - self.start >= self.window_s:
-            return self._close(self.start + self.window_s, "window")
-        if t - self.start >= self.max_segment_s:
-            return self._close(t, "max")
-        return None
-
-    def on_veto(self, value: bool, t: float) -> Segment | None:
-        """A veto edge at stream time t; in veto mode the falling edge closes the segment."""
-        falling = self._veto and not value
-        self._veto = value
-        if self.mode == "veto" and falling:
-            return self._close(t, "veto")
-        return None
-
-    def on_phase_boundary(self, t: float) -> Segment | None:
-        return self._close(t, "phase") if self.mode == "phase" else None
-
-    def on_idle(self, t: float) -> Segment | None:
-        """The stream went quiet: close what is open so the end of a flight is evaluated too."""
-        return self._close(t, "idle")
-
-
-def segment_dsl(traj, mission, budget_tokens: int) -> tuple[str, int]:
-    """A segment's DSL text and token count (safety included so violations appear as events); runs in the
-    worker process."""
-    from uav_debate_eval.dsl.builder import build_dsl
-    from uav_debate_eval.safety.checker import check_trajectory
-    if not traj.uav_ids:
-        return "", 0
-    doc = build_dsl(traj, mission, safety=check_trajectory(traj, mission), budget_tokens=budget_tokens)
-    return doc.text, doc.tokens
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.dsl.segments import mission_segments
+from uav_debate_eval.live.config import mission_from_param
+from uav_debate_eval.live.segments import Segment, SegmentCutter, segment_dsl
+from uav_debate_eval.live.workers import stop_pool, worker_pool
+from uav_debate_eval.nodes.params import declare
+from uav_debate_eval.nodes.pose_input import PoseInput
+from uav_debate_eval.nodes.run import ClockJumpGuard, add_heap_trim, run_node
+from uav_debate_eval.nodes.topics import DSL_TOPIC, SEGMENT_TOPIC, SIM_END_TOPIC, VETO_TOPIC, latched
 
 
 class DslBuilderNode(Node):
@@ -125,18 +40,23 @@ class DslBuilderNode(Node):
     def __init__(self, pose_source=None, **kwargs):
         """`pose_source`: the PoseInput of another node in the same process to take poses from (see `live`)."""
         super().__init__("dsl_builder", **kwargs)
-        self.mission_file = declare(self, "mission_file", "", "mission YAML (empty: the packaged default mission)")
-        mode = declare(self, "segment_mode", "window", "where segments end: window, phase or veto")
-        window_s = declare(self, "window_s", 30.0, "segment length in window mode (stream seconds)")
-        min_s = declare(self, "min_segment_s", 2.0, "shorter segments are merged into the next one")
-        max_s = declare(self, "max_segment_s", 60.0, "any segment closes at this length (bounds the buffer)")
-        self.idle_flush_s = declare(self, "idle_flush_s", 3.0, "close the open segment after this much silence "
-                                    "(wall seconds)")
-        buffer_s = declare(self, "buffer_s", 90.0, "stream seconds kept per vehicle (must exceed max_segment_s)")
-        self.rate_hint_hz = declare(self, "rate_hint_hz", 50.0, "expected pose rate; sizes the ring buffers")
-        self.budget_tokens = declare(self, "dsl_budget_tokens", 1500, "token budget of each segment's DSL")
-        self.phase_check_s = declare(self, "phase_check_s", 2.0, "how often phase mode looks for a boundary")
-        self.clock_jump_s = declare(self, "clock_jump_s", 1.0, "a stamp this much older than the newest resets")
+        def d(name: str, default, description: str, **kw):  # read once at start: a later change is refused
+            return declare(self, name, default, description, read_only=True, **kw)
+
+        self.mission_file = d("mission_file", "", "mission YAML (empty: the packaged default mission)")
+        mode = d("segment_mode", "window", "where segments end: window, phase or veto")
+        window_s = d("window_s", 30.0, "segment length in window mode (stream seconds)", lo=0.5, hi=86400.0)
+        min_s = d("min_segment_s", 2.0, "shorter segments are merged into the next one", lo=0.0, hi=86400.0)
+        max_s = d("max_segment_s", 60.0, "any segment closes at this length (bounds the buffer)", lo=0.5, hi=86400.0)
+        self.idle_flush_s = d("idle_flush_s", 3.0, "close the open segment after this much silence (wall seconds)",
+                              lo=0.1, hi=3600.0)
+        buffer_s = d("buffer_s", 90.0, "stream seconds kept per vehicle (must exceed max_segment_s)", lo=1.0,
+                     hi=86400.0)
+        self.rate_hint_hz = d("rate_hint_hz", 50.0, "expected pose rate; sizes the ring buffers", lo=0.1, hi=10000.0)
+        self.budget_tokens = d("dsl_budget_tokens", 1500, "token budget of each segment's DSL", lo=50, hi=1 << 20)
+        self.phase_check_s = d("phase_check_s", 2.0, "how often phase mode looks for a boundary", lo=0.1, hi=3600.0)
+        self.clock_jump_s = d("clock_jump_s", 1.0, "a stamp this much older than the newest resets", lo=0.0,
+                              hi=3600.0)
 
         self.mission = mission_from_param(self.mission_file)
         self.cutter = SegmentCutter(mode, window_s, min_s, max_s)
@@ -155,7 +75,6 @@ class DslBuilderNode(Node):
         add_heap_trim(self)
 
         if pose_source is None:
-            from uav_debate_eval.nodes.pose_input import PoseInput
             self.poses = PoseInput(self, self._on_pose)
         else:  # same process as the verifier: its subscriptions feed both (its pose parameters apply)
             self.poses = pose_source
@@ -163,6 +82,7 @@ class DslBuilderNode(Node):
         self.dsl_pub = self.create_publisher(String, DSL_TOPIC, latched())
         self.segment_pub = self.create_publisher(String, SEGMENT_TOPIC, latched(10))
         self.create_subscription(Bool, VETO_TOPIC, self._on_veto, latched())
+        self.create_subscription(String, SIM_END_TOPIC, self._on_flight_end, latched())
         steady = Clock(clock_type=ClockType.STEADY_TIME)  # idle detection must work when /clock stops too
         self.create_timer(0.5, self._on_timer, clock=steady)
         self.get_logger().info(f"segments: {mode} (window {window_s:g} s, max {self.cutter.max_segment_s:g} s), "
@@ -179,6 +99,17 @@ class DslBuilderNode(Node):
         if math.isfinite(self.swarm.newest_t):
             self._emit(self.cutter.on_veto(bool(msg.data), self.swarm.newest_t))
 
+    def _on_flight_end(self, msg: String) -> None:
+        """The simulator's flight is over: close the open segment now (no idle wait)."""
+        self.close_segment("end")
+
+    def close_segment(self, reason: str) -> Segment | None:
+        """Close the open segment at the newest stream time (the end of a flight or of the session)."""
+        seg = self.cutter.on_idle(self.swarm.newest_t, reason) if math.isfinite(self.swarm.newest_t) else None
+        self._emit(seg)
+        self._last_sample_wall = math.inf
+        return seg
+
     def _on_timer(self) -> None:
         t = self.swarm.newest_t
         if not math.isfinite(t):
@@ -193,7 +124,6 @@ class DslBuilderNode(Node):
             self._emit(self._phase_boundary(t))
 
     def _phase_boundary(self, t: float) -> Segment | None:
-        from uav_debate_eval.dsl.segments import mission_segments
         if self.cutter.start is None:
             return None
         traj = self.swarm.window(self.cutter.start, t)
@@ -210,7 +140,7 @@ class DslBuilderNode(Node):
                 listener(seg, traj)
             self._worker.submit(self._publish_segment, seg, traj)
 
-    def _publish_segment(self, seg: Segment, traj) -> None:
+    def _publish_segment(self, seg: Segment, traj: SwarmTrajectory) -> None:
         try:
             text, tokens = self._pool.submit(segment_dsl, traj, self.mission, self.budget_tokens).result()
         except Exception as exc:  # a DSL bug must not stop segmentation; the panel still gets the boundaries

@@ -18,24 +18,21 @@ import rclpy
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Bool, ColorRGBA
+from std_msgs.msg import Bool, ColorRGBA, String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from uav_debate_eval.core.mission import Geofence, Mission, load_mission
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.core.streaming import StreamingSwarm
-from uav_debate_eval.nodes.live import node_executor, run_node
+from uav_debate_eval.nodes.executors import node_executor
+from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput, declare_list
+from uav_debate_eval.nodes.run import run_node
+from uav_debate_eval.nodes.topics import MARKERS_TOPIC, SIM_END_TOPIC, STATUS_TOPIC, VETO_TOPIC, latched
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 
-VETO_TOPIC = "/swarm/safety/veto"
-STATUS_TOPIC = "/swarm/safety/status"
-MARKERS_TOPIC = "/swarm/safety/markers"
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: After a pre-check the full check did not confirm, that vehicle's poses wait for the timer this long.
 MUTE_S = 0.1
 _WARN_OF = {"cpa": "min_separation", "time_to_geofence": "geofence"}
@@ -50,30 +47,34 @@ class SafetyVerifierNode(Node):
 
     def __init__(self, node_name: str = "safety_verifier", **kwargs):
         super().__init__(node_name, **kwargs)
-        d = self._declare
+        def d(name: str, default, description: str, lo: float | None = None, hi: float | None = None):
+            return declare(self, name, default, description, lo=lo, hi=hi, read_only=True)  # read at start only
+
         mission_file = d("mission_file", "", "mission YAML (CONTRACT §2); the values below override it when set")
         overrides = {
-            "min_separation_m": d("min_separation_m", 0.0, "minimum pairwise distance, m (0: from mission_file)"),
-            "max_speed_mps": d("max_speed_mps", 0.0, "maximum speed norm, m/s (0: from mission_file)"),
-            "max_vertical_speed_mps": d("max_vertical_speed_mps", 0.0, "maximum |vz|, m/s (0: from mission_file)"),
+            "min_separation_m": d("min_separation_m", 0.0, "minimum pairwise distance, m (0: from mission_file)",
+                                  0.0, 1e6),
+            "max_speed_mps": d("max_speed_mps", 0.0, "maximum speed norm, m/s (0: from mission_file)", 0.0, 1e6),
+            "max_vertical_speed_mps": d("max_vertical_speed_mps", 0.0, "maximum |vz|, m/s (0: from mission_file)",
+                                        0.0, 1e6),
             "stale_timeout_s": d("stale_timeout_s", 0.0, "a vehicle silent longer than this is stale, s "
-                                 "(0: from mission_file)"),
+                                 "(0: from mission_file)", 0.0, 3600.0),
         }
         fence_min = declare_list(self, "geofence_min", "geofence box min [x, y, z] (empty: mission_file)", float)
         fence_max = declare_list(self, "geofence_max", "geofence box max [x, y, z] (empty: mission_file)", float)
-        self.check_rate_hz = d("check_rate_hz", 50.0, "full check rate, Hz (breaking poses are checked on arrival)")
+        self.check_rate_hz = d("check_rate_hz", 50.0, "full check rate, Hz (breaking poses are checked on arrival)",
+                               0.1, 10000.0)
         hold = d("hold_time_s", -1.0, "veto clears after every margin is restored this long, s (<0: mission's "
-                 "thresholds.veto_hold_s)")
+                 "thresholds.veto_hold_s)", -1.0, 3600.0)
         predict_s = d("prediction_period_s", 0.1, "recompute predictive warnings (CPA, time-to-geofence) at most "
-                      "this often, s; the veto itself is checked on every check")
-        heartbeat_hz = d("heartbeat_hz", 1.0, "veto re-publish rate, Hz")
-        status_hz = d("status_rate_hz", 5.0, "status and marker publish rate, Hz (also on every veto change)")
+                      "this often, s; the veto itself is checked on every check", 0.0, 60.0)
+        heartbeat_hz = d("heartbeat_hz", 1.0, "veto re-publish rate, Hz", 0.01, 1000.0)
+        status_hz = d("status_rate_hz", 5.0, "status and marker publish rate, Hz (also on every veto change)",
+                      0.01, 1000.0)
         self.frame_id = d("marker_frame_id", "map", "frame of the RViz/Foxglove markers")
+        close_on_quiet = d("close_on_quiet", True, "every vehicle going quiet together ends the flight (no stale "
+                           "veto); off: only /swarm/sim/end does")
 
-        for name, rate in (("check_rate_hz", self.check_rate_hz), ("heartbeat_hz", heartbeat_hz),
-                           ("status_rate_hz", status_hz)):
-            if not rate > 0:
-                raise ValueError(f"parameter {name}: must be > 0, got {rate}")
         mission = load_mission(mission_file) if mission_file else Mission(name="parameters")
         c = mission.constraints
         for key, value in overrides.items():
@@ -86,18 +87,20 @@ class SafetyVerifierNode(Node):
                 raise ValueError(f"geofence_min {fence_min} / geofence_max {fence_max}: need 3 values each, min < max")
             c.geofence = Geofence(tuple(fence_min), tuple(fence_max))
         self.mission = mission
-        self.monitor = SafetyMonitor(mission, hold_s=None if hold < 0 else hold, predict_period_s=predict_s)
+        self.monitor = SafetyMonitor(mission, hold_s=None if hold < 0 else hold, predict_period_s=predict_s,
+                                     close_on_quiet=close_on_quiet)
         self.swarm = StreamingSwarm(capacity=4)
         self._swarm_resets = 0
         self._muted_until: dict[str, float] = {}
         self.poses_received = 0
         self.state: SafetyState | None = None
 
-        self.veto_pub = self.create_publisher(Bool, VETO_TOPIC, LATCHED)
+        self.veto_pub = self.create_publisher(Bool, VETO_TOPIC, latched())
         self.status_pub = self.create_publisher(DiagnosticArray, STATUS_TOPIC, 10)
         self.marker_pub = self.create_publisher(MarkerArray, MARKERS_TOPIC, 1)
         group = MutuallyExclusiveCallbackGroup()  # poses and checks share the monitor: one at a time
         self.poses = PoseInput(self, self._on_pose, callback_group=group)
+        self.create_subscription(String, SIM_END_TOPIC, self._on_flight_end, latched(), callback_group=group)
         self.create_timer(1.0 / self.check_rate_hz, self.check, callback_group=group)
         self.create_timer(1.0 / heartbeat_hz, self._heartbeat, callback_group=group)
         self.create_timer(1.0 / status_hz, self._publish_status, callback_group=group)
@@ -105,9 +108,6 @@ class SafetyVerifierNode(Node):
         checked = [k for k in CONSTRAINT_NAMES if self._limit(k) is not None]
         self.get_logger().info(f"safety verifier: checking {', '.join(checked) or 'nothing'}; "
                                f"hold {self.monitor.hold_s:g} s; {self.monitor.snapshot_policy}")
-
-    def _declare(self, name: str, default, description: str):
-        return self.declare_parameter(name, default, ParameterDescriptor(description=description)).value
 
     def _limit(self, constraint: str):
         c = self.mission.constraints
@@ -155,6 +155,11 @@ class SafetyVerifierNode(Node):
                 self.get_logger().info(f"veto cleared at {state.t:.3f}")
         return state
 
+    def _on_flight_end(self, msg: String) -> None:
+        """The simulator announced the end of its flight: its silence from now on is no stale data."""
+        self.monitor.end_flight()
+        self.get_logger().info("flight end announced: vehicles going quiet now end the flight")
+
     def _publish_veto(self, value: bool) -> None:
         self.veto_pub.publish(Bool(data=bool(value)))
 
@@ -186,6 +191,8 @@ class SafetyVerifierNode(Node):
             else:
                 st.level = DiagnosticStatus.WARN if name in warned else DiagnosticStatus.OK
                 st.message = "predicted violation within the horizon" if name in warned else "ok"
+                if name == "stale_data" and state.ended:
+                    st.message = f"flight over: {len(state.ended)} vehicles went quiet together"
                 uavs = []
             st.values = [KeyValue(key="uavs", value=",".join(uavs)),
                          KeyValue(key="value", value="" if value is None else f"{value:.6g}"),

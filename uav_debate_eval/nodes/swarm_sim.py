@@ -5,7 +5,8 @@ like a real autopilot's stream. Pacing follows the wall clock times `speed`; wit
 node also publishes /clock in scenario time so monitors running with use_sim_time see consistent
 stamps at any speed-up. A vehicle with no sample at a tick (telemetry dropout) is simply not published;
 link_ok is metadata of the recording and does not stop the stream. The scenario's ground truth is
-published once, latched, on /swarm/sim/truth for tests.
+published once, latched, on /swarm/sim/truth for tests. When the scenario is over (not looping) the node
+says so, latched, on /swarm/sim/end, so the monitors close the flight instead of calling every vehicle stale.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, is_dataclass
 
 import numpy as np
 import rclpy
@@ -27,13 +27,18 @@ from std_msgs.msg import String
 
 from uav_debate_eval.core.mission import Mission, mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.nodes.live import TRUTH_TOPIC, declare, latched, run_node
+from uav_debate_eval.nodes.params import declare
+from uav_debate_eval.nodes.run import run_node
+from uav_debate_eval.nodes.topics import SIM_END_TOPIC, TRUTH_TOPIC, latched
+from uav_debate_eval.report.build import jsonable
 
 #: One tick: scenario time and (uav, position, velocity or None, link_ok) per vehicle.
 Tick = tuple[float, list[tuple[str, np.ndarray, np.ndarray | None, bool]]]
 
 #: Never run the pacing timer faster than this; late ticks are caught up in one callback.
 MAX_TIMER_HZ = 200.0
+#: How long a node with exit_when_done stays up after announcing the end of its flight.
+END_LINGER_S = 1.0
 #: With /clock, at most this many ticks per timer callback (the stream slows down rather than bursts).
 MAX_BURST = 2
 
@@ -58,18 +63,6 @@ def csv_ticks(traj: SwarmTrajectory) -> Iterator[Tick]:
 def _to_stamp(t: float) -> TimeMsg:
     sec = math.floor(t)
     return TimeMsg(sec=int(sec), nanosec=min(int(round((t - sec) * 1e9)), 999_999_999))
-
-
-def _jsonable(obj):
-    if is_dataclass(obj):
-        return {k: _jsonable(v) for k, v in asdict(obj).items()}
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
 
 
 class SwarmSimNode(Node):
@@ -118,15 +111,18 @@ class SwarmSimNode(Node):
                 self._pubs[uav] = self.create_publisher(msg_type, self.topic_pattern.format(uav=uav), qos)
         self._clock_pub = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
         self._truth_pub = self.create_publisher(String, TRUTH_TOPIC, latched())
+        self._end_pub = self.create_publisher(String, SIM_END_TOPIC, latched())
+        self._last_t = math.nan
         self._truth_pub.publish(String(data=json.dumps({
             "scenario": self.scenario if not self.csv_file else None, "csv_file": self.csv_file or None,
             "seed": self.seed, "uavs": self.uav_ids, "stamp_base": self.stamp_base, "speed": self.speed,
-            "pose_type": self.pose_type, "faults": _jsonable(truth), "mission": mission_to_yaml(self.mission),
+            "pose_type": self.pose_type, "faults": jsonable(truth), "mission": mission_to_yaml(self.mission),
             "t_start": self.traj.t_start, "t_end": self.traj.t_end,
         })))
         self.published = 0
         self.loops = 0
         self.finished = False
+        self.finished_at = math.inf
         self._ticks = self._tick_source()
         self._pending: Tick | None = next(self._ticks, None)
         self._t0 = self._pending[0] if self._pending else 0.0
@@ -178,10 +174,13 @@ class SwarmSimNode(Node):
                     self.stamp_base += self.traj.duration  # wall stamps stay monotonic; sim time jumps back
         if self._pending is None and not self.finished:
             self.finished = True
+            self.finished_at = now
+            self._end_pub.publish(String(data=json.dumps({"t_end": self.stamp_base + self._last_t})))
             self.get_logger().info(f"scenario finished: {self.published} poses published")
 
     def _publish(self, t: float, batch: list) -> None:
         stamp = _to_stamp(self.stamp_base + t)
+        self._last_t = t
         if self._clock_pub is not None:
             self._clock_pub.publish(Clock(clock=stamp))
         if self.pose_type == "PoseArray":
@@ -225,7 +224,9 @@ def _pose(pos) -> Pose:
 
 def main(args: list[str] | None = None) -> None:
     def spin(node: SwarmSimNode) -> None:
-        while rclpy.ok() and not (node.exit_when_done and node.finished):
+        # after the end, linger END_LINGER_S so the latched end message reaches every subscriber
+        while rclpy.ok() and not (node.exit_when_done and node.finished
+                                  and time.monotonic() - node.finished_at > END_LINGER_S):
             rclpy.spin_once(node, timeout_sec=0.1)
 
     run_node("swarm_sim", SwarmSimNode, spin, args)

@@ -4,7 +4,11 @@ margin has been restored for the hold time, so a quantity oscillating around its
 Snapshot policy: vehicles report at different stamps, so each update brings every vehicle to the
 newest stamp in the snapshot by constant-velocity extrapolation, capped at ``max_extrapolation_s``
 (beyond that its last position is held). Vehicles silent longer than the stale timeout are a
-``stale_data`` violation and leave the pairwise/position checks (their position is unknown).
+``stale_data`` violation and leave the pairwise/position checks (their position is unknown). With
+``close_on_quiet`` (or after :meth:`SafetyMonitor.end_flight`) a vehicle is stale only when the others
+kept reporting for longer than the stale timeout after its last sample: vehicles that go quiet together
+with the last one (a replay or simulator that stops) have *ended* their flight, not failed, while one
+vehicle silent mid-flight still vetoes.
 Velocity missing from a sample (NaN) is the difference of the vehicle's last two samples; for the
 extrapolation (not for the speed checks) it is clipped to max_speed_mps, so a position jump cannot
 carry a vehicle through another one.
@@ -45,15 +49,19 @@ class SafetyState:
     values: dict[str, dict] = field(default_factory=dict)  # current worst value and limit per checked constraint
     stale: list[str] = field(default_factory=list)
     clock_reset: bool = False
+    ended: list[str] = field(default_factory=list)  # vehicles whose flight is over (no veto for their silence)
 
 
 class SafetyMonitor:
     """Stateful live checker: feed samples with :meth:`observe` (or a dict to :meth:`update`), check with update."""
 
     def __init__(self, mission: Mission, hold_s: float | None = None, max_extrapolation_s: float = 0.1,
-                 clock_jump_s: float = 0.5, history: int = 256, predict_period_s: float = 0.0):
+                 clock_jump_s: float = 0.5, history: int = 256, predict_period_s: float = 0.0,
+                 close_on_quiet: bool = True):
         """predict_period_s > 0 recomputes the predictive warnings at most that often (the veto checks run
-        on every update); in between, the last warnings are returned."""
+        on every update); in between, the last warnings are returned. close_on_quiet: every vehicle going
+        quiet together ends the flight (else only `end_flight` does)."""
+        self.close_on_quiet = close_on_quiet
         self.mission = mission
         self.hold_s = mission.thresholds.veto_hold_s if hold_s is None else float(hold_s)
         self.max_extrapolation_s = max_extrapolation_s
@@ -67,6 +75,8 @@ class SafetyMonitor:
     def reset(self) -> None:
         """Forget every sample and drop the veto (used on a clock jump backwards)."""
         self.veto = False
+        self.end_announced = False
+        self.ended: list[str] = []
         self._clear_since: float | None = None
         self._last_now = -math.inf
         self._last_active: list[dict] = []
@@ -154,6 +164,11 @@ class SafetyMonitor:
             vel[missing] = derived
         self._vel[k] = vel
 
+    def end_flight(self) -> None:
+        """The publisher announced the end of its flight: once every vehicle is quiet, their silence is the
+        end of the flight, not stale data (also with close_on_quiet off). A clock reset forgets it."""
+        self.end_announced = True
+
     def latest(self) -> dict[str, np.ndarray]:
         """The newest sample of every tracked vehicle as (t, x, y, z, vx, vy, vz), in slot order."""
         return {u: self._cur[k].copy() for k, u in enumerate(self._ids) if self._live[k]}
@@ -189,7 +204,7 @@ class SafetyMonitor:
                                      "restored_since": self._clear_since})
                 self._clear_since = None
         return SafetyState(self.veto, self.veto != veto_before, active, warnings,
-                           self.snapshot_policy, now, values, stale, clock_reset)
+                           self.snapshot_policy, now, values, stale, clock_reset, list(self.ended))
 
     def _evaluate(self, now: float) -> tuple[list[dict], list[dict], dict, list[str]]:
         """Every hard constraint over the stored slots; the no-violation path has no Python loop over vehicles."""
@@ -208,13 +223,22 @@ class SafetyMonitor:
         stamp = cur[:, 0]
         fresh = live
         stale: list[str] = []
+        self.ended = []
         if c.stale_timeout_s is not None:
             silence = np.maximum(now - stamp, 0.0)  # NaN in free slots: neither fresh nor stale
             fresh = silence <= c.stale_timeout_s
             values["stale_data"] = {"value": float(silence.max() if all_live else silence[live].max()),
                                     "limit": c.stale_timeout_s}
             if not (all_live and fresh.all()):
-                bad = np.flatnonzero(live & ~fresh)
+                quiet = live & ~fresh
+                if self.close_on_quiet or self.end_announced:
+                    # stale only when the others kept reporting past this vehicle's timeout; quiet vehicles
+                    # that stopped with the last one have ended their flight once nobody reports any more
+                    left_behind = quiet & (np.nanmax(stamp[live]) - stamp > c.stale_timeout_s)
+                    if not (live & fresh).any():
+                        self.ended = sorted(ids[k] for k in np.flatnonzero(quiet & ~left_behind).tolist())
+                    quiet = left_behind
+                bad = np.flatnonzero(quiet)
                 if len(bad):
                     stale = sorted(ids[k] for k in bad.tolist())
                     active.append({"constraint": "stale_data", "uavs": stale, "value": float(silence[bad].max()),

@@ -1,0 +1,283 @@
+"""The live monitor's ROS-free core (uav_debate_eval/live/): segment cutting, the live veto override,
+parameter files, report rotation, the worker processes and the flight-level report. No rclpy here."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.live import workers
+from uav_debate_eval.live.config import find_config, mission_from_param, read_params_file
+from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment, write_rotated
+from uav_debate_eval.live.segments import SegmentCutter
+from uav_debate_eval.live.veto import VetoEpisode, VetoEvidence, apply_live_veto
+from uav_debate_eval.report.schema import validate_report
+
+# -- segment cutter (pure logic) ---------------------------------------------------------------------------
+
+def test_window_mode_cuts_back_to_back_windows():
+    cut = SegmentCutter("window", window_s=10.0, min_segment_s=2.0, max_segment_s=60.0)
+    segs = [s for t in np.arange(0.0, 35.01, 0.5) if (s := cut.on_time(float(t)))]
+    assert [(s.id, s.t_start, s.t_end, s.reason) for s in segs] == [
+        ("S1", 0.0, 10.0, "window"), ("S2", 10.0, 20.0, "window"), ("S3", 20.0, 30.0, "window")]
+    idle = cut.on_idle(35.0)
+    assert (idle.id, idle.t_start, idle.t_end, idle.reason) == ("S4", 30.0, 35.0, "idle")
+    assert cut.on_idle(36.0) is None  # shorter than min_segment_s: merged into the next one
+    end = cut.on_idle(36.0, "end")  # the flight is over: no next segment to merge into
+    assert (end.id, end.t_start, end.t_end, end.reason) == ("S5", 35.0, 36.0, "end")
+
+
+def test_veto_mode_closes_on_the_falling_edge_and_at_max_length():
+    cut = SegmentCutter("veto", window_s=30.0, min_segment_s=2.0, max_segment_s=20.0)
+    assert cut.on_time(0.0) is None
+    assert cut.on_veto(True, 5.0) is None  # rising edge: the episode is still going on
+    seg = cut.on_veto(False, 7.5)
+    assert (seg.t_start, seg.t_end, seg.reason) == (0.0, 7.5, "veto")
+    assert cut.on_veto(False, 8.0) is None  # no edge
+    assert cut.on_time(27.4) is None
+    seg = cut.on_time(27.5)
+    assert (seg.t_start, seg.t_end, seg.reason) == (7.5, 27.5, "max")
+
+
+def test_cutter_reset_forgets_the_open_segment():
+    cut = SegmentCutter("window", 10.0, 2.0, 60.0)
+    cut.on_time(100.0)
+    cut.reset()
+    assert cut.on_time(3.0) is None and cut.start == 3.0
+    with pytest.raises(ValueError, match="segment_mode"):
+        SegmentCutter("hourly", 10.0, 2.0, 60.0)
+
+
+# -- live veto override --------------------------------------------------------------------------------------
+
+def _report(label="safe"):
+    return {"verdict": {"label": label, "vetoed": False, "summary": "panel says fine"}, "violations": []}
+
+
+def test_live_veto_overrides_the_panel_and_adds_the_evidence():
+    ev = VetoEvidence("safety/min_separation", 2, "violated by uav1, uav2",
+                      {"uavs": "uav1,uav2", "value": 0.31, "limit": 0.5, "t": 14.2})
+    episode = VetoEpisode(14.0, 16.0, 15.0, [ev])
+    report = _report("safe")
+    assert apply_live_veto(report, [episode], 10.0, 20.0) is True
+    assert report["verdict"]["label"] == "risky" and report["verdict"]["vetoed"] is True
+    assert report["verdict"]["summary"].startswith("Live safety veto during this segment overrides the panel's 'safe'")
+    assert report["violations"] == [{"constraint": "min_separation", "t_start": 14.2, "t_end": 14.2,
+                                     "uavs": ["uav1", "uav2"], "worst_value": 0.31, "limit": 0.5,
+                                     "detail": "live veto: violated by uav1, uav2"}]
+    assert report["live"]["override"] is True and report["live"]["veto_episodes"][0]["t_on"] == 14.0
+
+
+def test_hold_tail_alone_does_not_veto_the_next_segment():
+    episode = VetoEpisode(14.0, t_off=21.0, t_violating=20.0)  # violation until 20, veto held until 21
+    report = _report("safe")
+    assert apply_live_veto(report, [episode], 20.5, 30.0) is False
+    assert report["verdict"] == {"label": "safe", "vetoed": False, "summary": "panel says fine"}
+    assert apply_live_veto(_report(), [VetoEpisode(25.0)], 20.5, 30.0) is True  # still open: overlaps
+
+
+def test_offline_violation_is_not_duplicated():
+    report = _report("risky")
+    report["violations"] = [{"constraint": "min_separation", "t_start": 14.1, "t_end": 15.9, "uavs": ["uav1", "uav2"],
+                             "worst_value": 0.3, "limit": 0.5}]
+    ev = VetoEvidence("safety/min_separation", 2, "m", {"uavs": "uav1,uav2"})
+    apply_live_veto(report, [VetoEpisode(14.0, 17.0, 16.0, [ev])], 0.0, 30.0)
+    assert len(report["violations"]) == 1
+    assert report["live"]["override"] is False  # it was risky already
+    assert report["verdict"]["summary"] == "panel says fine"
+
+
+def test_params_file_merges_wildcards_and_namespaces(tmp_path: Path):
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({
+        "/**": {"ros__parameters": {"pose_type": "Odometry", "pose_qos": "reliable"}},
+        "/ns/dsl_builder": {"ros__parameters": {"window_s": 5.0, "pose_qos": "sensor_data"}}}))
+    params = read_params_file(path)
+    assert params["dsl_builder"] == {"pose_type": "Odometry", "pose_qos": "sensor_data", "window_s": 5.0}
+    assert params["**"] == {"pose_type": "Odometry", "pose_qos": "reliable"}
+    path.write_text("dsl_builder:\n  window_s: 5\n")
+    with pytest.raises(InputError, match="dsl_builder: expected a 'ros__parameters' mapping"):
+        read_params_file(path)
+
+
+def test_mission_names_resolve_to_packaged_files():
+    assert mission_from_param("").constraints.min_separation_m == 0.5  # config/default_mission.yaml
+    assert mission_from_param("demo_mission.yaml").uavs == ["uav1", "uav2", "uav3", "uav4", "uav5"]
+    with pytest.raises(InputError, match="nope.yaml: config file not found"):
+        find_config("nope.yaml")
+
+
+def test_write_rotated_keeps_the_newest_and_points_latest(tmp_path: Path, monkeypatch):
+    import uav_debate_eval.report.writer as writer
+
+    def fake_write(evaluation, out):
+        Path(out).mkdir(parents=True)
+        (Path(out) / "report.json").write_text(json.dumps(evaluation))
+    monkeypatch.setattr(writer, "write_reports", fake_write)
+    for k in range(1, 6):
+        write_rotated({"k": k}, tmp_path, f"{k:05d}_S{k}", keep=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00003_S3", "00004_S4", "00005_S5", "latest"]
+    assert json.loads((tmp_path / "latest" / "report.json").read_text()) == {"k": 5}
+
+
+def test_llm_down_gives_a_rules_report_that_says_why(tmp_path: Path):
+    """The panel's worker side on a real (small) flight: the OpenAI server is unreachable."""
+    import socket
+
+    from uav_debate_eval.sim.scenarios import simulate
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    sim = simulate("formation", seed=1, duration_s=12.0)
+    settings = PanelSettings(backend="openai", model="gpt-test", base_url=f"http://127.0.0.1:{port}/v1",
+                             output_dir=str(tmp_path), keep_reports=2)
+    episode = VetoEpisode(3.0, 4.5, 3.5, [VetoEvidence("safety/stale_data", 2, "uav2 silent",
+                                                       {"uavs": "uav2", "value": 0.7, "limit": 0.5, "t": 3.5})])
+    job = PanelJob(settings, sim.mission, sim.traj, "S1", 0.0, 12.0, "window", [episode], 7, [], 0)
+    os.environ.setdefault("OPENAI_API_KEY", "sk-test")
+    result = evaluate_segment(job)
+    report = result.report
+    validate_report(report)
+    assert report["debate"]["backend"] == "rules"
+    assert report["live"]["llm_fallback"] and "openai" in report["live"]["llm_fallback"]
+    assert report["verdict"]["summary"].startswith("[")
+    assert report["verdict"]["label"] == "risky" and report["verdict"]["vetoed"] is True  # the live stale veto
+    assert [v["constraint"] for v in report["violations"]] == ["stale_data"]
+    assert result.path == str(tmp_path / "00007_S1") and (tmp_path / "00007_S1" / "report.json").is_file()
+
+
+def test_worker_processes_run_below_the_verifier_priority():
+    """DSL and debate work runs in a niced worker, so a saturated CPU serves the safety verifier first."""
+    import os
+
+    from uav_debate_eval.live.workers import WORKER_NICENESS, stop_pool, worker_pool
+
+    pool = worker_pool()
+    try:
+        assert pool.submit(os.nice, 0).result(timeout=60) == os.nice(0) + WORKER_NICENESS
+    finally:
+        stop_pool(pool)
+
+
+def test_malloc_settings_reach_the_worker_processes(monkeypatch):
+    """The monitor's heap settings are in the environment, so the spawned workers start with them too."""
+    if workers._glibc() is None:
+        pytest.skip("not glibc")
+    for _param, name, _value in workers.MALLOC_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    workers.tune_malloc()
+    pool = workers.worker_pool()
+    try:
+        got = pool.submit(os.getenv, "MALLOC_ARENA_MAX").result(timeout=60)
+    finally:
+        workers.stop_pool(pool)
+    assert got == "2"
+
+
+def _running(pid: int) -> bool:
+    try:  # a zombie (exited, not yet reaped by whoever adopted it) is not running
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+BUSY_WORKER = """
+import os, sys, time
+from uav_debate_eval.live.workers import worker_pool
+pool = worker_pool()
+print(pool.submit(os.getpid).result(timeout=120), flush=True)
+pool.submit(time.sleep, 300)  # the worker is busy (a long debate) when its parent is killed
+sys.stdin.read()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("busy", [False, True])
+def test_worker_process_dies_with_its_sigkilled_parent(busy: bool):
+    """A panel killed outright (SIGKILL) must not leave its ~170 MB worker behind, idle or mid-job: the kernel
+    kills it (PR_SET_PDEATHSIG), the parent watch is the fallback."""
+    code = BUSY_WORKER if busy else BUSY_WORKER.replace("pool.submit(time.sleep, 300)", "pass")
+    node = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    worker = None
+    try:
+        worker = int(node.stdout.readline())
+        time.sleep(0.5)  # (busy: the sleep job has reached the worker)
+        assert _running(worker)
+        node.kill()
+        node.wait()
+        end = time.monotonic() + 3.0
+        while _running(worker) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not _running(worker), "orphan worker left behind"
+    finally:
+        node.kill()
+        node.wait()
+        if worker is not None and _running(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+def test_worker_ignores_the_terminals_ctrl_c_and_keeps_working():
+    """Ctrl-C reaches the whole process group; the worker must not print a KeyboardInterrupt traceback."""
+    pool = workers.worker_pool()
+    try:
+        pid = pool.submit(os.getpid).result(timeout=60)
+        os.kill(pid, signal.SIGINT)
+        time.sleep(0.3)
+        assert _running(pid) and pool.submit(os.getpid).result(timeout=60) == pid
+    finally:
+        workers.stop_pool(pool)
+
+
+def test_live_core_imports_no_rclpy():
+    code = ("import sys\nimport uav_debate_eval.live.flight, uav_debate_eval.live.segment_job, "
+            "uav_debate_eval.live.segments, uav_debate_eval.live.config, uav_debate_eval.live.workers\n"
+            "assert 'rclpy' not in sys.modules, 'rclpy imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# -- the flight-level report ----------------------------------------------------------------------------------
+
+def test_flight_report_folds_every_segment_and_names_the_worst(tmp_path: Path):
+    """Two real segment reports of a near-miss flight: the flight report is risky, keeps the near miss in
+    flight time, ranks it first, validates, and the terminal's last lines say so."""
+    from uav_debate_eval.live.flight import FlightRecord, final_lines, write_flight_report
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=30.0)
+    near = next(f for f in sim.truth if f.kind == "near_miss")
+    settings = PanelSettings(write_files=False)
+    flight = FlightRecord()
+    assert flight.report() is None  # nothing evaluated yet
+    t0 = sim.traj.t0
+    for k, (a, b) in enumerate(((0.0, 12.0), (12.0, 30.0)), 1):
+        window = sim.traj.window(a, b)
+        job = PanelJob(settings, sim.mission, window, f"S{k}", t0 + a, t0 + b, "window", [], k, [], 0)
+        flight.add(evaluate_segment(job).report)
+    report = flight.report()
+    validate_report(report)
+    labels = [s["label"] for s in report["live"]["segments"]]
+    assert report["verdict"]["label"] == "risky" and "risky" in labels
+    seps = [v for v in report["violations"] if v["constraint"] == "min_separation"]
+    assert seps and all(near.t_start - 0.5 <= v["t_start"] <= near.t_end + 0.5 for v in seps)
+    assert report["findings"][0]["id"] == "F1" and report["findings"][0]["severity"] == "hazard"
+    assert report["findings"][0]["kind"] == "min_separation"
+    assert report["mission"]["duration_s"] == pytest.approx(30.0, abs=0.2)
+    assert "hard constraints broken: min separation" in report["verdict"]["summary"]
+    out = write_flight_report(report, tmp_path / "flight")
+    assert json.loads((out / "report.json").read_text()) == report
+    assert (out / "report.md").read_text().strip() and "<html" in (out / "report.html").read_text().lower()
+    lines = final_lines(report, out)
+    assert lines[0].startswith("flight verdict: Risky flight")
+    assert lines[1].startswith("  F1 [hazard] t=") and lines[-1] == f"flight report: {out / 'report.html'} " \
+        "(also report.json, report.md)"

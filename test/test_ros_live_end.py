@@ -1,0 +1,137 @@
+"""The end of a live session over real DDS: Ctrl-C on `live`, the simulator's announced end, and a panel
+killed outright. Each ends cleanly: exit 0, no traceback, the flight report written, no process left."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_ros_live import Recorder, _env, _node_cmd, _start, _stop, _tail, _wait_for_monitor, _write_config
+
+from uav_debate_eval.report.schema import validate_report
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+BAD_OUTPUT = ("Traceback", "terminate called", "KeyboardInterrupt", "never retrieved")
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` (from /proc's children lists)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = {int(k) for k in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo += list(kids - found)
+            found |= kids
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone(pids: set[int], timeout_s: float) -> set[int]:
+    end = time.monotonic() + timeout_s
+    while (left := {p for p in pids if _alive(p)}) and time.monotonic() < end:
+        time.sleep(0.05)
+    return left
+
+
+def _live_sim(config: Path, out: Path, env: dict, log: Path) -> subprocess.Popen:
+    """`live --sim` in a session of its own, so the test can Ctrl-C its whole process group like a terminal."""
+    cmd = [sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config), "--out", str(out),
+           "--llm", "rules", "--sim"]
+    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_ctrl_c_on_live_writes_the_flight_report_and_exits_0(tmp_path: Path):
+    env = _env(41)
+    config, _ = _write_config(tmp_path, ["near_miss"], 60.0)
+    out, log = tmp_path / "out", tmp_path / "live.log"
+    live = _live_sim(config, out, env, log)
+    try:
+        end = time.monotonic() + 120
+        while not list(out.glob("0000[1-9]_S*")) and time.monotonic() < end and live.poll() is None:
+            time.sleep(0.2)
+        assert list(out.glob("0000[1-9]_S*")), f"no segment report before Ctrl-C:\n{_tail(log)}"
+        children = _descendants(live.pid)
+        assert children, "live runs the simulator and its worker processes"
+        os.killpg(live.pid, signal.SIGINT)  # the terminal's Ctrl-C reaches the whole foreground group
+        rc = live.wait(timeout=120)
+    finally:
+        if live.poll() is None:
+            os.killpg(live.pid, signal.SIGKILL)
+            live.wait()
+    text = log.read_text()
+    assert rc == 0, text[-3000:]
+    assert not [b for b in BAD_OUTPUT if b in text], text[-3000:]
+    report = json.loads((out / "flight" / "report.json").read_text())
+    validate_report(report)
+    assert (out / "flight" / "report.html").is_file() and (out / "flight" / "report.md").is_file()
+    segments = report["live"]["segments"]
+    assert len(segments) >= 2 and segments[0]["t_start"] == pytest.approx(0.0, abs=1.0)
+    assert "flight verdict:" in text and "flight report:" in text
+    assert not _gone(children, 10.0), "a child process outlived `live`"
+
+
+def test_announced_end_of_the_flight_closes_it_without_a_stale_veto(tmp_path: Path):
+    """The simulator says its flight is over: the last segment closes at once ('end'), no vehicle is called
+    stale when the poses stop, `live` exits 0 by itself."""
+    env = _env(43)
+    config, scenario = _write_config(tmp_path, [], 14.0)
+    out, log = tmp_path / "out", tmp_path / "live.log"
+    rec = Recorder(env)
+    live = _live_sim(config, out, env, log)
+    try:
+        rc = live.wait(timeout=180)
+        time.sleep(0.5)
+    finally:
+        if live.poll() is None:
+            os.killpg(live.pid, signal.SIGKILL)
+            live.wait()
+        rec.close()
+    text = log.read_text()
+    assert rc == 0, text[-3000:]
+    stale = [s for s in rec.status if s["name"] == "safety/stale_data"]
+    assert not stale, f"stale_data at the end of the flight: {stale[:3]}"
+    report = json.loads((out / "flight" / "report.json").read_text())
+    assert report["live"]["segments"][-1]["t_end"] == pytest.approx(14.0, abs=1.0)
+    assert not [v for v in report["violations"] if v["constraint"] == "stale_data"]
+    assert rec.segments and rec.segments[-1]["reason"] == "end"
+    assert set(report["mission"]["uavs"]) == set(scenario["names"])
+
+
+def test_a_sigkilled_panel_leaves_no_worker_behind(tmp_path: Path):
+    env = _env(45)
+    config, _ = _write_config(tmp_path, [], 40.0)
+    rec = Recorder(env)
+    procs = {name: _start(_node_cmd(name, config), env, tmp_path / f"{name}.log")
+             for name in ("safety_verifier", "dsl_builder", "debate_panel")}
+    try:
+        _wait_for_monitor(rec)
+        procs["swarm_sim"] = _start(_node_cmd("swarm_sim", config), env, tmp_path / "swarm_sim.log")
+        rec.wait(lambda: len(rec.reports) >= 1, 90, "the panel's first report")  # its worker process exists
+        workers = _descendants(procs["debate_panel"].pid)
+        assert workers, "the panel evaluates in a worker process"
+        procs["debate_panel"].kill()
+        procs["debate_panel"].wait()
+        left = _gone(workers, 3.0)
+    finally:
+        for proc in procs.values():
+            _stop(proc)
+        rec.close()
+    assert not left, f"orphan worker(s) {left} after the panel was SIGKILLed"

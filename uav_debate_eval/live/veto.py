@@ -1,0 +1,142 @@
+"""Live veto episodes and how they override a segment's report.
+
+The panel records each period the verifier's veto was up (stream time) with the evidence of its
+DiagnosticArray status. A segment that overlaps an episode is `risky` and `vetoed` whatever the panel
+concluded, and the report names what the verifier saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from uav_debate_eval.core.records import CONSTRAINT_NAMES
+
+#: Evidence kept per veto episode (the first ones: they show what started it).
+EVIDENCE_PER_EPISODE = 10
+
+
+class KeyValueLike(Protocol):
+    key: str
+    value: str
+
+
+class StatusLike(Protocol):
+    """What `status_evidence` reads of a diagnostic_msgs/DiagnosticStatus (no ROS import here)."""
+
+    name: str
+    level: Any  # a ROS `byte`: bytes of length 1 in rclpy
+    message: str
+    values: list[Any]
+
+
+def level_of(level: bytes | int) -> int:
+    """DiagnosticStatus.level is a ROS `byte` (bytes of length 1 in rclpy)."""
+    return level[0] if isinstance(level, bytes) else int(level)
+
+
+@dataclass(frozen=True)
+class VetoEvidence:
+    """One status line of the verifier: name (safety/<constraint>), level, message and its key/values."""
+
+    name: str
+    level: int
+    message: str
+    values: dict[str, float | str] = field(default_factory=dict)
+
+    def number(self, key: str) -> float | None:
+        value = self.values.get(key)
+        return value if isinstance(value, float) else None
+
+    @property
+    def t(self) -> float | None:
+        """The verifier's stream time of this status."""
+        return self.number("t")
+
+    @property
+    def constraint(self) -> str | None:
+        for text in (str(self.values.get("constraint", "")), self.name.split("/")[-1], self.name):
+            if text in CONSTRAINT_NAMES:
+                return text
+        return next((c for c in CONSTRAINT_NAMES if c in self.name), None)
+
+    @property
+    def uavs(self) -> list[str]:
+        raw = self.values.get("uavs", self.values.get("vehicles", ""))
+        return [u for u in str(raw).replace(";", ",").replace(" ", ",").split(",") if u]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "level": self.level, "message": self.message, "values": dict(self.values)}
+
+
+def status_evidence(status: StatusLike) -> VetoEvidence:
+    """One DiagnosticStatus as a record (numbers parsed)."""
+    values: dict[str, float | str] = {}
+    for kv in status.values:
+        try:
+            values[kv.key] = float(kv.value)
+        except ValueError:
+            values[kv.key] = kv.value
+    return VetoEvidence(status.name, level_of(status.level), status.message, values)
+
+
+@dataclass
+class VetoEpisode:
+    """One period with the veto up, in stream time; `t_off` is None while it lasts.
+
+    `t_violating` is the last stream time a constraint status was still in error: after it the veto only
+    waits out its hold time, so a segment that sees nothing but that tail is not made risky by it.
+    """
+
+    t_on: float
+    t_off: float | None = None
+    t_violating: float | None = None
+    evidence: list[VetoEvidence] = field(default_factory=list)
+
+    def overlaps(self, t0: float, t1: float) -> bool:
+        end = self.t_violating if self.t_violating is not None else self.t_off
+        return self.t_on <= t1 and (end is None or end >= t0)
+
+    def to_dict(self, origin: float = 0.0) -> dict:
+        """In flight time: stream times less `origin`, the stream clock at flight time 0."""
+        def flight(t: float | None) -> float | None:
+            return None if t is None else t - origin
+        return {"t_on": flight(self.t_on), "t_off": flight(self.t_off), "t_violating_until": flight(self.t_violating),
+                "evidence": [ev.to_dict() for ev in self.evidence]}
+
+
+def apply_live_veto(report: dict, episodes: list[VetoEpisode], t0: float, t1: float, origin: float = 0.0) -> bool:
+    """Make the report `risky`/`vetoed` when a live veto episode overlaps [t0, t1]; returns whether it did.
+
+    Episodes and [t0, t1] are in stream time; the report is in flight time (stream time less `origin`).
+    Live violations the offline check of the window missed are added from the status evidence, so the
+    report always names what the verifier saw.
+    """
+    hit = [e for e in episodes if e.overlaps(t0, t1)]
+    live = report.setdefault("live", {})
+    live["veto_episodes"] = [e.to_dict(origin) for e in hit]
+    if not hit:
+        live["override"] = False
+        return False
+    verdict = report["verdict"]
+    was = verdict["label"]
+    verdict["vetoed"] = True
+    verdict["label"] = "risky"
+    live["override"] = was != "risky"
+    if was != "risky":
+        verdict["summary"] = (f"Live safety veto during this segment overrides the panel's '{was}': "
+                              + verdict.get("summary", ""))
+    named = {v["constraint"] for v in report["violations"]}
+    for ep in hit:
+        for ev in ep.evidence:
+            constraint, t = ev.constraint, ev.t
+            if constraint is None or constraint in named or (t is not None and not t0 <= t <= t1):
+                continue  # known already, or seen outside this segment (an episode may span several)
+            named.add(constraint)
+            t_ev = (t if t is not None else ep.t_on) - origin
+            report["violations"].append({
+                "constraint": constraint, "t_start": t_ev, "t_end": t_ev, "uavs": ev.uavs,
+                "worst_value": ev.number("value"), "limit": ev.number("limit"),
+                "detail": f"live veto: {ev.message}",
+            })
+    return True

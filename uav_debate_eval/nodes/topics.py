@@ -1,0 +1,28 @@
+"""Every topic and service name of the live graph, and the latched QoS, defined once.
+
+Names are relative: with no namespace they resolve to CONTRACT.md §5's absolute names
+(`swarm/safety/veto` -> `/swarm/safety/veto`); under a namespace the whole graph moves with it.
+"""
+
+from __future__ import annotations
+
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+# CONTRACT.md §5
+VETO_TOPIC = "swarm/safety/veto"  # std_msgs/Bool, latched
+STATUS_TOPIC = "swarm/safety/status"  # diagnostic_msgs/DiagnosticArray
+DSL_TOPIC = "swarm/dsl"  # std_msgs/String
+REPORT_TOPIC = "swarm/evaluation/report"  # std_msgs/String, report JSON
+
+# beyond the contract
+MARKERS_TOPIC = "swarm/safety/markers"  # visualization_msgs/MarkerArray (RViz)
+SEGMENT_TOPIC = "swarm/segment"  # std_msgs/String JSON: {id, t_start, t_end, reason, uavs}
+TRUTH_TOPIC = "swarm/sim/truth"  # std_msgs/String JSON: the simulator's ground truth
+SIM_END_TOPIC = "swarm/sim/end"  # std_msgs/String JSON {"t_end": last stamp}: the simulated flight is over
+TRIGGER_SERVICE = "swarm/evaluation/trigger"  # std_srvs/Trigger
+
+
+def latched(depth: int = 1) -> QoSProfile:
+    """Reliable, transient local: a late joiner (or a restarted node) gets the last `depth` messages."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -66,10 +66,14 @@ def align(evaluations: list, mode: str) -> tuple[Alignment, list]:
     else:
         align_to, note = mode, ""
     if align_to == "takeoff":
-        fns = [(lambda t, t0=takeoff_time(ev): np.asarray(t, dtype=float) - t0) for ev in evaluations]
+        fns = [_shift(takeoff_time(ev)) for ev in evaluations]
         return Alignment("takeoff", mode, "time from take-off [s]", note), fns
     return Alignment("progress", mode, "path progress (fraction of the path flown)", note), [
         _progress(ev) for ev in evaluations]
+
+
+def _shift(t0: float):
+    return lambda t: np.asarray(t, dtype=float) - t0
 
 
 def _warp(own: list[tuple[str, float, float]], ref: list[tuple[str, float, float]]):

@@ -67,7 +67,8 @@ class Ledger:
         return {"prompt": prompt, "completion": completion, "total": prompt + completion,
                 "estimated": self.estimated, "calls": self.calls, "cache_hits": self.cache_hits,
                 "failures": self.failures,
-                "per_role": {r: {"prompt": sum(p for p, _ in per.values()), "completion": sum(c for _, c in per.values()),
+                "per_role": {r: {"prompt": sum(p for p, _ in per.values()),
+                                 "completion": sum(c for _, c in per.values()),
                                  "per_round": {str(k): {"prompt": p, "completion": c}
                                                for k, (p, c) in sorted(per.items())}}
                              for r, per in sorted(self.rows.items())}}
@@ -204,8 +205,9 @@ async def _samre(panel: Panel, brief: Brief) -> tuple[list[roles.Argument], role
 
 
 def _swapped(arguments: list[roles.Argument]) -> list[roles.Argument]:
-    return [replace(a, pos=1 - a.pos, claims=[{"text": swap_text(c["text"]), "cites": [swap_text(x) for x in c["cites"]]}
-                                             for c in a.claims]) for a in arguments]
+    return [replace(a, pos=1 - a.pos, claims=[{"text": swap_text(c["text"]),
+                                               "cites": [swap_text(x) for x in c["cites"]]} for c in a.claims])
+            for a in arguments]
 
 
 def _key(brief: Brief, winner: str) -> str:

@@ -39,10 +39,12 @@ def render_markdown(doc: dict, figures: list[str]) -> str:
     a, b = keys[0], keys[1]
     lines = [f"# Flight comparison: {' vs '.join(md(k) for k in keys)}", "",
              f"**Winner: {md(doc['winner'])}** (protocol {md(doc['protocol'])}, backend "
-             f"{md(doc['backend']['name'])}); bias audit: swapped-order winner {md(doc['bias_audit']['swapped_winner'])}, "
+             f"{md(doc['backend']['name'])}); bias audit: swapped-order winner "
+             f"{md(doc['bias_audit']['swapped_winner'])}, "
              f"{'consistent' if doc['bias_audit']['consistent'] else 'INCONSISTENT'}.", "",
              md(doc["verdict"]["summary"]), "",
-             f"Alignment: {md(doc['alignment']['mode'])} ({md(doc['alignment']['axis'])}). {md(doc['alignment']['note'])}",
+             f"Alignment: {md(doc['alignment']['mode'])} ({md(doc['alignment']['axis'])}). "
+             f"{md(doc['alignment']['note'])}",
              "", "## Flights", "", "| flight | label | violations | runs | " + " | ".join(CATS) + " | inputs |",
              "|" + "---|" * (5 + len(CATS))]
     for f in doc["flights"]:
@@ -131,9 +133,11 @@ def render_html(doc: dict, figures: dict[str, bytes]) -> str:
     if doc["jury"]["enabled"]:
         parts += [f"<h2>Jury ({h(doc['jury']['decided_by'])})</h2>",
                   _table(["juror", "vote", "rationale", "cites"],
-                         [[v["juror"], v["vote"], v["rationale"], ", ".join(v["cites"])] for v in doc["jury"]["votes"]])]
+                         [[v["juror"], v["vote"], v["rationale"], ", ".join(v["cites"])]
+                          for v in doc["jury"]["votes"]])]
     d = doc["debate"]
-    parts += ["<h2>Debate</h2>", f"<p>{h(d['protocol'])}: {d['rounds']} round(s), stop reason {h(d['stop_reason'])}</p>",
+    parts += ["<h2>Debate</h2>",
+              f"<p>{h(d['protocol'])}: {d['rounds']} round(s), stop reason {h(d['stop_reason'])}</p>",
               _table(["round", "score gap (Flight 1 - Flight 2)"], [[str(x["round"]), _f(x["gap"])]
                                                                     for x in d["score_history"]]),
               "<details><summary>Arguments</summary>" + _table(

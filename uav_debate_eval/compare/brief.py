@@ -73,7 +73,8 @@ class Brief:
         lines.append("FINDINGS:")
         for p in range(2):
             for f in self.findings[p][: 3 if compact else MAX_FINDINGS]:
-                lines.append(f"{f['cite']} {FLIGHTS[p]} {f['severity']}: {f['sentence']}")
+                who = f" (vehicles {', '.join(f['vehicles'])})" if f["vehicles"] else ""
+                lines.append(f"{f['cite']} {FLIGHTS[p]} {f['severity']}: {f['sentence']}{who}")
         return "\n".join(lines)
 
 

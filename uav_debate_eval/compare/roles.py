@@ -92,7 +92,10 @@ def rules_argument(brief: Brief, pos: int, persona: str, rnd: int, cited_before:
     if feedback in cats:
         cats = [feedback] + [c for c in cats if c != feedback]
     candidates: list[dict] = []
-    for cat in cats:
+    for cat in cats:  # the opponent's hazards first: a hard-constraint violation outweighs any metric
+        for f in brief.findings[1 - pos]:
+            if finding_category(f) == cat and f["severity"] == "hazard":
+                candidates.append({"text": f"{other} has a hazard finding: {f['kind']}", "cites": [f["cite"]]})
         for m in brief.shown_deltas:
             d = brief.deltas[m]
             if d["category"] == cat and d["winner"] == me and not m.startswith("scores."):
@@ -100,9 +103,8 @@ def rules_argument(brief: Brief, pos: int, persona: str, rnd: int, cited_before:
                 candidates.append({"text": f"{me} is better on {m}: {_g(mine)} against {_g(theirs)} {d['unit']}",
                                    "cites": [f"DELTA[{m}]"]})
         for f in brief.findings[1 - pos]:
-            if finding_category(f) == cat and f["severity"] in ("hazard", "warning"):
-                candidates.append({"text": f"{other} has a {f['severity']} finding: {f['kind']}",
-                                   "cites": [f["cite"]]})
+            if finding_category(f) == cat and f["severity"] == "warning":
+                candidates.append({"text": f"{other} has a warning finding: {f['kind']}", "cites": [f["cite"]]})
     fresh = [c for c in candidates if c["cites"][0] not in cited_before][:per_round]
     if not fresh:
         cat = cats[0]

@@ -59,6 +59,8 @@ def register(subparsers) -> None:
     p.add_argument("--advocates", type=int, default=d.advocates, metavar="K", help="MORE: advocates per flight")
     p.add_argument("--max-rounds", type=int, default=d.max_rounds, metavar="N", help="SAMRE round budget")
     p.add_argument("--token-budget", type=int, default=d.token_budget, metavar="T", help="SAMRE token budget")
+    p.add_argument("--prompt-style", default="auto", choices=("auto", "full", "compact"),
+                   help="compact: shorter evidence for small models (auto: compact for the local backend)")
     p.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
     p.add_argument("--quiet", action="store_true", help="no summary line")
     p.set_defaults(func=run)
@@ -118,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     backend, fallback = _backend(args)
     cfg = ProtocolConfig(protocol=args.protocol, advocates=args.advocates, jury=args.jury, max_rounds=args.max_rounds,
                          token_budget=args.token_budget, seed=args.seed)
-    if backend is not None and backend.name == "local":
+    local = backend is not None and backend.name == "local"
+    if args.prompt_style == "compact" or (args.prompt_style == "auto" and local):
         cfg = replace(cfg, compact=True)
     pairs = asyncio.run(_debate_all(flights, cfg, backend))
     notes = [fallback] if fallback else []

@@ -8,6 +8,7 @@ cites nothing real, so every claim that reaches a report cites a metric delta or
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,20 +119,32 @@ def finding_category(f: dict) -> str:
 
 
 def base_scores(brief: Brief, pos: int) -> dict[str, float]:
-    return {c: 1.0 + 9.0 * (brief.scores[pos].get(c) or 0.0) for c in CATEGORIES}
+    """1 + 9 x the category score; a category not measured for the flight (None) is neutral, 5.5."""
+    return {c: 5.5 if brief.scores[pos].get(c) is None else 1.0 + 9.0 * brief.scores[pos][c] for c in CATEGORIES}
+
+
+def _excess(brief: Brief, pos: int) -> dict[tuple[str, str], int]:
+    """Per (kind, severity): how many more findings flight `pos` has than its opponent (what a judge can hold
+    against it; a finding both flights share says nothing about which is better)."""
+    own = Counter((f["kind"], f["severity"]) for f in brief.findings[pos])
+    other = Counter((f["kind"], f["severity"]) for f in brief.findings[1 - pos])
+    return {k: max(0, n - other.get(k, 0)) for k, n in own.items()}
 
 
 def rules_judgement(brief: Brief, arguments: list[Argument]) -> Judgement:
-    """Scores 1-10 per category: the category score, less a penalty per opponent-cited finding; a flight with
-    a hard-constraint violation scores at most 3 on safety."""
+    """Scores 1-10 per category: the category score, less a penalty per finding the opponent cited that the
+    opponent does not share (same kind and severity); a hard-constraint violation caps safety at 3."""
     cited = [set(), set()]
     for a in arguments:
         cited[a.pos].update(a.cites)
     scores = [base_scores(brief, p) for p in range(2)]
     hits: list[dict[str, list[str]]] = [{c: [] for c in CATEGORIES} for _ in range(2)]
     for p in range(2):
+        excess = _excess(brief, p)
         for f in brief.findings[p]:
-            if f["cite"] in cited[1 - p]:
+            key = (f["kind"], f["severity"])
+            if f["cite"] in cited[1 - p] and excess.get(key, 0) > 0:
+                excess[key] -= 1
                 cat = finding_category(f)
                 scores[p][cat] -= PENALTY.get(f["severity"], 0.0)
                 hits[p][cat].append(f["cite"])

@@ -14,7 +14,7 @@ from uav_debate_eval import __version__
 from uav_debate_eval.core.errors import InputError
 
 #: Sub-command modules, in the order `--help` lists them.
-COMMANDS = ("simulate", "evaluate", "dsl", "metrics", "live", "compare")
+COMMANDS = ("simulate", "evaluate", "dsl", "metrics", "live", "compare", "compare_flights")
 
 
 def build_parser() -> argparse.ArgumentParser:

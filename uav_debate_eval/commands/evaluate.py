@@ -151,6 +151,18 @@ def run(args: argparse.Namespace) -> int:
 
 def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: bool = False) -> dict:
     """Read, evaluate and write one flight; returns its summary row. Raises InputError for bad input."""
+    t0 = time.perf_counter()
+    ev = evaluate_and_write(paths, out, opts, show_progress)
+    r = ev.report
+    return {"file": " ".join(str(p) for p in paths), "status": "ok", "label": r["verdict"]["label"],
+            "violations": len(r["violations"]), **{k: r["scores"].get(k) for k in _SCORES},
+            "dsl_tokens": r["dsl"]["tokens"],
+            "debate_tokens": r["debate"]["tokens"]["prompt"] + r["debate"]["tokens"]["completion"],
+            "time_s": round(time.perf_counter() - t0, 3), "report": str(out), "error": ""}
+
+
+def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: bool = False) -> Any:
+    """Read, evaluate and write one flight; returns the pipeline Evaluation (compare-flights reads its parts)."""
     from uav_debate_eval.io.loader import load_inputs
     from uav_debate_eval.pipeline import evaluate, load_mission_for
 
@@ -171,12 +183,7 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
 
         write_reports(ev, out)
         bar("write", 1, 1)
-    r = ev.report
-    return {"file": " ".join(str(p) for p in paths), "status": "ok", "label": r["verdict"]["label"],
-            "violations": len(r["violations"]), **{k: r["scores"].get(k) for k in _SCORES},
-            "dsl_tokens": r["dsl"]["tokens"],
-            "debate_tokens": r["debate"]["tokens"]["prompt"] + r["debate"]["tokens"]["completion"],
-            "time_s": round(time.perf_counter() - t0, 3), "report": str(out), "error": ""}
+    return ev
 
 
 _SCORES = ("flight_control", "coordination", "safety", "overall")

@@ -105,17 +105,26 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
         "verdict": final_verdict(safety, debate),
         "events": [e.to_dict() for e in getattr(dsl, "events", [])],
         "violations": [v.to_dict() for v in safety.violations],
+        "findings": [f.to_dict() for f in getattr(ev, "findings", None) or []],
         "data_quality": data_quality_of(safety),
         "safety": safety.to_dict(),
         "metrics": metrics.to_dict(),
-        "segments": [{"id": s.id, "t_start": float(s.t_start), "t_end": float(s.t_end), "label": s.label}
-                     for s in ev.segments],
+        "segments": [{"id": s.id, "t_start": float(s.t_start), "t_end": float(s.t_end), "label": s.label,
+                      "findings": [f.to_dict() for f in _segment_findings(ev, s.id)]} for s in ev.segments],
         "dsl": dsl_dict,
         "debate": debate_dict,
         "ingest": traj.ingest.to_dict(),
         "notes": list(ev.notes),
     }
     return jsonable(report)
+
+
+def _segment_findings(ev: Any, segment_id: str) -> list:
+    """The findings the panel saw for one segment (its context's list)."""
+    for seg in getattr(getattr(ev, "debate", None), "segments", []) or []:
+        if getattr(seg, "segment_id", None) == segment_id:
+            return list(getattr(seg, "findings", []) or [])
+    return []
 
 
 def data_quality_of(safety: Any) -> dict:

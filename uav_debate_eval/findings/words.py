@@ -30,7 +30,8 @@ def _panel_words(findings: list[dict]) -> str:
         fid, reasons = disputed[0]
         why = f" ({reasons[0].replace('_', ' ')})" if reasons else ""
         parts.append(f"disputed {fid}{why}")
-    return (" " + "; ".join(parts).capitalize() + ".") if parts else ""
+    text = "; ".join(parts)
+    return (" " + text[0].upper() + text[1:] + ".") if parts else ""
 
 
 def verdict_sentence(report: dict) -> str:

@@ -116,7 +116,29 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
         "ingest": traj.ingest.to_dict(),
         "notes": list(ev.notes),
     }
+    findings = getattr(ev, "findings", None)
+    if findings:
+        report["verdict"].update(_verdict_words(report, debate, findings))
     return jsonable(report)
+
+
+def _verdict_words(report: dict, debate: Any, findings: list) -> dict:
+    """Verdict summary and recommendations composed from the verified findings and the panel's choices; the
+    judge's text is added only where it passed the quality gate (the engine gates it)."""
+    from uav_debate_eval.findings.panel import recommendations
+    from uav_debate_eval.findings.words import verdict_sentence
+
+    summary = verdict_sentence({**report, "findings": [f.to_dict() for f in findings]})
+    verdict = report["verdict"]
+    if verdict.get("overridden") and verdict.get("panel_label"):
+        summary += f" The panel's '{verdict['panel_label']}' was overridden by the safety veto."
+    for seg in getattr(debate, "segments", []) or []:
+        judge = getattr(seg, "judge", None)
+        if judge is not None and judge.by == "llm" and judge.summary:
+            summary += f" Judge on {seg.segment_id}: {judge.summary}"
+    judged = [r for seg in getattr(debate, "segments", []) or [] for r in
+              (seg.judge.recommendations if getattr(seg, "judge", None) is not None and seg.judge.by == "llm" else [])]
+    return {"summary": summary, "recommendations": list(dict.fromkeys([*recommendations(findings), *judged]))[:6]}
 
 
 def _segment_findings(ev: Any, segment_id: str) -> list:

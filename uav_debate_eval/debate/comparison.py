@@ -278,8 +278,9 @@ def format_table(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['method']:<14} {r['coverage']:>8.0%} {r['evidence_quality']:>8.0%} {r['balance']:>8.2f} "
-                     f"{r['hazards_named']:>4}/{r['hazards_total']:<5} {r['hazards_chosen']:>4}/{r['hazards_total']:<5} "
-                 f"{r['struck']:>7} {r['tokens']:>9} {r['rounds']:>7}")
+                     f"{r['hazards_named']:>4}/{r['hazards_total']:<5} "
+                     f"{r['hazards_chosen']:>4}/{r['hazards_total']:<5} {r['struck']:>7} {r['tokens']:>9} "
+                     f"{r['rounds']:>7}")
     lines.append(f"{'paper debate':<14} {PAPER['coverage']:>8.0%} {PAPER['evidence_quality']:>8.0%} "
                  f"{PAPER['balance']:>8.2f} {PAPER['hazards']:>10}")
     return "\n".join(lines)

@@ -349,7 +349,8 @@ class _Panel:
                           previous=[(x.role, x.team, x.response) for x in prev],
                           own_previous=by_role.get(assigned[i].id), interventions=interventions,
                           min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence,
-                          compact=cfg.compact, quotes=quotes, findings=seg.findings) for i in range(n)]
+                          compact=cfg.compact, quotes=quotes, findings=seg.findings if cfg.choices else [])
+                     for i in range(n)]
             results = await asyncio.gather(*(self._turn(a, t, verifier, seg, rec)
                                              for a, t in zip(self.agents, turns, strict=True)))
             rec.responses = [x for x in results if x is not None]

@@ -182,7 +182,9 @@ def rules_response(turn: Turn) -> AgentResponse:
         rec = f"Recommend keeping the current {p.category} settings and monitoring {seg}."
     choices, picked = rules_choices(turn)
     rec = picked[0] if picked else rec
-    lead = f" Leading on: {turn.issues}." if turn.lead and turn.issues else ""
+    # the lead names the open issues by the findings it takes up (the issues' own text is the prompt's)
+    lead = (f" Leading on the open issues of {seg} with {', '.join(c['id'] for c in choices) or 'the data'}."
+            if turn.lead and turn.issues else "")
     summary = f"{p.name}: {label} for {seg}; {f.headline}.{lead} {rec}"
     return AgentResponse(claim=claim, evidence=evidence, counter=counter, summary=summary, recommendation=rec,
                          confidence=round(min(0.95, max(0.05, confidence)), 3), assessment=label,

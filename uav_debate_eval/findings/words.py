@@ -60,7 +60,8 @@ def verdict_sentence(report: dict) -> str:
         text = f"{opening}: {_lower(first)}" if found and found[0].get("kind") != "all_clear" else \
             f"{opening}: no violation and no constraint within 10 % of its limit."
     if dq and label != "inconclusive":
-        text += f" Data quality: {len(dq)} finding{'s' if len(dq) > 1 else ''} in the recording."
+        ids = ", ".join(f["id"] for f in dq[:4]) + (" and more" if len(dq) > 4 else "")
+        text += f" Data quality: {len(dq)} finding{'s' if len(dq) > 1 else ''} in the recording ({ids})."
     return text + _panel_words(found)
 
 

@@ -24,8 +24,9 @@ def _split(req):
 
 def _judge_says(label, **extra):
     def judge(req):
-        return {"label": label, "summary": "Spacing held but one expert saw a margin worth watching.",
-                "recommendations": ["Recommend a wider spacing margin."], "evidence": ["SEG[2]"], **extra}
+        return {"label": label, "summary": "Spacing of uav1 held but one expert saw a margin worth watching.",
+                "recommendations": ["Recommend a wider spacing margin for uav1 and uav2."], "evidence": ["SEG[2]"],
+                **extra}
     return judge
 
 
@@ -38,7 +39,7 @@ def test_llm_judge_decides_among_open_labels_and_is_recorded():
     assert set(req.json_schema["properties"]["evidence"]["items"]["enum"]) == set(req.valid_ids)
     assert "- coordination: label borderline, confidence 0.60" in req.messages[1]["content"]
     assert seg.panel_label == "borderline" and seg.decided_by == "judge_llm"
-    assert seg.recommendations[0] == "Recommend a wider spacing margin."
+    assert seg.recommendations[0] == "Recommend a wider spacing margin for uav1 and uav2."
     # 3 agents + the judge, 100 prompt / 20 completion tokens each
     assert res.tokens() == {"prompt": 400, "completion": 80}
     report = res.to_report()
@@ -46,7 +47,7 @@ def test_llm_judge_decides_among_open_labels_and_is_recorded():
     assert report["segments"][0]["judge"]["by"] == "llm" and report["segments"][0]["judge"]["evidence"] == ["SEG[2]"]
     row = [t for t in res.transcript if t["kind"] == "judge"]
     assert len(row) == 1 and row[0]["prompt_tokens"] == 100 and row[0]["error"] is None
-    assert "Judge on MSEG[1] (borderline): Spacing held" in res.verdict.summary
+    assert "Judge on MSEG[1] (borderline): Spacing of uav1 held" in res.verdict.summary
     assert res.failures == []
 
 

@@ -65,11 +65,12 @@ def test_compact_panels_quote_and_full_ones_do_not():
     assert DebateConfig(backend="local").quotes_evidence and not DebateConfig(backend="openai").quotes_evidence
     assert not DebateConfig(backend="local", quoted_evidence=False).quotes_evidence
     backend = ScriptedBackend(lambda req: answer())
-    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=(0.25, 0.55), prompt_style="compact"),
-               backend=backend)
+    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=(0.25, 0.55), prompt_style="compact",
+                                                         choices=False), backend=backend)
     item = backend.requests[0].json_schema["properties"]["evidence"]["items"]
     assert {o["properties"]["id"]["enum"][0] for o in item["anyOf"]} >= {"SEG[1]", "SEG[2]"}
     assert '"quote"' in backend.requests[0].messages[0]["content"]
     backend = ScriptedBackend(lambda req: answer())
-    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=(0.25, 0.55)), backend=backend)
+    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=(0.25, 0.55), choices=False),
+               backend=backend)
     assert "anyOf" not in backend.requests[0].json_schema["properties"]["evidence"]["items"]

@@ -41,6 +41,7 @@ class Evaluation:
     transcript: list[dict] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    findings: list = field(default_factory=list)  # findings.VerifiedFinding of the whole flight, ranked
 
     @property
     def label(self) -> str:
@@ -129,11 +130,16 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     debate, transcript, fallback = stage("debate", lambda: _run_debate(contexts, mission, cfg, backend, tick))
     if fallback:
         report_notes.append(fallback)
-    evaluation = Evaluation({}, traj, mission, safety, metrics, dsl, segments, debate, transcript, timing,
-                            report_notes)
+    from uav_debate_eval.findings import build_findings
+    from uav_debate_eval.findings.panel import apply_panel
+
     t0 = time.perf_counter()
+    findings = stage("report", lambda: build_findings(safety, dsl, metrics, mission, (traj.t_start, traj.t_end)))
+    apply_panel(findings, debate)
+    evaluation = Evaluation({}, traj, mission, safety, metrics, dsl, segments, debate, transcript, timing,
+                            report_notes, findings)
     evaluation.report = build_report(evaluation, inputs=inputs or [], fallback=fallback)
-    timing["report"] = time.perf_counter() - t0
+    timing["report"] = time.perf_counter() - t0  # findings and report
     evaluation.report["timing"] = {k: round(v, 4) for k, v in timing.items()}
     tick("report", 1, 1)
     return evaluation

@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass, field
 
 from uav_debate_eval.debate import prompts
+from uav_debate_eval.debate.choices import choice_schema, is_choice_answer, response_from_choices
 from uav_debate_eval.debate.llm.base import ChatRequest, LLMBackend
-from uav_debate_eval.debate.llm.structured import parse_response, response_schema
+from uav_debate_eval.debate.llm.structured import parse_json_object, parse_response, response_schema
 from uav_debate_eval.debate.prompts import Turn
 from uav_debate_eval.debate.response import AgentResponse, from_data
 from uav_debate_eval.debate.rules import rules_response
@@ -63,15 +64,23 @@ class LLMAgent:
 
     async def respond(self, turn: Turn, previous_answer: AgentResponse | None = None) -> Reply:
         msgs = prompts.messages(turn, previous_answer)
-        request = ChatRequest(messages=msgs, agent=self.name, round=turn.round,
-                              json_schema=response_schema(turn.valid_ids + turn.metric_refs, quotes=turn.quotes),
+        schema = choice_schema(turn.findings) if turn.findings else \
+            response_schema(turn.valid_ids + turn.metric_refs, quotes=turn.quotes)
+        request = ChatRequest(messages=msgs, agent=self.name, round=turn.round, json_schema=schema,
                               valid_ids=turn.valid_ids + turn.metric_refs, temperature=self.temperature,
                               max_tokens=self.max_tokens, seed=self.seed)
         result = await self.backend.chat(request)
-        data = result.data if result.data is not None else (parse_response(result.text) if result.text else None)
+        data = result.data
+        if data is None and result.text:
+            obj = parse_json_object(result.text)
+            data = obj if is_choice_answer(obj) else parse_response(result.text)
         error = result.error
         if error is None and data is None:
             error = "unparseable response"
-        return Reply(from_data(data) if data is not None and error is None else None, msgs, result.text,
+        if data is not None and error is None and is_choice_answer(data):
+            response = response_from_choices(data, turn.findings, turn.persona.name, turn.ctx)
+        else:
+            response = from_data(data) if data is not None and error is None else None
+        return Reply(response, msgs, result.text,
                      result.prompt_tokens, result.completion_tokens, result.latency_s, result.cached,
                      result.model or self.backend.model, error, {"attempts": result.attempts})

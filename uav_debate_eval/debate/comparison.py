@@ -7,7 +7,11 @@
 - balance: normalised entropy (0..1) of keyword hits over the three categories flight control /
   coordination / safety (1 = equal attention), mean over scenarios;
 - safety identification: injected hazards (simulator truth, route corners excluded) named in a response of
-  a segment overlapping the hazard, by its constraint, event or a synonym / total hazards.
+  a segment overlapping the hazard, by its constraint, event or a synonym / total hazards;
+- chosen identification (the model's own contribution): injected hazards covered by a hazard or warning
+  finding that an agent *endorsed* in a segment overlapping the hazard (finding kind or sentence naming the
+  constraint, event or a synonym, its time overlapping the hazard) / total hazards. The tool's deterministic
+  text does not count here: only the panel's choices do.
 Paper's figures for the debate: 95 %, 87 %, 0.92, 7/7.
 """
 
@@ -110,12 +114,37 @@ def hazards_named(result: DebateResult, truth: list[Any]) -> tuple[int, int]:
     return named, len(found)
 
 
+def hazards_chosen(result: DebateResult, truth: list[Any]) -> tuple[int, int]:
+    """(hazards covered by a hazard/warning finding some agent endorsed, hazards)."""
+    found = hazards(truth)
+    named = 0
+    for f in found:
+        words = tuple(w for key in (f.expect_constraint, f.expect_event, f.kind) if key
+                      for w in HAZARD_WORDS.get(key, (key, key.replace("_", " "))))
+        hit = False
+        for seg in result.segments:
+            if not (seg.t_start <= f.t_end and seg.t_end >= f.t_start):
+                continue
+            by_id = {x.id: x for x in getattr(seg, "findings", []) or []}
+            for rd in seg.rounds:
+                for r in rd.responses:
+                    for c in r.response.choices:
+                        x = by_id.get(c["id"])
+                        if (c["stance"] == "endorse" and x is not None and x.severity in ("hazard", "warning")
+                                and x.t_start <= f.t_end + 1.0 and x.t_end >= f.t_start - 1.0
+                                and _hits(_low(f"{x.kind} {x.sentence}"), words)):
+                            hit = True
+        named += hit
+    return named, len(found)
+
+
 def run_stats(result: DebateResult, truth: list[Any]) -> dict:
     """One method's Table II figures on one flight, in a form that adds up across flights (and processes)."""
     text = output_text(result)
     t = result.tokens()
     return {"coverage": coverage(text), "balance": balance(text), "evidence": list(evidence_quality(result)),
-            "named": list(hazards_named(result, truth)), "tokens": t["prompt"] + t["completion"],
+            "named": list(hazards_named(result, truth)), "chosen": list(hazards_chosen(result, truth)),
+            "struck": int(result.to_report()["struck"]["count"]), "tokens": t["prompt"] + t["completion"],
             "rounds": len(result.rounds), "seconds": result.elapsed_s}
 
 
@@ -126,6 +155,8 @@ class Row:
     evidence: list[int] = field(default_factory=lambda: [0, 0])
     balance: list[float] = field(default_factory=list)
     named: list[int] = field(default_factory=lambda: [0, 0])
+    chosen: list[int] = field(default_factory=lambda: [0, 0])
+    struck: int = 0
     tokens: int = 0
     rounds: int = 0
     seconds: float = 0.0
@@ -136,6 +167,8 @@ class Row:
         self.balance.append(stats["balance"])
         self.evidence = [a + b for a, b in zip(self.evidence, stats["evidence"], strict=True)]
         self.named = [a + b for a, b in zip(self.named, stats["named"], strict=True)]
+        self.chosen = [a + b for a, b in zip(self.chosen, stats.get("chosen", [0, 0]), strict=True)]
+        self.struck += stats.get("struck", 0)
         self.tokens += stats["tokens"]
         self.rounds += stats["rounds"]
         self.seconds += stats["seconds"]
@@ -145,6 +178,7 @@ class Row:
         return {"method": self.method, "coverage": mean(self.coverage),
                 "evidence_quality": self.evidence[0] / self.evidence[1] if self.evidence[1] else 0.0,
                 "balance": mean(self.balance), "hazards_named": self.named[0], "hazards_total": self.named[1],
+                "hazards_chosen": self.chosen[0], "struck": self.struck,
                 "tokens": self.tokens, "rounds": self.rounds, "seconds": round(self.seconds, 3)}
 
 
@@ -194,7 +228,7 @@ def run_entry(entry: str, config: DebateConfig, methods: tuple[str, ...], seed: 
     for m in methods:
         result = run_method(m, contexts, sim.mission, config, backend)
         stats = run_stats(result, sim.truth)
-        info[m] = {"label": result.verdict.label, "named": stats["named"][0],
+        info[m] = {"label": result.verdict.label, "named": stats["named"][0], "chosen": stats["chosen"][0],
                    "layers": [s.route.layer for s in result.segments],
                    "rounds": [len(s.rounds) for s in result.segments], "tokens": result.tokens(),
                    "invalid_citations": result.invalid_citations(), "stats": stats}
@@ -235,12 +269,14 @@ def compare(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateCo
 
 
 def format_table(rows: list[dict]) -> str:
-    head = (f"{'method':<14} {'coverage':>9} {'evidence':>9} {'balance':>8} {'safety id':>10} {'tokens':>9} "
-            f"{'rounds':>7}")
+    head = (f"{'method':<14} {'coverage':>9} {'evidence':>9} {'balance':>8} {'safety id':>10} {'chosen id':>10} "
+            f"{'struck':>7} {'tokens':>9} {'rounds':>7}")
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['method']:<14} {r['coverage']:>8.0%} {r['evidence_quality']:>8.0%} {r['balance']:>8.2f} "
-                     f"{r['hazards_named']:>4}/{r['hazards_total']:<5} {r['tokens']:>9} {r['rounds']:>7}")
+                     f"{r['hazards_named']:>4}/{r['hazards_total']:<5} "
+                     f"{r['hazards_chosen']:>4}/{r['hazards_total']:<5} {r['struck']:>7} {r['tokens']:>9} "
+                     f"{r['rounds']:>7}")
     lines.append(f"{'paper debate':<14} {PAPER['coverage']:>8.0%} {PAPER['evidence_quality']:>8.0%} "
                  f"{PAPER['balance']:>8.2f} {PAPER['hazards']:>10}")
     return "\n".join(lines)

@@ -56,6 +56,7 @@ class DebateConfig:
     prompt_style: str = "auto"  # full | compact (small local models) | auto (compact for the local backend)
     dsl_budget_tokens: int | None = None  # per-segment DSL size; None = 1500, or 400 with compact prompts
     quoted_evidence: bool | None = None  # evidence quotes exact facts of its id (None: with compact prompts)
+    choices: bool = True  # agents choose among verified findings (False: free-text claims and evidence)
     temperature: float = 0.2
     max_tokens: int = 512
     seed: int = 0

@@ -55,8 +55,22 @@ def concern_overlap(responses: list[AgentResponse]) -> float:
     return len(set.intersection(*sets)) / len(union) if union else 1.0
 
 
+def findings_agreement(responses: list[AgentResponse]) -> float | None:
+    """C_findings: mean pairwise Jaccard of the findings the agents endorsed (None when nobody chose any)."""
+    sets = [{c["id"] for c in r.choices if c["stance"] == "endorse"} for r in responses if r.choices]
+    if not sets:
+        return None
+    pairs = list(combinations(sets, 2))
+    if not pairs:
+        return 1.0
+    return float(np.mean([len(a & b) / len(a | b) if a | b else 1.0 for a, b in pairs]))
+
+
 def consensus(responses: list[AgentResponse]) -> dict[str, float]:
-    """All four components and C_overall = 0.25 C_score + 0.30 C_semantic + 0.25 C_priority + 0.20 C_concern."""
+    """All four components and C_overall = 0.25 C_score + 0.30 C_semantic + 0.25 C_priority + 0.20 C_concern.
+
+    When agents chose findings, agreement on them (C_findings) is a fifth signal: C_overall = 0.8 x the above
+    + 0.2 C_findings. Without choices C_findings is reported as 1.0 and C_overall is unchanged."""
     conf = [r.confidence for r in responses]
     c = {
         "score": float(1.0 - np.std(conf)) if conf else 1.0,
@@ -65,6 +79,10 @@ def consensus(responses: list[AgentResponse]) -> dict[str, float]:
         "concern": concern_overlap(responses),
     }
     c["overall"] = float(sum(WEIGHTS[k] * c[k] for k in WEIGHTS))
+    agree = findings_agreement(responses)
+    c["findings"] = 1.0 if agree is None else agree
+    if agree is not None:
+        c["overall"] = 0.8 * c["overall"] + 0.2 * agree
     return c
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from uav_debate_eval.debate import choices as choosing
+from uav_debate_eval.debate import gate as quality
 from uav_debate_eval.debate import judge as judging
 from uav_debate_eval.debate import synthesis
 from uav_debate_eval.debate.agents import LLMAgent, Reply, RulesAgent
@@ -33,6 +35,7 @@ from uav_debate_eval.debate.response import AgentResponse
 from uav_debate_eval.debate.router import Route, route
 from uav_debate_eval.debate.teams import red_indices, roles, rotation_shift
 from uav_debate_eval.debate.uncertainty import uncertainty
+from uav_debate_eval.findings import build_findings
 
 __all__ = ["DebateConfig", "DebateResult", "SegmentContext", "run_debate", "run_debate_async"]
 
@@ -48,6 +51,7 @@ class SegmentContext:
     metrics: Any  # metrics.compute.MetricsResult
     safety: Any  # safety.checker.SafetyResult
     traj: Any = None  # core.SwarmTrajectory of (at least) the segment
+    findings: list | None = None  # verified findings of the segment (None: built from dsl, metrics, safety)
 
 
 @dataclass
@@ -60,12 +64,16 @@ class ResponseRecord:
     q_ev: float
     valid_evidence: int
     struck: list[str]
+    shown: dict = field(default_factory=dict)  # claim/summary/counter/recommendation after the quality gate
 
     def to_dict(self) -> dict:
         r = self.response
-        return {"agent": self.agent, "role": self.role, "team": self.team, "claim": r.claim,
-                "evidence": list(r.evidence), "counter": r.counter, "summary": r.summary,
-                "confidence": float(r.confidence), "recommendation": r.recommendation,
+        text = {k: self.shown.get(k, getattr(r, k)) for k in ("claim", "summary", "counter", "recommendation")}
+        extra = {"findings": [dict(c) for c in r.choices], "recommendations": list(r.picked),
+                 "note": self.shown.get("note", "")} if r.choices else {}
+        return {"agent": self.agent, "role": self.role, "team": self.team, "claim": text["claim"],
+                "evidence": list(r.evidence), "counter": text["counter"], "summary": text["summary"],
+                "confidence": float(r.confidence), "recommendation": text["recommendation"], **extra,
                 "assessment": r.assessment, "score": r.score, "lead": self.lead, "q_ev": self.q_ev,
                 "valid_evidence": self.valid_evidence, "completeness": r.completeness(),
                 "struck_evidence": self.struck}
@@ -111,6 +119,8 @@ class SegmentDebate:
     tokens: dict[str, int] = field(default_factory=lambda: {"prompt": 0, "completion": 0})
     recommendations: list[str] = field(default_factory=list)
     judge: synthesis.Synthesis | None = None
+    findings: list = field(default_factory=list)
+    struck: list[tuple[str, str]] = field(default_factory=list)  # (sentence, reason) the gate struck
 
     def to_dict(self) -> dict:
         return {"id": self.segment_id, "t_start": self.t_start, "t_end": self.t_end, "layer": self.route.layer,
@@ -118,7 +128,8 @@ class SegmentDebate:
                 "stop_reason": self.stop_reason, "panel_label": self.panel_label, "decided_by": self.decided_by,
                 "consensus": self.rounds[-1].consensus if self.rounds else {}, "uncertainty": self.uncertainty,
                 "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens),
-                "judge": self.judge.to_dict() if self.judge else None}
+                "judge": self.judge.to_dict() if self.judge else None,
+                "findings": [f.to_dict() for f in self.findings], "struck": quality.count(self.struck)}
 
 
 @dataclass
@@ -157,7 +168,7 @@ class DebateResult:
 
     def consensus(self) -> dict[str, float]:
         finals = [s.rounds[-1].consensus for s in self.segments if s.rounds and s.rounds[-1].consensus]
-        keys = ("score", "semantic", "priority", "concern", "overall")
+        keys = ("score", "semantic", "priority", "concern", "findings", "overall")
         return {k: float(np.mean([c[k] for c in finals])) if finals else 0.0 for k in keys}
 
     def to_report(self) -> dict:
@@ -176,6 +187,7 @@ class DebateResult:
             "segments": [s.to_dict() for s in self.segments],
             "uncertainty": {**self.uncertainty(), "low_confidence": self.verdict.low_confidence},
             "invalid_citations": self.invalid_citations(),
+            "struck": quality.count([x for s in self.segments for x in s.struck]),
             "label": self.verdict.label,
             "panel_label": self.verdict.panel_label,
             "verifier_label": self.verdict.verifier_label,
@@ -200,8 +212,10 @@ class _Panel:
     """Runs one mission's segments with one set of agents."""
 
     def __init__(self, agents: list[Any], personas: list[Persona], config: DebateConfig, vetoed: bool,
-                 max_speed: float | None, progress: Callable[[int, int], None] | None = None, n_segments: int = 0):
+                 max_speed: float | None, progress: Callable[[int, int], None] | None = None, n_segments: int = 0,
+                 mission: Any = None):
         self.agents, self.personas, self.cfg, self.vetoed = agents, personas, config, vetoed
+        self.mission = mission
         self.max_speed = max_speed
         self.progress, self.segments_left = progress, n_segments
         self.transcript: list[dict] = []
@@ -273,14 +287,44 @@ class _Panel:
         resp.evidence = [c.item for c in checks if not (c.cites and not c.valid)]
         kept = [c for c in checks if not (c.cites and not c.valid)]
         q = q_evidence(kept, " ".join([resp.claim, *resp.evidence]))
-        return ResponseRecord(turn.agent, turn.persona.id, turn.team, turn.lead, resp, q,
-                              sum(c.valid for c in kept), struck)
+        record = ResponseRecord(turn.agent, turn.persona.id, turn.team, turn.lead, resp, q,
+                                sum(c.valid for c in kept), struck)
+        if not isinstance(agent, RulesAgent):
+            record.shown = self._gated(resp, turn, verifier, seg)
+        return record
+
+    def _gated(self, resp: AgentResponse, turn: Turn, verifier: EvidenceVerifier, seg: SegmentDebate) -> dict:
+        """What of a model's text reaches the report: sentences that pass the quality gate (and cite only what
+        resolves); the rest is struck and counted. Text the tool composed from choices is not model text."""
+        names = quality.flight_names(turn.ctx, seg.findings)
+        seen: set[str] = set()
+        shown: dict[str, str] = {}
+        fields = ("note",) if resp.choices else ("claim", "summary", "counter", "recommendation")
+        for key in fields:
+            gated = quality.gate(getattr(resp, key), names, seen)
+            kept, struck = [], list(gated.struck)
+            for sentence in quality.sentences(gated.kept):
+                check = verifier.check(sentence)
+                (struck.append((sentence, "invalid_citation")) if check.cites and not check.valid
+                 else kept.append(sentence))
+            shown[key] = " ".join(kept)
+            seg.struck += struck
+        if not resp.choices:
+            fallback = choosing.compose(turn.persona.name, turn.ctx.segment_id, resp.assessment, [], [],
+                                        seg.findings, turn.ctx)
+            for key in ("claim", "summary", "counter"):
+                shown[key] = shown[key] or fallback[key]
+        elif shown["note"]:
+            shown["summary"] = f"{resp.summary} {shown['note']}"
+        return shown
 
     async def segment(self, ctx: SegmentContext) -> SegmentDebate:
         cfg, personas = self.cfg, self.personas
         r_info = route(ctx, cfg.router_weights, cfg.router_thresholds, cfg.router_event_rate_ref, cfg.router_bins,
                        self.max_speed)
         seg = SegmentDebate(ctx.segment_id, float(ctx.t_start), float(ctx.t_end), r_info)
+        seg.findings = ctx.findings if ctx.findings is not None else build_findings(
+            ctx.safety, ctx.dsl, ctx.metrics, self.mission, (float(ctx.t_start), float(ctx.t_end)))
         verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, cfg.quote_rel_tol, cfg.quote_abs_tol)
         valid_ids, metric_refs = verifier.valid_ids, verifier.metric_refs()
         quotes = verifier.quotes() if cfg.quotes_evidence else None
@@ -305,7 +349,8 @@ class _Panel:
                           previous=[(x.role, x.team, x.response) for x in prev],
                           own_previous=by_role.get(assigned[i].id), interventions=interventions,
                           min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence,
-                          compact=cfg.compact, quotes=quotes) for i in range(n)]
+                          compact=cfg.compact, quotes=quotes, findings=seg.findings if cfg.choices else [])
+                     for i in range(n)]
             results = await asyncio.gather(*(self._turn(a, t, verifier, seg, rec)
                                              for a, t in zip(self.agents, turns, strict=True)))
             rec.responses = [x for x in results if x is not None]
@@ -365,17 +410,32 @@ class _Panel:
             seg.panel_label, seg.decided_by = judging.judge(final), "judge" if final else "none"
             open_labels = list(dict.fromkeys(r.assessment for r in final))
         seg.uncertainty = uncertainty(stance, self.cfg.uncertainty_lambda) if stance else {}
-        ranked = sorted(final, key=lambda x: -x.confidence)
-        seg.recommendations = list(dict.fromkeys(x.recommendation for x in ranked if x.recommendation))
+        seg.recommendations = _recommendations(records, seg.findings)
         if final and self.llm_judge and seg.stop_reason == "budget":
             seg.judge = synthesis.Synthesis(seg.panel_label, "vote", error="token budget spent: the vote stands")
         elif final and self.llm_judge:
             positions = [(x.role, x.response) for x in records]
             seg.judge = await self._judge(ctx, seg, positions, open_labels, ids)
             if seg.judge.by == "llm":
+                self._gate_judge(seg, ctx)
                 seg.panel_label = seg.judge.label
                 seg.decided_by = seg.decided_by.replace("judge", "judge_llm")
                 seg.recommendations = list(dict.fromkeys([*seg.judge.recommendations, *seg.recommendations]))
+
+    def _gate_judge(self, seg: SegmentDebate, ctx: SegmentContext) -> None:
+        """The judge writes free text: its summary and recommendations pass the same gate as the agents'."""
+        names = quality.flight_names(ctx, seg.findings)
+        seen: set[str] = set()
+        summary = quality.gate(seg.judge.summary, names, seen)
+        seg.struck += summary.struck
+        seg.judge.summary = summary.kept
+        recs = []
+        for text in seg.judge.recommendations:
+            gated = quality.gate(text, names, seen)
+            seg.struck += gated.struck
+            if gated.kept:
+                recs.append(gated.kept)
+        seg.judge.recommendations = recs
 
     async def _judge(self, ctx: SegmentContext, seg: SegmentDebate, positions: list[tuple[str, AgentResponse]],
                      labels: list[str], ids: list[str]) -> synthesis.Synthesis:
@@ -415,6 +475,29 @@ class _Panel:
         verdict.prompt_tokens = result.prompt_tokens
         verdict.completion_tokens = result.completion_tokens
         return verdict
+
+
+def _recommendations(records: list[ResponseRecord], findings: list) -> list[str]:
+    """The segment's recommendations: candidates the panel picked (most votes first, weighted by confidence),
+    then the first candidate of each endorsed finding, then the text of responses without choices that
+    passed the gate; with nothing chosen, the top finding's first candidate."""
+    votes: dict[str, float] = {}
+    for x in records:
+        for text in x.response.picked:
+            votes[text] = votes.get(text, 0.0) + x.response.confidence
+    out = sorted(votes, key=lambda t: -votes[t])
+    by_id = {f.id: f for f in findings}
+    endorsed = [i for x in records for i in choosing.endorsed_ids(x.response)]
+    ranked = sorted(dict.fromkeys(endorsed), key=lambda i: [f.id for f in findings].index(i) if i in by_id else 99)
+    out += [by_id[i].recommendations[0] for i in ranked if i in by_id and by_id[i].recommendations]
+    for x in sorted(records, key=lambda r: -r.response.confidence):
+        if not x.response.choices:
+            text = x.shown.get("recommendation", x.response.recommendation) if x.shown else x.response.recommendation
+            if text:
+                out.append(text)
+    if not out and findings and findings[0].recommendations:
+        out.append(findings[0].recommendations[0])
+    return list(dict.fromkeys(out))
 
 
 def _agents(config: DebateConfig, personas: list[Persona], backend: Any) -> tuple[list[Any], Any, str | None]:
@@ -496,7 +579,7 @@ async def run_debate_async(contexts: list[SegmentContext], mission: Any, config:
     _, vetoed = judging.verifier_label([c.safety for c in contexts])
     constraints = getattr(mission, "constraints", None)
     panel = _Panel(agents, personas, config, vetoed, getattr(constraints, "max_speed_mps", None), progress,
-                   len(contexts))
+                   len(contexts), mission)
     try:
         segs = [await panel.segment(ctx) for ctx in contexts]
     finally:

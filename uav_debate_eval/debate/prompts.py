@@ -51,6 +51,7 @@ class Turn:
     repair: list[Check] = field(default_factory=list)  # invalid citations of the first attempt
     compact: bool = False  # short prompts for small in-process models
     quotes: dict[str, list[str]] | None = None  # evidence quotes exact facts (EvidenceVerifier.quotes) when set
+    findings: list = field(default_factory=list)  # the segment's verified findings: agents choose among them
 
 
 def _fmt(x: Any) -> str:
@@ -109,20 +110,33 @@ def role_text(turn: Turn) -> str:
     return "\n".join(parts)
 
 
-def segment_text(ctx: Any, stage: str, ids: list[str], compact: bool) -> str:
-    """A segment's data (DSL, metrics, safety, citable ids); `stage` says where in the debate it is shown."""
+def segment_text(ctx: Any, stage: str, ids: list[str], compact: bool, findings: list | None = None) -> str:
+    """A segment's data (DSL, metrics, safety, findings, citable ids); `stage` says where in the debate it is."""
+    from uav_debate_eval.debate.choices import findings_text
+
+    block = ["FINDINGS (verified by the tool; choose among them):\n" + findings_text(findings)] if findings else []
     return "\n\n".join([
         f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, {stage}.",
         "DSL:\n" + str(getattr(ctx.dsl, "text", "")),
         "METRICS:\n" + metrics_text(ctx.metrics, compact),
         "SAFETY:\n" + safety_text(ctx),
+        *block,
         "VALID IDS: " + ", ".join(ids)])
 
 
 def evidence_text(turn: Turn) -> str:
     """The segment's data, the same for every agent of a round."""
     return segment_text(turn.ctx, f"round {turn.round + 1}, layer L{turn.layer}", turn.valid_ids + turn.metric_refs,
-                        turn.compact)
+                        turn.compact, turn.findings)
+
+
+def answer_format(turn: Turn) -> str:
+    """Choices among the findings when the segment has them; else the free-text response (quoted or not)."""
+    if turn.findings:
+        from uav_debate_eval.debate.choices import CHOICE_FORMAT
+
+        return CHOICE_FORMAT
+    return FORMAT_QUOTED if turn.quotes else FORMAT
 
 
 def round_text(turn: Turn) -> str:
@@ -143,8 +157,8 @@ def system_message(turn: Turn) -> str:
     """Full prompts: the role. Compact prompts: the shared data, so a local model's KV cache reuses the
     whole prefix across the agents of a round and only processes each agent's short role message."""
     if turn.compact:
-        return "\n\n".join([PANEL, FORMAT_QUOTED if turn.quotes else FORMAT, evidence_text(turn)])
-    return "\n".join([role_text(turn), FORMAT_QUOTED if turn.quotes else FORMAT])
+        return "\n\n".join([PANEL, answer_format(turn), evidence_text(turn)])
+    return "\n".join([role_text(turn), answer_format(turn)])
 
 
 def user_message(turn: Turn) -> str:
@@ -157,7 +171,7 @@ def repair_message(turn: Turn) -> str:
     bad = "\n".join(f"- {c.item!r}: {c.reason()}" for c in turn.repair)
     return ("Some evidence could not be verified against the data:\n" + bad +
             "\nRewrite your answer citing only VALID IDS with their exact values. "
-            + (FORMAT_QUOTED if turn.quotes else FORMAT))
+            + answer_format(turn))
 
 
 def messages(turn: Turn, previous_answer: AgentResponse | None = None) -> list[dict[str, str]]:

@@ -25,6 +25,9 @@ class AgentResponse:
     confidence: float = 0.5
     assessment: str = "borderline"
     score: float | None = None
+    choices: list[dict] = field(default_factory=list)  # [{id, stance, reason}] over the segment's findings
+    picked: list[str] = field(default_factory=list)  # recommendation texts chosen among the candidates
+    note: str = ""  # the model's own free text (shown only where it passes the quality gate)
 
     @property
     def effective_score(self) -> float:
@@ -41,9 +44,12 @@ class AgentResponse:
         return " ".join([self.claim, *self.evidence, self.counter, self.summary, self.recommendation])
 
     def to_dict(self) -> dict:
-        return {"claim": self.claim, "evidence": list(self.evidence), "counter": self.counter,
-                "summary": self.summary, "recommendation": self.recommendation,
-                "confidence": self.confidence, "label": self.assessment, "score": self.score}
+        d = {"claim": self.claim, "evidence": list(self.evidence), "counter": self.counter,
+             "summary": self.summary, "recommendation": self.recommendation,
+             "confidence": self.confidence, "label": self.assessment, "score": self.score}
+        if self.choices:
+            d.update(findings=[dict(c) for c in self.choices], recommendations=list(self.picked), note=self.note)
+        return d
 
 
 def severest(labels: list[str]) -> str:

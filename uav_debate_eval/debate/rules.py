@@ -180,11 +180,51 @@ def rules_response(turn: Turn) -> AgentResponse:
         rec = f"Recommend improving {worst} ({p.category}) before the next flight."
     else:
         rec = f"Recommend keeping the current {p.category} settings and monitoring {seg}."
-    lead = f" Leading on: {turn.issues}." if turn.lead and turn.issues else ""
+    choices, picked = rules_choices(turn)
+    rec = picked[0] if picked else rec
+    # the lead names the open issues by the findings it takes up (the issues' own text is the prompt's)
+    lead = (f" Leading on the open issues of {seg} with {', '.join(c['id'] for c in choices) or 'the data'}."
+            if turn.lead and turn.issues else "")
     summary = f"{p.name}: {label} for {seg}; {f.headline}.{lead} {rec}"
     return AgentResponse(claim=claim, evidence=evidence, counter=counter, summary=summary, recommendation=rec,
                          confidence=round(min(0.95, max(0.05, confidence)), 3), assessment=label,
-                         score=None if score is None else round(float(score), 4))
+                         score=None if score is None else round(float(score), 4), choices=choices, picked=picked)
+
+
+#: Which findings each persona bias looks at (kind prefixes; "*" = every kind).
+_BIAS_KINDS = {
+    "zero_trust": ("violation:", "warning:", "margin:", "proximity", "altitude_rate", "link_loss", "data_gap",
+                   "data_quality:", "not_evaluable:", "low_score:safety"),
+    "precision": ("violation:max_speed", "violation:max_vertical_speed", "sharp_turn", "altitude_rate",
+                  "waypoint_miss", "low_score:flight_control", "route_turns", "violation:geofence"),
+    "cohesion": ("violation:min_separation", "warning:cpa", "proximity", "formation_breach", "link_loss",
+                 "waypoint_miss", "low_score:coordination", "violation:stale_data"),
+}
+_STANCE = {"hazard": ("endorse", "safety_critical"), "warning": ("endorse", "confirmed_by_data"),
+           "data_quality": ("endorse", "confirmed_by_data"), "info": ("endorse", "mission_impact")}
+
+
+def _finding_kind(f: Any) -> str:
+    return f"low_score:{f.refs[0]}" if f.kind == "low_score" and f.refs else f.kind
+
+
+def rules_choices(turn: Turn, limit: int = 3) -> tuple[list[dict], list[str]]:
+    """The persona's choices among the segment's findings: the most important it looks at, endorsed by
+    severity; the whole swarm's route turns are disputed as within tolerance. Picks each chosen finding's
+    first recommendation (at most two)."""
+    findings = list(turn.findings or [])
+    kinds = _BIAS_KINDS.get(turn.persona.bias)
+    mine = [f for f in findings if kinds is None or _finding_kind(f).startswith(kinds)]
+    if kinds is None:  # the generalist: the top finding of every severity
+        mine = [next(f for f in findings if f.severity == s) for s in dict.fromkeys(f.severity for f in findings)]
+    chosen = (mine or findings[:1])[:limit]
+    choices = []
+    for f in chosen:
+        stance, reason = ("dispute", "within_tolerance") if f.kind == "route_turns" else _STANCE[f.severity]
+        choices.append({"id": f.id, "stance": stance, "reason": reason})
+    picked = [f.recommendations[0] for f, c in zip(chosen, choices, strict=True)
+              if c["stance"] == "endorse" and f.recommendations][:2]
+    return choices, picked
 
 
 def _answer_red(turn: Turn, label: str) -> str:

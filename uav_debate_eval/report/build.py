@@ -105,17 +105,48 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
         "verdict": final_verdict(safety, debate),
         "events": [e.to_dict() for e in getattr(dsl, "events", [])],
         "violations": [v.to_dict() for v in safety.violations],
+        "findings": [f.to_dict() for f in getattr(ev, "findings", None) or []],
         "data_quality": data_quality_of(safety),
         "safety": safety.to_dict(),
         "metrics": metrics.to_dict(),
-        "segments": [{"id": s.id, "t_start": float(s.t_start), "t_end": float(s.t_end), "label": s.label}
-                     for s in ev.segments],
+        "segments": [{"id": s.id, "t_start": float(s.t_start), "t_end": float(s.t_end), "label": s.label,
+                      "findings": [f.to_dict() for f in _segment_findings(ev, s.id)]} for s in ev.segments],
         "dsl": dsl_dict,
         "debate": debate_dict,
         "ingest": traj.ingest.to_dict(),
         "notes": list(ev.notes),
     }
+    findings = getattr(ev, "findings", None)
+    if findings:
+        report["verdict"].update(_verdict_words(report, debate, findings))
     return jsonable(report)
+
+
+def _verdict_words(report: dict, debate: Any, findings: list) -> dict:
+    """Verdict summary and recommendations composed from the verified findings and the panel's choices; the
+    judge's text is added only where it passed the quality gate (the engine gates it)."""
+    from uav_debate_eval.findings.panel import recommendations
+    from uav_debate_eval.findings.words import verdict_sentence
+
+    summary = verdict_sentence({**report, "findings": [f.to_dict() for f in findings]})
+    verdict = report["verdict"]
+    if verdict.get("overridden") and verdict.get("panel_label"):
+        summary += f" The panel's '{verdict['panel_label']}' was overridden by the safety veto."
+    for seg in getattr(debate, "segments", []) or []:
+        judge = getattr(seg, "judge", None)
+        if judge is not None and judge.by == "llm" and judge.summary:
+            summary += f" Judge on {seg.segment_id}: {judge.summary}"
+    judged = [r for seg in getattr(debate, "segments", []) or [] for r in
+              (seg.judge.recommendations if getattr(seg, "judge", None) is not None and seg.judge.by == "llm" else [])]
+    return {"summary": summary, "recommendations": list(dict.fromkeys([*recommendations(findings), *judged]))[:6]}
+
+
+def _segment_findings(ev: Any, segment_id: str) -> list:
+    """The findings the panel saw for one segment (its context's list)."""
+    for seg in getattr(getattr(ev, "debate", None), "segments", []) or []:
+        if getattr(seg, "segment_id", None) == segment_id:
+            return list(getattr(seg, "findings", []) or [])
+    return []
 
 
 def data_quality_of(safety: Any) -> dict:

@@ -1,0 +1,144 @@
+"""Agents choose, the tool writes; the quality gate strikes model text that does not read like an engineer's."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+from debate_fakes import ScriptedBackend
+
+from uav_debate_eval.debate import gate
+from uav_debate_eval.debate.choices import REASONS, candidates, choice_schema, normalise
+from uav_debate_eval.debate.comparison import build_contexts, hazards_chosen, hazards_named
+from uav_debate_eval.debate.config import DebateConfig
+from uav_debate_eval.debate.consensus import consensus
+from uav_debate_eval.debate.engine import run_debate
+from uav_debate_eval.debate.response import AgentResponse
+from uav_debate_eval.findings import build_findings
+from uav_debate_eval.sim.scenarios import simulate
+
+NAMES = {"uav1", "uav2", "min_separation", "mseg[1]", "event[2]", "speed_consistency", "f1"}
+
+
+@pytest.mark.parametrize("text, why", [
+    ("Judge on MSEG[1] (safe): SCORES_SUPPED, SAFE; SUMMARY DURING THE DAY: verdict RISKY.", "template_debris"),
+    ("Recommendez-SUPPED, SAFE.", "template_debris"),
+    ("{{ {{{1}}}}, {{{} }", "template_debris"),
+    ("Recommendations:", "truncated"),
+    ("MWE: Scores of a flight control system in operation; the F-", "truncated"),
+    ("The swarm is a group of autonomous vehicles that are designed to protect the environment.", "ungrounded"),
+    ("uav1 uav2 0.23 14.45 19.95 0.5 MSEG[1] 7 8 9.", "not_english"),
+])
+def test_gate_strikes_what_the_issue_measured(text, why):
+    assert gate.reason(text, NAMES, set()) == why
+
+
+def test_gate_keeps_grounded_prose_once():
+    g = gate.gate("uav1 and uav2 came within 0.23 m at 14.45 s. Nice day. uav1 and uav2 came within 0.23 m at "
+                  "14.45 s. The speed_consistency of the swarm was low.", NAMES)
+    assert g.kept == "uav1 and uav2 came within 0.23 m at 14.45 s. The speed_consistency of the swarm was low."
+    assert g.struck == [("Nice day.", "ungrounded"), ("uav1 and uav2 came within 0.23 m at 14.45 s.", "repeated")]
+    assert gate.count(g.struck) == {"count": 2, "reasons": {"ungrounded": 1, "repeated": 1}}
+
+
+@pytest.fixture(scope="module")
+def near_miss():
+    sim = simulate("formation", seed=0, duration_s=30, faults=["near_miss"])
+    contexts, safety = build_contexts(sim.traj, sim.mission)
+    return sim, contexts
+
+
+def test_choice_schema_offers_only_what_exists(near_miss):
+    sim, contexts = near_miss
+    ctx = contexts[0]
+    found = build_findings(ctx.safety, ctx.dsl, ctx.metrics, sim.mission, (ctx.t_start, ctx.t_end))
+    schema = choice_schema(found)
+    recs = candidates(found)
+    good = {"findings": [{"id": "F1", "stance": "endorse", "reason": "safety_critical"}], "label": "risky",
+            "confidence": 0.8, "recommendations": ["R1"], "note": ""}
+    jsonschema.validate(good, schema)
+    for bad in ({**good, "findings": [{"id": f"F{len(found) + 1}", "stance": "endorse", "reason": "safety_critical"}]},
+                {**good, "findings": [{"id": "F1", "stance": "endorse", "reason": "sensor_artefact"}]},
+                {**good, "recommendations": [f"R{len(recs) + 1}"]}, {**good, "note": "cites {RISK[1]}"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    choices, picked = normalise({**good, "findings": [*good["findings"], {"id": "F99", "reason": "x"},
+                                                      {"id": "F1", "reason": "within_tolerance"}]}, found)
+    assert choices == good["findings"] and picked == [recs["R1"][1]]
+    assert set(REASONS) >= {"sensor_artefact", "within_tolerance", "outside_mission_scope", "needs_more_data"}
+
+
+def _chooser(note: str):
+    def script(req):
+        ids = req.json_schema["properties"]["findings"]["items"]["anyOf"][0]["properties"]["id"]["enum"]
+        recs = req.json_schema["properties"]["recommendations"]["items"]["enum"]
+        stance = [{"id": ids[0], "stance": "endorse", "reason": "safety_critical"}]
+        if req.agent == "agent3" and len(ids) > 1:
+            stance.append({"id": ids[1], "stance": "dispute", "reason": "sensor_artefact"})
+        return {"findings": stance, "label": "safe", "confidence": 0.7, "recommendations": recs[:1], "note": note}
+    return script
+
+
+def test_llm_panel_chooses_and_the_tool_writes(near_miss):
+    sim, contexts = near_miss
+    backend = ScriptedBackend(_chooser("Nice weather for flying today."))
+    res = run_debate(contexts[:1], sim.mission, DebateConfig(judge="vote"), backend=backend)
+    report = res.to_report()
+    seg = report["segments"][0]
+    first = seg["findings"][0]
+    refs = {f["id"]: f["refs"] for f in seg["findings"]}
+    for r in (x for rd in report["rounds"] for x in rd["responses"]):
+        assert r["findings"][0] == {"id": "F1", "stance": "endorse", "reason": "safety_critical"}
+        assert first["sentence"] in r["claim"] and r["claim"].split(" rates ")[1].startswith(seg["id"])
+        assert r["recommendation"] == first["recommendations"][0] and r["note"] == ""
+        chosen = {ref for c in r["findings"] for ref in refs[c["id"]]}
+        assert r["evidence"] and all(e.split()[0] in chosen for e in r["evidence"])
+    # the ungrounded note of every agent is struck and counted, and stays in the transcript
+    n = sum(len(rd["responses"]) for rd in report["rounds"])
+    assert n >= 3 and report["struck"] == {"count": n, "reasons": {"ungrounded": n}} == seg["struck"]
+    assert any("Nice weather" in (row.get("response_text") or "") for row in res.transcript)
+    assert report["invalid_citations"] == {"first_pass": 0, "repaired": 0, "struck": 0}
+    assert res.verdict.recommendations[0] == first["recommendations"][0]
+    # agreement on findings is a consensus signal: agent3 also disputed F2, the others did not choose it
+    final = report["rounds"][-1]["consensus"]
+    assert final["findings"] == pytest.approx(1.0)  # everyone endorsed the same set {F1}
+    assert hazards_chosen(res, sim.truth) == (1, 1) and hazards_named(res, sim.truth) == (1, 1)
+
+
+def test_grounded_note_is_kept_and_disputes_do_not_count_as_identification(near_miss):
+    sim, contexts = near_miss
+
+    def disputer(req):
+        ids = req.json_schema["properties"]["findings"]["items"]["anyOf"][0]["properties"]["id"]["enum"]
+        return {"findings": [{"id": i, "stance": "dispute", "reason": "needs_more_data"} for i in ids[:3]],
+                "label": "safe", "confidence": 0.6, "recommendations": ["R1"],
+                "note": "The closest approach of uav1 and uav2 needs a second look."}
+
+    res = run_debate(contexts[:1], sim.mission, DebateConfig(judge="vote"), backend=ScriptedBackend(disputer))
+    r = res.to_report()["rounds"][0]["responses"][0]
+    assert r["note"] == "The closest approach of uav1 and uav2 needs a second look." and r["note"] in r["summary"]
+    assert "disputes F1 (needs more data)" in r["summary"]
+    assert hazards_chosen(res, sim.truth) == (0, 1)  # the tool's text names it; the panel's choices do not
+    assert res.verdict.label == "risky"  # the veto holds whatever the panel chose
+
+
+def test_consensus_on_findings_enters_the_overall_score():
+    a = AgentResponse("c", choices=[{"id": "F1", "stance": "endorse", "reason": "safety_critical"}])
+    b = AgentResponse("c", choices=[{"id": "F2", "stance": "endorse", "reason": "safety_critical"}])
+    plain = [AgentResponse("c"), AgentResponse("c")]
+    assert consensus(plain)["findings"] == 1.0
+    same, apart = consensus([a, a]), consensus([a, b])
+    assert same["findings"] == 1.0 and apart["findings"] == 0.0
+    assert same["overall"] - apart["overall"] == pytest.approx(0.2)
+
+
+def test_rules_personas_choose_deterministically(near_miss):
+    sim, contexts = near_miss
+    one = run_debate(contexts, sim.mission).to_report()
+    two = run_debate(contexts, sim.mission).to_report()
+    pick = [[x["findings"] for x in rd["responses"]] for rd in one["rounds"]]
+    assert pick == [[x["findings"] for x in rd["responses"]] for rd in two["rounds"]]
+    seg_of = {s["id"]: s for s in one["segments"]}
+    for x, segment in ((x, rd["segment"]) for rd in one["rounds"] for x in rd["responses"] if x["role"] == "safety"):
+        first = seg_of[segment]["findings"][0]
+        if first["severity"] == "hazard":
+            assert x["findings"][0] == {"id": first["id"], "stance": "endorse", "reason": "safety_critical"}

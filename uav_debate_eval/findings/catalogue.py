@@ -1,0 +1,295 @@
+"""The findings catalogue: what the deterministic layers verified, one short sentence each, ranked.
+
+A finding is written by the tool, never by a model: its sentence names the vehicles, the constraint or
+metric, the flight times and the numbers, and it carries the ids it rests on (`refs`: RISK/EVENT/FORM/WAYPTS
+DSL ids and `category.metric` names) and one or more specific candidate recommendations. Sources, in the
+order of `SEVERITY`: violations (hazard); predictive warnings, margins near a limit, proximity / altitude-rate /
+link-loss events, sharp turns by part of the swarm, formation breaches, waypoint misses (warning); the
+recording's data-quality findings (data_quality); whole-swarm route turns and low metric scores (info).
+The panel chooses among these; `key` identifies the same finding in a segment's and in the flight's list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from uav_debate_eval.findings import recommend
+from uav_debate_eval.findings.text import num, span, vehicles
+
+SEVERITY = ("hazard", "warning", "data_quality", "info")
+UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m",
+         "stale_data": "s"}
+#: A metric scoring below this is worth an info finding (when nothing stronger already covers it).
+LOW_SCORE = 0.5
+_WARNING_EVENTS = ("proximity", "altitude_rate", "link_loss", "formation_breach")
+
+
+@dataclass
+class VerifiedFinding:
+    """One finding; `weight` (0..1+, larger = more important) orders findings of one severity."""
+
+    kind: str
+    severity: str
+    sentence: str
+    t_start: float
+    t_end: float
+    uavs: list[str]
+    refs: list[str]
+    recommendations: list[str]
+    key: str
+    weight: float = 0.0
+    id: str = ""
+    panel: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = {"id": self.id, "kind": self.kind, "severity": self.severity, "sentence": self.sentence,
+             "t_start": round(float(self.t_start), 3), "t_end": round(float(self.t_end), 3),
+             "uavs": list(self.uavs), "refs": list(self.refs), "recommendations": list(self.recommendations)}
+        if self.panel:
+            d["panel"] = dict(self.panel)
+        return d
+
+
+def _overlaps(t0: float | None, t1: float | None, rng: tuple[float, float] | None) -> bool:
+    if rng is None or t0 is None:
+        return True
+    return t0 <= rng[1] and (t1 if t1 is not None else t0) >= rng[0]
+
+
+def _dsl_refs(index: dict, kind: str, t0: float | None, t1: float | None, uavs: list[str],
+              text: str = "") -> list[str]:
+    """Ids of `kind` items of the DSL that overlap [t0, t1], share a vehicle and (optionally) contain `text`."""
+    out = []
+    for ref, it in index.items():
+        if it.kind != kind or (text and text not in str(getattr(it, "text", ""))):
+            continue
+        if uavs and it.uavs and not set(uavs) & set(it.uavs):
+            continue
+        if t0 is not None and it.t_start is not None and not _overlaps(it.t_start, it.t_end, (t0, t1 or t0)):
+            continue
+        out.append(ref)
+    return out
+
+
+def _violations(safety: Any, index: dict, events: list, rng: tuple | None) -> list[VerifiedFinding]:
+    out = []
+    for v in getattr(safety, "violations", []) or []:
+        if not _overlaps(v.t_start, v.t_end, rng):
+            continue
+        unit = UNITS.get(v.constraint, "")
+        refs = _dsl_refs(index, "RISK", v.t_start, v.t_end, v.uavs, v.constraint)
+        refs += [e.id for e in events if e.type in (f"violation:{v.constraint}", "proximity")
+                 and set(v.uavs) <= set(e.uavs) and _overlaps(e.t, e.t_end, (v.t_start, v.t_end)) and e.id]
+        turns = [e for e in events if e.type == "sharp_turn" and _overlaps(e.extra.get("t_from", e.t), e.t_end,
+                                                                            (v.t_start, v.t_end))]
+        where = f"at {span(v.t_start, v.t_end)}"
+        if v.constraint == "min_separation":
+            sentence = (f"{vehicles(v.uavs)} came within {num(v.worst_value)} m of each other {where}, "
+                        f"below the {num(v.limit)} m min_separation limit.")
+        elif v.constraint == "geofence":
+            sentence = f"{vehicles(v.uavs)} left the geofence by up to {num(v.worst_value)} m {where}."
+        elif v.constraint == "stale_data":
+            sentence = (f"{vehicles(v.uavs)} sent no pose for {num(v.worst_value)} s {where} "
+                        f"(stale_data limit {num(v.limit)} s).")
+        else:
+            sentence = (f"{vehicles(v.uavs)} exceeded {v.constraint} {where}: peak {num(v.worst_value)} {unit}, "
+                        f"limit {num(v.limit)} {unit}.")
+        worst = abs(float(v.worst_value or 0.0))
+        out.append(VerifiedFinding(
+            "violation:" + v.constraint, "hazard", sentence, v.t_start, v.t_end, list(v.uavs),
+            list(dict.fromkeys(refs)), recommend.for_violation(v, bool(turns)),
+            f"violation:{v.constraint}:{','.join(v.uavs)}:{v.t_start:.2f}",
+            1.0 + (v.t_end - v.t_start) / 100.0 + min(worst, 10.0) / 1000.0))
+    return out
+
+
+def _warnings(safety: Any, index: dict, rng: tuple | None) -> list[VerifiedFinding]:
+    out = []
+    for w in getattr(safety, "warnings", []) or []:
+        t_pred = w.get("t_predicted", w["t"])
+        if not _overlaps(w["t"], t_pred, rng):
+            continue
+        uavs = list(w.get("uavs") or [])
+        refs = _dsl_refs(index, "RISK", w["t"], t_pred, uavs, "warning")
+        verb = "were" if len(uavs) > 1 else "was"
+        if w["kind"] == "cpa":
+            sentence = (f"At {num(w['t'])} s {vehicles(uavs)} {verb} predicted to pass within {num(w['value'])} m "
+                        f"at {num(t_pred)} s (min_separation limit {num(w['limit'])} m).")
+        else:
+            sentence = (f"At {num(w['t'])} s {vehicles(uavs)} {verb} predicted to leave the geofence within "
+                        f"{num(w['value'])} s (prediction horizon {num(w['limit'])} s).")
+        out.append(VerifiedFinding("warning:" + w["kind"], "warning", sentence, w["t"], t_pred, uavs, refs,
+                                   recommend.for_warning(w), f"warning:{w['kind']}:{','.join(uavs)}:{w['t']:.2f}",
+                                   0.8))
+    return out
+
+
+def _margins(safety: Any, index: dict, fraction: float, t_range: tuple[float, float]) -> list[VerifiedFinding]:
+    out = []
+    violated = {v.constraint for v in getattr(safety, "violations", []) or []}
+    for name, m in sorted((getattr(safety, "margins", {}) or {}).items()):
+        ratio = m.get("ratio")
+        if name in violated or not isinstance(ratio, (int, float)) or ratio < 1.0 - fraction:
+            continue
+        unit = UNITS.get(name, "")
+        refs = _dsl_refs(index, "RISK", None, None, [], f"near_limit {name}")
+        sentence = (f"{name} came within {num(abs(1.0 - ratio) * 100, 0)} % of its limit without a violation "
+                    f"(worst {num(m.get('worst_value'))} {unit}, limit {num(m.get('limit'))} {unit}).")
+        out.append(VerifiedFinding("margin:" + name, "warning", sentence, t_range[0], t_range[1], [], refs,
+                                   recommend.for_margin(name, m), f"margin:{name}", 0.6 + 0.1 * min(ratio, 1.0)))
+    return out
+
+
+def _events(events: list, index: dict, rng: tuple | None, uav_count: int, hazards: list[VerifiedFinding]
+            ) -> list[VerifiedFinding]:
+    out = []
+    covered = {r for h in hazards for r in h.refs}
+    turns = [e for e in events if e.type == "sharp_turn" and _overlaps(e.extra.get("t_from", e.t), e.t_end, rng)]
+    swarm = [e for e in turns if len(e.uavs) >= uav_count]
+    for e in events:
+        if not e.id or e.id in covered or not _overlaps(e.t, e.t_end, rng):
+            continue
+        t1 = e.t_end if e.t_end is not None else e.t
+        if e.type in _WARNING_EVENTS:
+            form = _dsl_refs(index, "FORM", e.t, t1, e.uavs) if e.type == "formation_breach" else []
+            out.append(VerifiedFinding(e.type, "warning", recommend.event_sentence(e), e.t, t1, list(e.uavs),
+                                       [e.id, *form], recommend.for_event(e), f"event:{e.type}:{','.join(e.uavs)}:"
+                                       f"{e.t:.2f}", 0.5 + min(float(e.value or 0.0), 100.0) / 1000.0))
+        elif e.type == "data_gap":
+            out.append(VerifiedFinding("data_gap", "data_quality", recommend.event_sentence(e), e.t, t1, list(e.uavs),
+                                       [e.id], recommend.for_event(e), f"event:data_gap:{','.join(e.uavs)}:{e.t:.2f}",
+                                       0.4))
+    out += _turn_runs([e for e in turns if e not in swarm and e.id not in covered])
+    if swarm:
+        angles = [float(e.value or 0.0) for e in swarm]
+        angle = num(min(angles), 0) if len(swarm) == 1 else f"{num(min(angles), 0)}–{num(max(angles), 0)}"
+        sentence = (f"The swarm made {len(swarm)} route turn{'s' if len(swarm) > 1 else ''} of {angle} deg "
+                    f"together at "
+                    f"{', '.join(num(e.t) for e in swarm)} s (sharp_turn events of the planned route).")
+        out.append(VerifiedFinding("route_turns", "info", sentence, min(e.extra.get("t_from", e.t) for e in swarm),
+                                   max(e.t_end or e.t for e in swarm), sorted({u for e in swarm for u in e.uavs}),
+                                   [e.id for e in swarm], recommend.for_route_turns(swarm), "route_turns", 0.2))
+    return out
+
+
+def _turn_runs(turns: list, gap_s: float = 5.0) -> list[VerifiedFinding]:
+    """Sharp turns by part of the swarm: one warning per vehicle set and run of turns less than `gap_s` apart."""
+    runs: list[list] = []
+    for e in sorted(turns, key=lambda e: (tuple(e.uavs), e.t)):
+        last = runs[-1][-1] if runs else None
+        if last is not None and last.uavs == e.uavs and e.t - (last.t_end or last.t) <= gap_s:
+            runs[-1].append(e)
+        else:
+            runs.append([e])
+    out = []
+    for run in runs:
+        e0, e1 = run[0], run[-1]
+        angles = [float(e.value or 0.0) for e in run]
+        t0, t1 = e0.extra.get("t_from", e0.t), e1.t_end or e1.t
+        if len(run) == 1:
+            sentence = recommend.event_sentence(e0)
+        else:
+            sentence = (f"{vehicles(e0.uavs)} turned sharply {len(run)} times ({num(min(angles), 0)}–"
+                        f"{num(max(angles), 0)} deg) at {', '.join(num(e.t) for e in run)} s, apart from the swarm "
+                        f"(sharp_turn {', '.join(e.id for e in run)}).")
+        out.append(VerifiedFinding("sharp_turn", "warning", sentence, t0, t1, list(e0.uavs), [e.id for e in run],
+                                   recommend.for_turns(run), f"event:sharp_turn:{','.join(e0.uavs)}:{e0.t:.2f}",
+                                   0.45 + min(max(angles), 180.0) / 1000.0))
+    return out
+
+
+def _waypoints(index: dict, t_range: tuple[float, float]) -> list[VerifiedFinding]:
+    out = []
+    for ref, it in index.items():
+        vals = getattr(it, "values", {}) or {}
+        if it.kind != "WAYPTS" or not vals.get("missed"):
+            continue
+        u = list(it.uavs)
+        miss = vals.get("worst_miss")
+        sentence = (f"{vehicles(u)} missed {int(vals['missed'])} of {int(vals.get('total', 0))} waypoints"
+                    + (f" (worst miss {num(miss)} m)." if miss is not None else " (not flown)."))
+        out.append(VerifiedFinding("waypoint_miss", "warning", sentence, t_range[0], t_range[1], u,
+                                   [ref, "coordination.task_completion"], recommend.for_waypoints(u, vals),
+                                   f"waypoints:{','.join(u)}", 0.4 + min(float(miss or 0.0), 10.0) / 100.0))
+    return out
+
+
+def _data_quality(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
+    dq = getattr(safety, "data_quality", None)
+    out = []
+    for f in getattr(dq, "findings", []) or []:
+        if not _overlaps(f.t_start, f.t_end, rng):
+            continue
+        affects = f" (affects {', '.join(f.affects)})" if f.affects else ""
+        sentence = f"Recording artefact {f.kind} on {vehicles(f.uavs)} at {span(f.t_start, f.t_end)}{affects}."
+        out.append(VerifiedFinding("data_quality:" + f.kind, "data_quality", sentence, f.t_start, f.t_end,
+                                   list(f.uavs), [], recommend.for_data_quality(f),
+                                   f"dq:{f.kind}:{','.join(f.uavs)}:{f.t_start:.2f}", 0.4))
+    for n in getattr(dq, "not_evaluable", []) or []:
+        t0 = n.t_start if n.t_start is not None else (rng[0] if rng else 0.0)
+        t1 = n.t_end if n.t_end is not None else (rng[1] if rng else t0)
+        if not _overlaps(t0, t1, rng):
+            continue
+        sentence = f"{n.constraint} could not be checked for {vehicles(n.uavs)} at {span(t0, t1)}: {n.reason}."
+        out.append(VerifiedFinding("not_evaluable:" + n.constraint, "data_quality", sentence, t0, t1, list(n.uavs),
+                                   [], recommend.for_not_evaluable(n), f"ne:{n.constraint}:{','.join(n.uavs)}:{t0:.2f}",
+                                   0.45))
+    return out
+
+
+def _low_metrics(metrics: Any, t_range: tuple[float, float], taken: set[str]) -> list[VerifiedFinding]:
+    out = []
+    for cat, group in (getattr(metrics, "details", {}) or {}).items():
+        for name, d in (group or {}).items():
+            score = d.get("score") if isinstance(d, dict) else None
+            ref = f"{cat}.{name}"
+            if not isinstance(score, (int, float)) or score != score or score >= LOW_SCORE or ref in taken:
+                continue
+            unit = f" {d['unit']}" if d.get("unit") and d["unit"] not in ("ratio", "fraction") else ""
+            value = f", value {num(d['value'])}{unit}" if isinstance(d.get("value"), (int, float)) else ""
+            sentence = (f"Metric {ref} scored {num(score, 2)} over {span(*t_range)}{value}.")
+            out.append(VerifiedFinding("low_score", "info", sentence, t_range[0], t_range[1], [], [ref],
+                                       recommend.for_metric(cat, name, d, t_range), f"metric:{ref}",
+                                       0.3 + (LOW_SCORE - score) / 10.0))
+    return out
+
+
+def build_findings(safety: Any, dsl: Any, metrics: Any, mission: Any = None,
+                   t_range: tuple[float, float] | None = None) -> list[VerifiedFinding]:
+    """Every verified finding of the flight (or of the segment `t_range`), ranked and numbered F1, F2, ...
+
+    `dsl` supplies the citable ids and the events; `safety` is the whole flight's result (a segment sees the
+    violations that overlap it, with their true extent).
+    """
+    index = dict(getattr(dsl, "index", {}) or {})
+    events = list(getattr(dsl, "events", []) or [])
+    thresholds = getattr(mission, "thresholds", None)
+    fraction = float(getattr(thresholds, "borderline_fraction", 0.1) or 0.1)
+    span_ = t_range or _flight_range(safety, dsl, events)
+    uav_count = len({u for it in index.values() for u in (getattr(it, "uavs", []) or [])})
+    hazards = _violations(safety, index, events, t_range)
+    found = hazards + _warnings(safety, index, t_range) + _margins(safety, index, fraction, span_)
+    found += _events(events, index, t_range, uav_count, hazards) + _waypoints(index, span_)
+    found += _data_quality(safety, t_range)
+    found += _low_metrics(metrics, span_, {r for f in found for r in f.refs})
+    if not found:
+        found = [recommend.all_clear(safety, span_)]
+    return rank(found)
+
+
+def rank(found: list[VerifiedFinding]) -> list[VerifiedFinding]:
+    """Most important first (severity, then weight, then time); ids F1.. in that order."""
+    out = sorted(found, key=lambda f: (SEVERITY.index(f.severity), -f.weight, f.t_start, f.key))
+    for i, f in enumerate(out, 1):
+        f.id = f"F{i}"
+    return out
+
+
+def _flight_range(safety: Any, dsl: Any, events: list) -> tuple[float, float]:
+    sep = getattr(safety, "separation", None)
+    t = getattr(sep, "t", None)
+    if t is not None and len(t):
+        return float(t[0]), float(t[-1])
+    times = [x for it in (getattr(dsl, "index", {}) or {}).values() for x in (it.t_start, it.t_end) if x is not None]
+    return (min(times), max(times)) if times else (0.0, 0.0)

@@ -1,0 +1,80 @@
+"""The flight's verdict and its most important findings in words, read from a report dict (terminal, live end).
+
+Composed only from the report's verified findings and the panel's recorded choices, never from model text.
+"""
+
+from __future__ import annotations
+
+from uav_debate_eval.findings.text import span
+
+_OPENING = {
+    "risky": "Risky",
+    "borderline": "Borderline",
+    "safe": "Safe",
+    "inconclusive": "Inconclusive",
+}
+
+
+def _findings(report: dict) -> list[dict]:
+    return list(report.get("findings") or [])
+
+
+def _panel_words(findings: list[dict]) -> str:
+    endorsed = [f["id"] for f in findings if (f.get("panel") or {}).get("endorsed")]
+    disputed = [(f["id"], (f.get("panel") or {}).get("reasons") or []) for f in findings
+                if (f.get("panel") or {}).get("disputed") and not (f.get("panel") or {}).get("endorsed")]
+    parts = []
+    if endorsed:
+        parts.append(f"the panel endorsed {', '.join(endorsed[:4])}" + (" and more" if len(endorsed) > 4 else ""))
+    if disputed:
+        fid, reasons = disputed[0]
+        why = f" ({reasons[0].replace('_', ' ')})" if reasons else ""
+        parts.append(f"disputed {fid}{why}")
+    text = "; ".join(parts)
+    return (" " + text[0].upper() + text[1:] + ".") if parts else ""
+
+
+def verdict_sentence(report: dict) -> str:
+    """One or two sentences an engineer would write: label, what decides it, what else matters."""
+    verdict = report.get("verdict") or {}
+    label = verdict.get("label", "safe")
+    found = _findings(report)
+    hazards = [f for f in found if f.get("severity") == "hazard"]
+    warnings = [f for f in found if f.get("severity") == "warning"]
+    dq = [f for f in found if f.get("severity") == "data_quality"]
+    opening = _OPENING.get(label, label.capitalize())
+    if label == "risky" and hazards:
+        more = f" ({len(hazards) - 1} more violation{'s' if len(hazards) > 2 else ''})" if len(hazards) > 1 else ""
+        text = f"{opening}: {hazards[0]['sentence'].rstrip('.')}{more}."
+    elif label == "risky":
+        text = f"{opening}: the safety verifier vetoed the flight ({len(report.get('violations') or [])} violation(s))."
+    elif label == "inconclusive":
+        head = dq[0]["sentence"].rstrip(".") if dq else "a checked constraint could not be evaluated"
+        text = f"{opening}: no violation, but {head[0].lower() + head[1:]}."
+    elif label == "borderline" and warnings:
+        text = f"{opening}: no hard-constraint violation, but {_lower(warnings[0]['sentence'])}"
+    elif warnings:
+        text = f"{opening}: no hard-constraint violation; {_lower(warnings[0]['sentence'])}"
+    else:
+        first = found[0]["sentence"] if found else "no violation and no constraint near its limit."
+        text = f"{opening}: {_lower(first)}" if found and found[0].get("kind") != "all_clear" else \
+            f"{opening}: no violation and no constraint within 10 % of its limit."
+    if dq and label != "inconclusive":
+        ids = ", ".join(f["id"] for f in dq[:4]) + (" and more" if len(dq) > 4 else "")
+        text += f" Data quality: {len(dq)} finding{'s' if len(dq) > 1 else ''} in the recording ({ids})."
+    return text + _panel_words(found)
+
+
+def _lower(sentence: str) -> str:
+    s = sentence.strip()
+    if not s.endswith("."):
+        s += "."
+    # keep ids and vehicle names as they are; only lower a capitalised English first word
+    first, _, rest = s.partition(" ")
+    return (first.lower() if first.istitle() and first.isalpha() else first) + (" " + rest if rest else "")
+
+
+def top_findings(report: dict, n: int = 3) -> list[str]:
+    """The `n` most important findings as terminal lines: id, severity, flight time, sentence."""
+    return [f"{f['id']} [{f['severity']}] {span(f['t_start'], f['t_end'])}: {f['sentence']}"
+            for f in _findings(report)[:n]]

@@ -157,7 +157,8 @@ def test_prompts_are_anonymised(flights, tmp_path):
     text = " ".join(m["content"] for r in rows for m in r["messages"])
     for leak in ("trajectory", "csv", "BASE", "CAND", "uav1", "uav2", str(tmp_path)):
         assert leak not in text
-    assert not re.search(r"\bformation\b", text)  # the mission's name (metric names like formation_stability stay)
+    # the mission's name ("formation-seed0"); words of the findings such as "formation slot" stay
+    assert not re.search(r"formation-seed", text)
     assert "Flight 1" in text and "Flight 2" in text and "V1" in text
 
 

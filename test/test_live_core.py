@@ -271,7 +271,7 @@ def test_flight_report_folds_every_segment_and_names_the_worst(tmp_path: Path):
     seps = [v for v in report["violations"] if v["constraint"] == "min_separation"]
     assert seps and all(near.t_start - 0.5 <= v["t_start"] <= near.t_end + 0.5 for v in seps)
     assert report["findings"][0]["id"] == "F1" and report["findings"][0]["severity"] == "hazard"
-    assert report["findings"][0]["kind"] == "min_separation"
+    assert report["findings"][0]["kind"] == "violation:min_separation"
     assert report["mission"]["duration_s"] == pytest.approx(30.0, abs=0.2)
     assert "hard constraints broken: min separation" in report["verdict"]["summary"]
     out = write_flight_report(report, tmp_path / "flight")

@@ -35,8 +35,7 @@ Exit status: 0; 5 with --fail-if-worse when B is worse than A; 2 bad input (one 
 
 
 def register(subparsers) -> None:
-    from uav_debate_eval.compare.align import MODES
-    from uav_debate_eval.compare.protocol import PROTOCOLS, ProtocolConfig
+    from uav_debate_eval.compare.options import MODES, PROTOCOLS, ProtocolConfig
 
     d = ProtocolConfig()
     p = subparsers.add_parser("compare-flights", help="compare flights (A/B debate, swap audit, CI gate)",

@@ -22,8 +22,6 @@ import time
 from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.live.config import find_config, read_params_file
-from uav_debate_eval.live.flight import final_lines
 
 MONITOR_NODES = ("safety_verifier", "dsl_builder", "debate_panel")
 #: After Ctrl-C, how long the open segment's evaluation may take before the flight report is written without it.
@@ -66,11 +64,15 @@ def resolve_mission(name: str) -> Path:
     if path.is_file():
         return path.resolve()
     if "/" not in name:
+        from uav_debate_eval.live.config import find_config
+
         return find_config(name)
     raise InputError(f"{name}: mission file not found")
 
 
 def run(args: argparse.Namespace) -> int:
+    from uav_debate_eval.live.config import find_config, read_params_file
+
     config = Path(args.config) if args.config else find_config("demo.yaml" if args.demo else "monitor.yaml")
     params = read_params_file(config)
     out = Path(args.out or params.get("debate_panel", {}).get("output_dir", "out/live"))
@@ -260,6 +262,8 @@ def _summary(console, panel, out: Path) -> int:
         console.print(f"segment {seg['id']}: [{colour[seg['label']]}]{seg['label']}[/]"
                       f"{' (vetoed)' if seg['vetoed'] else ''}  {seg['path'] or '(files not written)'}")
     report = panel.flight.report()
+    from uav_debate_eval.live.flight import final_lines
+
     for line in final_lines(report, where or out / "flight"):
         console.print(line, markup=False, highlight=False)
     if where is None:

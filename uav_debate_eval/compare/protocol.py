@@ -15,31 +15,15 @@ import json
 import random
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from uav_debate_eval.compare import roles
 from uav_debate_eval.compare.brief import FLIGHTS, Brief, build_brief, swap_text
 from uav_debate_eval.compare.flights import Flight
+from uav_debate_eval.compare.options import PROTOCOLS, ProtocolConfig  # noqa: F401 (re-exported)
 from uav_debate_eval.debate.llm.base import ChatRequest, ChatResult
 from uav_debate_eval.dsl.tokens import count_tokens
-
-PROTOCOLS = ("more", "samre")
-
-
-@dataclass
-class ProtocolConfig:
-    protocol: str = "samre"
-    advocates: int = 3  # MORE: advocates per flight
-    jury: bool = False
-    max_rounds: int = 4  # SAMRE round budget
-    token_budget: int = 24000  # SAMRE: prompt + completion tokens of the whole debate
-    eps: float = 0.5  # SAMRE: score-gap convergence (total of 3 categories, 1-10 each)
-    compact: bool = False  # short evidence for small local models
-    temperature: float = 0.2
-    max_tokens: int = 700
-    seed: int = 0
-    call_timeout_s: float = 600.0
 
 
 class Ledger:

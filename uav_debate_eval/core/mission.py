@@ -352,7 +352,8 @@ def mission_to_yaml(m: Mission) -> str:
     c = m.constraints
     constraints = {k: getattr(c, k) for k in sorted(_CONSTRAINT_KEYS - {"geofence"}) if getattr(c, k) is not None}
     if c.geofence is not None:
-        constraints["geofence"] = {"min": list(c.geofence.min), "max": list(c.geofence.max)}
+        constraints["geofence"] = {"min": [float(x) for x in c.geofence.min],
+                                   "max": [float(x) for x in c.geofence.max]}
         if c.geofence.polygon:
             constraints["geofence"]["polygon"] = [list(p) for p in c.geofence.polygon]
     doc: dict = {

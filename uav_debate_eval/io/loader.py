@@ -174,7 +174,10 @@ def one_flight(paths: list[Path]) -> tuple[bool, str]:
         return True, "PX4 logs are one vehicle each"
     spans = []
     for p in paths:
-        t0, t1, ids = _span(p)
+        try:
+            t0, t1, ids = _span(p)
+        except InputError as exc:  # the batch reports it for this input alone
+            return False, f"{p.name} cannot be read ({exc})"
         spans.append((t0, t1, set(ids), p.name))
     spans.sort()
     reach = spans[0][1]

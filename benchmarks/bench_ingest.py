@@ -1,6 +1,7 @@
 """Ingest throughput and streaming-buffer memory for a 100-vehicle, 10-minute, 50 Hz flight (3M samples).
 
 - SwarmTrajectory.from_columns on synthetic arrays (in order, and shuffled: the messy-input path);
+- quality.assess, the data-quality pass every evaluation runs before the verifier (same target);
 - io.csv_io.read_csv of the same flight written as a contract CSV (t, uav_id, x, y, z, vx, vy, vz);
 - core.streaming.StreamingSwarm: every sample appended one by one as a live node would (timed
   without tracing), then the buffer bytes vs the capacity-derived bound (vehicles x capacity x 7
@@ -25,9 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from uav_debate_eval.core.mission import Constraints, Mission
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.csv_io import read_csv
+from uav_debate_eval.quality import assess
 
 #: Targets as multiples of the flight's real-time sample rate (vehicles x rate):
 #: batch ingest 60x (a 10-minute flight in <= 10 s), CSV reading 6x (<= 100 s),
@@ -91,6 +94,12 @@ def main() -> int:
     traj = SwarmTrajectory.from_columns(t, ids, pos, vel=vel)
     ok &= rate_line("from_columns (time-ordered)", total, time.perf_counter() - t0, target_from_columns)
     assert traj.n_samples == total
+
+    t0 = time.perf_counter()
+    assessed = assess(traj, Mission(constraints=Constraints(max_speed_mps=12.0, min_separation_m=0.5)))
+    ok &= rate_line("quality.assess (data quality)", total, time.perf_counter() - t0, target_from_columns)
+    assert assessed.traj.n_samples == total and not assessed.findings  # a clean flight: nothing to report
+    del assessed
 
     perm = np.random.default_rng(0).permutation(total)
     t0 = time.perf_counter()

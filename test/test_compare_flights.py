@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from uav_debate_eval.cli import main
@@ -281,3 +282,35 @@ def test_outputs_render_and_escape(flights, tmp_path):
     assert "<b>" not in md_text and "| scores.safety |" in md_text.replace("scores.safety", "scores.safety")
     assert sorted(p.name for p in (out / "figures").iterdir()) == ["altitude.png", "separation.png", "speed.png",
                                                                     "tracks_xy.png"]
+
+
+def test_findings_catalogue_is_used_when_present():
+    from uav_debate_eval.compare.flights import findings_of
+
+    catalogue = [{"id": "F1", "kind": "near_miss", "severity": "hazard", "sentence": "uav1 and uav2 came close",
+                  "t_start": 1.0, "t_end": 2.0, "uavs": ["uav1", "uav2"], "refs": [], "recommendations": []}]
+    assert findings_of({"findings": catalogue, "violations": [{"constraint": "x"}]}) == catalogue
+    built = findings_of({"violations": [{"constraint": "min_separation", "t_start": 3.0, "t_end": 4.0,
+                                         "uavs": ["u1", "u2"], "worst_value": 0.2, "limit": 0.5}],
+                         "events": [{"id": "EVENT[1]", "type": "sharp_turn", "t": 1.0, "uavs": ["u1"],
+                                     "value": 45.0, "unit": "deg"}],
+                         "data_quality": {"findings": [{"kind": "repeated_samples", "uavs": ["u2"], "t_start": 0.0,
+                                                        "t_end": 9.0, "detail": "republished estimate"}]}})
+    assert [(f["id"], f["severity"], f["kind"]) for f in built] == [
+        ("F1", "hazard", "violation:min_separation"), ("F2", "warning", "sharp_turn"),
+        ("F3", "data_quality", "repeated_samples")]
+
+
+def test_alignment_modes(pair_flights):
+    from uav_debate_eval.compare.align import align, takeoff_time
+
+    evs = [pair_flights["clean"].runs[0], pair_flights["near"].runs[0]]
+    phase, fns = align(evs, "phase")
+    assert phase.mode == "phase" and phase.note == ""  # the veto segment is not a phase: both fly one cruise
+    end = evs[1].traj.t_end
+    assert fns[1](end) == pytest.approx(evs[0].report["segments"][-1]["t_end"])
+    take, fns = align(evs, "takeoff")
+    assert take.mode == "takeoff" and fns[0](takeoff_time(evs[0])) == 0.0
+    prog, fns = align(evs, "progress")
+    x = fns[0](np.linspace(0, evs[0].traj.t_end, 50))
+    assert prog.mode == "progress" and x[0] == 0.0 and x[-1] == pytest.approx(1.0) and np.all(np.diff(x) >= 0)

@@ -43,6 +43,7 @@ def test_openai_path_against_real_server(server_url, pair, tmp_path, monkeypatch
     answered = [r for r in (tmp_path / "first" / "comparison_transcript.jsonl").read_text().splitlines()
                 if json.loads(r).get("error") is None]
     assert answered, "the model answered no call at all"
+    assert doc["judge"]["by"] == "llm" and doc["judge"]["error"] is None  # the schema-bound judge answered
     valid = set(doc["pairs"][0]["valid_ids"])
     for claim in doc["judge"]["claims"]:
         assert claim["cites"] and set(claim["cites"]) <= valid

@@ -26,8 +26,9 @@ KEY=f1,f2 to name it and give several files. Several .ulg files are one flight (
 other files are repeated runs of one mission (deltas then carry effect sizes with bootstrap intervals).
 Flights without KEY= are A, B, C, ... in order; each flight's own report goes to DIR/<key>/.
 Mission: --mission FILE for every flight; otherwise each uses the mission.yaml beside its input.
-Debate: --protocol samre (one advocate per flight over rounds, budgeted stopping; default) or more (k advocates
-per flight, one round); --jury adds 3 jurors. Prompts call the flights "Flight 1"/"Flight 2" in an order drawn from
+Debate: --protocol more (k advocates per flight, one round; default: as accurate and swap-consistent as samre on
+the built-in pairs for ~30-45 % fewer tokens, benchmarks/bench_compare.py) or samre (one advocate per flight over
+rounds, budgeted stopping); --jury adds 3 jurors. Prompts call the flights "Flight 1"/"Flight 2" in an order drawn from
 --seed; the judge (and jury) rerun with the order swapped, and a changed winner makes the result a tie.
 A flight with a hard-constraint violation never beats one without.
 Exit status: 0; 5 with --fail-if-worse when B is worse than A; 2 bad input (one line on stderr).

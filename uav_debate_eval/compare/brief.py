@@ -17,8 +17,9 @@ FLIGHTS = ("Flight 1", "Flight 2")
 #: Which judge category a finding kind weighs on (anything else: safety).
 KIND_CATEGORY = {"formation_breach": "coordination", "sharp_turn": "flight_control", "altitude_rate": "flight_control",
                  "link_loss": "coordination", "oscillation": "flight_control"}
-MAX_FINDINGS = 6
-MAX_DELTAS = 10
+#: What a prompt shows (and so what may be cited): per flight findings; deltas (4 category scores first).
+MAX_FINDINGS, MAX_FINDINGS_COMPACT = 6, 3
+MAX_DELTAS, MAX_DELTAS_COMPACT = 14, 8
 
 
 @dataclass
@@ -58,31 +59,32 @@ class Brief:
                     return {"id": cite, "kind": "finding", "flight": self.order[pos], "finding": f["id"]}
         return None
 
-    def text(self, compact: bool = False) -> str:
-        """The evidence block every prompt carries."""
+    def text(self) -> str:
+        """The evidence block every prompt carries: exactly the citable ids."""
         lines = []
         for p in range(2):
             sc = ", ".join(f"{c} {_f(self.scores[p].get(c))}" for c in (*CATEGORIES, "overall"))
             lines.append(f"{FLIGHTS[p]}: safety label {self.labels[p]}, "
                          f"{'HAS' if self.vetoed[p] else 'no'} hard-constraint violation; scores (0-1) {sc}")
         lines.append("METRIC DELTAS (score 0-1, higher is better):")
-        for m in self.shown_deltas[: 6 if compact else MAX_DELTAS]:
+        for m in self.shown_deltas:
             d = self.deltas[m]
             lines.append(f"DELTA[{m}] Flight 1 {_f(d['a'])} {d['unit']} (score {_f(d['score_a'])}), Flight 2 "
                          f"{_f(d['b'])} (score {_f(d['score_b'])}); better: {d['winner'] or 'n/a'}")
         lines.append("FINDINGS:")
         for p in range(2):
-            for f in self.findings[p][: 3 if compact else MAX_FINDINGS]:
+            for f in self.findings[p]:
                 who = f" (vehicles {', '.join(f['vehicles'])})" if f["vehicles"] else ""
                 lines.append(f"{f['cite']} {FLIGHTS[p]} {f['severity']}: {f['sentence']}{who}")
         return "\n".join(lines)
 
 
-def build_brief(first: Flight, second: Flight, seed: int = 0) -> Brief:
-    """Evidence for `first` as Flight 1 and `second` as Flight 2."""
+def build_brief(first: Flight, second: Flight, seed: int = 0, compact: bool = False) -> Brief:
+    """Evidence for `first` as Flight 1 and `second` as Flight 2 (compact: fewer items, for small models)."""
     deltas = metric_deltas(first.reports, second.reports, keys=FLIGHTS, seed=seed)
-    findings = [_anonymised(flight_findings(fl), fl, p) for p, fl in enumerate((first, second))]
-    shown = _ranked_deltas(deltas)
+    most = MAX_FINDINGS_COMPACT if compact else MAX_FINDINGS
+    findings = [_anonymised(flight_findings(fl), fl, p)[:most] for p, fl in enumerate((first, second))]
+    shown = _ranked_deltas(deltas)[: MAX_DELTAS_COMPACT if compact else MAX_DELTAS]
     from uav_debate_eval.compare.deltas import category_scores
 
     return Brief((first.key, second.key), deltas, findings,

@@ -89,7 +89,7 @@ def build_comparison(flights: list[Any], pairs: list[dict], protocol: str, align
     anon = first["anonymisation"]
     claims = [{"text": deanonymise(c["text"], anon), "cites": c["cites"]} for c in first["judge"]["claims"]]
     winner = first["winner"] if len(flights) == 2 else _top(rank)
-    tokens = _sum_tokens([p["tokens"] for p in pairs])
+    tokens = {"protocol": protocol, **_sum_tokens([p["tokens"] for p in pairs])}
     doc = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "uav-debate-eval", "version": __version__},

@@ -21,8 +21,16 @@ CAPTIONS = {
 }
 
 
+STYLES = ("-", "--", ":", "-.")
+
+
 def _color(i: int) -> str:
     return FLIGHT_COLORS[i % len(FLIGHT_COLORS)]
+
+
+def _style(i: int) -> str:
+    """Each flight its own dash too, so where the flights coincide the one drawn first still shows."""
+    return STYLES[i % len(STYLES)]
 
 
 def tracks_xy(flights: list[Any]):
@@ -31,7 +39,7 @@ def tracks_xy(flights: list[Any]):
     for i, fl in enumerate(flights):
         for j, tr in enumerate(fl.runs[0].traj.tracks.values()):
             k = _decimate(len(tr))
-            ax.plot(tr.pos[k, 0], tr.pos[k, 1], lw=1, color=_color(i), alpha=0.8,
+            ax.plot(tr.pos[k, 0], tr.pos[k, 1], lw=1, color=_color(i), ls=_style(i), alpha=0.8,
                     label=f"flight {fl.key}" if j == 0 else None)
             if len(tr):
                 ax.plot(tr.pos[0, 0], tr.pos[0, 1], "o", ms=4, color=_color(i))
@@ -52,7 +60,7 @@ def separation(flights: list[Any], axes: list, axis_label: str):
         t, d = (np.asarray(x, dtype=float) for x in (ev.safety.separation.t, ev.safety.separation.d_min))
         if len(t):
             te, de = _min_envelope(t, d)
-            ax.plot(fn(te), de, lw=1.2, color=_color(i), label=f"flight {fl.key}")
+            ax.plot(fn(te), de, lw=1.2, color=_color(i), ls=_style(i), label=f"flight {fl.key}")
         if ev.mission.constraints.min_separation_m is not None:
             limits.add(ev.mission.constraints.min_separation_m)
     for lim in sorted(limits):
@@ -81,7 +89,7 @@ def series(flights: list[Any], axes: list, axis_label: str, which: str):
     for i, (fl, fn) in enumerate(zip(flights, axes, strict=True)):
         t, v = _mean_series(fl.runs[0], which)
         k = _decimate(len(t), 1500)
-        ax.plot(fn(t[k]), v[k], lw=1.2, color=_color(i), label=f"flight {fl.key}")
+        ax.plot(fn(t[k]), v[k], lw=1.2, color=_color(i), ls=_style(i), label=f"flight {fl.key}")
     _finish(ax, axis_label, "mean speed [m/s]" if which == "speed" else "mean altitude z [m]")
     return fig
 

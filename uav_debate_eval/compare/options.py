@@ -11,7 +11,7 @@ PROTOCOLS = ("more", "samre")
 
 @dataclass
 class ProtocolConfig:
-    protocol: str = "samre"
+    protocol: str = "more"
     advocates: int = 3  # MORE: advocates per flight
     jury: bool = False
     max_rounds: int = 4  # SAMRE round budget

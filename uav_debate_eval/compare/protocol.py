@@ -97,7 +97,7 @@ class Panel:
                     feedback: str | None = None, opponent: roles.Argument | None = None) -> roles.Argument:
         fallback = roles.rules_argument(brief, pos, persona, rnd, cited, feedback)
         role = f"advocate_{pos + 1}_{persona}"
-        messages = roles.advocate_messages(brief, pos, persona, self.cfg.compact, feedback, opponent)
+        messages = roles.advocate_messages(brief, pos, persona, feedback, opponent)
         result = await self._call(role, rnd, messages, roles.advocate_schema(brief.valid_ids), brief.valid_ids,
                                   fallback.to_dict())
         if result is None:
@@ -112,7 +112,7 @@ class Panel:
     async def judge(self, brief: Brief, arguments: list[roles.Argument], rnd: int, role: str = "judge"
                     ) -> roles.Judgement:
         fallback = roles.rules_judgement(brief, arguments)
-        messages = roles.judge_messages(brief, arguments, self.cfg.compact)
+        messages = roles.judge_messages(brief, arguments)
         result = await self._call(role, rnd, messages, roles.judge_schema(brief.valid_ids), brief.valid_ids,
                                   fallback.to_dict())
         if result is None:
@@ -128,7 +128,7 @@ class Panel:
         votes = []
         for juror in roles.JURORS:  # one at a time: a local model serves one call at once anyway
             fallback = roles.rules_vote(judgement, juror)
-            messages = roles.juror_messages(brief, judgement, juror, self.cfg.compact)
+            messages = roles.juror_messages(brief, judgement, juror)
             result = await self._call(f"{role}_{juror}", rnd, messages, roles.juror_schema(brief.valid_ids),
                                       brief.valid_ids, fallback)
             vote = None if result is None or result.error else roles.vote_from(result.data, brief, juror)
@@ -203,7 +203,7 @@ async def compare_pair(a: Flight, b: Flight, cfg: ProtocolConfig, backend: Any =
     if cfg.protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {cfg.protocol!r}")
     first, second = (a, b) if random.Random(cfg.seed).random() < 0.5 else (b, a)
-    brief = build_brief(first, second, seed=cfg.seed)
+    brief = build_brief(first, second, seed=cfg.seed, compact=cfg.compact)
     panel = Panel(backend, cfg)
     run = _more if cfg.protocol == "more" else _samre
     arguments, judgement, history, stop = await run(panel, brief)
@@ -214,7 +214,7 @@ async def compare_pair(a: Flight, b: Flight, cfg: ProtocolConfig, backend: Any =
         votes = await panel.jury(brief, judgement, final_round)
         winner, decided = jury_decision(votes, judgement)
     # position-swap audit: same arguments, flights' positions exchanged
-    swapped = build_brief(second, first, seed=cfg.seed)
+    swapped = build_brief(second, first, seed=cfg.seed, compact=cfg.compact)
     audit_judgement = await panel.judge(swapped, _swapped(arguments), final_round, role="audit_judge")
     audit_winner = audit_judgement.winner
     audit_votes = []

@@ -238,7 +238,7 @@ def juror_schema(ids: list[str]) -> dict:
             "required": ["vote", "rationale", "cites"], "additionalProperties": False}
 
 
-def advocate_messages(brief: Brief, pos: int, persona: str, compact: bool, feedback: str | None = None,
+def advocate_messages(brief: Brief, pos: int, persona: str, feedback: str | None = None,
                       opponent: Argument | None = None) -> list[dict[str, str]]:
     extra = ""
     if feedback:
@@ -246,23 +246,23 @@ def advocate_messages(brief: Brief, pos: int, persona: str, compact: bool, feedb
     if opponent is not None:
         extra += "\nOPPONENT'S LAST ARGUMENT:\n" + _argument_text(opponent)
     return [{"role": "system", "content": ADVOCATE.format(me=FLIGHTS[pos], persona=persona.replace("_", " "))},
-            {"role": "user", "content": f"{brief.text(compact)}{extra}\nVALID IDS: {', '.join(brief.valid_ids)}\n"
+            {"role": "user", "content": f"{brief.text()}{extra}\nVALID IDS: {', '.join(brief.valid_ids)}\n"
                                         f"Answer with JSON: claims (1-2), each with text and cites."}]
 
 
-def judge_messages(brief: Brief, arguments: list[Argument], compact: bool) -> list[dict[str, str]]:
+def judge_messages(brief: Brief, arguments: list[Argument]) -> list[dict[str, str]]:
     args = "\n".join(f"- for {FLIGHTS[a.pos]} ({a.persona}, round {a.round}): {_argument_text(a)}" for a in arguments)
     return [{"role": "system", "content": JUDGE},
-            {"role": "user", "content": f"{brief.text(compact)}\nARGUMENTS:\n{args}\n"
+            {"role": "user", "content": f"{brief.text()}\nARGUMENTS:\n{args}\n"
                                         f"VALID IDS: {', '.join(brief.valid_ids)}\nAnswer with JSON: flight_1 and "
                                         f"flight_2 scores, rationale per category, claims with cites, "
                                         f"recommendations."}]
 
 
-def juror_messages(brief: Brief, judgement: Judgement, juror: str, compact: bool) -> list[dict[str, str]]:
+def juror_messages(brief: Brief, judgement: Judgement, juror: str) -> list[dict[str, str]]:
     scores = "; ".join(f"{FLIGHTS[p]} {judgement.scores[p]}" for p in range(2))
     return [{"role": "system", "content": JUROR.format(persona=juror.replace("_", " "))},
-            {"role": "user", "content": f"{brief.text(compact)}\nJUDGE'S SCORES: {scores}\n"
+            {"role": "user", "content": f"{brief.text()}\nJUDGE'S SCORES: {scores}\n"
                                         f"VALID IDS: {', '.join(brief.valid_ids)}\nAnswer with JSON: vote, "
                                         f"rationale, cites."}]
 

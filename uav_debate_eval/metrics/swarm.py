@@ -17,6 +17,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
 from uav_debate_eval.metrics.kinematics import runs
 from uav_debate_eval.metrics.memo import memo
+from uav_debate_eval.metrics.vec import norm
 
 #: Longest common grid used for pairwise geometry.
 MAX_STEPS = 12_000
@@ -72,7 +73,7 @@ def _dense(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _dense_pairs(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ii, jj = np.triu_indices(len(snap.uav_ids), k=1)
-    d = np.linalg.norm(snap.pos[:, ii] - snap.pos[:, jj], axis=-1)
+    d = norm(snap.pos[:, ii] - snap.pos[:, jj])
     d[~(snap.valid[:, ii] & snap.valid[:, jj])] = np.inf
     return ii, jj, d
 
@@ -208,10 +209,10 @@ def _partner_norms(p: np.ndarray, partners: np.ndarray, o: np.ndarray | None = N
     m = p.shape[1]
     if not 2 <= m <= ALL_PAIRS_MAX_N:
         rel = p[:, :, None] - p[:, partners]
-        return np.linalg.norm(rel if o is None else rel - (o[:, :, None] - o[:, partners]), axis=-1)
+        return norm(rel if o is None else rel - (o[:, :, None] - o[:, partners]))
     ii, jj = np.triu_indices(m, k=1)
     rel = p[:, ii] - p[:, jj]
-    d = np.linalg.norm(rel if o is None else rel - (o[:, ii] - o[:, jj]), axis=-1)
+    d = norm(rel if o is None else rel - (o[:, ii] - o[:, jj]))
     pair = np.zeros((m, m), dtype=int)
     pair[ii, jj] = pair[jj, ii] = np.arange(len(ii))
     return d[:, pair[np.arange(m)[:, None], partners]]

@@ -22,3 +22,15 @@ def test_norm_keeps_nan_and_inf():
     x = np.array([[np.nan, 0, 0], [np.inf, 1, 0], [3, 4, 0]])
     got = norm(x)
     assert np.isnan(got[0]) and got[1] == np.inf and got[2] == 5.0
+
+
+def test_partner_norms_per_column_equal_the_full_gather():
+    from uav_debate_eval.metrics.swarm import _partner_norms
+
+    rng = np.random.default_rng(3)
+    p, o = rng.normal(size=(2, 40, 50, 3)) * 30.0
+    partners = rng.integers(0, 50, size=(50, 6))
+    rel = p[:, :, None] - p[:, partners]
+    assert np.array_equal(_partner_norms(p, partners), np.linalg.norm(rel, axis=-1))
+    expected = np.linalg.norm(rel - (o[:, :, None] - o[:, partners]), axis=-1)
+    assert np.array_equal(_partner_norms(p, partners, o), expected)

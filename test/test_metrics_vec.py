@@ -34,3 +34,16 @@ def test_partner_norms_per_column_equal_the_full_gather():
     assert np.array_equal(_partner_norms(p, partners), np.linalg.norm(rel, axis=-1))
     expected = np.linalg.norm(rel - (o[:, :, None] - o[:, partners]), axis=-1)
     assert np.array_equal(_partner_norms(p, partners, o), expected)
+
+
+def test_raw_token_prefixes_stacked_equal_per_track():
+    from uav_debate_eval.dsl import tokens
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("formation", seed=5, duration_s=30).traj
+    one_by_one = [tokens._cumulative_numbers(tr) for tr in traj.tracks.values()]
+    tokens._prime_number_prefixes(list(traj.tracks.values()))
+    for tr, expected in zip(traj.tracks.values(), one_by_one, strict=True):
+        assert tokens._has_prefix(tr)
+        assert np.array_equal(tokens._number_prefix(tr), expected)
+    assert tokens.raw_tokens(traj) == tokens.count_tokens(tokens.raw_text(traj))

@@ -7,7 +7,8 @@ and an overspeed injected, written as a contract CSV (time-major rows) with its 
 - 128 and 256 vehicles x 120 s: with the 1,024-vehicle run, the growth exponent of the wall time (and of each
   stage) against vehicle count (a least-squares slope of log time on log vehicles; 1.0 = linear).
 For each run: wall time of the CLI process, the real-time ratio (flight duration / wall), the peak RSS of the
-process tree (sampled every 20 ms), and the per-stage seconds from report.json's `timing`.
+process tree (sampled every 20 ms), its CPU time (user + system; on a shared machine the wall time also holds
+waiting for a core), and the per-stage seconds from report.json's `timing`.
 Start-up: `--help` (target < 0.3 s) and `evaluate` on a header-only CSV, which exits with status 2 as soon as it
 has read the file (target < 0.5 s to start reading).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -67,8 +69,9 @@ def flight_csv(data: Path, n: int, duration: float) -> Path:
     return csv_path
 
 
-def run_cli(args: list[str]) -> tuple[int, float, float]:
-    """(exit status, wall seconds, peak RSS of the process tree in bytes)."""
+def run_cli(args: list[str]) -> tuple[int, float, float, float]:
+    """(exit status, wall seconds, peak RSS of the process tree in bytes, CPU seconds of the tree)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(CLI + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     root = psutil.Process(proc.pid)
@@ -81,18 +84,20 @@ def run_cli(args: list[str]) -> tuple[int, float, float]:
             pass
         time.sleep(0.02)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
     if proc.returncode not in (0, 2, 3, 4):
         raise RuntimeError(f"CLI failed ({proc.returncode}): {err[-2000:]}")
-    return proc.returncode, wall, peak
+    return proc.returncode, wall, peak, cpu
 
 
 def evaluate_case(csv_path: Path, out: Path) -> dict:
-    status, wall, peak = run_cli(["evaluate", str(csv_path), "--out", str(out), "--quiet",
+    status, wall, peak, cpu = run_cli(["evaluate", str(csv_path), "--out", str(out), "--quiet",
                                   "--mission", str(csv_path.parent / "mission.yaml")])
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
-    return {"status": status, "wall": wall, "rss": peak, "timing": report.get("timing", {}),
+    return {"status": status, "wall": wall, "rss": peak, "cpu": cpu, "timing": report.get("timing", {}),
             "duration": report["mission"]["duration_s"], "violations": len(report["violations"]), "figures": figures}
 
 
@@ -108,7 +113,7 @@ def print_case(n: int, duration: float, r: dict) -> bool:
     goal = f"target >= {target:g}x  {mark(ok_x)}" if target else "(growth point)"
     print(f"{n:>5} vehicles x {duration:>4g} s: wall {r['wall']:7.2f} s = {ratio:7.1f}x real time   {goal};  "
           f"peak RSS {r['rss'] / 1e9:5.2f} GB  target <= {TARGET_RSS_GB} GB  {mark(ok_rss)};  exit {r['status']}, "
-          f"{r['violations']} violation(s), {len(r['figures'])} figure(s)")
+          f"{r['violations']} violation(s), {len(r['figures'])} figure(s); CPU {r['cpu']:.2f} s")
     stages = r["timing"]
     accounted = sum(stages.values())
     parts = "  ".join(f"{k} {v:.2f}" for k, v in stages.items())
@@ -127,7 +132,7 @@ def startup(tmp: Path) -> bool:
     empty.write_text("t,uav_id,x,y,z\n", encoding="utf-8")
     starts = []
     for _ in range(3):
-        status, wall, _ = run_cli(["evaluate", str(empty), "--out", str(tmp / "empty_out"), "--quiet"])
+        status, wall, _, _ = run_cli(["evaluate", str(empty), "--out", str(tmp / "empty_out"), "--quiet"])
         assert status == 2, status
         starts.append(wall)
     h, s = min(helps), min(starts)

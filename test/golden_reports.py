@@ -22,6 +22,7 @@ from typing import Any
 GOLDEN = Path(__file__).parent / "fixtures" / "golden_reports.json"
 #: entry -> (scenario spec as in the compare suite, simulate() overrides, messy CSV?)
 EXTRA = {"grid:n40": ("grid", {"n_uavs": 40, "duration_s": 60.0}, False),
+         "grid:near_miss,overspeed:n90": ("grid:near_miss,overspeed", {"n_uavs": 90, "duration_s": 60.0}, False),
          "formation:near_miss:messy": ("formation:near_miss", {}, True)}
 _DROP_KEYS = frozenset({"timing", "elapsed_s", "latency_s"})  # wall-clock measurements
 

@@ -84,3 +84,22 @@ def test_unreachable_scheduler_is_bad_input(batch_inputs, tmp_path, capsys):
     assert main(["evaluate", *batch_inputs, "--out", str(tmp_path / "x"), "--scheduler", "tcp://127.0.0.1:9",
                  "--quiet"]) == 2
     assert "cannot reach the Dask scheduler" in capsys.readouterr().err
+
+
+def _die_on_bad(path: str, out: str, opts: dict) -> dict:
+    if path.endswith("bad.csv"):
+        os._exit(1)
+    from uav_debate_eval.commands.evaluate import _failed_row
+
+    return {**_failed_row(path, "ok", ""), "label": "safe", "violations": 0}
+
+
+def test_jobs_worker_death_is_an_error_row_not_a_lost_batch(batch_inputs, tmp_path, monkeypatch):
+    from uav_debate_eval.commands import evaluate
+
+    monkeypatch.setattr(evaluate, "_batch_one", _die_on_bad)
+    out = tmp_path / "jobs"
+    assert main(["evaluate", *batch_inputs, "--out", str(out), "--jobs", "2", "--quiet"]) == 1
+    rows = _summary(out)
+    assert [r["file"] for r in rows] == batch_inputs
+    assert rows[2]["status"] == "error" and "worker process lost" in rows[2]["error"]

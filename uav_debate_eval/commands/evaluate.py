@@ -286,7 +286,11 @@ def _run_in_processes(calls: list[tuple], jobs: int, tick) -> list[dict]:
         futures = {pool.submit(_batch_one, *call): i for i, call in enumerate(calls)}
         rows: list = [None] * len(calls)
         for n, future in enumerate(as_completed(futures), 1):
-            rows[futures[future]] = future.result()
+            i = futures[future]
+            try:
+                rows[i] = future.result()
+            except Exception as exc:  # a worker process died (BrokenProcessPool): the row says so, the batch goes on
+                rows[i] = _failed_row(calls[i][0], "error", f"worker process lost: {type(exc).__name__}: {exc}")
             tick(n, len(calls))
     return rows
 

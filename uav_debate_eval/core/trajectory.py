@@ -138,7 +138,7 @@ class Track:
         """Course over ground in radians (atan2(vy, vx)), unwrapped so differences are turn angles."""
         return np.unwrap(np.arctan2(self.vel[:, 1], self.vel[:, 0]))
 
-    @property
+    @cached_property  # a track is not changed after ingest; every metric and the DSL ask for it
     def sample_period(self) -> float:
         return float(np.median(np.diff(self.t))) if len(self.t) > 1 else 0.0
 

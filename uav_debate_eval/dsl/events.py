@@ -34,6 +34,7 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.dsl.segmentation import segment_vehicle
 from uav_debate_eval.metrics.kinematics import Kinematics, runs, smooth_kinematics
 from uav_debate_eval.metrics.swarm import breach_intervals, close_approaches, formation_error, snapshots
+from uav_debate_eval.metrics.vec import norm
 
 TURN_WINDOW_S = 3.0
 TURN_GAP_S = 0.25
@@ -63,7 +64,7 @@ def sharp_turns(k: Kinematics, threshold_deg: float) -> list[Event]:
     cross = before[:, 0] * after[:, 1] - before[:, 1] * after[:, 0]
     dot = (before * after).sum(axis=1)
     angle = np.degrees(np.abs(np.arctan2(cross, dot)))
-    moving = (np.linalg.norm(before, axis=1) >= TURN_MIN_SPEED) & (np.linalg.norm(after, axis=1) >= TURN_MIN_SPEED)
+    moving = (norm(before) >= TURN_MIN_SPEED) & (norm(after) >= TURN_MIN_SPEED)
     moving &= full
     h = np.degrees(k.heading())
     out = []

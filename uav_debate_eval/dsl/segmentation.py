@@ -20,6 +20,7 @@ from scipy.ndimage import uniform_filter1d
 
 from uav_debate_eval.metrics.kinematics import Kinematics
 from uav_debate_eval.metrics.memo import memo
+from uav_debate_eval.metrics.vec import norm
 
 HOVER_SPEED = 0.3
 VERTICAL_SPEED = 0.5
@@ -136,7 +137,7 @@ def _segment_vehicle(k: Kinematics, window_s: float, min_duration_s: float) -> l
     runs = _absorb_short(_runs(_classify(k, window_s)), min_n)
     w = max(1, int(round(window_s / k.dt)))
     h = np.degrees(k.heading())
-    step = np.linalg.norm(np.diff(k.pos, axis=0), axis=1)
+    step = norm(np.diff(k.pos, axis=0))
     out = []
     for label, a, b in runs:
         pieces = _split_speed(k, a, b, w, min_n) if label == 0 else [(a, b)]

@@ -23,6 +23,7 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.dsl.segmentation import HOVER_SPEED, VERTICAL_SPEED, _absorb_short, _runs
+from uav_debate_eval.metrics.vec import norm
 
 PHASES = ("cruise", "climb", "descent", "hover")
 PHASE_WINDOW_S = 5.0
@@ -69,7 +70,7 @@ def _phases(traj: SwarmTrajectory) -> list[tuple[float, float, str]]:
     valid = snap.valid[..., None]
     n = np.maximum(snap.valid.sum(axis=1), 1)[:, None]
     mean_v = (np.where(valid, snap.vel, 0.0)).sum(axis=1) / n
-    speed = uniform_filter1d(np.linalg.norm(np.where(valid, snap.vel, 0.0), axis=2).sum(axis=1) / n[:, 0], w,
+    speed = uniform_filter1d(norm(np.where(valid, snap.vel, 0.0)).sum(axis=1) / n[:, 0], w,
                              mode="nearest")
     vz = uniform_filter1d(mean_v[:, 2], w, mode="nearest")
     labels = np.zeros(len(t), dtype=int)

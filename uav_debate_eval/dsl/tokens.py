@@ -87,9 +87,30 @@ def _cumulative_numbers(track: Track) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(per_row)])
 
 
+def _prime_number_prefixes(tracks: list[Track]) -> None:
+    """_number_prefix of every track not yet counted, in one pass over the stacked samples (the same
+    integers: each number is counted on its own), instead of a few small array passes per vehicle."""
+    todo = [tr for tr in tracks if not _has_prefix(tr)]
+    if len(todo) < 2:
+        return
+    per_row = (_per_number(np.concatenate([tr.t for tr in todo]))
+               + _per_number(np.concatenate([tr.pos for tr in todo])).sum(axis=1)
+               + _per_number(np.concatenate([tr.vel for tr in todo])).sum(axis=1))
+    bounds = np.cumsum([0] + [len(tr) for tr in todo])
+    for tr, a, b in zip(todo, bounds[:-1], bounds[1:], strict=True):
+        prefix = np.concatenate([[0], np.cumsum(per_row[a:b])])
+        memo(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), lambda prefix=prefix: prefix)
+
+
+def _has_prefix(track: Track) -> bool:
+    hit = track.__dict__.get("_memo", {}).get("raw_number_tokens")
+    return hit is not None and all(a is b for a, b in zip(hit[0], (track.t, track.pos, track.vel), strict=True))
+
+
 def raw_tokens(traj: SwarmTrajectory, t_range: tuple[float, float] | None = None) -> int:
     """Tokens of the raw CSV view (t, uav_id, x, y, z, vx, vy, vz per sample) within t_range."""
     total = count_tokens(RAW_HEADER + "\n")
+    _prime_number_prefixes(list(traj.tracks.values()))
     for u, tr in traj.tracks.items():
         i0, i1 = 0, len(tr)
         if t_range is not None:  # the rows Track.slice keeps

@@ -80,8 +80,9 @@ def compute_metrics(traj: SwarmTrajectory, mission: Mission, safety=None) -> Met
     kins = [smooth_kinematics(tr) for tr in traj.tracks.values()]
     multi = len(traj.tracks) >= 2
     snap = snapshots(traj) if multi else None
-    sep = separation(snap) if snap is not None else None
+    # close approaches first: for large swarms their per-step kd-trees also give the separation
     approaches = close_approaches(snap, mission.thresholds.proximity(mission.constraints)) if snap is not None else []
+    sep = separation(snap) if snap is not None else None
     details: dict[str, dict[str, dict]] = {"flight_control": flight_control(kins)}
     coord = coordination(traj, mission, snap)
     details["coordination"] = coord or {}

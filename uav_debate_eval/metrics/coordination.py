@@ -25,6 +25,7 @@ from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, Sw
 from uav_debate_eval.metrics.memo import memo
 from uav_debate_eval.metrics.scoring import detail, rational
 from uav_debate_eval.metrics.swarm import formation_error
+from uav_debate_eval.metrics.vec import norm
 
 FORMATION_FLOOR = 0.05
 RATE_CV_FLOOR = 0.1
@@ -136,7 +137,7 @@ def _waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[
         tr = traj.tracks.get(u)
         status = []
         for p in pts:
-            d = float(np.min(np.linalg.norm(tr.pos - np.asarray(p), axis=1))) if tr is not None and len(tr) else np.inf
+            d = float(np.min(norm(tr.pos - np.asarray(p, dtype=float)))) if tr is not None and len(tr) else np.inf
             status.append((d <= mission.waypoint_tolerance_m, d))
         out[u] = status
     return out

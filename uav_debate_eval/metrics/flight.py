@@ -22,6 +22,7 @@ from scipy.signal import savgol_filter
 
 from uav_debate_eval.metrics.kinematics import Kinematics
 from uav_debate_eval.metrics.scoring import detail, rational
+from uav_debate_eval.metrics.vec import norm
 
 SMOOTHNESS = (0.5, 5.0)  # floor, ref (m/s^3)
 ALTITUDE = (0.05, 0.25)  # m
@@ -46,7 +47,7 @@ def _rms(x: np.ndarray) -> float:
 
 def vehicle_values(k: Kinematics) -> dict[str, float]:
     """Raw (unscored) flight-control quantities of one vehicle."""
-    jerk = _rms(np.linalg.norm(k.jerk, axis=1))
+    jerk = _rms(norm(k.jerk))
     z = k.pos[:, 2]
     w = int(round(ALT_TREND_S / k.dt)) | 1 if k.dt > 0 else 0
     if w >= 5 and len(z) >= w:
@@ -56,7 +57,7 @@ def vehicle_values(k: Kinematics) -> dict[str, float]:
     speed = uniform_filter1d(k.speed, max(1, int(round(SPEED_WINDOW_S / k.dt)))) if k.dt > 0 else k.speed
     cv = float(np.std(speed) / max(float(np.mean(speed)), CV_MIN_SPEED)) if len(speed) else 0.0
     dist = float(np.sum(speed)) * k.dt
-    energy = float(np.sum(np.linalg.norm(k.acc, axis=1) * speed)) * k.dt / dist if dist > 1e-9 else 0.0
+    energy = float(np.sum(norm(k.acc) * speed)) * k.dt / dist if dist > 1e-9 else 0.0
     return {"smoothness": jerk, "altitude_stability": alt, "speed_consistency": cv, "energy_efficiency": energy}
 
 

@@ -25,6 +25,7 @@ from scipy.ndimage import convolve1d
 from scipy.signal import savgol_coeffs
 
 from uav_debate_eval.core.trajectory import Track
+from uav_debate_eval.metrics.vec import norm
 
 #: Savitzky-Golay windows (seconds) for velocity, acceleration and jerk.
 SMOOTH_WINDOW_S = 0.5
@@ -51,11 +52,11 @@ class Kinematics:
     # Derived series are cached: metrics, events and segmentation read them many times (not mutated).
     @functools.cached_property
     def speed(self) -> np.ndarray:
-        return np.linalg.norm(self.vel, axis=1)
+        return norm(self.vel)
 
     @functools.cached_property
     def hspeed(self) -> np.ndarray:
-        return np.linalg.norm(self.vel[:, :2], axis=1)
+        return norm(self.vel[:, :2])
 
     @property
     def vz(self) -> np.ndarray:

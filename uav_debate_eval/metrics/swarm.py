@@ -17,6 +17,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
 from uav_debate_eval.metrics.kinematics import runs
 from uav_debate_eval.metrics.memo import memo
+from uav_debate_eval.metrics.vec import norm
 
 #: Longest common grid used for pairwise geometry.
 MAX_STEPS = 12_000
@@ -72,7 +73,7 @@ def _dense(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _dense_pairs(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ii, jj = np.triu_indices(len(snap.uav_ids), k=1)
-    d = np.linalg.norm(snap.pos[:, ii] - snap.pos[:, jj], axis=-1)
+    d = norm(snap.pos[:, ii] - snap.pos[:, jj])
     d[~(snap.valid[:, ii] & snap.valid[:, jj])] = np.inf
     return ii, jj, d
 
@@ -93,6 +94,10 @@ def _separation(snap: Snapshots) -> Separation:
         has = np.isfinite(d_min)
         pair[has] = np.column_stack([ii[a], jj[a]])[has]
         return Separation(snap.t, d_min, pair)
+    cached = [v for k, v in snap.__dict__.get("_memo", {}).items() if isinstance(k, tuple) and k[0] == "sparse_pass"]
+    if cached:  # a close-approach pass already built every step's kd-tree and kept the closest pairs
+        d_min, pair, _ = cached[0][1]
+        return Separation(snap.t, d_min, pair)
     for k in range(T):
         idx = np.flatnonzero(snap.valid[k])
         if len(idx) < 2:
@@ -106,8 +111,43 @@ def _separation(snap: Snapshots) -> Separation:
     return Separation(snap.t, d_min, pair)
 
 
+def _sparse_pass(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One kd-tree per grid step for both the closest pair (as _separation) and the pairs closer than
+    `radius` (as close_approaches): (d_min, pair, hits); cached, so separation() reuses it."""
+    return memo(snap, ("sparse_pass", radius), (), lambda: _sparse_steps(snap, radius))
+
+
+def _sparse_steps(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarray, dict]:
+    T = len(snap.t)
+    d_min = np.full(T, np.inf)
+    pair = np.full((T, 2), -1, dtype=int)
+    hits: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    for k in range(T):
+        idx = np.flatnonzero(snap.valid[k])
+        if len(idx) < 2:
+            continue
+        p = snap.pos[k, idx]
+        tree = cKDTree(p)
+        d, nn = tree.query(p, k=2)
+        a = int(np.argmin(d[:, 1]))
+        b = int(nn[a, 1])
+        d_min[k] = d[a, 1]
+        pair[k] = sorted((int(idx[a]), int(idx[b])))
+        for a, b in tree.query_pairs(radius, output_type="ndarray"):
+            dist = float(np.linalg.norm(p[a] - p[b]))
+            if dist < radius:
+                i, j = sorted((int(idx[a]), int(idx[b])))
+                hits.setdefault((i, j), []).append((k, dist))
+    return d_min, pair, hits
+
+
 def close_approaches(snap: Snapshots, radius: float, merge_s: float = 0.5) -> list[CloseApproach]:
-    """Per pair, intervals with distance < radius (gaps shorter than merge_s are bridged)."""
+    """Per pair, intervals with distance < radius (gaps shorter than merge_s are bridged); cached (the
+    metrics and the events ask for the same radius)."""
+    return list(memo(snap, ("close_approaches", radius, merge_s), (), lambda: _close_approaches(snap, radius, merge_s)))
+
+
+def _close_approaches(snap: Snapshots, radius: float, merge_s: float) -> list[CloseApproach]:
     hits: dict[tuple[int, int], list[tuple[int, float]]] = {}
     N = len(snap.uav_ids)
     if 2 <= N <= DENSE_MAX_N:
@@ -115,17 +155,8 @@ def close_approaches(snap: Snapshots, radius: float, merge_s: float = 0.5) -> li
         for p in np.flatnonzero((d < radius).any(axis=0)):
             ks = np.flatnonzero(d[:, p] < radius)
             hits[(int(ii[p]), int(jj[p]))] = list(zip(ks.tolist(), d[ks, p].tolist(), strict=True))
-    for k in range(len(snap.t) if N > DENSE_MAX_N else 0):
-        idx = np.flatnonzero(snap.valid[k])
-        if len(idx) < 2:
-            continue
-        p = snap.pos[k, idx]
-        pairs = cKDTree(p).query_pairs(radius, output_type="ndarray")
-        for a, b in pairs:
-            d = float(np.linalg.norm(p[a] - p[b]))
-            if d < radius:
-                i, j = sorted((int(idx[a]), int(idx[b])))
-                hits.setdefault((i, j), []).append((k, d))
+    elif N > DENSE_MAX_N:
+        hits = _sparse_pass(snap, radius)[2]
     out: list[CloseApproach] = []
     dt = float(snap.t[1] - snap.t[0]) if len(snap.t) > 1 else 0.0
     gap_steps = max(1, int(round(merge_s / dt))) if dt > 0 else 1
@@ -207,11 +238,16 @@ def _partner_norms(p: np.ndarray, partners: np.ndarray, o: np.ndarray | None = N
     """
     m = p.shape[1]
     if not 2 <= m <= ALL_PAIRS_MAX_N:
-        rel = p[:, :, None] - p[:, partners]
-        return np.linalg.norm(rel if o is None else rel - (o[:, :, None] - o[:, partners]), axis=-1)
+        # one partner column at a time: the same differences as the (T, M, K, 3) gather, ~4x faster in cache
+        out = np.empty(p.shape[:2] + partners.shape[1:])
+        for k in range(partners.shape[1]):
+            j = partners[:, k]
+            rel = p - p[:, j]
+            out[:, :, k] = norm(rel if o is None else rel - (o - o[:, j]))
+        return out
     ii, jj = np.triu_indices(m, k=1)
     rel = p[:, ii] - p[:, jj]
-    d = np.linalg.norm(rel if o is None else rel - (o[:, ii] - o[:, jj]), axis=-1)
+    d = norm(rel if o is None else rel - (o[:, ii] - o[:, jj]))
     pair = np.zeros((m, m), dtype=int)
     pair[ii, jj] = pair[jj, ii] = np.arange(len(ii))
     return d[:, pair[np.arange(m)[:, None], partners]]

@@ -51,10 +51,10 @@ def _gone(pids: set[int], timeout_s: float) -> set[int]:
     return left
 
 
-def _live_sim(config: Path, out: Path, env: dict, log: Path) -> subprocess.Popen:
+def _live_sim(config: Path, out: Path, env: dict, log: Path, *extra: str) -> subprocess.Popen:
     """`live --sim` in a session of its own, so the test can Ctrl-C its whole process group like a terminal."""
     cmd = [sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config), "--out", str(out),
-           "--llm", "rules", "--sim"]
+           "--llm", "rules", "--sim", *extra]
     return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -59,6 +59,8 @@ def register(subparsers) -> None:
     p.add_argument("--jobs", type=int, default=0, metavar="N", help="batch worker processes (default: CPU count)")
     p.add_argument("--batch", action="store_true", help="treat every input (also each .ulg) as its own flight")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
+    p.add_argument("--mcap-out", metavar="FILE", help="also write the evaluated flight as an annotated MCAP "
+                   "(open it in Foxglove with config/foxglove_layout.json); one flight only")
     p.set_defaults(func=run)
 
 
@@ -97,7 +99,7 @@ def _is_rosbag2_dir(path: Path) -> bool:
 def _options(args: argparse.Namespace) -> dict:
     return {"mission": args.mission, "llm": args.llm, "model": args.model, "base_url": args.base_url,
             "topics": args.topics, "segment_mode": args.segment_mode, "window": args.window,
-            "no_cache": args.no_cache}
+            "no_cache": args.no_cache, "mcap_out": getattr(args, "mcap_out", None)}
 
 
 def debate_config(opts: dict) -> Any:
@@ -120,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
     paths, batch = expand_inputs(args.inputs)
     all_ulog = all(p.suffix.lower() == ".ulg" and p.is_file() for p in paths)
     if args.batch or batch or (len(paths) > 1 and not all_ulog):
+        if args.mcap_out:
+            raise InputError("--mcap-out: takes one flight, not a batch")
         return run_batch(paths, out, _options(args), jobs=args.jobs, quiet=args.quiet)
     show = not args.quiet and sys.stderr.isatty()
     row = evaluate_flight(paths, out, _options(args), show_progress=show)
@@ -148,6 +152,9 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
         ev.report["timing"] = {"read": round(read_s, 4), **ev.report.get("timing", {})}
         bar("write", 0, 1)
         write_reports(ev, out)
+        if opts.get("mcap_out"):
+            from uav_debate_eval.viz.mcap_export import write_mcap
+            write_mcap(ev, Path(opts["mcap_out"]))
         bar("write", 1, 1)
     r = ev.report
     return {"file": " ".join(str(p) for p in paths), "status": "ok", "label": r["verdict"]["label"],

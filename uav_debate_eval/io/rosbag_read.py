@@ -22,7 +22,7 @@ import numpy as np
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.frames import rotate_many, twist_is_in_body_frame
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.io.loader import apply_names
+from uav_debate_eval.io.names import apply_names
 
 POSE = "geometry_msgs/msg/PoseStamped"
 ODOM = "nav_msgs/msg/Odometry"

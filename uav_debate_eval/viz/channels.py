@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import foxglove
 from foxglove.channels import LogChannel, PosesInFrameChannel, SceneUpdateChannel
 
 from uav_debate_eval.viz.scene import TOPICS
 
 _NUM = {"type": ["number", "null"]}
-JSON_SCHEMAS = {
+JSON_SCHEMAS: dict[str, dict[str, Any]] = {
     "veto": {"type": "object", "properties": {"veto": {"type": "boolean"}, "constraint": {"type": ["string", "null"]},
                                               "uavs": {"type": "array", "items": {"type": "string"}},
                                               "value": _NUM, "limit": _NUM, "t": _NUM}},

@@ -53,11 +53,11 @@ def stamp(t_ns: int) -> Timestamp:
     return Timestamp(sec=t_ns // 1_000_000_000, nsec=t_ns % 1_000_000_000)
 
 
-def _point(p: Sequence[float]) -> Point3:
+def _point(p: Sequence[float] | np.ndarray) -> Point3:
     return Point3(x=float(p[0]), y=float(p[1]), z=float(p[2]))
 
 
-def _pose(p: Sequence[float]) -> Pose:
+def _pose(p: Sequence[float] | np.ndarray) -> Pose:
     return Pose(position=Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2])),
                 orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0))
 

@@ -231,3 +231,18 @@ def test_out_of_range_and_read_only_parameters(ros_context):
         assert desc.read_only and desc.floating_point_range[0].from_value == 0.5
     finally:
         node.destroy_node()
+
+
+@pytest.mark.ros
+def test_topics_follow_the_namespace_and_keep_the_contract_names_without_one(ros_context):
+    from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
+
+    plain = SafetyVerifierNode()
+    spaced = SafetyVerifierNode(node_name="safety_verifier_b", namespace="/fleet_b")
+    try:
+        assert (plain.veto_pub.topic_name, plain.status_pub.topic_name) == ("/swarm/safety/veto",
+                                                                            "/swarm/safety/status")
+        assert spaced.veto_pub.topic_name == "/fleet_b/swarm/safety/veto"
+    finally:
+        plain.destroy_node()
+        spaced.destroy_node()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import os
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.live.config import find_config, read_params_file
 from uav_debate_eval.live.flight import final_lines
+from uav_debate_eval.live.workers import EXIT_WITH_ENV
 
 MONITOR_NODES = ("safety_verifier", "dsl_builder", "debate_panel")
 #: After Ctrl-C, how long the open segment's evaluation may take before the flight report is written without it.
@@ -229,7 +231,8 @@ def _start_sim(config: Path, out: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.swarm_sim", "--ros-args",
            "--params-file", str(config), "-p", "exit_when_done:=true"]
     # its own session: the terminal's Ctrl-C reaches only `live`, which stops the simulator in order
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    env = {**os.environ, EXIT_WITH_ENV: str(os.getpid())}  # it dies with `live`, even a SIGKILLed one
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
 
 
 class StopWhenFlown:

@@ -146,7 +146,14 @@ class DebatePanelNode(Node):
             self.report_pub.publish(String(data=json.dumps(report)))
 
     def _log(self, level: str, text: str) -> None:
-        getattr(self.get_logger(), level)(text)
+        # one call per level: rclpy's logger refuses a second severity from the same line of code
+        logger = self.get_logger()
+        if level == "error":
+            logger.error(text)
+        elif level == "warning":
+            logger.warning(text)
+        else:
+            logger.info(text)
 
     # the live command's view of the evaluation
     pending = property(lambda self: self.evaluator.pending)

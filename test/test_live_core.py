@@ -318,7 +318,7 @@ def test_segment_evaluator_skips_duplicates_publishes_and_writes_the_flight(tmp_
         assert ev.pending == 0 and ev.last_end == t0 + 12.0
         assert [s["id"] for s in ev.evaluated] == ["S1"] and (tmp_path / "00001_S1" / "report.json").is_file()
     finally:
-        ev.close()
+        assert ev.close() == tmp_path / "flight"
     flight = json.loads((tmp_path / "flight" / "report.json").read_text())
     assert flight["live"]["segments"][0]["id"] == "S1" and flight["verdict"]["label"] == report["verdict"]["label"]
-    assert ("info", f"flight report: {tmp_path / 'flight'}") in logs
+    assert ("info", f"segment S1: {report['verdict']['label']}, backend rules, {tmp_path / '00001_S1'}") in logs

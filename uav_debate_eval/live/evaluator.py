@@ -135,13 +135,12 @@ class SegmentEvaluator:
         if report is None:
             return None
         self._flight_written = write_flight_report(report, self.output_dir / "flight")
-        self._log("info", f"flight report: {self._flight_written}")
         return self._flight_written
 
-    def close(self) -> None:
+    def close(self) -> Path | None:
         """Stop at once (a debate still running is abandoned, its report never published), then write the
-        flight report."""
+        flight report (its folder, or None)."""
         self._closing = True
         stop_pool(self._pool)
         self._worker.shutdown(wait=True, cancel_futures=True)
-        self.close_flight()
+        return self.close_flight()

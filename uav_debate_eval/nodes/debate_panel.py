@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -164,7 +165,9 @@ class DebatePanelNode(Node):
         return self.evaluator.close_flight()
 
     def destroy_node(self) -> None:
-        self.evaluator.close()
+        if (where := self.evaluator.close()) is not None:
+            # (after SIGTERM rclpy's context is down and /rosout gone: the line goes to stderr)
+            print(f"[debate_panel] flight report: {where}", file=sys.stderr)
         super().destroy_node()
 
 

@@ -59,3 +59,20 @@ def test_layout_shows_the_views_channels():
     text = json.dumps(layout["configById"])
     for name in ("scene", "veto", "verdict", "kinematics", "status", "annotations"):
         assert TOPICS[name] in text, name
+
+
+def test_scene_pairs_by_margin_and_every_part_drawn():
+    import numpy as np
+
+    from uav_debate_eval.viz.scene import closest_pairs, margin_level, scene
+
+    assert [margin_level(d, 0.5) for d in (0.4, 0.5, 1.0, 1.01)] == ["red", "amber", "amber", "green"]
+    pos = np.array([[0.0, 0.0, 2.0], [0.4, 0.0, 2.0], [5.0, 0.0, 2.0], [1.2, 0.0, 2.0]])
+    pairs = closest_pairs(pos, 0.5)  # within 3 x 0.5 m, nearest first
+    assert [(i, j, level) for i, j, _d, level in pairs] == [(0, 1, "red"), (1, 3, "amber"), (0, 3, "green")]
+    assert pairs[0][2] == 0.4 and len(closest_pairs(pos[:1], 0.5)) == 0
+    latest = {u: (1.0, *p, 0.0, 0.0, 0.0) for u, p in zip("abcd", pos.tolist(), strict=True)}
+    plain = scene(1_000_000_000, latest, {}, MISSION).encode()
+    full = scene(1_000_000_000, latest, {"a": [(-1.0, 0.0, 2.0), (0.0, 0.0, 2.0)]}, MISSION, vetoed=["a"],
+                 cpa=[((0.0, 0.0, 2.0), (0.4, 0.0, 2.0))]).encode()
+    assert len(full) > len(plain) > 200  # trails and CPA lines add to the protobuf SceneUpdate

@@ -72,9 +72,11 @@ class LiveView:
         self.channels.log_json("status", {"t": self.flight_time(t) if t is not None else None,
                                           "status": [e.to_dict() for e in evidence]})
         with self._lock:
-            self._cpa = [(self._latest[a][1:4], self._latest[b][1:4]) for e in evidence
-                         if e.name.endswith("warning/cpa") and len(e.uavs) == 2
-                         for a, b in [e.uavs] if a in self._latest and b in self._latest]
+            self._cpa = []
+            for e in evidence:  # the verifier names the first predicted pair of each warning kind
+                if e.name.endswith("warning/cpa") and len(e.uavs) == 2 and set(e.uavs) <= set(self._latest):
+                    a, b = e.uavs
+                    self._cpa.append((self._latest[a][1:4], self._latest[b][1:4]))
 
     def on_report(self, report: dict) -> None:
         self.channels.log_json("report", report)

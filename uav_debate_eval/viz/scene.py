@@ -62,11 +62,14 @@ def _pose(p: Sequence[float] | np.ndarray) -> Pose:
                 orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0))
 
 
-def margin_colour(distance: float, limit: float | None) -> Color:
-    """Red below the limit, amber within twice it, green beyond."""
+def margin_level(distance: float, limit: float | None) -> str:
+    """red below the limit, amber within twice it, green beyond."""
     if limit is None or distance > 2.0 * limit:
-        return GREEN
-    return RED if distance < limit else AMBER
+        return "green"
+    return "red" if distance < limit else "amber"
+
+
+COLOURS = {"green": GREEN, "amber": AMBER, "red": RED}
 
 
 def fence_lines(fence: Geofence) -> LinePrimitive:
@@ -79,16 +82,20 @@ def fence_lines(fence: Geofence) -> LinePrimitive:
                          pose=_pose((0, 0, 0)))
 
 
-def close_pair_lines(ids: Sequence[str], pos: np.ndarray, limit: float | None) -> list[LinePrimitive]:
-    """Lines between the closest pairs (within PAIR_RANGE x the limit), coloured by margin."""
-    if len(ids) < 2:
+def closest_pairs(pos: np.ndarray, limit: float | None) -> list[tuple[int, int, float, str]]:
+    """The closest pairs drawn: (i, j, distance, margin level), nearest first, at most PAIRS_SHOWN, within
+    PAIR_RANGE x the limit."""
+    if len(pos) < 2:
         return []
-    radius = PAIR_RANGE * limit if limit else 1e9
-    i, j, d = close_pairs(pos, radius)
-    order = np.argsort(d)[:PAIRS_SHOWN]
-    return [LinePrimitive(type=LinePrimitiveLineType.LineStrip, thickness=0.04, pose=_pose((0, 0, 0)),
-                          points=[_point(pos[i[k]]), _point(pos[j[k]])], color=margin_colour(float(d[k]), limit))
-            for k in order.tolist()]
+    i, j, d = close_pairs(pos, PAIR_RANGE * limit if limit else 1e9)
+    order = np.argsort(d, kind="stable")[:PAIRS_SHOWN].tolist()
+    return [(int(i[k]), int(j[k]), float(d[k]), margin_level(float(d[k]), limit)) for k in order]
+
+
+def _segment(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, colour: Color,
+             thickness: float) -> LinePrimitive:
+    return LinePrimitive(type=LinePrimitiveLineType.LineStrip, thickness=thickness, pose=_pose((0, 0, 0)),
+                         points=[_point(a), _point(b)], color=colour)
 
 
 def scene(t_ns: int, latest: Mapping[str, Sequence[float]], trails: Mapping[str, Sequence[Sequence[float]]],
@@ -110,10 +117,10 @@ def scene(t_ns: int, latest: Mapping[str, Sequence[float]], trails: Mapping[str,
         lines=[LinePrimitive(type=LinePrimitiveLineType.LineStrip, thickness=0.03, color=GREY, pose=_pose((0, 0, 0)),
                              points=[_point(q) for q in trails[u]]) for u in ids if len(trails.get(u, ())) > 1],
     ), SceneEntity(timestamp=stamp(t_ns), frame_id=FRAME, id="separation",
-                   lines=close_pair_lines(ids, pos, limit)),
+                   lines=[_segment(pos[i], pos[j], COLOURS[level], 0.04)
+                          for i, j, _d, level in closest_pairs(pos, limit)]),
         SceneEntity(timestamp=stamp(t_ns), frame_id=FRAME, id="cpa_warnings",
-                    lines=[LinePrimitive(type=LinePrimitiveLineType.LineStrip, thickness=0.06, color=AMBER,
-                                         pose=_pose((0, 0, 0)), points=[_point(a), _point(b)]) for a, b in cpa])]
+                    lines=[_segment(a, b, AMBER, 0.06) for a, b in cpa])]
     if mission.constraints.geofence is not None:
         entities.append(SceneEntity(timestamp=stamp(t_ns), frame_id=FRAME, id="geofence",
                                     lines=[fence_lines(mission.constraints.geofence)]))

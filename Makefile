@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint typecheck bench clean
 
 setup: $(STAMP)
 
@@ -32,7 +32,11 @@ demo: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
-test: setup lint
+# mypy over the ROS-free core (mypy.ini), run as part of the tests like ros2/demos runs its linters
+typecheck: setup
+	$(PY) -m mypy
+
+test: setup lint typecheck
 	$(PY) -m pytest -q -rsR test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
 bench: setup

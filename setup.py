@@ -8,18 +8,18 @@ setup(
     name=package_name,
     version="0.1.0",
     # config/ also goes inside the package (uav_debate_eval/config), so a plain `pip install .` finds its
-    # default and demo configs without an ament share directory (nodes.live.find_config).
+    # default and demo configs without an ament share directory (live.config.find_config).
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]) + [package_name + ".config"],
     package_dir={package_name + ".config": "config"},
-    package_data={package_name: ["report/*.json", "debate/*.yaml"], package_name + ".config": ["*.yaml"]},
+    package_data={package_name: ["report/*.json", "debate/*.yaml"], package_name + ".config": ["*.yaml", "*.json"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
-        ("share/" + package_name + "/config", glob("config/*.yaml")),
+        ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json")),
     ],
     install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog",
-                      "openai", "matplotlib", "rich", "tokenizers"],
+                      "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk"],
     zip_safe=True,
     maintainer="uav_debate_eval maintainers",
     maintainer_email="maintainers@uav-debate-eval.invalid",

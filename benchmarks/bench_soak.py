@@ -248,8 +248,8 @@ class VetoRecorder:
 def match_edges(faults: list[dict], edges: list[tuple[float, bool]], base: float, rate: float, duration: float):
     """Pair each fault with its rising and falling edge; returns (latencies ms, missing, extra).
 
-    Left out: the latched initial state before the stream starts, and edges after it ends (the vehicles
-    then rightly go stale).
+    Left out: the latched initial state before the stream starts, and edges after it ends (counted apart:
+    the end of the stream must raise none).
     """
     ups = [t - base for t, v in edges if v and 0.0 <= t - base <= duration + 0.5]
     downs = [t - base for t, v in edges if not v and 0.0 <= t - base <= duration + 0.5]
@@ -340,7 +340,10 @@ def main() -> int:
     mode = "PoseStamped per vehicle" if args.per_vehicle else "one PoseArray"
     print(f"soak: {args.vehicles} vehicles x {args.rate:g} Hz ({mode}) for {args.minutes:g} min, rules backend")
     print(f"  injected near misses          {len(faults):8d}    (expected veto edges {2 * len(faults)})")
-    print(f"  veto edges seen               {len(rec.edges):8d}    (incl. the stale edge after the stream ends)")
+    after_end = sum(1 for t, v in rec.edges if v and t - base > duration + 0.5)
+    print(f"  veto edges seen               {len(rec.edges):8d}    (incl. the latched initial state)")
+    print(f"  veto raised after the end     {after_end:8d}    target 0   {'ok' if after_end == 0 else 'FAIL'}  "
+          "(every vehicle going quiet together ends the flight)")
     print(f"  dropped veto edges            {missing:8d}    target 0   {'ok' if missing == 0 else 'FAIL'}")
     print(f"  unexpected veto edges         {extra:8d}    target 0   {'ok' if extra == 0 else 'FAIL'}")
     print(f"  veto latency p50              {p50:8.1f} ms")
@@ -357,7 +360,7 @@ def main() -> int:
     print(f"  of which the ROS process      {main_cpu:8.1f} %  (the nodes; the workers run niced)")
     print(f"  publisher CPU                 {pub_cpu:8.1f} %  of one core")
     print(f"  segment reports published     {len(rec.report_rss):8d}")
-    ok = missing == 0 and extra == 0 and rss_growth < RSS_TARGET_MB
+    ok = missing == 0 and extra == 0 and after_end == 0 and rss_growth < RSS_TARGET_MB
     if not ok:
         print("monitor log tail:\n" + log_tail)
     return 0 if ok else 1

@@ -21,7 +21,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
-CONFIG_FILES = sorted((ROOT / "config").glob("*.yaml"))
+CONFIG_FILES = sorted(p for p in (ROOT / "config").iterdir() if p.suffix in (".yaml", ".json"))
 PACKAGE = "uav_debate_eval"
 
 

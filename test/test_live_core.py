@@ -281,3 +281,44 @@ def test_flight_report_folds_every_segment_and_names_the_worst(tmp_path: Path):
     assert lines[0].startswith("flight verdict: Risky flight")
     assert lines[1].startswith("  F1 [hazard] t=") and lines[-1] == f"flight report: {out / 'report.html'} " \
         "(also report.json, report.md)"
+
+
+def test_veto_history_records_episodes_with_the_verifiers_times():
+    from uav_debate_eval.live.veto import VetoHistory
+
+    history = VetoHistory()
+    sep = VetoEvidence("safety/min_separation", 2, "violated", {"uavs": "a,b", "t": 14.2})
+    history.on_status([sep], 14.0)  # no veto up: ignored
+    history.on_veto(True, 14.5)  # the Bool arrives with the newest pose's time
+    history.on_status([VetoEvidence("safety/veto", 2, "VETO"), sep], 14.5)
+    history.on_status([VetoEvidence("safety/min_separation", 2, "violated", {"t": 15.0})], 15.0)
+    history.on_veto(False, 16.0)
+    (ep,) = history.snapshot()
+    assert (ep.t_on, ep.t_violating, ep.t_off) == (14.2, 15.0, 16.0)  # on at the verifier's own time
+    assert [e.name for e in ep.evidence] == ["safety/min_separation", "safety/min_separation"]
+    history.clear()
+    assert history.snapshot() == []
+
+
+def test_segment_evaluator_skips_duplicates_publishes_and_writes_the_flight(tmp_path: Path):
+    from uav_debate_eval.live.evaluator import SegmentEvaluator
+    from uav_debate_eval.live.veto import VetoHistory
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=0, duration_s=12.0)
+    published, logs = [], []
+    ev = SegmentEvaluator(PanelSettings(output_dir=str(tmp_path)), sim.mission, VetoHistory(), max_pending=2,
+                          publish=published.append, log=lambda level, text: logs.append((level, text)),
+                          clock_jumps=lambda: 0)
+    try:
+        t0 = sim.traj.t0
+        assert ev.admit("S1", t0) and not ev.admit("S1", t0)  # a latched segment seen again
+        report = ev.submit("S1", t0, t0 + 12.0, "window", sim.traj).result(timeout=120)
+        assert published == [report] and report["live"]["segment"]["id"] == "S1"
+        assert ev.pending == 0 and ev.last_end == t0 + 12.0
+        assert [s["id"] for s in ev.evaluated] == ["S1"] and (tmp_path / "00001_S1" / "report.json").is_file()
+    finally:
+        assert ev.close() == tmp_path / "flight"
+    flight = json.loads((tmp_path / "flight" / "report.json").read_text())
+    assert flight["live"]["segments"][0]["id"] == "S1" and flight["verdict"]["label"] == report["verdict"]["label"]
+    assert ("info", f"segment S1: {report['verdict']['label']}, backend rules, {tmp_path / '00001_S1'}") in logs

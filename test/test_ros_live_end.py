@@ -51,10 +51,10 @@ def _gone(pids: set[int], timeout_s: float) -> set[int]:
     return left
 
 
-def _live_sim(config: Path, out: Path, env: dict, log: Path) -> subprocess.Popen:
+def _live_sim(config: Path, out: Path, env: dict, log: Path, *extra: str) -> subprocess.Popen:
     """`live --sim` in a session of its own, so the test can Ctrl-C its whole process group like a terminal."""
     cmd = [sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config), "--out", str(out),
-           "--llm", "rules", "--sim"]
+           "--llm", "rules", "--sim", *extra]
     return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -135,3 +135,24 @@ def test_a_sigkilled_panel_leaves_no_worker_behind(tmp_path: Path):
             _stop(proc)
         rec.close()
     assert not left, f"orphan worker(s) {left} after the panel was SIGKILLed"
+
+
+def test_a_sigkilled_live_leaves_no_simulator_or_worker_behind(tmp_path: Path):
+    env = _env(49)
+    config, _ = _write_config(tmp_path, [], 40.0)
+    out, log = tmp_path / "out", tmp_path / "live.log"
+    live = _live_sim(config, out, env, log)
+    try:
+        end = time.monotonic() + 120
+        while not list(out.glob("0000[1-9]_S*")) and time.monotonic() < end and live.poll() is None:
+            time.sleep(0.2)  # the first report: the simulator, the DSL and the panel workers all run
+        children = _descendants(live.pid)
+        assert len(children) >= 2, f"expected the simulator and workers below live: {children}"
+        live.kill()
+        live.wait()
+        left = _gone(children, 3.0)
+    finally:
+        if live.poll() is None:
+            os.killpg(live.pid, signal.SIGKILL)
+            live.wait()
+    assert not left, f"processes left after live was SIGKILLed: {left}"

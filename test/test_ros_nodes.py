@@ -136,7 +136,7 @@ def test_builder_takes_the_verifier_poses_and_a_failing_listener_is_detached(ros
 
 def test_csv_ticks_group_by_stamp_in_time_order():
     from uav_debate_eval.core.trajectory import SwarmTrajectory
-    from uav_debate_eval.nodes.swarm_sim import csv_ticks
+    from uav_debate_eval.sim.playback import csv_ticks
     traj = SwarmTrajectory.from_columns(
         np.array([0.2, 0.0, 0.1, 0.0, 0.2]), np.array(["b", "a", "a", "b", "a"], dtype=object),
         np.arange(15, dtype=float).reshape(5, 3))
@@ -210,3 +210,39 @@ def test_unknown_executor_kind_is_an_input_error():
         node_executor("fast")
 
 
+
+
+@pytest.mark.ros
+def test_out_of_range_and_read_only_parameters(ros_context):
+    """A value outside its range is a ParameterError (an InputError: one line, exit 2), and a value read only
+    at start refuses a later change instead of ignoring it."""
+    from rclpy.parameter import Parameter
+
+    from uav_debate_eval.core.errors import ParameterError
+    from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
+
+    with pytest.raises(ParameterError, match="parameter window_s"):
+        DslBuilderNode(parameter_overrides=[Parameter("window_s", value=-1.0)])
+    node = DslBuilderNode(parameter_overrides=[Parameter("window_s", value=5.0)])
+    try:
+        result = node.set_parameters([Parameter("window_s", value=10.0)])[0]
+        assert not result.successful and node.get_parameter("window_s").value == 5.0
+        desc = node.describe_parameter("window_s")
+        assert desc.read_only and desc.floating_point_range[0].from_value == 0.5
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.ros
+def test_topics_follow_the_namespace_and_keep_the_contract_names_without_one(ros_context):
+    from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
+
+    plain = SafetyVerifierNode()
+    spaced = SafetyVerifierNode(node_name="safety_verifier_b", namespace="/fleet_b")
+    try:
+        assert (plain.veto_pub.topic_name, plain.status_pub.topic_name) == ("/swarm/safety/veto",
+                                                                            "/swarm/safety/status")
+        assert spaced.veto_pub.topic_name == "/fleet_b/swarm/safety/veto"
+    finally:
+        plain.destroy_node()
+        spaced.destroy_node()

@@ -51,3 +51,19 @@ def test_without_close_on_quiet_only_the_announced_end_closes():
     mon.end_flight()
     announced = fly(mon, {"a": 3.0, "b": 3.0, "c": 3.0})
     assert not any(s.veto for s in announced) and announced[-1].ended == ["a", "b", "c"]
+
+
+def test_status_rows_say_the_flight_is_over_and_name_a_stale_vehicle():
+    from uav_debate_eval.safety.status import ERROR, OK, status_rows
+
+    limits = {"min_separation": 0.5, "stale_data": 0.5}
+    ended = fly(SafetyMonitor(MISSION), {"a": 3.0, "b": 3.0, "c": 3.0})[-1]
+    rows = {r.name: r for r in status_rows(ended, limits, {"vehicles": "3"})}
+    assert list(rows) == ["safety/min_separation", "safety/stale_data", "safety/veto"]
+    assert rows["safety/stale_data"].level == OK
+    assert rows["safety/stale_data"].message == "flight over: 3 vehicles went quiet together"
+    assert rows["safety/veto"].values == {"snapshot_policy": ended.snapshot_policy, "vehicles": "3"}
+    stale = next(s for s in fly(SafetyMonitor(MISSION), {"a": 5.0, "b": 2.0, "c": 5.0}) if s.veto)
+    row = {r.name: r for r in status_rows(stale, limits, {})}["safety/stale_data"]
+    assert row.level == ERROR and row.values["uavs"] == "b" and row.values["limit"] == "0.5"
+    assert row.message == "violated by b: 0.600 s (limit 0.5)"

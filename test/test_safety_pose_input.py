@@ -16,7 +16,8 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 
-from uav_debate_eval.nodes.pose_input import PoseInput, rotate, topic_regex  # noqa: E402
+from uav_debate_eval.core.frames import rotate  # noqa: E402
+from uav_debate_eval.nodes.pose_input import PoseInput, topic_regex  # noqa: E402
 
 
 def test_topic_patterns_match_one_name_segment():
@@ -66,6 +67,8 @@ def test_discovery_and_odometry_in_world_frame(ctx):
     msg.pose.pose.position.x, msg.pose.pose.position.z = 1.0, 2.0
     msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(math.pi / 4), math.cos(math.pi / 4)
     msg.twist.twist.linear.x = 2.0
+    # as MAVROS sends it: the twist in the body frame (REP 105, core.frames: rotated because child != header)
+    msg.header.frame_id, msg.child_frame_id = "map", "base_link"
     assert _spin_until(ex, lambda: got, publish=lambda: pub.publish(msg))
     uav, t, pos, vel = got[0]
     assert (uav, t, pos) == ("drone7", 12.5, (1.0, 0.0, 2.0))

@@ -11,11 +11,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission, load_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+if TYPE_CHECKING:  # the stages load on first use (the CLI starts fast; live nodes never load the debate)
+    from uav_debate_eval.debate.engine import DebateResult
+    from uav_debate_eval.dsl.builder import DslDocument
+    from uav_debate_eval.dsl.segments import MissionSegment
+    from uav_debate_eval.metrics.compute import MetricsResult
+    from uav_debate_eval.safety.checker import SafetyResult
 
 #: progress(stage, done, total): stage is "safety", "metrics", "segments", "debate" or "report"; for "debate",
 #: done counts rounds and total is the most rounds still possible until the last call (done == total).
@@ -33,11 +40,11 @@ class Evaluation:
     report: dict
     traj: SwarmTrajectory
     mission: Mission
-    safety: Any
-    metrics: Any
-    dsl: Any
-    segments: list
-    debate: Any
+    safety: SafetyResult
+    metrics: MetricsResult
+    dsl: DslDocument
+    segments: list[MissionSegment]
+    debate: DebateResult | None
     transcript: list[dict] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

@@ -72,6 +72,8 @@ def register(subparsers) -> None:
     p.add_argument("--vehicles", metavar="REGEX",
                    help="which pose sources are vehicles (regex on the vehicle id or source topic/frame)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary line")
+    p.add_argument("--mcap-out", metavar="FILE", help="also write the evaluated flight as an annotated MCAP "
+                   "(open it in Foxglove with config/foxglove_layout.json); one flight only")
     p.set_defaults(func=run)
 
 
@@ -110,7 +112,7 @@ def _is_rosbag2_dir(path: Path) -> bool:
 def _options(args: argparse.Namespace) -> dict:
     return {"mission": args.mission, "llm": args.llm, "model": args.model, "base_url": args.base_url,
             "topics": args.topics, "segment_mode": args.segment_mode, "window": args.window,
-            "no_cache": args.no_cache, "vehicles": args.vehicles}
+            "no_cache": args.no_cache, "vehicles": args.vehicles, "mcap_out": getattr(args, "mcap_out", None)}
 
 
 def debate_config(opts: dict) -> Any:
@@ -140,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{'--each' if together else '--one-flight'} overrides", file=sys.stderr)
         batch = not together
     if args.each or (batch and not args.one_flight):
+        if args.mcap_out:
+            raise InputError("--mcap-out: takes one flight, not a batch")
         return run_batch(paths, out, _options(args), jobs=args.jobs, quiet=args.quiet, scheduler=args.scheduler)
     show = not args.quiet and sys.stderr.isatty()
     row = evaluate_flight(paths, out, _options(args), show_progress=show)
@@ -182,6 +186,10 @@ def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: 
         from uav_debate_eval.report.writer import write_reports  # matplotlib loads once there is a flight to draw
 
         write_reports(ev, out)
+        if opts.get("mcap_out"):
+            from uav_debate_eval.viz.mcap_export import write_mcap
+
+            write_mcap(ev, Path(opts["mcap_out"]))
         bar("write", 1, 1)
     return ev
 

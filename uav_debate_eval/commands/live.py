@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import os
 import signal
 import subprocess
 import sys
@@ -22,10 +23,13 @@ import time
 from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.live.workers import EXIT_WITH_ENV
 
 MONITOR_NODES = ("safety_verifier", "dsl_builder", "debate_panel")
 #: After Ctrl-C, how long the open segment's evaluation may take before the flight report is written without it.
 STOP_GRACE_S = 60.0
+#: The Foxglove layout shipped in config/ (the same for the live view and the MCAP export).
+LAYOUT = "foxglove_layout.json"
 
 
 def register(subparsers) -> None:
@@ -46,6 +50,10 @@ def register(subparsers) -> None:
     p.add_argument("--executor", choices=("auto", "events", "single"), default="auto",
                    help="each node's executor: rclpy's EventsExecutor or the SingleThreadedExecutor "
                    "(auto: events when this rclpy has it)")
+    p.add_argument("--foxglove", type=int, metavar="PORT", help="also serve the session to Foxglove over its "
+                   "WebSocket protocol on PORT (open config/foxglove_layout.json there; 0: a free port)")
+    p.add_argument("--foxglove-host", default="127.0.0.1", help="address the Foxglove server binds (default: "
+                   "loopback only)")
     p.set_defaults(func=run)
 
 
@@ -97,11 +105,13 @@ def run(args: argparse.Namespace) -> int:
     for name in MONITOR_NODES:
         overrides[name]["mission_file"] = str(mission)
     return _run_graph(config, params, overrides, out, with_sim=with_sim, duration=args.duration,
-                      quiet=args.quiet, notes=notes, demo=args.demo, executor=args.executor)
+                      quiet=args.quiet, notes=notes, demo=args.demo, executor=args.executor,
+                      foxglove=(args.foxglove_host, args.foxglove) if args.foxglove is not None else None)
 
 
 def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_sim: bool,
-               duration: float | None, quiet: bool, notes: list[str], demo: bool, executor: str = "auto") -> int:
+               duration: float | None, quiet: bool, notes: list[str], demo: bool, executor: str = "auto",
+               foxglove: tuple[str, int] | None = None) -> int:
     import rclpy
     from rclpy.logging import LoggingSeverity, set_logger_level
     from rclpy.parameter import Parameter
@@ -112,6 +122,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     from uav_debate_eval.nodes.debate_panel import DebatePanelNode
     from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
     from uav_debate_eval.nodes.executors import spin_nodes
+    from uav_debate_eval.nodes.foxglove_bridge import FoxgloveBridgeNode
     from uav_debate_eval.nodes.params import undeclared
     from uav_debate_eval.nodes.progress import ProgressNode
     from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
@@ -127,6 +138,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     stop = threading.Event()  # set when the simulated flight is evaluated, or by a signal (with `interrupted`)
     nodes = []
     sim = None
+    view = None
     try:
         with _stop_on_signals(hurry, interrupted, stop):
             values = {name: {**params.get(name, params.get("**", {})), **overrides[name]} for name in classes}
@@ -145,6 +157,10 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                     set_logger_level(node.get_logger().name, LoggingSeverity.WARN)
             panel: DebatePanelNode = nodes[2]
             nodes.append(ProgressNode(console, quiet=quiet))
+            if foxglove is not None:
+                view = _foxglove_view(panel.mission, *foxglove)
+                nodes.append(FoxgloveBridgeNode(view, pose_source=nodes[0].poses))
+                console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
             if with_sim:
                 sim = _start_sim(config, out)
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
@@ -168,7 +184,17 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
             sim.wait(timeout=10)
         for node in nodes:
             node.destroy_node()
+        if view is not None:
+            view.close()
         rclpy.try_shutdown()
+
+
+def _foxglove_view(mission, host: str, port: int):
+    from uav_debate_eval.viz.foxglove_live import LiveView
+    try:
+        return LiveView(mission, port=port, host=host)
+    except RuntimeError as exc:  # the port is taken (or not ours to bind)
+        raise InputError(f"--foxglove {port}: cannot serve on {host}: {exc}") from exc
 
 
 def _pose_params(values: dict) -> dict:
@@ -207,7 +233,8 @@ def _start_sim(config: Path, out: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.swarm_sim", "--ros-args",
            "--params-file", str(config), "-p", "exit_when_done:=true"]
     # its own session: the terminal's Ctrl-C reaches only `live`, which stops the simulator in order
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    env = {**os.environ, EXIT_WITH_ENV: str(os.getpid())}  # it dies with `live`, even a SIGKILLed one
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
 
 
 class StopWhenFlown:

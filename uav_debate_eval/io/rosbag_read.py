@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.frames import rotate_many, twist_is_in_body_frame
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.io.loader import apply_names
+from uav_debate_eval.io.names import apply_names
 
 POSE = "geometry_msgs/msg/PoseStamped"
 ODOM = "nav_msgs/msg/Odometry"
@@ -541,19 +542,10 @@ def _stamp_ns(stamp) -> int:
 
 
 def _twist_to_world(first_msg, quat: np.ndarray, vel: np.ndarray) -> np.ndarray:
-    """REP 105: an Odometry twist is in child_frame_id; rotate it into the world frame unless that is the header's."""
-    child = first_msg.child_frame_id.strip("/")
-    if not child or child == first_msg.header.frame_id.strip("/"):
+    """The topic's twists in the world frame (core.frames: the one REP 105 rule, also used live)."""
+    if not twist_is_in_body_frame(first_msg.child_frame_id, first_msg.header.frame_id):
         return vel
-    return _rotate(quat, vel)
-
-
-def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors v (n,3) by unit quaternions q (n,4, xyzw)."""
-    norm = np.linalg.norm(q, axis=1, keepdims=True)
-    q = np.where(norm > 0, q / np.where(norm > 0, norm, 1.0), np.array([0.0, 0.0, 0.0, 1.0]))
-    u, w = q[:, :3], q[:, 3:4]
-    return v + 2.0 * np.cross(u, np.cross(u, v) + w * v)
+    return rotate_many(quat, vel)
 
 
 def _fast_decode(reader, raw: _Raw, msgtype: str, is_ros1: bool):

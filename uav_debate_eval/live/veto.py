@@ -7,6 +7,9 @@ concluded, and the report names what the verifier saw.
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -140,3 +143,49 @@ def apply_live_veto(report: dict, episodes: list[VetoEpisode], t0: float, t1: fl
                 "detail": f"live veto: {ev.message}",
             })
     return True
+
+
+class VetoHistory:
+    """The veto episodes of a live session (the newest `keep`), from the veto edges and the status evidence.
+
+    Thread-safe: callbacks record, the evaluation thread takes a snapshot.
+    """
+
+    def __init__(self, keep: int = 200):
+        self._episodes: deque[VetoEpisode] = deque(maxlen=keep)
+        self._veto = False
+        self._lock = threading.Lock()
+
+    def on_veto(self, veto: bool, t: float) -> None:
+        """A veto value at stream time t (the newest pose's: the Bool carries no stamp)."""
+        with self._lock:
+            if veto and not self._veto:
+                self._episodes.append(VetoEpisode(t))
+            elif self._veto and not veto and self._episodes:
+                self._episodes[-1].t_off = t
+            self._veto = bool(veto)
+
+    def on_status(self, evidence: list[VetoEvidence], t_fallback: float) -> None:
+        """The verifier's constraint statuses in error while the veto is up: the episode's evidence, and its
+        times by the verifier's own clock (t_fallback when a status has no time)."""
+        with self._lock:
+            if not self._veto or not self._episodes:
+                return
+            ep = self._episodes[-1]
+            for ev in evidence:
+                if ev.level < 2 or ev.name.endswith("/veto"):
+                    continue
+                if ev.t is not None and ep.t_violating is None:
+                    ep.t_on = ev.t  # the verifier's own time of the violation
+                ep.t_violating = ev.t if ev.t is not None else t_fallback
+                if len(ep.evidence) < EVIDENCE_PER_EPISODE:
+                    ep.evidence.append(ev)
+
+    def snapshot(self) -> list[VetoEpisode]:
+        with self._lock:
+            return copy.deepcopy(list(self._episodes))
+
+    def clear(self) -> None:
+        """After a backwards time jump the episodes' times mean nothing."""
+        with self._lock:
+            self._episodes.clear()

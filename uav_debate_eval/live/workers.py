@@ -33,6 +33,9 @@ MALLOC_SETTINGS = ((-3, "MALLOC_MMAP_THRESHOLD_", 128 * 1024), (-8, "MALLOC_AREN
 #: prctl option of <linux/prctl.h>: the signal the kernel sends this process when its parent dies.
 PR_SET_PDEATHSIG = 1
 
+#: Environment variable naming the pid a node process started by `live` must not outlive (see run_node).
+EXIT_WITH_ENV = "UAV_DEBATE_EVAL_EXIT_WITH"
+
 #: How often the fallback watch looks for a new parent (a platform without PR_SET_PDEATHSIG).
 PARENT_POLL_S = 0.5
 

@@ -3,26 +3,20 @@
 The panel keeps its own bounded buffer of the poses (the same shared pose input as every node) and
 evaluates the window that dsl_builder names on /swarm/segment, so nothing but boundaries crosses
 between the two nodes. In one process (`uav-debate-eval live`) the builder hands each segment's
-samples over directly instead, so every pose is buffered once. The evaluation (pipeline.evaluate:
-metrics, DSL, debate) runs in one worker *process* fed by one thread, so the executor (and the
-safety verifier beside it) keeps taking poses and veto messages while the LLM talks.
-
-Live override (live.veto): a segment that overlaps a veto episode is `risky` and `vetoed` whatever the
-panel concluded. Evaluation (live.segment_job) falls back to `rules` when the LLM fails. At the end of the
-session the panel writes the flight-level report (live.flight) to OUTPUT_DIR/flight/.
+samples over directly instead, so every pose is buffered once. Everything else is the ROS-free core:
+the evaluation service (live.evaluator: one worker process, skips, LLM fallback), the live veto override
+(live.veto) and the flight-level report written to OUTPUT_DIR/flight/ at the end (live.flight).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import threading
-from collections import deque
-from concurrent.futures import BrokenExecutor, Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import sys
+from concurrent.futures import Future
 from pathlib import Path
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -32,10 +26,10 @@ from std_srvs.srv import Trigger
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.live.config import mission_from_param
-from uav_debate_eval.live.flight import FlightRecord, write_flight_report
-from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment, next_seq
-from uav_debate_eval.live.veto import EVIDENCE_PER_EPISODE, VetoEpisode, level_of, status_evidence
-from uav_debate_eval.live.workers import stop_pool, worker_pool
+from uav_debate_eval.live.evaluator import SegmentEvaluator
+from uav_debate_eval.live.segment_job import PanelSettings
+from uav_debate_eval.live.segments import Segment
+from uav_debate_eval.live.veto import VetoHistory, status_evidence
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput
 from uav_debate_eval.nodes.run import ClockJumpGuard, add_heap_trim, run_node
@@ -80,24 +74,9 @@ class DebatePanelNode(Node):
 
         self.mission = mission_from_param(self.mission_file)
         self.jumps = ClockJumpGuard(self, "panel buffer and veto history")
-        self.episodes: deque[VetoEpisode] = deque(maxlen=200)
-        self._veto = False
-        self._lock = threading.Lock()  # episodes are read by the worker, written by callbacks
-        # One thread hands segments to one worker *process*: the debate (numpy, the LLM) never holds this
-        # process's GIL, so the executor (and, in `live`, the safety verifier) keeps its pace.
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="panel")
-        self._pool = worker_pool()
-        self._closing = False  # set by destroy_node: an evaluation cut short then is no error
-        self._pending = 0
-        self.skipped: deque[str] = deque(maxlen=100)
-        #: The last evaluated segments: id, label, vetoed, summary and report directory (None: not written).
-        self.evaluated: deque[dict] = deque(maxlen=50)
-        self._seen_segments: deque[str] = deque(maxlen=50)
-        self._last_end = -math.inf
-        self._seq = next_seq(self.output_dir)
-        #: Every evaluated segment folded into the flight-level report written by `close_flight`.
-        self.flight = FlightRecord()
-        self._flight_written: Path | None = None
+        self.vetoes = VetoHistory()
+        self.evaluator = SegmentEvaluator(self.settings, self.mission, self.vetoes, max_pending=self.max_pending,
+                                          publish=self._publish, log=self._log, clock_jumps=lambda: self.jumps.jumps)
 
         self.report_pub = self.create_publisher(String, REPORT_TOPIC, latched())
         if builder is None:  # own buffer, boundaries from /swarm/segment (a process of its own)
@@ -126,154 +105,69 @@ class DebatePanelNode(Node):
     def _check_jump(self) -> None:
         """After a backwards time jump the veto history and the last segment end are meaningless."""
         if self.jumps.check(self.swarm.resets, self.swarm.newest_t):
-            with self._lock:
-                self.episodes.clear()
-                self._last_end = -math.inf
+            self.vetoes.clear()
+            self.evaluator.last_end = -math.inf
 
     def _on_veto(self, msg: Bool) -> None:
         self._check_jump()
-        t = self.swarm.newest_t if math.isfinite(self.swarm.newest_t) else 0.0
-        with self._lock:
-            if msg.data and not self._veto:
-                self.episodes.append(VetoEpisode(t))
-            elif self._veto and not msg.data and self.episodes:
-                self.episodes[-1].t_off = t
-            self._veto = bool(msg.data)
+        self.vetoes.on_veto(msg.data, self.swarm.newest_t if math.isfinite(self.swarm.newest_t) else 0.0)
 
     def _on_status(self, msg: DiagnosticArray) -> None:
-        with self._lock:
-            if not self._veto or not self.episodes:
-                return
-            ep = self.episodes[-1]
-            for status in msg.status:
-                if level_of(status.level) < level_of(DiagnosticStatus.ERROR) or status.name.endswith("/veto"):
-                    continue
-                ev = status_evidence(status)
-                t = ev.t
-                if t is not None and ep.t_violating is None:
-                    ep.t_on = t  # the verifier's own time of the violation (the Bool veto carries no stamp)
-                ep.t_violating = t if t is not None else self.swarm.newest_t
-                if len(ep.evidence) < EVIDENCE_PER_EPISODE:
-                    ep.evidence.append(ev)
+        self.vetoes.on_status([status_evidence(s) for s in msg.status], self.swarm.newest_t)
 
     def _on_segment(self, msg: String) -> None:
         seg = json.loads(msg.data)
         self._take(seg["id"], seg["t_start"], seg["t_end"], seg.get("reason", "segment"), None)
 
-    def _on_builder_segment(self, seg, traj) -> None:
+    def _on_builder_segment(self, seg: Segment, traj: SwarmTrajectory) -> None:
         self._take(seg.id, seg.t_start, seg.t_end, seg.reason, traj)
 
-    def _take(self, seg_id: str, t0: float, t1: float, reason: str, traj) -> None:
-        key = f"{seg_id}@{t0:.3f}"
-        if key in self._seen_segments:  # a latched segment seen again after a restart
-            return
-        self._seen_segments.append(key)
-        if self._pending >= self.max_pending:
-            self.skipped.append(seg_id)
-            self.get_logger().warning(f"segment {seg_id} skipped: {self._pending} segments still waiting "
-                                      "for the panel (the LLM is slower than the segments)")
-            return
-        self.submit(seg_id, t0, t1, reason, traj)
+    def _take(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory | None) -> None:
+        if self.evaluator.admit(seg_id, t0):
+            self.submit(seg_id, t0, t1, reason, traj)
 
     def _on_trigger(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         t1 = self.swarm.newest_t
         if not math.isfinite(t1):
             response.success, response.message = False, "no poses received yet"
             return response
-        t0 = self._last_end if math.isfinite(self._last_end) else -math.inf
-        report = self.submit("T", t0, t1, "trigger").result()
+        report = self.submit("T", self.evaluator.last_end, t1, "trigger").result()
         response.success = report is not None
         response.message = json.dumps(report) if report is not None else "evaluation failed (see the node log)"
         return response
 
-    # -- evaluation -----------------------------------------------------------------------------
-
-    @property
-    def pending(self) -> int:
-        """Evaluations queued or running."""
-        return self._pending
-
-    def submit(self, seg_id: str, t0: float, t1: float, reason: str, traj=None) -> Future:
-        """Queue one evaluation of [t0, t1]; the future resolves to the published report (or None)."""
+    def submit(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory | None = None) -> Future:
+        """Queue one evaluation of [t0, t1] (the buffered poses when `traj` is None)."""
         if traj is None:
             traj = self.swarm.window(t0, t1, name=seg_id)
-        with self._lock:
-            self._last_end = max(self._last_end, t1)
-            self._pending += 1
-        return self._worker.submit(self._evaluate_safely, seg_id, t0, t1, reason, traj)
+        return self.evaluator.submit(seg_id, t0, t1, reason, traj)
 
-    def _evaluate_safely(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory) -> dict | None:
-        try:
-            return self._evaluate(seg_id, t0, t1, reason, traj)
-        except Exception as exc:  # one bad segment (or a dead worker) must not stop the live panel
-            if self._closing:
-                return None
-            self.get_logger().error(f"segment {seg_id}: evaluation failed: {exc!r}")
-            if isinstance(exc, BrokenExecutor):
-                self._pool = worker_pool()
-            return None
-        finally:
-            with self._lock:
-                self._pending -= 1
+    def _publish(self, report: dict) -> None:
+        if self.context.ok():  # (shutting down: nothing to publish to)
+            self.report_pub.publish(String(data=json.dumps(report)))
 
-    def _evaluate(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory) -> dict | None:
-        if not traj.uav_ids:
-            self.get_logger().warning(f"segment {seg_id}: no buffered poses in [{t0:.2f}, {t1:.2f}] "
-                                      "(this panel started later or the buffer is too short)")
-            return None
-        with self._lock:
-            episodes = list(self.episodes)
-            seq = self._seq
-            self._seq += 1
-        job = PanelJob(self.settings, self.mission, traj, seg_id, t0, t1, reason, episodes, seq,
-                       list(self.skipped), self.jumps.jumps)
-        limit = self.settings.llm_timeout_s if self.settings.backend != "rules" else 0.0
-        try:
-            result = self._pool.submit(evaluate_segment, job).result(timeout=limit or None)
-        except FutureTimeout:  # a hung or far too slow LLM counts as down for this segment
-            stop_pool(self._pool)
-            self._pool = worker_pool()
-            job.forced_fallback = (f"LLM backend {self.settings.backend} did not finish within {limit:g} s; "
-                                   "rules backend used")
-            self.get_logger().warning(f"segment {seg_id}: {job.forced_fallback}")
-            result = self._pool.submit(evaluate_segment, job).result()
-        for level, text in result.log:
-            getattr(self.get_logger(), level)(text)
-        report, path = result.report, result.path
-        if report is None:
-            return None
-        with self._lock:
-            self.flight.add(report, path)
-        if not self.context.ok():  # shutting down: nothing to publish to
-            return None
-        self.report_pub.publish(String(data=json.dumps(report)))
-        verdict = report["verdict"]
-        self.evaluated.append({"id": seg_id, "label": verdict["label"], "vetoed": verdict["vetoed"],
-                               "summary": verdict["summary"], "path": path})
-        self.get_logger().info(f"segment {seg_id}: {report['verdict']['label']}"
-                               f"{' (vetoed)' if report['verdict']['vetoed'] else ''}, "
-                               f"backend {report['debate']['backend']}{f', {path}' if path else ''}")
-        return report
+    def _log(self, level: str, text: str) -> None:
+        # one call per level: rclpy's logger refuses a second severity from the same line of code
+        logger = self.get_logger()
+        if level == "error":
+            logger.error(text)
+        elif level == "warning":
+            logger.warning(text)
+        else:
+            logger.info(text)
+
+    # the live command's view of the evaluation
+    pending = property(lambda self: self.evaluator.pending)
+    evaluated = property(lambda self: self.evaluator.evaluated)
+    flight = property(lambda self: self.evaluator.flight)
 
     def close_flight(self) -> Path | None:
-        """Write the flight-level report over every evaluated segment to OUTPUT_DIR/flight/ (once; None when
-        no segment was evaluated or files are off). Called at the end of a session and by destroy_node."""
-        if self._flight_written is not None or not self.settings.write_files:
-            return self._flight_written
-        with self._lock:
-            report = self.flight.report()
-        if report is None:
-            return None
-        self._flight_written = write_flight_report(report, self.output_dir / "flight")
-        self.get_logger().info(f"flight report: {self._flight_written}")
-        return self._flight_written
+        return self.evaluator.close_flight()
 
     def destroy_node(self) -> None:
-        """Stop at once: a debate still running in the worker process is abandoned (its report never published)."""
-        self._closing = True
-        stop_pool(self._pool)
-        self._worker.shutdown(wait=True, cancel_futures=True)
-        self.close_flight()
+        if (where := self.evaluator.close()) is not None:
+            # (after SIGTERM rclpy's context is down and /rosout gone: the line goes to stderr)
+            print(f"[debate_panel] flight report: {where}", file=sys.stderr)
         super().destroy_node()
 
 

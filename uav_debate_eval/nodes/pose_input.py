@@ -17,6 +17,8 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
+from uav_debate_eval.core.frames import odometry_velocity
+
 PoseCallback = Callable[[str, float, tuple[float, float, float], "tuple[float, float, float] | None"], None]
 
 POSE_TYPES = {"PoseStamped": PoseStamped, "Odometry": Odometry, "PoseArray": PoseArray}
@@ -61,15 +63,6 @@ def topic_regex(pattern: str) -> re.Pattern:
     if "{uav}" not in pattern:
         raise ValueError(f"pose_topic_pattern must contain {{uav}}, got {pattern!r}")
     return re.compile("^" + re.escape(pattern).replace(re.escape("{uav}"), "([^/]+)") + "$")
-
-
-def rotate(q, v) -> tuple[float, float, float]:
-    """Rotate vector v by the unit quaternion q (x, y, z, w): body-frame twist -> world frame."""
-    qx, qy, qz, qw = q
-    vx, vy, vz = v
-    # t = 2 q_vec x v ; v' = v + w t + q_vec x t
-    tx, ty, tz = 2 * (qy * vz - qz * vy), 2 * (qz * vx - qx * vz), 2 * (qx * vy - qy * vx)
-    return (vx + qw * tx + qy * tz - qz * ty, vy + qw * ty + qz * tx - qx * tz, vz + qw * tz + qx * ty - qy * tx)
 
 
 class PoseInput:
@@ -187,7 +180,7 @@ class PoseInput:
 
     def _on_odom(self, uav: str, msg: Odometry) -> None:
         p, q, v = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist.linear
-        vel = rotate((q.x, q.y, q.z, q.w), (v.x, v.y, v.z)) if (q.x, q.y, q.z, q.w) != (0, 0, 0, 0) else (v.x, v.y, v.z)
+        vel = odometry_velocity(msg.child_frame_id, msg.header.frame_id, (q.x, q.y, q.z, q.w), (v.x, v.y, v.z))
         self.callback(uav, self._stamp(msg.header), (p.x, p.y, p.z), vel)
 
     def _on_array(self, msg: PoseArray) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -12,7 +13,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.live.workers import can_trim_heap, trim_heap, tune_malloc
+from uav_debate_eval.live.workers import EXIT_WITH_ENV, can_trim_heap, die_with_parent, trim_heap, tune_malloc
 
 #: How often a node that cuts or evaluates segments trims its process's heap (see `add_heap_trim`).
 TRIM_PERIOD_S = 10.0
@@ -56,6 +57,8 @@ def run_node(label: str, make_node: Callable[[], Node], spin: Callable[[Node], N
     mission, CSV or parameter into one line on stderr and exit status 2."""
     node = None
     tune_malloc()
+    if parent := os.environ.pop(EXIT_WITH_ENV, None):  # started by `live`: never outlive it
+        die_with_parent(int(parent))
     try:
         rclpy.init(args=args)
         node = make_node()

@@ -15,13 +15,11 @@ import signal
 import threading
 
 import rclpy
-from builtin_interfaces.msg import Duration
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import Bool, ColorRGBA, String
-from visualization_msgs.msg import Marker, MarkerArray
+from std_msgs.msg import Bool, String
+from visualization_msgs.msg import MarkerArray
 
 from uav_debate_eval.core.mission import Geofence, Mission, load_mission
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
@@ -30,16 +28,13 @@ from uav_debate_eval.nodes.executors import node_executor
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput, declare_list
 from uav_debate_eval.nodes.run import run_node
+from uav_debate_eval.nodes.safety_msgs import diagnostics, safety_markers
 from uav_debate_eval.nodes.topics import MARKERS_TOPIC, SIM_END_TOPIC, STATUS_TOPIC, VETO_TOPIC, latched
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
+from uav_debate_eval.safety.status import status_rows
 
 #: After a pre-check the full check did not confirm, that vehicle's poses wait for the timer this long.
 MUTE_S = 0.1
-_WARN_OF = {"cpa": "min_separation", "time_to_geofence": "geofence"}
-
-
-def _unit(value: str | None) -> str:
-    return {"min_separation": "m", "geofence": "m", "stale_data": "s"}.get(value or "", "m/s")
 
 
 class SafetyVerifierNode(Node):
@@ -171,92 +166,13 @@ class SafetyVerifierNode(Node):
         if state is None:
             return
         stamp = self.get_clock().now().to_msg()
-        arr = DiagnosticArray()
-        arr.header.stamp = stamp
-        active = {a["constraint"]: a for a in state.active}
-        warned = {_WARN_OF[w["kind"]] for w in state.warnings}
-        for name in CONSTRAINT_NAMES:
-            limit = self._limit(name)
-            if limit is None:
-                continue
-            st = DiagnosticStatus(name=f"safety/{name}", hardware_id="swarm")
-            a = active.get(name)
-            cur = state.values.get(name, {})
-            lim = a["limit"] if a else cur.get("limit")
-            value = a["value"] if a else cur.get("value")
-            if a:
-                st.level = DiagnosticStatus.ERROR
-                st.message = f"violated by {', '.join(a['uavs'][:10])}: {value:.3f} {_unit(name)} (limit {lim:g})"
-                uavs = a["uavs"]
-            else:
-                st.level = DiagnosticStatus.WARN if name in warned else DiagnosticStatus.OK
-                st.message = "predicted violation within the horizon" if name in warned else "ok"
-                if name == "stale_data" and state.ended:
-                    st.message = f"flight over: {len(state.ended)} vehicles went quiet together"
-                uavs = []
-            st.values = [KeyValue(key="uavs", value=",".join(uavs)),
-                         KeyValue(key="value", value="" if value is None else f"{value:.6g}"),
-                         KeyValue(key="limit", value="" if lim is None else f"{lim:.6g}"),
-                         KeyValue(key="t", value=f"{(a['t'] if a else state.t):.6f}")]
-            arr.status.append(st)
-        for kind in sorted({w["kind"] for w in state.warnings}):
-            ws = sorted((w for w in state.warnings if w["kind"] == kind), key=lambda w: w["t_predicted"])
-            w = ws[0]
-            st = DiagnosticStatus(name=f"safety/warning/{kind}", hardware_id="swarm", level=DiagnosticStatus.WARN)
-            st.message = f"{len(ws)} predicted; first {','.join(w['uavs'])} at {w['t_predicted']:.2f}"
-            st.values = [KeyValue(key="uavs", value=",".join(w["uavs"])),
-                         KeyValue(key="value", value=f"{w['value']:.6g}"),
-                         KeyValue(key="limit", value=f"{w['limit']:.6g}"), KeyValue(key="t", value=f"{w['t']:.6f}"),
-                         KeyValue(key="t_predicted", value=f"{w['t_predicted']:.6f}")]
-            arr.status.append(st)
-        veto = DiagnosticStatus(name="safety/veto", hardware_id="swarm",
-                                level=DiagnosticStatus.ERROR if state.veto else DiagnosticStatus.OK,
-                                message="VETO" if state.veto else "clear")
-        veto.values = [KeyValue(key="snapshot_policy", value=state.snapshot_policy),
-                       KeyValue(key="vehicles", value=str(len(self.swarm.rings))),
-                       KeyValue(key="poses_received", value=str(self.poses_received)),
-                       KeyValue(key="rejected", value=str(dict(self.swarm.rejected)))]
-        arr.status.append(veto)
-        self.status_pub.publish(arr)
-        self.marker_pub.publish(self._markers(state, stamp))
-
-    def _markers(self, state: SafetyState, stamp) -> MarkerArray:
-        out = MarkerArray()
-        latest = self.monitor.latest()
-
-        def marker(ns: str, kind: int, rgba: tuple, scale: float) -> Marker:
-            m = Marker(ns=ns, id=0, type=kind, action=Marker.ADD)
-            m.header.frame_id, m.header.stamp = self.frame_id, stamp
-            m.pose.orientation.w = 1.0
-            m.scale.x = m.scale.y = m.scale.z = scale
-            m.color = ColorRGBA(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3])
-            m.lifetime = Duration(sec=2)
-            return m
-
+        limits = {name: self._limit(name) for name in CONSTRAINT_NAMES}
+        rows = status_rows(state, limits, {"vehicles": str(len(self.swarm.rings)),
+                                           "poses_received": str(self.poses_received),
+                                           "rejected": str(dict(self.swarm.rejected))})
+        self.status_pub.publish(diagnostics(rows, stamp))
         fence = self.mission.constraints.geofence
-        if fence is not None:
-            m = marker("geofence", Marker.LINE_LIST, (0.2, 0.6, 1.0, 0.8), 0.03)
-            lo, hi = fence.min, fence.max
-            corners = [(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
-            for a in range(8):
-                for b in range(a + 1, 8):
-                    if sum(corners[a][k] != corners[b][k] for k in range(3)) == 1:
-                        m.points += [Point(x=float(v[0]), y=float(v[1]), z=float(v[2]))
-                                     for v in (corners[a], corners[b])]
-            out.markers.append(m)
-        pairs = next((a.get("pairs", []) for a in state.active if a["constraint"] == "min_separation"), [])
-        m = marker("violating_pairs", Marker.LINE_LIST, (1.0, 0.1, 0.1, 1.0), 0.05)
-        for a, b in pairs:
-            if a in latest and b in latest:
-                m.points += [Point(x=float(latest[u][1]), y=float(latest[u][2]), z=float(latest[u][3])) for u in (a, b)]
-        m.action = Marker.ADD if m.points else Marker.DELETE
-        out.markers.append(m)
-        m = marker("stale_vehicles", Marker.SPHERE_LIST, (1.0, 0.6, 0.0, 0.9), 0.3)
-        m.points = [Point(x=float(latest[u][1]), y=float(latest[u][2]), z=float(latest[u][3]))
-                    for u in state.stale if u in latest]
-        m.action = Marker.ADD if m.points else Marker.DELETE
-        out.markers.append(m)
-        return out
+        self.marker_pub.publish(safety_markers(state, self.monitor.latest(), fence, self.frame_id, stamp))
 
 
 def main(args=None) -> None:

@@ -16,7 +16,6 @@ import math
 import time
 from collections.abc import Iterator
 
-import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped
@@ -28,12 +27,11 @@ from std_msgs.msg import String
 from uav_debate_eval.core.mission import Mission, mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.nodes.params import declare
+from uav_debate_eval.nodes.pose_input import pose_qos
 from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.topics import SIM_END_TOPIC, TRUTH_TOPIC, latched
 from uav_debate_eval.report.build import jsonable
-
-#: One tick: scenario time and (uav, position, velocity or None, link_ok) per vehicle.
-Tick = tuple[float, list[tuple[str, np.ndarray, np.ndarray | None, bool]]]
+from uav_debate_eval.sim.playback import Tick, csv_ticks
 
 #: Never run the pacing timer faster than this; late ticks are caught up in one callback.
 MAX_TIMER_HZ = 200.0
@@ -41,23 +39,6 @@ MAX_TIMER_HZ = 200.0
 END_LINGER_S = 1.0
 #: With /clock, at most this many ticks per timer callback (the stream slows down rather than bursts).
 MAX_BURST = 2
-
-
-def csv_ticks(traj: SwarmTrajectory) -> Iterator[Tick]:
-    """Samples of a recorded trajectory grouped by stamp, in time order (vehicles may have their own stamps)."""
-    rows = [(float(tr.t[i]), uav, i) for uav, tr in traj.tracks.items() for i in range(len(tr.t))]
-    rows.sort(key=lambda r: (r[0], r[1]))
-    k = 0
-    while k < len(rows):
-        t = rows[k][0]
-        batch = []
-        while k < len(rows) and rows[k][0] == t:
-            _, uav, i = rows[k]
-            tr = traj.tracks[uav]
-            link = tr.link_ok is None or bool(tr.link_ok[i])
-            batch.append((uav, tr.pos[i], tr.vel[i], link))
-            k += 1
-        yield t, batch
 
 
 def _to_stamp(t: float) -> TimeMsg:
@@ -70,37 +51,36 @@ class SwarmSimNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__("swarm_sim", **kwargs)
-        self.scenario = declare(self, "scenario", "formation", "built-in simulator scenario name")
-        self.seed = declare(self, "seed", 0, "simulator seed (same seed, same flight)")
-        self.faults = declare(self, "faults", [], "faults to inject, e.g. near_miss (empty: the scenario's own)")
-        self.n_uavs = declare(self, "uavs", 0, "number of vehicles (0: the scenario's default)")
-        self.duration_s = declare(self, "duration_s", 0.0, "scenario length in seconds (0: the scenario's default)")
-        self.rate_hz = declare(self, "rate_hz", 0.0, "sample rate in Hz (0: the scenario's default)")
-        self.speed = declare(self, "speed", 1.0, "playback speed factor (1 = real time)")
-        self.loop = declare(self, "loop", False, "restart at the end (stamps jump back, like ros2 bag play -l)")
-        self.csv_file = declare(self, "csv_file", "", "play this contract CSV instead of a scenario")
-        self.pose_type = declare(self, "pose_type", "PoseStamped", "PoseStamped, Odometry or PoseArray")
-        self.topic_pattern = declare(self, "topic_pattern", "/{uav}/pose", "per-vehicle topic, {uav} is the name")
-        self.pose_array_topic = declare(self, "pose_array_topic", "/swarm/poses", "topic when pose_type is PoseArray")
-        self.frame_id = declare(self, "frame_id", "world", "frame of the published poses (ENU)")
-        self.publish_clock = declare(self, "publish_clock", False,
-                                     "publish /clock in scenario time (monitors then run with use_sim_time)")
-        self.start_delay_s = declare(self, "start_delay_s", 1.0, "wait this long for subscribers before playing")
-        self.qos_name = declare(self, "pose_qos", "sensor_data",
-                                "sensor_data (best effort, like an autopilot) or reliable (keep last 50)")
-        self.exit_when_done = declare(self, "exit_when_done", False, "stop the node when the scenario ends")
-        self.clock_start_s = declare(self, "clock_start_s", 1.0, "stamp of scenario time 0 with publish_clock "
-                                     "(a zero stamp means 'unset' to many tools)")
+        def d(name: str, default, description: str, **kw):  # the flight is set up at start: read-only
+            return declare(self, name, default, description, read_only=True, **kw)
+
+        self.scenario = d("scenario", "formation", "built-in simulator scenario name")
+        self.seed = d("seed", 0, "simulator seed (same seed, same flight)", lo=0)
+        self.faults = d("faults", [], "faults to inject, e.g. near_miss (empty: the scenario's own)")
+        self.n_uavs = d("uavs", 0, "number of vehicles (0: the scenario's default)", lo=0, hi=100000)
+        self.duration_s = d("duration_s", 0.0, "scenario length, s (0: the scenario's default)", lo=0.0, hi=1e6)
+        self.rate_hz = d("rate_hz", 0.0, "sample rate, Hz (0: the scenario's default)", lo=0.0, hi=10000.0)
+        self.speed = d("speed", 1.0, "playback speed factor (1 = real time)", lo=1e-3, hi=1000.0)
+        self.loop = d("loop", False, "restart at the end (stamps jump back, like ros2 bag play -l)")
+        self.csv_file = d("csv_file", "", "play this contract CSV instead of a scenario")
+        self.pose_type = d("pose_type", "PoseStamped", "PoseStamped, Odometry or PoseArray")
+        self.topic_pattern = d("topic_pattern", "/{uav}/pose", "per-vehicle topic, {uav} is the name")
+        self.pose_array_topic = d("pose_array_topic", "/swarm/poses", "topic when pose_type is PoseArray")
+        self.frame_id = d("frame_id", "world", "frame of the published poses (ENU)")
+        self.publish_clock = d("publish_clock", False, "publish /clock in scenario time (monitors: use_sim_time)")
+        self.start_delay_s = d("start_delay_s", 1.0, "wait this long for subscribers before playing", lo=0.0,
+                               hi=3600.0)
+        self.qos_name = d("pose_qos", "sensor_data", "sensor_data (best effort, like an autopilot) or reliable")
+        self.exit_when_done = d("exit_when_done", False, "stop the node when the scenario ends")
+        self.clock_start_s = d("clock_start_s", 1.0, "stamp of scenario time 0 with publish_clock (a zero stamp "
+                               "means 'unset' to many tools)", lo=0.0, hi=1e10)
         if self.pose_type not in ("PoseStamped", "Odometry", "PoseArray"):
             raise ValueError(f"pose_type must be PoseStamped, Odometry or PoseArray, got {self.pose_type!r}")
-        if not self.speed > 0:
-            raise ValueError(f"speed must be > 0, got {self.speed}")
 
         self.traj, self.mission, truth, rate = self._load()
         self.uav_ids = list(self.traj.uav_ids)
         # With /clock the stamps are scenario time; otherwise wall time at the start plus scenario time.
         self.stamp_base = self.clock_start_s if self.publish_clock else time.time() + self.start_delay_s
-        from uav_debate_eval.nodes.pose_input import pose_qos
         qos = pose_qos(self.qos_name)
         self._pubs: dict[str, object] = {}
         if self.pose_type == "PoseArray":

@@ -238,11 +238,11 @@ class SafetyMonitor:
                     if not (live & fresh).any():
                         self.ended = sorted(ids[k] for k in np.flatnonzero(quiet & ~left_behind).tolist())
                     quiet = left_behind
-                bad = np.flatnonzero(quiet)
-                if len(bad):
-                    stale = sorted(ids[k] for k in bad.tolist())
-                    active.append({"constraint": "stale_data", "uavs": stale, "value": float(silence[bad].max()),
-                                   "limit": c.stale_timeout_s, "t": now, "count": len(bad)})
+                silent = np.flatnonzero(quiet)
+                if len(silent):
+                    stale = sorted(ids[k] for k in silent.tolist())
+                    active.append({"constraint": "stale_data", "uavs": stale, "value": float(silence[silent].max()),
+                                   "limit": c.stale_timeout_s, "t": now, "count": len(silent)})
         every = all_live and bool(fresh.all())  # the usual case: plain views, no copies
         if every:
             pos, vel, stamps = cur[:, 1:4], self._vel[:n], stamp

@@ -1,0 +1,66 @@
+"""The verifier's status table, one row per checked constraint, per kind of predicted warning and for
+the veto itself (the live node sends them as diagnostic_msgs/DiagnosticArray; no ROS here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from uav_debate_eval.core.records import CONSTRAINT_NAMES
+from uav_debate_eval.safety.monitor import SafetyState
+
+OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
+_WARN_OF = {"cpa": "min_separation", "time_to_geofence": "geofence"}
+
+
+@dataclass
+class StatusRow:
+    name: str
+    level: int
+    message: str
+    values: dict[str, str] = field(default_factory=dict)
+
+
+def unit(constraint: str | None) -> str:
+    return {"min_separation": "m", "geofence": "m", "stale_data": "s"}.get(constraint or "", "m/s")
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict[str, str]) -> list[StatusRow]:
+    """`limits`: each constraint's limit (None: not checked, no row); `veto_values`: extra keys of the veto row."""
+    rows: list[StatusRow] = []
+    active = {a["constraint"]: a for a in state.active}
+    warned = {_WARN_OF[w["kind"]] for w in state.warnings}
+    for name in CONSTRAINT_NAMES:
+        if limits.get(name) is None:
+            continue
+        a = active.get(name)
+        cur = state.values.get(name, {})
+        lim = a["limit"] if a else cur.get("limit")
+        value = a["value"] if a else cur.get("value")
+        if a:
+            level = ERROR
+            message = f"violated by {', '.join(a['uavs'][:10])}: {value:.3f} {unit(name)} (limit {lim:g})"
+            uavs = a["uavs"]
+        else:
+            level = WARN if name in warned else OK
+            message = "predicted violation within the horizon" if name in warned else "ok"
+            if name == "stale_data" and state.ended:
+                message = f"flight over: {len(state.ended)} vehicles went quiet together"
+            uavs = []
+        rows.append(StatusRow(f"safety/{name}", level, message, {
+            "uavs": ",".join(uavs), "value": _num(value), "limit": _num(lim),
+            "t": f"{(a['t'] if a else state.t):.6f}"}))
+    for kind in sorted({w["kind"] for w in state.warnings}):
+        ws = sorted((w for w in state.warnings if w["kind"] == kind), key=lambda w: w["t_predicted"])
+        w = ws[0]
+        rows.append(StatusRow(f"safety/warning/{kind}", WARN,
+                              f"{len(ws)} predicted; first {','.join(w['uavs'])} at {w['t_predicted']:.2f}", {
+                                  "uavs": ",".join(w["uavs"]), "value": f"{w['value']:.6g}",
+                                  "limit": f"{w['limit']:.6g}", "t": f"{w['t']:.6f}",
+                                  "t_predicted": f"{w['t_predicted']:.6f}"}))
+    rows.append(StatusRow("safety/veto", ERROR if state.veto else OK, "VETO" if state.veto else "clear",
+                          {"snapshot_policy": state.snapshot_policy, **veto_values}))
+    return rows

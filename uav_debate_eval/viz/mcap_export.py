@@ -1,0 +1,106 @@
+"""An evaluated flight as an annotated MCAP that opens in Foxglove with config/foxglove_layout.json: the
+scene and poses over time, the veto intervals as a topic, every event and violation as an annotation
+(a foxglove.Log at its time on /swarm/annotations, and an MCAP metadata record), the DSL and the report.
+
+Message times are the input clock (flight time + the report's mission.t0), so the timeline matches the
+recording; every time inside a message is flight time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from pathlib import Path
+
+import foxglove
+import numpy as np
+from foxglove.messages import Log, LogLevel
+
+from uav_debate_eval.pipeline import Evaluation
+from uav_debate_eval.viz import scene
+from uav_debate_eval.viz.channels import Channels
+
+#: Scene, poses and plots per second of flight.
+RATE_HZ = 10.0
+TRAIL_STEPS = 25
+
+
+def write_mcap(evaluation: Evaluation, path: Path) -> Path:
+    """Write the flight to `path` (replaced if it exists)."""
+    report, traj, mission = evaluation.report, evaluation.traj, evaluation.mission
+    origin = report["mission"].get("t0") or 0.0
+
+    def ns(t: float) -> int:
+        return max(0, int(round((origin + t) * 1e9)))
+
+    context = foxglove.Context()
+    writer = foxglove.open_mcap(path, allow_overwrite=True, context=context)
+    try:
+        ch = Channels(context)
+        snaps = traj.resample(dt=1.0 / RATE_HZ)
+        trails: dict[str, deque] = {u: deque(maxlen=TRAIL_STEPS) for u in snaps.uav_ids}
+        for k, t in enumerate(snaps.t.tolist()):
+            latest = {u: (t, *snaps.pos[k, j], *snaps.vel[k, j]) for j, u in enumerate(snaps.uav_ids)
+                      if snaps.valid[k, j]}
+            for u in latest:
+                trails[u].append(latest[u][1:4])
+            if not latest:
+                continue
+            hot = _vetoed_uavs(report["violations"], t)
+            ch.scene.log(scene.scene(ns(t), latest, trails, mission, hot), log_time=ns(t))
+            ch.poses.log(scene.poses(ns(t), latest), log_time=ns(t))
+            ch.log_json("kinematics", scene.kinematics(t, latest, mission), log_time=ns(t))
+        _veto_topic(ch, report, evaluation.safety.veto_intervals, ns, traj.t_start)
+        _annotations(ch, writer, report, ns)
+        ch.log_json("dsl", {"text": report["dsl"]["text"]}, log_time=ns(traj.t_start))
+        ch.log_json("report", report, log_time=ns(traj.t_end))
+        ch.log_json("verdict", scene.verdict(report), log_time=ns(traj.t_end))
+    finally:
+        writer.close()
+    return path
+
+
+def _vetoed_uavs(violations: list[dict], t: float) -> list[str]:
+    return sorted({u for v in violations if v["t_start"] <= t <= v["t_end"] for u in v["uavs"]})
+
+
+def _veto_topic(ch: Channels, report: dict, intervals: list[tuple[float, float]], ns, t_start: float) -> None:
+    """False at the start, then True/False at each veto interval's edges, with the constraint that raised it
+    (and the status table of the violations behind it)."""
+    ch.log_json("veto", {"veto": False, "constraint": None, "uavs": [], "value": None, "limit": None,
+                         "t": t_start}, log_time=ns(t_start))
+    for a, b in intervals:
+        cause = [v for v in report["violations"] if a - 1e-6 <= v["t_start"] <= b]
+        first = min(cause, key=lambda v: v["t_start"]) if cause else None
+        ch.log_json("veto", {"veto": True, "constraint": first["constraint"] if first else None,
+                             "uavs": sorted({u for v in cause for u in v["uavs"]}),
+                             "value": first["worst_value"] if first else None,
+                             "limit": first["limit"] if first else None, "t": a}, log_time=ns(a))
+        ch.log_json("status", {"t": a, "status": [
+            {"name": f"safety/{v['constraint']}", "level": 2, "message": f"violated by {', '.join(v['uavs'])}",
+             "values": {"uavs": ",".join(v["uavs"]), "value": v["worst_value"], "limit": v["limit"],
+                        "t": v["t_start"]}} for v in cause]}, log_time=ns(a))
+        if math.isfinite(b):
+            ch.log_json("veto", {"veto": False, "constraint": None, "uavs": [], "value": None, "limit": None,
+                                 "t": b}, log_time=ns(b))
+            ch.log_json("status", {"t": b, "status": []}, log_time=ns(b))
+
+
+def _annotations(ch: Channels, writer: foxglove.mcap.MCAPWriter, report: dict, ns) -> None:
+    """One annotation per violation (error) and per event (info), in time order."""
+    rows = [(v["t_start"], "violation", LogLevel.Error,
+             f"violation {v['constraint']} {', '.join(v['uavs'])}: worst {_num(v['worst_value'])} "
+             f"(limit {_num(v['limit'])}) t={v['t_start']:.2f}-{v['t_end']:.2f} s",
+             {"constraint": v["constraint"], "t_start": str(v["t_start"]), "t_end": str(v["t_end"]),
+              "uavs": ",".join(v["uavs"])}) for v in report["violations"]]
+    rows += [(e["t"], "event", LogLevel.Info, f"{e['id']} {e['type']} {', '.join(e['uavs'])} t={e['t']:.2f} s",
+              {"id": e["id"], "type": e["type"], "t": str(e["t"]), "uavs": ",".join(e["uavs"])})
+             for e in report["events"]]
+    for k, (t, kind, level, text, meta) in enumerate(sorted(rows, key=lambda r: r[0])):
+        ch.annotations.log(Log(timestamp=scene.stamp(ns(t)), level=level, message=text, name=kind),
+                           log_time=ns(t))
+        writer.write_metadata(f"{kind}:{k}", meta)
+
+
+def _num(v: float | None) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.3g}"

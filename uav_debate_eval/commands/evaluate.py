@@ -124,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
     show = not args.quiet and sys.stderr.isatty()
     row = evaluate_flight(paths, out, _options(args), show_progress=show)
     if not args.quiet:
+        for line in row.get("words") or []:
+            print(line)
         print(f"{row['label']}: {row['violations']} violation(s), overall score {_fmt(row['overall'])}; "
               f"reports in {out}")
     return flight_exit_status([row])
@@ -131,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
 def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: bool = False) -> dict:
     """Read, evaluate and write one flight; returns its summary row. Raises InputError for bad input."""
+    from uav_debate_eval.findings import top_findings, verdict_sentence
     from uav_debate_eval.io.loader import load_inputs
     from uav_debate_eval.pipeline import evaluate, load_mission_for
     from uav_debate_eval.report.writer import write_reports
@@ -154,7 +157,8 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
             "violations": len(r["violations"]), **{k: r["scores"].get(k) for k in _SCORES},
             "dsl_tokens": r["dsl"]["tokens"],
             "debate_tokens": r["debate"]["tokens"]["prompt"] + r["debate"]["tokens"]["completion"],
-            "time_s": round(time.perf_counter() - t0, 3), "report": str(out), "error": ""}
+            "time_s": round(time.perf_counter() - t0, 3), "report": str(out), "error": "",
+            "words": [verdict_sentence(r), *("  " + line for line in top_findings(r, 3))]}
 
 
 _SCORES = ("flight_control", "coordination", "safety", "overall")

@@ -124,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
     show = not args.quiet and sys.stderr.isatty()
     row = evaluate_flight(paths, out, _options(args), show_progress=show)
     if not args.quiet:
-        for line in row.get("words") or []:
-            print(line)
         print(f"{row['label']}: {row['violations']} violation(s), overall score {_fmt(row['overall'])}; "
               f"reports in {out}")
+        for line in row.get("words") or []:
+            print(line)
     return flight_exit_status([row])
 
 

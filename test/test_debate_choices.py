@@ -142,3 +142,27 @@ def test_rules_personas_choose_deterministically(near_miss):
         first = seg_of[segment]["findings"][0]
         if first["severity"] == "hazard":
             assert x["findings"][0] == {"id": first["id"], "stance": "endorse", "reason": "safety_critical"}
+
+
+def test_llm_judge_chooses_findings_and_recommendations(near_miss):
+    sim, contexts = near_miss
+
+    def judge(req):
+        props = req.json_schema["properties"]
+        return {"label": props["label"]["enum"][0], "findings": props["findings"]["items"]["enum"][:2],
+                "recommendations": props["recommendations"]["items"]["enum"][:1],
+                "summary": "SCORES_SUPPED, SAFE; SUMMARY DURING THE DAY"}
+
+    backend = ScriptedBackend(_chooser(""), judge=judge)
+    res = run_debate(contexts[:1], sim.mission, DebateConfig(), backend=backend)
+    (req,) = backend.judge_requests
+    assert "FINDINGS" in req.messages[1]["content"] and set(req.json_schema["required"]) == {
+        "label", "findings", "recommendations", "summary"}
+    seg = res.to_report()["segments"][0]
+    j, first = seg["judge"], seg["findings"][0]
+    assert j["by"] == "llm" and j["findings"] == ["F1", "F2"] and j["note"] == ""
+    assert j["summary"].startswith(f"The judge rates it {j['label']}, resting on F1 and F2: {first['sentence']}")
+    assert j["recommendations"] == [first["recommendations"][0]] and set(j["evidence"]) <= set(first["refs"] +
+                                                                                                seg["findings"][1]["refs"])
+    assert seg["struck"] == {"count": 1, "reasons": {"template_debris": 1}}  # the judge's own text was debris
+    assert f"Judge on {seg['id']} ({j['label']}): The judge rates it" in res.verdict.summary

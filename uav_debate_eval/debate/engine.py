@@ -426,6 +426,12 @@ class _Panel:
         """The judge writes free text: its summary and recommendations pass the same gate as the agents'."""
         names = quality.flight_names(ctx, seg.findings)
         seen: set[str] = set()
+        if seg.judge.findings:  # it chose: the summary is the tool's, only its own note is model text
+            note = quality.gate(seg.judge.note, names, seen)
+            seg.struck += note.struck
+            seg.judge.note = note.kept
+            seg.judge.summary = f"{seg.judge.summary} {note.kept}".strip()
+            return
         summary = quality.gate(seg.judge.summary, names, seen)
         seg.struck += summary.struck
         seg.judge.summary = summary.kept
@@ -441,8 +447,9 @@ class _Panel:
                      labels: list[str], ids: list[str]) -> synthesis.Synthesis:
         """One judge call on the first agent's backend; any failure leaves the vote standing and is recorded."""
         cfg, agent = self.cfg, self.agents[0]
+        findings = seg.findings if cfg.choices else None
         request = synthesis.judge_request(ctx, seg.route.layer, positions, labels, ids, self.vetoed, cfg.compact,
-                                          cfg.temperature, cfg.max_tokens, cfg.seed)
+                                          cfg.temperature, cfg.max_tokens, cfg.seed, findings)
         start = time.perf_counter()
         async with self.slots:
             try:
@@ -457,7 +464,7 @@ class _Panel:
         if result is not None:
             error = result.error or ""
             if not error:
-                verdict, error = synthesis.from_answer(result.data, labels, ids)
+                verdict, error = synthesis.from_answer(result.data, labels, ids, findings)
             seg.tokens["prompt"] += result.prompt_tokens
             seg.tokens["completion"] += result.completion_tokens
         self.transcript.append({

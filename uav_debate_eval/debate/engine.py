@@ -283,8 +283,8 @@ class _Panel:
         struck = [c.item for c in checks if c.cites and not c.valid]
         seg.invalid["struck"] += len(struck)
         resp = reply.response
-        resp.evidence = [c.item for c in checks if not (c.cites and not c.valid)]
-        kept = [c for c in checks if not (c.cites and not c.valid)]
+        kept = list({c.item: c for c in checks if not (c.cites and not c.valid)}.values())  # each item once
+        resp.evidence = [c.item for c in kept]
         q = q_evidence(kept, " ".join([resp.claim, *resp.evidence]))
         record = ResponseRecord(turn.agent, turn.persona.id, turn.team, turn.lead, resp, q,
                                 sum(c.valid for c in kept), struck)

@@ -142,3 +142,50 @@ def test_rules_personas_choose_deterministically(near_miss):
         first = seg_of[segment]["findings"][0]
         if first["severity"] == "hazard":
             assert x["findings"][0] == {"id": first["id"], "stance": "endorse", "reason": "safety_critical"}
+
+
+def test_llm_judge_chooses_findings_and_recommendations(near_miss):
+    sim, contexts = near_miss
+
+    def judge(req):
+        props = req.json_schema["properties"]
+        return {"label": props["label"]["enum"][0], "findings": props["findings"]["items"]["enum"][:2],
+                "recommendations": props["recommendations"]["items"]["enum"][:1],
+                "summary": "SCORES_SUPPED, SAFE; SUMMARY DURING THE DAY"}
+
+    backend = ScriptedBackend(_chooser(""), judge=judge)
+    res = run_debate(contexts[:1], sim.mission, DebateConfig(), backend=backend)
+    (req,) = backend.judge_requests
+    assert "FINDINGS" in req.messages[1]["content"] and set(req.json_schema["required"]) == {
+        "label", "findings", "recommendations", "summary"}
+    seg = res.to_report()["segments"][0]
+    j, first = seg["judge"], seg["findings"][0]
+    assert j["by"] == "llm" and j["findings"] == ["F1", "F2"] and j["note"] == ""
+    assert j["summary"].startswith(f"The judge rates it {j['label']}, resting on F1 and F2: {first['sentence']}")
+    assert j["recommendations"] == [first["recommendations"][0]] and set(j["evidence"]) <= set(first["refs"] +
+                                                                                                seg["findings"][1]["refs"])
+    assert seg["struck"] == {"count": 1, "reasons": {"template_debris": 1}}  # the judge's own text was debris
+    assert f"Judge on {seg['id']} ({j['label']}): The judge rates it" in res.verdict.summary
+
+
+def test_free_text_answers_are_gated_and_evidence_is_kept_once(near_miss):
+    sim, contexts = near_miss
+    item = {"id": "RISK[1]", "note": "the pair came within 0.222 m"}
+
+    def free(req):
+        return {"claim": "The swarm is a group of autonomous vehicles that protect the environment.",
+                "evidence": [item] * 5, "counter": "{{ {{{1}}}}, {{{} }",
+                "summary": "uav1 and uav2 broke min_separation. Recommendez-SUPPED, SAFE.",
+                "confidence": 0.6, "label": "risky"}
+
+    res = run_debate(contexts[:1], sim.mission, DebateConfig(choices=False, judge="vote"),
+                     backend=ScriptedBackend(free))
+    report = res.to_report()
+    r = report["rounds"][0]["responses"][0]
+    assert len(r["evidence"]) == 1 and r["evidence"][0].startswith("RISK[1]")
+    assert r["summary"] == "uav1 and uav2 broke min_separation."
+    assert r["claim"].endswith("without choosing a finding.") and report["segments"][0]["id"] in r["claim"]
+    n = sum(len(rd["responses"]) for rd in report["rounds"])
+    # counter, the summary's second sentence and the recommendation read from it are debris
+    assert report["struck"]["reasons"] == {"ungrounded": n, "template_debris": 3 * n}
+    assert "Recommendez" not in " ".join(res.verdict.recommendations)

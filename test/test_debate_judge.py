@@ -31,8 +31,8 @@ def _judge_says(label, **extra):
 
 
 def test_llm_judge_decides_among_open_labels_and_is_recorded():
-    backend = ScriptedBackend(_split, judge=_judge_says("borderline"))
-    res = run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T), backend=backend)
+    backend = ScriptedBackend(_split, judge=_judge_says("borderline"))  # free-text judge: agents do not choose
+    res = run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, choices=False), backend=backend)
     seg = res.segments[0]
     (req,) = backend.judge_requests
     assert req.json_schema["properties"]["label"]["enum"] == ["safe", "borderline"]
@@ -136,7 +136,8 @@ def test_single_agent_baseline_has_no_judge():
 
 def test_judge_token_budget_covers_the_longest_answer_its_schema_allows():
     backend = ScriptedBackend(_split, judge=_judge_says("safe"))
-    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, max_tokens=64), backend=backend)
+    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, max_tokens=64, choices=False),
+               backend=backend)
     (req,) = backend.judge_requests
     ids = req.valid_ids
     longest = {"label": "borderline", "summary": "x" * synthesis.SUMMARY_MAX,

@@ -64,4 +64,6 @@ def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
         assert judge["label"] in panel and seg["panel_label"] == judge["label"]
         valid = row["messages"][1]["content"].split("VALID IDS: ", 1)[1].split("\n", 1)[0].split(", ")
         assert judge["evidence"] and set(judge["evidence"]) <= set(valid)
-        assert judge["summary"] and judge["tokens"]["completion"] > 0
+        assert judge["tokens"]["completion"] > 0
+        # the judge's free text reaches the report only where it passed the quality gate; the rest is counted
+        assert judge["summary"] or seg["struck"]["count"] > 0

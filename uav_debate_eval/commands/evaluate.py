@@ -150,11 +150,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{row['label']}: {row['violations']} violation(s), overall score {_fmt(row['overall'])}; "
               f"reports in {out}")
+        for line in row.get("words") or []:
+            print(line)
     return flight_exit_status([row])
 
 
 def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: bool = False) -> dict:
     """Read, evaluate and write one flight; returns its summary row. Raises InputError for bad input."""
+    from uav_debate_eval.findings import top_findings, verdict_sentence
+
     t0 = time.perf_counter()
     ev = evaluate_and_write(paths, out, opts, show_progress)
     r = ev.report
@@ -162,7 +166,8 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
             "violations": len(r["violations"]), **{k: r["scores"].get(k) for k in _SCORES},
             "dsl_tokens": r["dsl"]["tokens"],
             "debate_tokens": r["debate"]["tokens"]["prompt"] + r["debate"]["tokens"]["completion"],
-            "time_s": round(time.perf_counter() - t0, 3), "report": str(out), "error": ""}
+            "time_s": round(time.perf_counter() - t0, 3), "report": str(out), "error": "",
+            "words": [verdict_sentence(r), *("  " + line for line in top_findings(r, 3))]}
 
 
 def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: bool = False) -> Any:

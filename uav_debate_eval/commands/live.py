@@ -160,6 +160,8 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
             if foxglove is not None:
                 view = _foxglove_view(panel.mission, *foxglove)
                 nodes.append(FoxgloveBridgeNode(view, pose_source=nodes[0].poses))
+                from uav_debate_eval.live.config import find_config
+
                 console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
             if with_sim:
                 sim = _start_sim(config, out)

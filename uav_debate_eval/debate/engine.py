@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from uav_debate_eval.debate import choices as choosing
 from uav_debate_eval.debate import gate as quality
 from uav_debate_eval.debate import judge as judging
-from uav_debate_eval.debate import synthesis
+from uav_debate_eval.debate import synthesis, wording
 from uav_debate_eval.debate.agents import LLMAgent, Reply, RulesAgent
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.consensus import consensus, round_text, similarity
@@ -284,39 +283,14 @@ class _Panel:
         struck = [c.item for c in checks if c.cites and not c.valid]
         seg.invalid["struck"] += len(struck)
         resp = reply.response
-        resp.evidence = [c.item for c in checks if not (c.cites and not c.valid)]
-        kept = [c for c in checks if not (c.cites and not c.valid)]
+        kept = list({c.item: c for c in checks if not (c.cites and not c.valid)}.values())  # each item once
+        resp.evidence = [c.item for c in kept]
         q = q_evidence(kept, " ".join([resp.claim, *resp.evidence]))
         record = ResponseRecord(turn.agent, turn.persona.id, turn.team, turn.lead, resp, q,
                                 sum(c.valid for c in kept), struck)
         if not isinstance(agent, RulesAgent):
-            record.shown = self._gated(resp, turn, verifier, seg)
+            record.shown = wording.shown_text(resp, turn, verifier, seg)
         return record
-
-    def _gated(self, resp: AgentResponse, turn: Turn, verifier: EvidenceVerifier, seg: SegmentDebate) -> dict:
-        """What of a model's text reaches the report: sentences that pass the quality gate (and cite only what
-        resolves); the rest is struck and counted. Text the tool composed from choices is not model text."""
-        names = quality.flight_names(turn.ctx, seg.findings)
-        seen: set[str] = set()
-        shown: dict[str, str] = {}
-        fields = ("note",) if resp.choices else ("claim", "summary", "counter", "recommendation")
-        for key in fields:
-            gated = quality.gate(getattr(resp, key), names, seen)
-            kept, struck = [], list(gated.struck)
-            for sentence in quality.sentences(gated.kept):
-                check = verifier.check(sentence)
-                (struck.append((sentence, "invalid_citation")) if check.cites and not check.valid
-                 else kept.append(sentence))
-            shown[key] = " ".join(kept)
-            seg.struck += struck
-        if not resp.choices:
-            fallback = choosing.compose(turn.persona.name, turn.ctx.segment_id, resp.assessment, [], [],
-                                        seg.findings, turn.ctx)
-            for key in ("claim", "summary", "counter"):
-                shown[key] = shown[key] or fallback[key]
-        elif shown["note"]:
-            shown["summary"] = f"{resp.summary} {shown['note']}"
-        return shown
 
     async def segment(self, ctx: SegmentContext) -> SegmentDebate:
         cfg, personas = self.cfg, self.personas
@@ -327,7 +301,7 @@ class _Panel:
             ctx.safety, ctx.dsl, ctx.metrics, self.mission, (float(ctx.t_start), float(ctx.t_end)))
         verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, cfg.quote_rel_tol, cfg.quote_abs_tol)
         valid_ids, metric_refs = verifier.valid_ids, verifier.metric_refs()
-        quotes = verifier.quotes() if cfg.quotes_evidence else None
+        quotes = verifier.quotes() if cfg.quotes_evidence and not cfg.choices else None
         n, max_r = len(self.agents), cfg.max_rounds[r_info.layer]
         prev: list[ResponseRecord] = []
         prev_text: str | None = None
@@ -410,39 +384,25 @@ class _Panel:
             seg.panel_label, seg.decided_by = judging.judge(final), "judge" if final else "none"
             open_labels = list(dict.fromkeys(r.assessment for r in final))
         seg.uncertainty = uncertainty(stance, self.cfg.uncertainty_lambda) if stance else {}
-        seg.recommendations = _recommendations(records, seg.findings)
+        seg.recommendations = wording.segment_recommendations(records, seg.findings)
         if final and self.llm_judge and seg.stop_reason == "budget":
             seg.judge = synthesis.Synthesis(seg.panel_label, "vote", error="token budget spent: the vote stands")
         elif final and self.llm_judge:
             positions = [(x.role, x.response) for x in records]
             seg.judge = await self._judge(ctx, seg, positions, open_labels, ids)
             if seg.judge.by == "llm":
-                self._gate_judge(seg, ctx)
+                wording.gate_judge(seg, ctx)
                 seg.panel_label = seg.judge.label
                 seg.decided_by = seg.decided_by.replace("judge", "judge_llm")
                 seg.recommendations = list(dict.fromkeys([*seg.judge.recommendations, *seg.recommendations]))
-
-    def _gate_judge(self, seg: SegmentDebate, ctx: SegmentContext) -> None:
-        """The judge writes free text: its summary and recommendations pass the same gate as the agents'."""
-        names = quality.flight_names(ctx, seg.findings)
-        seen: set[str] = set()
-        summary = quality.gate(seg.judge.summary, names, seen)
-        seg.struck += summary.struck
-        seg.judge.summary = summary.kept
-        recs = []
-        for text in seg.judge.recommendations:
-            gated = quality.gate(text, names, seen)
-            seg.struck += gated.struck
-            if gated.kept:
-                recs.append(gated.kept)
-        seg.judge.recommendations = recs
 
     async def _judge(self, ctx: SegmentContext, seg: SegmentDebate, positions: list[tuple[str, AgentResponse]],
                      labels: list[str], ids: list[str]) -> synthesis.Synthesis:
         """One judge call on the first agent's backend; any failure leaves the vote standing and is recorded."""
         cfg, agent = self.cfg, self.agents[0]
+        findings = seg.findings if cfg.choices else None
         request = synthesis.judge_request(ctx, seg.route.layer, positions, labels, ids, self.vetoed, cfg.compact,
-                                          cfg.temperature, cfg.max_tokens, cfg.seed)
+                                          cfg.temperature, cfg.max_tokens, cfg.seed, findings)
         start = time.perf_counter()
         async with self.slots:
             try:
@@ -457,7 +417,7 @@ class _Panel:
         if result is not None:
             error = result.error or ""
             if not error:
-                verdict, error = synthesis.from_answer(result.data, labels, ids)
+                verdict, error = synthesis.from_answer(result.data, labels, ids, findings)
             seg.tokens["prompt"] += result.prompt_tokens
             seg.tokens["completion"] += result.completion_tokens
         self.transcript.append({
@@ -475,29 +435,6 @@ class _Panel:
         verdict.prompt_tokens = result.prompt_tokens
         verdict.completion_tokens = result.completion_tokens
         return verdict
-
-
-def _recommendations(records: list[ResponseRecord], findings: list) -> list[str]:
-    """The segment's recommendations: candidates the panel picked (most votes first, weighted by confidence),
-    then the first candidate of each endorsed finding, then the text of responses without choices that
-    passed the gate; with nothing chosen, the top finding's first candidate."""
-    votes: dict[str, float] = {}
-    for x in records:
-        for text in x.response.picked:
-            votes[text] = votes.get(text, 0.0) + x.response.confidence
-    out = sorted(votes, key=lambda t: -votes[t])
-    by_id = {f.id: f for f in findings}
-    endorsed = [i for x in records for i in choosing.endorsed_ids(x.response)]
-    ranked = sorted(dict.fromkeys(endorsed), key=lambda i: [f.id for f in findings].index(i) if i in by_id else 99)
-    out += [by_id[i].recommendations[0] for i in ranked if i in by_id and by_id[i].recommendations]
-    for x in sorted(records, key=lambda r: -r.response.confidence):
-        if not x.response.choices:
-            text = x.shown.get("recommendation", x.response.recommendation) if x.shown else x.response.recommendation
-            if text:
-                out.append(text)
-    if not out and findings and findings[0].recommendations:
-        out.append(findings[0].recommendations[0])
-    return list(dict.fromkeys(out))
 
 
 def _agents(config: DebateConfig, personas: list[Persona], backend: Any) -> tuple[list[Any], Any, str | None]:

@@ -18,6 +18,8 @@ from typing import Any
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 
 REASONS = ("ungrounded", "not_english", "template_debris", "repeated", "truncated")
+#: Also counted as struck by the engine: free text citing an id or number the data does not hold.
+QUOTE_REASON = "invalid_citation"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CAPS_TAG = re.compile(r"\b[A-Z]{2,}_[A-Z_]{2,}\b")
 _DEBRIS = re.compile(r"[{}<>|\\]|\[\s*\]|\bRecommendez\b|\b(?:SUMMARY|CLAIM|EVIDENCE|COUNTER|"

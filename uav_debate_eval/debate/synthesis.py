@@ -6,6 +6,10 @@ bounds what it may say: the label is an enum of the labels it may choose from (t
 the jury's tied ones), ids are an enum of ids that exist, and free text cannot contain ids. If the call fails,
 the deterministic vote of `judge.judge` stands and the failure is recorded; the veto override comes after
 either way, so the judge can never make a vetoed segment anything but `risky`.
+
+When the segment has verified findings (agents choose), the judge chooses too: the findings its verdict rests
+on and the recommendations among their candidates (enums of what exists), plus an optional short summary that
+the engine puts through the quality gate; the tool writes the rest from those choices.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class Synthesis:
     summary: str = ""
     recommendations: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # finding ids the verdict rests on (choices)
+    note: str = ""  # the judge's own sentence when it chose (shown only if it passes the quality gate)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
@@ -47,6 +53,7 @@ class Synthesis:
     def to_dict(self) -> dict:
         return {"label": self.label, "by": self.by, "summary": self.summary,
                 "recommendations": list(self.recommendations), "evidence": list(self.evidence),
+                "findings": list(self.findings), "note": self.note,
                 "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
                 "error": self.error}
 
@@ -69,37 +76,67 @@ def judge_schema(labels: list[str], valid_ids: list[str]) -> dict:
     }
 
 
+JUDGE_CHOICE_FORMAT = ("Answer with JSON only: {\"label\": one of ALLOWED LABELS, \"findings\": 1-3 finding ids "
+                       "from FINDINGS the verdict rests on, most important first, \"recommendations\": 1-2 ids R.. "
+                       "from FINDINGS, \"summary\": one short sentence naming a vehicle or finding id, or empty}.")
+
+
+def judge_choice_schema(labels: list[str], findings: list) -> dict:
+    """The judge's choices: label among `labels`, finding ids and recommendation ids as enums of what exists."""
+    from uav_debate_eval.debate.choices import candidates
+
+    ids, recs = [f.id for f in findings], list(candidates(findings))
+    return {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "enum": list(dict.fromkeys(labels))},
+            "findings": {"type": "array", "items": {"type": "string", "enum": ids}, "minItems": 1,
+                         "maxItems": min(3, len(ids))},
+            "recommendations": {"type": "array", "items": {"type": "string", "enum": recs}, "minItems": 1,
+                                "maxItems": min(2, len(recs))},
+            "summary": plain_string(0, SUMMARY_MAX),
+        },
+        "required": ["label", "findings", "recommendations", "summary"],
+        "additionalProperties": False,
+    }
+
+
 def judge_messages(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
-                   valid_ids: list[str], vetoed: bool, compact: bool) -> list[dict[str, str]]:
+                   valid_ids: list[str], vetoed: bool, compact: bool, findings: list | None = None
+                   ) -> list[dict[str, str]]:
     """System: the judge's role and format. User: the segment's data and each expert's final position."""
     veto = ("\nSAFETY VETO: the deterministic safety verifier reports a hard-constraint violation in this flight; "
             "the mission is RISKY whatever you conclude. Explain it and recommend." if vetoed else "")
-    data = segment_text(ctx, f"layer L{layer}, final verdict", valid_ids, compact)
+    data = segment_text(ctx, f"layer L{layer}, final verdict", valid_ids, compact, findings)
     panel = "\n".join(f"- {role}: label {r.assessment}, confidence {r.confidence:.2f}. Claim: {r.claim} "
                       f"Summary: {r.summary}" for role, r in positions)
-    return [{"role": "system", "content": JUDGE + veto + "\n" + JUDGE_FORMAT},
+    return [{"role": "system", "content": JUDGE + veto + "\n" + (JUDGE_CHOICE_FORMAT if findings else JUDGE_FORMAT)},
             {"role": "user", "content": f"{data}\n\nPANEL FINAL POSITIONS:\n{panel}\n\n"
                                         f"ALLOWED LABELS: {', '.join(labels)}"}]
 
 
 def judge_request(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
                   valid_ids: list[str], vetoed: bool, compact: bool, temperature: float, max_tokens: int,
-                  seed: int) -> ChatRequest:
+                  seed: int, findings: list | None = None) -> ChatRequest:
     # The schema bounds the answer's length; a smaller token budget could cut it mid-JSON (a token is >= 1 char).
     longest_id = max(map(len, valid_ids), default=0)
     bound = SUMMARY_MAX + 3 * RECOMMENDATION_MAX + 3 * (longest_id + 4) + 100
-    return ChatRequest(messages=judge_messages(ctx, layer, positions, labels, valid_ids, vetoed, compact),
-                       agent="judge", json_schema=judge_schema(labels, valid_ids), valid_ids=valid_ids,
+    schema = judge_choice_schema(labels, findings) if findings else judge_schema(labels, valid_ids)
+    return ChatRequest(messages=judge_messages(ctx, layer, positions, labels, valid_ids, vetoed, compact, findings),
+                       agent="judge", json_schema=schema, valid_ids=valid_ids,
                        temperature=temperature, max_tokens=max(max_tokens, bound), seed=seed)
 
 
-def from_answer(data: dict | None, labels: list[str], valid_ids: list[str]) -> tuple[Synthesis | None, str]:
+def from_answer(data: dict | None, labels: list[str], valid_ids: list[str],
+                findings: list | None = None) -> tuple[Synthesis | None, str]:
     """Check an answer against what the judge may say (servers without constrained output can still stray)."""
     if not isinstance(data, dict):
         return None, "unparseable judge answer"
     label = data.get("label")
     if label not in labels:
         return None, f"judge label {label!r} not among {labels}"
+    if findings and isinstance(data.get("findings"), list):
+        return _from_choices(data, label, valid_ids, findings)
     summary = str(data.get("summary") or "").strip()
     recs = [str(x).strip() for x in (data.get("recommendations") or []) if str(x).strip()]
     evidence = [str(x) for x in (data.get("evidence") or [])]
@@ -109,3 +146,23 @@ def from_answer(data: dict | None, labels: list[str], valid_ids: list[str]) -> t
     if not summary:
         return None, "judge gave no summary"
     return Synthesis(label, "llm", summary[:SUMMARY_MAX], recs[:3], evidence[:3]), ""
+
+
+def _from_choices(data: dict, label: str, valid_ids: list[str], findings: list) -> tuple[Synthesis | None, str]:
+    """The judge's choices: the findings it rests on (their references become its evidence), the picked
+    candidates as its recommendations, and its summary composed by the tool (its own sentence is added by the
+    engine only if it passes the quality gate)."""
+    from uav_debate_eval.debate.choices import candidates
+
+    by_id = {f.id: f for f in findings}
+    chosen = [i for i in dict.fromkeys(str(x) for x in data["findings"]) if i in by_id]
+    if not chosen:
+        return None, f"judge chose no finding among {list(by_id)}"
+    recs = candidates(findings)
+    picked = [recs[r][1] for r in dict.fromkeys(str(x) for x in data.get("recommendations") or []) if r in recs]
+    valid = set(valid_ids)
+    evidence = list(dict.fromkeys(r for i in chosen for r in by_id[i].refs if r in valid))[:3]
+    rest = f" and {', '.join(chosen[1:])}" if len(chosen) > 1 else ""
+    summary = f"The judge rates it {label}, resting on {chosen[0]}{rest}: {by_id[chosen[0]].sentence}"
+    own = str(data.get("summary") or "").strip()
+    return Synthesis(label, "llm", summary, picked[:3], evidence, findings=chosen, note=own), ""

@@ -200,7 +200,7 @@ def _apply_companions(reader, selected: dict[str, str | None], companions: dict[
             order = np.argsort(t, kind="stable")
             vel = np.column_stack([np.interp(t_pose, t[order], v[order, c]) for c in range(3)])
             if comp.endswith("velocity_body"):
-                vel = _rotate(cols.quat[k], vel)
+                vel = rotate_many(cols.quat[k], vel)
             cols.vel[k] = vel
             cols.meta[uav]["velocity"] = comp
             notes.append(f"{uav}: velocity measured by {comp}")

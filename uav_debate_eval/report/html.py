@@ -69,7 +69,7 @@ def render_html(report: dict, figures: dict[str, bytes]) -> str:
         notes.insert(0, report["debate"]["fallback"])
     if notes:
         parts.append('<div class="note"><ul>' + "".join(f"<li>{h(n)}</li>" for n in notes) + "</ul></div>")
-    parts += _scores(report), _violations(report), _data_quality(report), _figures(figures)
+    parts += _scores(report), _violations(report), _findings(report, ids), _data_quality(report), _figures(figures)
     parts.append(_recommendations(v, ids))
     parts += _debate(report["debate"], ids), _events(report), _dsl(report["dsl"])
     parts.append(f'<p class="meta">{h(report.get("tool", {}).get("name", ""))} '
@@ -118,6 +118,17 @@ def _data_quality(report: dict) -> str:
             + ("" if n.get("t_start") is None else f" from {n['t_start']:.2f} to {n['t_end']:.2f} s")
             + f": {h(n['reason'])}</li>" for n in dq["not_evaluable"]) + "</ul>"
     return f'<h2 id="data-quality">Data quality: {h(dq["status"])}</h2>{body}'
+def _findings(report: dict, ids: list[str]) -> str:
+    found = report.get("findings") or []
+    if not found:
+        return ""
+    rows = "".join(
+        f"<tr><td>{h(f['id'])}</td><td>{h(f['severity'])}</td><td class=num>{f['t_start']:.2f}–{f['t_end']:.2f}</td>"
+        f"<td>{link_citations(h(f['sentence']), ids)}</td><td class=num>"
+        + (f"+{h((f.get('panel') or {}).get('endorsed', 0))} / -{h((f.get('panel') or {}).get('disputed', 0))}"
+           if f.get("panel") else "") + "</td></tr>" for f in found)
+    return (f"<h2>Findings ({len(found)})</h2><table><tr><th>id</th><th>severity</th><th>t [s]</th><th>finding</th>"
+            f"<th>panel</th></tr>{rows}</table>")
 
 
 def _figures(figures: dict[str, bytes]) -> str:

@@ -47,6 +47,7 @@ def render_markdown(report: dict, figures: list[str] | None = None) -> str:
             out.append(f"\n{len(events) - MAX_EVENTS} more in report.json.")
     else:
         out.append("None.")
+    out += _findings(report.get("findings") or [])
     recs = v.get("recommendations") or []
     if recs:
         out += ["", "## Recommendations", ""] + [f"- {md(r)}" for r in recs]
@@ -89,6 +90,20 @@ def _span(n: dict) -> str:
     return "" if n.get("t_start") is None else f" from {n['t_start']:.2f} to {n['t_end']:.2f} s"
 
 
+def _findings(findings: list[dict]) -> list[str]:
+    """The verified findings, most important first, with the panel's votes on each."""
+    if not findings:
+        return []
+    out = ["", f"## Findings ({len(findings)})", "", "| id | severity | t [s] | finding | panel |",
+           "|---|---|---|---|---|"]
+    for f in findings:
+        p = f.get("panel") or {}
+        votes = f"+{p.get('endorsed', 0)} / -{p.get('disputed', 0)}" if p else ""
+        out.append(f"| {md(f['id'])} | {md(f['severity'])} | {f['t_start']:.2f}–{f['t_end']:.2f} | "
+                   f"{md(f['sentence'])} | {votes} |")
+    return out
+
+
 def _debate(d: dict) -> list[str]:
     out = ["## Expert panel", "",
            f"Backend {md(d.get('backend'))}" + (f" ({md(d.get('model'))})" if d.get("model") else "")
@@ -97,6 +112,10 @@ def _debate(d: dict) -> list[str]:
            f"{d['tokens'].get('completion', 0)} completion.", ""]
     if d.get("fallback"):
         out += [f"> {md(d['fallback'])}", ""]
+    struck = d.get("struck") or {}
+    if struck.get("count"):
+        reasons = ", ".join(f"{md(k)} {n}" for k, n in sorted(struck.get("reasons", {}).items()))
+        out += [f"Struck model sentences: {struck['count']} ({reasons}); kept in transcript.jsonl.", ""]
     for rnd in d.get("rounds", []):
         seg = f" ({md(rnd['segment'])})" if rnd.get("segment") else ""
         out += [f"### Round {md(rnd.get('index'))}{seg}", ""]

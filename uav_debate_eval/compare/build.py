@@ -49,7 +49,8 @@ def deanonymise(text: str, anonymisation: dict[str, str]) -> str:
 
 
 def ranking(keys: list[str], pairs: list[dict]) -> list[dict]:
-    rows = {k: {"key": k, "wins": 0, "losses": 0, "ties": 0, "judge_total": 0.0} for k in keys}
+    rows: dict[str, dict[str, Any]] = {k: {"key": k, "wins": 0, "losses": 0, "ties": 0, "judge_total": 0.0}
+                                       for k in keys}
     for p in pairs:
         a, b = p["flights"]
         if p["winner"] == "tie":
@@ -148,7 +149,7 @@ def _summary(flights: list[Any], pairs: list[dict], winner: str, claims: list[di
 
 
 def _sum_tokens(ledgers: list[dict]) -> dict:
-    out = {"prompt": 0, "completion": 0, "total": 0, "calls": 0, "cache_hits": 0, "failures": 0,
+    out: dict[str, Any] = {"prompt": 0, "completion": 0, "total": 0, "calls": 0, "cache_hits": 0, "failures": 0,
            "estimated": all(t["estimated"] for t in ledgers), "per_role": {}}
     for t in ledgers:
         for k in ("prompt", "completion", "total", "calls", "cache_hits", "failures"):

@@ -168,12 +168,12 @@ async def _samre(panel: Panel, brief: Brief) -> tuple[list[roles.Argument], role
     last: list[roles.Argument | None] = [None, None]
     stop = "round_budget"
     for rnd in range(1, cfg.max_rounds + 1):
-        new = []
+        new: list[roles.Argument] = []
         for pos in range(2):
             cited = {c for a in arguments if a.pos == pos for c in a.cites}
             feedback = judgement.feedback(pos) if judgement is not None else None
             new.append(await panel.argue(brief, pos, "overall", rnd, cited, feedback, last[1 - pos]))
-        last = new
+        last = list(new)
         arguments += new
         judgement = await panel.judge(brief, arguments, rnd)
         history.append({"round": rnd, "gap": judgement.gap, "totals": judgement.totals})

@@ -120,7 +120,11 @@ def finding_category(f: dict) -> str:
 
 def base_scores(brief: Brief, pos: int) -> dict[str, float]:
     """1 + 9 x the category score; a category not measured for the flight (None) is neutral, 5.5."""
-    return {c: 5.5 if brief.scores[pos].get(c) is None else 1.0 + 9.0 * brief.scores[pos][c] for c in CATEGORIES}
+    out = {}
+    for c in CATEGORIES:
+        score = brief.scores[pos].get(c)
+        out[c] = 5.5 if score is None else 1.0 + 9.0 * score
+    return out
 
 
 def _excess(brief: Brief, pos: int) -> dict[tuple[str, str], int]:
@@ -134,7 +138,7 @@ def _excess(brief: Brief, pos: int) -> dict[tuple[str, str], int]:
 def rules_judgement(brief: Brief, arguments: list[Argument]) -> Judgement:
     """Scores 1-10 per category: the category score, less a penalty per finding the opponent cited that the
     opponent does not share (same kind and severity); a hard-constraint violation caps safety at 3."""
-    cited = [set(), set()]
+    cited: list[set[str]] = [set(), set()]
     for a in arguments:
         cited[a.pos].update(a.cites)
     scores = [base_scores(brief, p) for p in range(2)]
@@ -178,7 +182,7 @@ def rules_vote(judgement: Judgement, juror: str) -> dict:
     totals = [sum(w[c] * judgement.scores[p][c] for c in CATEGORIES) for p in range(2)]
     diff = totals[0] - totals[1]
     vote = "tie" if abs(diff) < JUROR_TIE else FLIGHTS[0] if diff > 0 else FLIGHTS[1]
-    top = max(w, key=w.get)
+    top = max(w, key=lambda c: w[c])
     return {"juror": juror, "vote": vote, "by": "rules", "cites": [f"DELTA[scores.{top}]"],
             "rationale": f"weighted scores {totals[0]:.2f} against {totals[1]:.2f}, {top} weighs most"}
 

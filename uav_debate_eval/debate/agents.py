@@ -77,6 +77,7 @@ class LLMAgent:
         error = result.error
         if error is None and data is None:
             error = "unparseable response"
+        response: AgentResponse | None
         if data is not None and error is None and is_choice_answer(data):
             response = response_from_choices(data, turn.findings, turn.persona.name, turn.ctx)
         else:

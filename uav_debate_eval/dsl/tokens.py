@@ -99,7 +99,11 @@ def _prime_number_prefixes(tracks: list[Track]) -> None:
     bounds = np.cumsum([0] + [len(tr) for tr in todo])
     for tr, a, b in zip(todo, bounds[:-1], bounds[1:], strict=True):
         prefix = np.concatenate([[0], np.cumsum(per_row[a:b])])
-        memo(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), lambda prefix=prefix: prefix)
+        memo(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), functools.partial(_same, prefix))
+
+
+def _same(value: np.ndarray) -> np.ndarray:
+    return value
 
 
 def _has_prefix(track: Track) -> bool:

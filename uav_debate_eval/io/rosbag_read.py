@@ -522,6 +522,7 @@ def _slow_decode(reader, raw: _Raw, msgtype: str):
         if vel is not None:
             v = m.twist.twist.linear
             vel[i] = (v.x, v.y, v.z)
+            assert std is not None  # Odometry: both are set
             std[i] = _position_std(np.asarray(m.pose.covariance, dtype=float)[None, :])[0]
     if vel is not None:
         vel = _twist_to_world(reader.deserialize(raw.message(0), msgtype), quat, vel)
@@ -565,6 +566,7 @@ def _fast_decode(reader, raw: _Raw, msgtype: str, is_ros1: bool):
         header_ns[idx], pose[idx] = group[0], group[1]
         if vel is not None:
             vel[idx] = group[2]
+            assert std is not None  # Odometry: both are set
             std[idx] = group[3]
     pos, quat = pose[:, :3], pose[:, 3:7]
     if vel is not None:

@@ -121,7 +121,7 @@ def write_mocap_bags(traj: SwarmTrajectory, out_dir: str | Path, *, swap: tuple[
     return paths
 
 
-def _write(path: Path, ts, msgs: list[tuple[int, str, str, object]]) -> Path:
+def _write(path: Path, ts, msgs: list) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     msgs.sort(key=lambda m: m[0])
     with Writer(path) as writer:

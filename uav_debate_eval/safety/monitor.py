@@ -27,6 +27,7 @@ from itertools import chain
 import numpy as np
 
 from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.quality.jumps import STEP_FACTOR, STEP_SPEED_MPS
 from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, time_to_box_exit
 
 #: Separation evidence lists at most this many pairs (the worst first); the count is always exact.
@@ -50,6 +51,8 @@ class SafetyState:
     stale: list[str] = field(default_factory=list)
     clock_reset: bool = False
     ended: list[str] = field(default_factory=list)  # vehicles whose flight is over (no veto for their silence)
+    #: data-quality faults seen now (kind, uavs, t): the veto still acts on them, the status names them apart
+    data_quality: list[dict] = field(default_factory=list)
 
 
 class SafetyMonitor:
@@ -70,6 +73,9 @@ class SafetyMonitor:
         self.history: deque[dict] = deque(maxlen=history)
         self.resets = 0
         self.predict_period_s = predict_period_s
+        limit = mission.constraints.max_speed_mps
+        #: an implied speed between two samples above this is a position jump (a glitch, or a real emergency)
+        self.jump_mps = STEP_FACTOR * limit if limit else STEP_SPEED_MPS
         self.reset()
 
     def reset(self) -> None:
@@ -89,6 +95,7 @@ class SafetyMonitor:
         self._cur = np.full((0, 7), np.nan)  # newest sample per slot: t, x, y, z, vx, vy, vz (NaN: no velocity)
         self._vel = np.zeros((0, 3))  # velocity the checks use: reported, else derived from the last two samples
         self._live = np.zeros(0, dtype=bool)  # slot holds a vehicle the monitor currently tracks
+        self._jump = np.zeros(0, dtype=bool)  # the newest sample jumped from the one before faster than flight
 
     def _new_slot(self, uav: str) -> int:
         k = len(self._ids)
@@ -97,6 +104,7 @@ class SafetyMonitor:
             self._cur = np.concatenate([self._cur, np.full((extra, 7), np.nan)])
             self._vel = np.concatenate([self._vel, np.zeros((extra, 3))])
             self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
+            self._jump = np.concatenate([self._jump, np.zeros(extra, dtype=bool)])
         self._ids.append(uav)
         self._slot[uav] = k
         return k
@@ -117,15 +125,16 @@ class SafetyMonitor:
         lt, lx, ly, lz = row[:4].tolist()
         row[:] = tuple(sample) + _NAN_ROW[len(sample):]
         self._live[k] = True
+        dt = t - lt
+        moved = dt > 0 and math.isfinite(lx) and math.isfinite(ly) and math.isfinite(lz)  # NaN lt: dt NaN, not > 0
+        implied = ((float(sample[1]) - lx) / dt, (float(sample[2]) - ly) / dt, (float(sample[3]) - lz) / dt) \
+            if moved else (0.0, 0.0, 0.0)
+        self._jump[k] = math.hypot(*implied) > self.jump_mps
         v = row[4:].tolist()
         if all(math.isfinite(c) for c in v):
             self._vel[k] = v
-            return
-        dt = t - lt
-        if dt > 0 and math.isfinite(lx) and math.isfinite(ly) and math.isfinite(lz):  # NaN lt: dt NaN, not > 0
-            self._vel[k] = ((float(sample[1]) - lx) / dt, (float(sample[2]) - ly) / dt, (float(sample[3]) - lz) / dt)
         else:
-            self._vel[k] = 0.0
+            self._vel[k] = implied
 
     def _ingest(self, latest: dict) -> None:
         """Dict form: the vehicles in `latest` are the swarm (others are forgotten), newer rows replace the old."""
@@ -153,6 +162,10 @@ class SafetyMonitor:
         k, new = take[newer], rows[newer]
         prev = self._cur[k]
         self._cur[k] = new
+        step = np.where((new[:, :1] - prev[:, :1]) > 0, new[:, 1:4] - prev[:, 1:4], 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            implied = np.sqrt((step * step).sum(axis=1)) / (new[:, 0] - prev[:, 0])
+        self._jump[k] = np.nan_to_num(implied, nan=0.0, posinf=0.0) > self.jump_mps
         vel = new[:, 4:7].copy()
         missing = ~np.isfinite(vel).all(axis=1)
         if missing.any():
@@ -204,7 +217,21 @@ class SafetyMonitor:
                                      "restored_since": self._clear_since})
                 self._clear_since = None
         return SafetyState(self.veto, self.veto != veto_before, active, warnings,
-                           self.snapshot_policy, now, values, stale, clock_reset, list(self.ended))
+                           self.snapshot_policy, now, values, stale, clock_reset, list(self.ended),
+                           self._data_quality(active, now))
+
+    def _data_quality(self, active: list[dict], now: float) -> list[dict]:
+        """Vehicles whose newest sample jumped faster than a vehicle flies: named apart, and on the evidence of
+        the violations they take part in, so an operator can tell a glitch from a hazard (the veto stays)."""
+        n = len(self._ids)
+        jumped = np.flatnonzero(self._jump[:n] & self._live[:n])
+        if not len(jumped):
+            return []
+        uavs = sorted(self._ids[k] for k in jumped.tolist())
+        for a in active:
+            if set(a["uavs"]) & set(uavs):
+                a["data_quality"] = "position_jump"
+        return [{"kind": "position_jump", "uavs": uavs, "t": now, "limit": self.jump_mps}]
 
     def _evaluate(self, now: float) -> tuple[list[dict], list[dict], dict, list[str]]:
         """Every hard constraint over the stored slots; the no-violation path has no Python loop over vehicles."""

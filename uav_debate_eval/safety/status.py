@@ -43,6 +43,8 @@ def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict
         if a:
             level = ERROR
             message = f"violated by {', '.join(a['uavs'][:10])}: {value:.3f} {unit(name)} (limit {lim:g})"
+            if a.get("data_quality"):
+                message += f"; data-quality fault ({a['data_quality']}) on a vehicle involved"
             uavs = a["uavs"]
         else:
             level = WARN if name in warned else OK
@@ -52,7 +54,8 @@ def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict
             uavs = []
         rows.append(StatusRow(f"safety/{name}", level, message, {
             "uavs": ",".join(uavs), "value": _num(value), "limit": _num(lim),
-            "t": f"{(a['t'] if a else state.t):.6f}"}))
+            "t": f"{(a['t'] if a else state.t):.6f}", **({"data_quality": a["data_quality"]}
+                                                         if a and a.get("data_quality") else {})}))
     for kind in sorted({w["kind"] for w in state.warnings}):
         ws = sorted((w for w in state.warnings if w["kind"] == kind), key=lambda w: w["t_predicted"])
         w = ws[0]
@@ -61,6 +64,11 @@ def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict
                                   "uavs": ",".join(w["uavs"]), "value": f"{w['value']:.6g}",
                                   "limit": f"{w['limit']:.6g}", "t": f"{w['t']:.6f}",
                                   "t_predicted": f"{w['t_predicted']:.6f}"}))
+    for dq in state.data_quality:
+        rows.append(StatusRow(f"safety/data_quality/{dq['kind']}", WARN,
+                              f"{', '.join(dq['uavs'][:10])}: moved faster than {dq['limit']:g} m/s between two "
+                              "samples, likely a tracking or recording glitch; the veto still acts on it",
+                              {"uavs": ",".join(dq["uavs"]), "limit": _num(dq["limit"]), "t": f"{dq['t']:.6f}"}))
     rows.append(StatusRow("safety/veto", ERROR if state.veto else OK, "VETO" if state.veto else "clear",
                           {"snapshot_policy": state.snapshot_policy, **veto_values}))
     return rows

@@ -28,7 +28,8 @@ def test_a_one_frame_jump_vetoes_and_is_named_a_data_quality_fault():
     assert speed["uavs"] == ["cf1"] and speed["data_quality"] == "position_jump"
     assert state.data_quality == [{"kind": "position_jump", "uavs": ["cf1"], "t": state.t, "limit": 15.0}]
     rows = {r.name: r for r in status_rows(state, LIMITS, {})}
-    assert rows["safety/max_speed"].level == ERROR and rows["safety/max_speed"].values["data_quality"] == "position_jump"
+    speed_row = rows["safety/max_speed"]
+    assert speed_row.level == ERROR and speed_row.values["data_quality"] == "position_jump"
     dq = rows["safety/data_quality/position_jump"]
     assert dq.level == WARN and dq.values["uavs"] == "cf1" and "glitch" in dq.message
 

@@ -106,10 +106,12 @@ def evaluate_segment(job: PanelJob) -> JobResult:
     window = max(job.t1 - origin - job.traj.t_start, 1.0) + 1.0  # one debate context for the whole live segment
     fallback = job.forced_fallback
     evaluation = None
+    inputs = [f"live pose stream: segment {job.seg_id} of {len(job.traj.tracks)} vehicles (stream clock at flight "
+              f"time 0: {origin:.3f})"]
     if s.backend != "rules" and _LLM_DOWN is None and fallback is None:
         try:
             evaluation = evaluate(job.traj, job.mission, debate_config(s, s.backend), segment_mode="window",
-                                  window_s=window)
+                                  window_s=window, inputs=inputs)
         except Exception as exc:  # the LLM (server, model, bindings) is down: keep evaluating with rules
             _LLM_DOWN = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
             log.append(("warning", f"LLM backend {s.backend} unavailable ({_LLM_DOWN}); using the rules backend"))
@@ -117,7 +119,7 @@ def evaluate_segment(job: PanelJob) -> JobResult:
         if s.backend != "rules" and fallback is None:
             fallback = f"LLM backend {s.backend} unavailable ({_LLM_DOWN}); rules backend used"
         evaluation = evaluate(job.traj, job.mission, debate_config(s, "rules"), segment_mode="window",
-                              window_s=window)
+                              window_s=window, inputs=inputs)
     report = evaluation.report
     # pipeline.evaluate may have fallen back to the rules agents itself (a backend that fails mid-debate)
     fallback = fallback or report["debate"].get("fallback")

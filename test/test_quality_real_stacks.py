@@ -239,3 +239,48 @@ def test_cli_says_one_flight_and_exit_4_when_inconclusive(mavros, tmp_path):
                            str(mission), "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 4, proc.stderr
+
+
+# --- /tf_static places per-vehicle frames ------------------------------------------------------------------------
+
+def _tf_static_bag(path: Path, with_static: bool) -> Path:
+    """Two vehicles 4 m apart in the world, each stamping poses in its own frame (`uavN/odom`, origin at its
+    start); /tf_static (world -> uavN/odom) says where those frames are."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    t = ts.types
+    starts = {"uav1": (0.0, 0.0, 0.0), "uav2": (0.0, 4.0, 0.0)}
+
+    def header(ns, frame):
+        return t["std_msgs/msg/Header"](stamp=t["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9),
+                                        frame_id=frame)
+
+    with Writer(path, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP) as w:
+        conns = {u: w.add_connection(f"/{u}/pose", "geometry_msgs/msg/PoseStamped", typestore=ts) for u in starts}
+        if with_static:
+            c = w.add_connection("/tf_static", "tf2_msgs/msg/TFMessage", typestore=ts)
+            tfs = [t["geometry_msgs/msg/TransformStamped"](
+                header=header(0, "world"), child_frame_id=f"{u}/odom",
+                transform=t["geometry_msgs/msg/Transform"](
+                    translation=t["geometry_msgs/msg/Vector3"](x=s[0], y=s[1], z=s[2]),
+                    rotation=t["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0))) for u, s in starts.items()]
+            w.write(c, 1, ts.serialize_cdr(t["tf2_msgs/msg/TFMessage"](transforms=tfs), "tf2_msgs/msg/TFMessage"))
+        for i in range(200):
+            ns = int(EPOCH * 1e9) + i * 50_000_000
+            for u in starts:  # both fly the same path east, each from its own origin
+                p = t["geometry_msgs/msg/Point"](x=0.1 * i, y=0.0, z=2.0)
+                pose = t["geometry_msgs/msg/Pose"](position=p, orientation=t["geometry_msgs/msg/Quaternion"](
+                    x=0.0, y=0.0, z=0.0, w=1.0))
+                msg = t["geometry_msgs/msg/PoseStamped"](header=header(ns, f"{u}/odom"), pose=pose)
+                w.write(conns[u], ns, ts.serialize_cdr(msg, "geometry_msgs/msg/PoseStamped"))
+    return path
+
+
+def test_tf_static_places_per_vehicle_frames(tmp_path):
+    placed = load_inputs([_tf_static_bag(tmp_path / "placed", with_static=True)])
+    assert placed.tracks["uav2"].pos[0] == pytest.approx([0.0, 4.0, 2.0])
+    assert any("placed in world by /tf_static" in n for n in placed.ingest.notes)
+    unplaced = load_inputs([_tf_static_bag(tmp_path / "bare", with_static=False)])
+    assert unplaced.tracks["uav2"].pos[0] == pytest.approx([0.0, 0.0, 2.0])  # as recorded: on top of uav1

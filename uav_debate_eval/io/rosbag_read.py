@@ -28,6 +28,7 @@ POSE = "geometry_msgs/msg/PoseStamped"
 ODOM = "nav_msgs/msg/Odometry"
 POSE_ARRAY = "geometry_msgs/msg/PoseArray"
 TF = "tf2_msgs/msg/TFMessage"
+TF_STATIC = "/tf_static"
 TRANSFORM = "geometry_msgs/msg/TransformStamped"
 TWIST = "geometry_msgs/msg/TwistStamped"
 FIX = "sensor_msgs/msg/NavSatFix"
@@ -128,6 +129,8 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
             types = {c.topic: c.msgtype for c in reader.connections}
             selected = _select_topics(path, types, wanted)
             companions = _companions(selected, types)
+            if types.get(TF_STATIC) == TF and TF_STATIC not in selected:
+                companions[TF_STATIC] = TF_STATIC
             raws = _mcap_raws(reader, {**selected, **dict.fromkeys(companions)}, types)
             if raws is None:
                 raws = _library_raws(reader, {**selected, **dict.fromkeys(companions)})
@@ -181,6 +184,8 @@ def _apply_companions(reader, selected: dict[str, str | None], companions: dict[
                       raws: dict, cols: _Columns, notes: list[str]) -> None:
     """Measured velocity replaces derived velocity (local beats body); a global fix places the local frame."""
     for comp, topic in sorted(companions.items(), key=lambda kv: "velocity_body" in kv[0]):
+        if comp == TF_STATIC:
+            continue
         raw = raws.get(comp)
         if topic not in cols.block_of or raw is None or not len(raw):
             continue
@@ -209,7 +214,33 @@ def _apply_companions(reader, selected: dict[str, str | None], companions: dict[
             ok = np.isfinite(fix).all(axis=1) & (np.abs(fix[:, 0]) > 1e-6)
             if ok.any():
                 cols.meta[uav]["fix"] = (float(t[ok][0]), fix[ok][0])
+    if TF_STATIC in companions and raws.get(TF_STATIC) is not None:
+        _place_by_tf_static(reader, raws[TF_STATIC], cols, notes)
     _place_by_fix(cols, notes)
+
+
+def _place_by_tf_static(reader, raw: _Raw, cols: _Columns, notes: list[str]) -> None:
+    """A static transform from a world frame to the frame a vehicle's poses are stamped in places that frame."""
+    static: dict[str, tuple[np.ndarray, np.ndarray, str]] = {}
+    for i in range(len(raw)):
+        for tr in reader.deserialize(raw.message(i), TF).transforms:
+            parent, child = tr.header.frame_id.strip("/"), tr.child_frame_id.strip("/")
+            if parent in WORLD_FRAMES and child not in WORLD_FRAMES:
+                tv, q = tr.transform.translation, tr.transform.rotation
+                static[child] = (np.array([tv.x, tv.y, tv.z]), np.array([q.x, q.y, q.z, q.w]), parent)
+    for k, uav in cols.block_of.values():
+        frame_id = cols.meta[uav].get("frame_id", "")
+        if frame_id not in static:
+            continue
+        offset, q, parent = static[frame_id]
+        rot = np.broadcast_to(q, (len(cols.pos[k]), 4))
+        cols.pos[k] = rotate_many(rot, cols.pos[k]) + offset
+        if np.isfinite(cols.vel[k]).all():
+            cols.vel[k] = rotate_many(rot, cols.vel[k])
+        cols.meta[uav]["frame"] = ""
+        cols.meta[uav].pop("fix", None)  # placed: a global fix need not place it again
+        notes.append(f"{uav}: frame {frame_id} placed in {parent} by /tf_static (offset "
+                     f"{', '.join(f'{x:+.2f}' for x in offset)} m)")
 
 
 def _place_by_fix(cols: _Columns, notes: list[str]) -> None:
@@ -484,6 +515,8 @@ def _decode_topic(reader, topic: str, msgtype: str, explicit: str | None, raw: _
         cols.add(t[keep], uav, pos[keep], quat[keep], None if vel is None else vel[keep],
                  None if valid is None else valid[keep], source=topic, receive_time=bool((header_ns == 0).all()),
                  frame=frame)
+        if uav in cols.meta:
+            cols.meta[uav]["frame_id"] = reader.deserialize(raw.message(0), msgtype).header.frame_id.strip("/")
     elif msgtype == TRANSFORM:
         _decode_transform(reader, topic, explicit, raw, cols, notes)
     elif msgtype == POSE_ARRAY:

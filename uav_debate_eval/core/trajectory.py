@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -189,6 +190,9 @@ class SwarmTrajectory:
     ingest: IngestReport = field(default_factory=IngestReport)
     name: str = ""
     t0: float = 0.0
+    #: the data-quality assessment this trajectory is the clean result of (quality.Assessment), kept by windows
+    #: so a segment is checked with the flight's findings instead of being assessed again
+    assessment: Any = field(default=None, repr=False, compare=False)
 
     @property
     def uav_ids(self) -> list[str]:
@@ -218,7 +222,8 @@ class SwarmTrajectory:
     def window(self, t0: float, t1: float) -> SwarmTrajectory:
         """The samples with t0 <= t <= t1; vehicles with no sample there are left out."""
         tracks = {u: tr.slice(t0, t1) for u, tr in self.tracks.items()}
-        return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name, self.t0)
+        return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name, self.t0,
+                               self.assessment)
 
     def resample(self, dt: float | None = None, max_gap_s: float | None = None) -> Snapshots:
         """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid."""

@@ -42,6 +42,12 @@ class Assessment:
         status = "poor" if poor else "degraded" if self.findings or self.not_evaluable else "good"
         return DataQuality(status, sorted(self.findings, key=lambda f: (f.t_start, f.kind)), self.not_evaluable)
 
+    def for_window(self, traj: SwarmTrajectory) -> Assessment:
+        """This assessment seen from a window of its clean trajectory (findings that overlap it)."""
+        lo, hi = traj.t_start, traj.t_end
+        return Assessment(traj, [f for f in self.findings if f.t_end >= lo and f.t_start <= hi],
+                          list(self.not_evaluable), list(self.steps))
+
     def trusted(self, constraint: str, track: Track) -> np.ndarray:
         """Samples of `track` on which `constraint` can be checked (not listed as not evaluable for it)."""
         ok = np.ones(len(track), dtype=bool)
@@ -83,6 +89,7 @@ def assess(traj: SwarmTrajectory, mission: Mission) -> Assessment:
     out.findings.extend(found)
     out.not_evaluable.extend(lost)
     out.findings.extend(_recording_ends(clean, mission))
+    clean.assessment = out
     return out
 
 

@@ -123,7 +123,8 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
 
     `quality` is the data assessment of `traj` (made here when not given); the checks run on its clean trajectory.
     """
-    quality = quality if quality is not None else assess(traj, mission)
+    if quality is None:  # a window of an assessed flight keeps the flight's assessment
+        quality = traj.assessment.for_window(traj) if traj.assessment is not None else assess(traj, mission)
     traj = quality.traj
     c, th = mission.constraints, mission.thresholds
     ids = traj.uav_ids

@@ -19,7 +19,7 @@ setup(
         ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json")),
     ],
     install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog",
-                      "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk"],
+                      "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "websockets", "pyarrow"],
     zip_safe=True,
     maintainer="uav_debate_eval maintainers",
     maintainer_email="maintainers@uav-debate-eval.invalid",

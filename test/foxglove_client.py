@@ -8,10 +8,9 @@ import time
 
 from websockets.sync.client import connect
 
-#: The Foxglove WebSocket protocol v1 under its two names, offered like the Foxglove app does: the contract's
-#: `foxglove.websocket.v1` and `foxglove.sdk.v1`, the only name the official foxglove-sdk server accepts
-#: (the same wire protocol; every foxglove-sdk release from 0.6 to 0.30 rejects the old name alone).
-SUBPROTOCOLS = ["foxglove.websocket.v1", "foxglove.sdk.v1"]
+#: The contract's name of the Foxglove WebSocket protocol v1 (CONTRACT.md §5), and only that name: the live view
+#: must accept it (viz.relay serves it in front of the foxglove-sdk server, which knows only `foxglove.sdk.v1`).
+SUBPROTOCOLS = ["foxglove.websocket.v1"]
 MESSAGE_DATA = 0x01  # binary opcode: subscription id (u32), log time (u64), payload
 
 

@@ -16,6 +16,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.live.veto import VetoEvidence
 from uav_debate_eval.viz import scene
 from uav_debate_eval.viz.channels import Channels
+from uav_debate_eval.viz.relay import SubprotocolRelay
 
 #: Trail length (stream seconds) and spacing of its points.
 TRAIL_S = 5.0
@@ -29,8 +30,11 @@ class LiveView:
         self.mission = mission
         self.context = foxglove.Context()
         self.channels = Channels(self.context)
-        self.server = foxglove.start_server(name="uav_debate_eval live", host=host, port=port, context=self.context)
-        self.port = self.server.port
+        # the SDK serves loopback only; the relay serves host:port under both names of protocol v1
+        self.server = foxglove.start_server(name="uav_debate_eval live", host="127.0.0.1", port=0,
+                                            context=self.context)
+        self.relay = SubprotocolRelay(host, port, self.server.port)
+        self.port = self.relay.port
         self._lock = threading.Lock()
         self._latest: dict[str, tuple[float, ...]] = {}
         self._trails: dict[str, deque[tuple[float, float, float]]] = {}
@@ -103,4 +107,5 @@ class LiveView:
         self.channels.log_json("kinematics", scene.kinematics(t, latest, self.mission), log_time=now)
 
     def close(self) -> None:
+        self.relay.close()
         self.server.stop()

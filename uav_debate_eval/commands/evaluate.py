@@ -126,9 +126,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{row['label']}: {row['violations']} violation(s), overall score {_fmt(row['overall'])}; "
               f"reports in {out}")
-        if sys.stdout.isatty():  # for a person: the verdict in words and the top findings (scripts get one line)
-            for line in row.get("words") or []:
-                print(line)
+        for line in row.get("words") or []:
+            print(line)
     return flight_exit_status([row])
 
 

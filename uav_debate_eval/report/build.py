@@ -134,7 +134,10 @@ def _verdict_words(report: dict, debate: Any, findings: list) -> dict:
         summary += f" The panel's '{verdict['panel_label']}' was overridden by the safety veto."
     for seg in getattr(debate, "segments", []) or []:
         judge = getattr(seg, "judge", None)
-        if judge is not None and judge.by == "llm" and judge.summary:
+        if judge is not None and judge.by == "llm" and judge.findings:  # it chose: name its choice, not repeat it
+            summary += (f" Judge on {seg.segment_id}: {judge.label}, resting on {', '.join(judge.findings)}."
+                        + (f" {judge.note}" if judge.note else ""))
+        elif judge is not None and judge.by == "llm" and judge.summary:
             summary += f" Judge on {seg.segment_id}: {judge.summary}"
     judged = [r for seg in getattr(debate, "segments", []) or [] for r in
               (seg.judge.recommendations if getattr(seg, "judge", None) is not None and seg.judge.by == "llm" else [])]

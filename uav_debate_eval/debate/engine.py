@@ -461,14 +461,17 @@ class _Panel:
         """Vote (or L3 jury); with LLM agents the judge call then synthesises within the labels left open."""
         records = seg.rounds[-1].responses if seg.rounds else []
         final = [x.response for x in records]
+        seg.uncertainty = uncertainty(stance, self.cfg.uncertainty_lambda) if stance else {}
+        seg.recommendations = _recommendations(records, seg.findings)
+        if seg.route.reason == "settled":  # nothing near a limit: the rules verdict, stated as such
+            seg.panel_label, seg.decided_by = rules_verdict(seg.findings), "rules_verdict"
+            return
         if seg.route.layer == 3 and self.cfg.jury_in_l3:
             seg.panel_label, seg.decided_by = judging.jury(final)
             open_labels = judging.jury_candidates(final)
         else:
             seg.panel_label, seg.decided_by = judging.judge(final), "judge" if final else "none"
             open_labels = list(dict.fromkeys(r.assessment for r in final))
-        seg.uncertainty = uncertainty(stance, self.cfg.uncertainty_lambda) if stance else {}
-        seg.recommendations = _recommendations(records, seg.findings)
         if final and self.llm_judge and seg.stop_reason == "budget":
             seg.judge = synthesis.Synthesis(seg.panel_label, "vote", error="token budget spent: the vote stands")
         elif final and self.llm_judge:
@@ -533,6 +536,13 @@ class _Panel:
         verdict.prompt_tokens = result.prompt_tokens
         verdict.completion_tokens = result.completion_tokens
         return verdict
+
+
+def rules_verdict(findings: list) -> str:
+    """The deterministic label of a segment from its verified findings: a hazard is risky, a warning or a data-quality
+    finding borderline, else safe."""
+    severities = {f.severity for f in findings}
+    return "risky" if "hazard" in severities else "borderline" if severities - {"info"} else "safe"
 
 
 def _recommendations(records: list[ResponseRecord], findings: list) -> list[str]:

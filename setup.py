@@ -11,7 +11,8 @@ setup(
     # default and demo configs without an ament share directory (nodes.live.find_config).
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]) + [package_name + ".config"],
     package_dir={package_name + ".config": "config"},
-    package_data={package_name: ["report/*.json", "debate/*.yaml", "debate/*.npz"], package_name + ".config": ["*.yaml"]},
+    package_data={package_name: ["report/*.json", "debate/*.yaml", "debate/*.npz"],
+                  package_name + ".config": ["*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

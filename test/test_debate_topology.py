@@ -123,7 +123,7 @@ def test_shipped_policy_loads_and_runs_without_the_training_extra():
     policy = Policy.load(POLICY_FILE)
     assert policy.n_agents == 3 and 0.0 < policy.theta_v < 1.0
     w = policy.weights(np.full(obs_size(3), 0.5, np.float32))
-    assert w.shape == (3, 3) and ((0.0 <= w) & (w <= 1.0)).all()
+    assert w.shape == (3, 3) and ((w >= 0.0) & (w <= 1.0)).all()
 
 
 def test_learned_topology_needs_a_panel_of_the_policy_size(tmp_path):

@@ -12,8 +12,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from uav_debate_eval.debate.comparison import (build_contexts, evidence_quality, hazards, hazards_chosen,
-                                               hazards_named, parse_suite_entry)
+from uav_debate_eval.debate.comparison import (
+    build_contexts,
+    evidence_quality,
+    hazards,
+    hazards_chosen,
+    hazards_named,
+    parse_suite_entry,
+)
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.engine import run_debate
 from uav_debate_eval.debate.suite import DEFAULT_SUITE

@@ -27,6 +27,9 @@ def register(subparsers) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="flights evaluated at once in worker processes (each loads its own model; default 1)")
     p.add_argument("--json", metavar="FILE", help="also write the table and per-run details as JSON")
+    p.add_argument("--frontier", action="store_true",
+                   help="instead of Table II: the debate's cost-accuracy table for each router and topology setting "
+                        "(labels, hazard identification, evidence quality, tokens per mission)")
     p.set_defaults(func=run)
 
 
@@ -46,6 +49,8 @@ def run(args) -> int:
         labels = ", ".join(f"{m}={info[m]['label']}" for m in args.methods)
         print(f"{entry}: {info['segments']} segments, {info['hazards']} hazards; {labels}", file=sys.stderr)
 
+    if args.frontier:
+        return _frontier(args, config)
     try:
         if args.jobs < 1:
             raise ValueError(f"--jobs: must be >= 1, got {args.jobs}")
@@ -57,4 +62,19 @@ def run(args) -> int:
     print(format_table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, **details}, indent=2), encoding="utf-8")
+    return 0
+
+
+def _frontier(args, config) -> int:
+    from uav_debate_eval.debate.frontier import format_frontier, frontier
+
+    try:
+        rows = frontier(args.scenarios, config, seed=args.seed)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    print(f"Cost-accuracy frontier on {len(args.scenarios)} flights, backend {args.backend}"
+          + (" (tokens estimated)" if args.backend == "rules" else ""))
+    print(format_frontier(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"frontier": rows}, indent=2), encoding="utf-8")
     return 0

@@ -24,9 +24,11 @@ from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.engine import run_debate
 from uav_debate_eval.debate.suite import DEFAULT_SUITE
 
-#: (router, topology) pairs of the table; the first is the debate before issue 13 (every agent, every round).
-SETTINGS = (("complexity", "full"), ("complexity", "sparse"), ("complexity", "learned"),
-            ("sparse", "full"), ("sparse", "sparse"), ("sparse", "learned"))
+#: (router, topology, lean prompts) of the table; the first is closest to the debate before issue 13 (full prompts,
+#: every agent in every round of the complexity router's layer).
+SETTINGS = (("complexity", "full", False), ("complexity", "full", True), ("complexity", "sparse", True),
+            ("complexity", "learned", True), ("sparse", "full", True), ("sparse", "sparse", True),
+            ("sparse", "learned", True))
 
 
 def truth_label(truth: list[Any]) -> str:
@@ -35,8 +37,8 @@ def truth_label(truth: list[Any]) -> str:
 
 
 def frontier(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateConfig | None = None,
-             settings: tuple[tuple[str, str], ...] = SETTINGS, seed: int = 0, backend: Any = None) -> list[dict]:
-    """One row per (router, topology): the suite's figures added up (means per mission where it says so)."""
+             settings: tuple[tuple[str, str, bool], ...] = SETTINGS, seed: int = 0, backend: Any = None) -> list[dict]:
+    """One row per setting: the suite's figures added up (means per mission where it says so)."""
     from uav_debate_eval.sim.scenarios import simulate
 
     config = config or DebateConfig()
@@ -46,11 +48,11 @@ def frontier(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateC
         sim = simulate(name, seed=seed, faults=faults)
         flights.append((entry, sim, build_contexts(sim.traj, sim.mission)[0]))
     rows = []
-    for router, topology in settings:
-        cfg = replace(config, router=router, topology=topology)
-        row = {"router": router, "topology": topology, "flights": len(flights), "labels": 0, "panel_labels": 0,
-               "chosen": 0, "named": 0, "hazards": 0, "evidence": [0, 0], "invalid": 0, "rounds": 0, "tokens": 0,
-               "processed": 0, "per_flight": {}}
+    for router, topology, lean in settings:
+        cfg = replace(config, router=router, topology=topology, lean_prompts=lean)
+        row = {"router": router, "topology": topology, "lean": lean, "flights": len(flights), "labels": 0,
+               "panel_labels": 0, "chosen": 0, "named": 0, "hazards": 0, "evidence": [0, 0], "invalid": 0,
+               "rounds": 0, "tokens": 0, "processed": 0, "per_flight": {}}
         for entry, sim, contexts in flights:
             res = run_debate(contexts, sim.mission, cfg, backend=backend)
             want = truth_label(sim.truth)
@@ -79,13 +81,14 @@ def frontier(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateC
 
 
 def format_frontier(rows: list[dict]) -> str:
-    head = (f"{'router':<11} {'topology':<9} {'labels':>7} {'panel':>7} {'chosen id':>9} {'named id':>9} "
-            f"{'evidence':>9} {'invalid':>8} {'rounds':>7} {'tokens/mission':>15} {'processed':>10}")
+    head = (f"{'router':<11} {'topology':<9} {'prompts':<8} {'labels':>7} {'panel':>7} {'chosen id':>9} "
+            f"{'named id':>9} {'evidence':>9} {'invalid':>8} {'rounds':>7} {'tokens/mission':>15} {'processed':>10}")
     lines = [head, "-" * len(head)]
     for r in rows:
         n, h = r["flights"], r["hazards"]
-        lines.append(f"{r['router']:<11} {r['topology']:<9} {r['labels']:>4}/{n:<2} {r['panel_labels']:>4}/{n:<2} "
-                     f"{r['chosen']:>6}/{h:<2} {r['named']:>6}/{h:<2} {r['evidence_quality']:>8.0%} "
-                     f"{r['invalid']:>8} {r['rounds']:>7} {r['tokens_per_mission']:>15.0f} "
-                     f"{r['processed_per_mission']:>10.0f}")
+        prompts = "lean" if r["lean"] else "full"
+        lines.append(f"{r['router']:<11} {r['topology']:<9} {prompts:<8} {r['labels']:>4}/{n:<2} "
+                     f"{r['panel_labels']:>4}/{n:<2} {r['chosen']:>6}/{h:<2} {r['named']:>6}/{h:<2} "
+                     f"{r['evidence_quality']:>8.0%} {r['invalid']:>8} {r['rounds']:>7} "
+                     f"{r['tokens_per_mission']:>15.0f} {r['processed_per_mission']:>10.0f}")
     return "\n".join(lines)

@@ -142,10 +142,9 @@ def test_numpy_policy_matches_the_trained_actor(tmp_path):
     export(model, tmp_path / "p.npz", 1, 0.5)
     policy = Policy.load(tmp_path / "p.npz")
     for obs in np.random.default_rng(0).uniform(-1, 1, (5, 3)).astype(np.float32):
-        action, _ = model.predict(obs, deterministic=True)
-        low, high = model.action_space.low, model.action_space.high
-        expected = (np.clip((action - low) / (high - low) * 2 - 1, -1, 1) + 1) / 2  # back to [-1, 1], then [0, 1]
-        assert policy.weights(obs)[0, 0] == pytest.approx(float(np.clip(expected[0], 0, 1)), abs=1e-5)
+        action, _ = model.predict(obs, deterministic=True)  # the actor's mean, clipped to Pendulum's [-2, 2]
+        expected = (np.clip(action[0], -1.0, 1.0) + 1.0) / 2.0  # the topology's action space is [-1, 1]
+        assert policy.weights(obs)[0, 0] == pytest.approx(float(expected), abs=1e-5)
 
 
 def test_sparse_router_settles_quiet_segments_with_one_agent_and_the_rules_verdict():

@@ -130,6 +130,7 @@ class SegmentDebate:
     def to_dict(self) -> dict:
         return {"id": self.segment_id, "t_start": self.t_start, "t_end": self.t_end, "layer": self.route.layer,
                 "complexity": self.route.score, "complexity_terms": self.route.terms, "rounds": len(self.rounds),
+                "route_reason": self.route.reason, "route_agents": self.route.agents,
                 "stop_reason": self.stop_reason, "panel_label": self.panel_label, "decided_by": self.decided_by,
                 "consensus": self.rounds[-1].consensus if self.rounds else {}, "uncertainty": self.uncertainty,
                 "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens),

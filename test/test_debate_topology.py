@@ -186,3 +186,17 @@ def test_token_parts_in_the_transcript_and_report():
     assert prefix > 0 and by_part["cache_reusable"] == sum(
         (len([t for t in calls if t["round"] == r]) - 1) * prefix for r in {t["round"] for t in calls})
     json.dumps(res.to_report())
+
+
+def test_frontier_keeps_labels_and_hazards_for_fewer_tokens():
+    from uav_debate_eval.debate.frontier import format_frontier, frontier
+
+    rows = frontier(["formation", "formation:near_miss"], settings=(("complexity", "full", False),
+                                                                     ("sparse", "full", True)))
+    before, after = rows
+    assert [r["per_flight"][e]["label"] for r in rows for e in ("formation", "formation:near_miss")] == \
+        ["safe", "risky"] * 2
+    assert before["chosen"] == after["chosen"] == after["hazards"] == 1 and after["invalid"] == 0
+    assert after["tokens_per_mission"] < 0.5 * before["tokens_per_mission"]
+    assert after["processed_per_mission"] < after["tokens_per_mission"]
+    assert "sparse" in format_frontier(rows).splitlines()[3]

@@ -30,6 +30,9 @@ def register(subparsers) -> None:
     p.add_argument("--frontier", action="store_true",
                    help="instead of Table II: the debate's cost-accuracy table for each router and topology setting "
                         "(labels, hazard identification, evidence quality, tokens per mission)")
+    p.add_argument("--settings", nargs="+", metavar="ROUTER/TOPOLOGY[/full]",
+                   help="frontier rows, e.g. sparse/learned complexity/full/full (/full: prompts before issue 13; "
+                        "default: every router and topology)")
     p.set_defaults(func=run)
 
 
@@ -66,10 +69,11 @@ def run(args) -> int:
 
 
 def _frontier(args, config) -> int:
-    from uav_debate_eval.debate.frontier import format_frontier, frontier
+    from uav_debate_eval.debate.frontier import SETTINGS, format_frontier, frontier, parse_setting
 
     try:
-        rows = frontier(args.scenarios, config, seed=args.seed)
+        settings = tuple(parse_setting(x) for x in args.settings) if args.settings else SETTINGS
+        rows = frontier(args.scenarios, config, settings, seed=args.seed)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     print(f"Cost-accuracy frontier on {len(args.scenarios)} flights, backend {args.backend}"

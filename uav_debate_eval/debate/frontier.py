@@ -31,6 +31,19 @@ SETTINGS = (("complexity", "full", False), ("complexity", "full", True), ("compl
             ("sparse", "learned", True))
 
 
+def parse_setting(text: str) -> tuple[str, str, bool]:
+    """"router/topology" or "router/topology/full" (the prompts before issue 13) -> a SETTINGS entry."""
+    from uav_debate_eval.debate.config import ROUTERS
+    from uav_debate_eval.debate.topology import TOPOLOGIES
+
+    parts = text.split("/")
+    if len(parts) not in (2, 3) or parts[0] not in ROUTERS or parts[1] not in TOPOLOGIES or parts[2:] not in (
+            [], ["full"], ["lean"]):
+        raise ValueError(f"--settings: expected ROUTER/TOPOLOGY[/full] with a router of {', '.join(ROUTERS)} and a "
+                         f"topology of {', '.join(TOPOLOGIES)}, got {text!r}")
+    return parts[0], parts[1], parts[2:] != ["full"]
+
+
 def truth_label(truth: list[Any]) -> str:
     found = hazards(truth)
     return "risky" if any(f.expect_constraint for f in found) else "borderline" if found else "safe"

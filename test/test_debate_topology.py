@@ -182,6 +182,7 @@ def test_token_parts_in_the_transcript_and_report():
     by_part = res.to_report()["tokens"]["by_part"]
     assert by_part["dsl"] == sum(t["prompt_parts"]["dsl"] for t in calls)
     # the shared prefix is sent by every agent of a round: all but one copy per round is reusable from a cache
+    assert len({t["messages"][0]["content"] for t in calls}) == 1  # one prefix for every agent and every round
     prefix = calls[0]["prompt_parts"]["shared"]
     assert prefix > 0 and by_part["cache_reusable"] == sum(
         (len([t for t in calls if t["round"] == r]) - 1) * prefix for r in {t["round"] for t in calls})

@@ -157,9 +157,14 @@ def segment_parts(ctx: Any, stage: str, ids: list[str], compact: bool, findings:
     return parts
 
 
+def _stage(turn: Turn) -> str:
+    return f"round {turn.round + 1}, layer L{turn.layer}"
+
+
 def evidence_parts(turn: Turn) -> dict[str, str]:
-    """The segment's data by part, the same for every agent of a round."""
-    stage = f"round {turn.round + 1}, layer L{turn.layer}"
+    """The segment's data by part, the same for every agent of a round (and, as a shared prefix, of every round:
+    the round is then named in the agent's own message)."""
+    stage = "debated by the panel" if turn.compact or turn.lean else _stage(turn)
     return segment_parts(turn.ctx, stage, turn.valid_ids + turn.metric_refs, turn.compact, turn.findings,
                          turn.lean, turn.notable)
 
@@ -218,7 +223,7 @@ def system_message(turn: Turn) -> str:
 
 def user_message(turn: Turn) -> str:
     if turn.compact or turn.lean:
-        return "\n\n".join(x for x in (role_text(turn), round_text(turn)) if x)
+        return "\n\n".join(x for x in (role_text(turn), f"This is {_stage(turn)}.", round_text(turn)) if x)
     return "\n\n".join(x for x in (evidence_text(turn), round_text(turn)) if x)
 
 
@@ -236,7 +241,7 @@ def part_tokens(turn: Turn, previous_answer: AgentResponse | None = None) -> dic
     from uav_debate_eval.dsl.tokens import count_tokens
 
     parts = {"role": count_tokens(role_text(turn)) + count_tokens(answer_format(turn))
-             + (count_tokens(PANEL) if turn.compact or turn.lean else 0)}
+             + (count_tokens(PANEL) + count_tokens(f"This is {_stage(turn)}.") if turn.compact or turn.lean else 0)}
     parts.update({k: count_tokens(v) for k, v in evidence_parts(turn).items()})
     parts["previous"] = count_tokens(round_text(turn))
     parts["repair"] = 0

@@ -155,6 +155,8 @@ def test_sparse_router_settles_quiet_segments_with_one_agent_and_the_rules_verdi
     assert (seg.panel_label, seg.decided_by) == ("safe", "rules_verdict")
     calls = [t for t in res.transcript if t["kind"] == "agent"]
     assert len(calls) == 1 and set(calls[0]["prompt_parts"]) >= {"role", "dsl", "metrics", "safety", "previous"}
+    three = run_debate([make_context()], Mission(), DebateConfig(router="sparse", settled_agents=3)).segments[0]
+    assert [len(rd.responses) for rd in three.rounds] == [3] and three.decided_by == "rules_verdict"
 
 
 def test_sparse_router_stops_on_agreement_and_deepens_only_when_contested():

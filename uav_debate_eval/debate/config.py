@@ -62,6 +62,7 @@ class DebateConfig:
     # (the veto fixes its label), agents that agree with high confidence stop, L3 only when the labels stay split;
     # complexity: the complexity score alone picks the layer and every agent debates every round
     router: str = "sparse"
+    settled_agents: int = 1  # sparse router: agents that answer a segment with nothing notable (rules verdict)
     agree_confidence: float = 0.65  # sparse router: all labels equal and mean confidence >= it ends the segment
     topology: str = "full"  # full | sparse | learned (debate.topology: who answers and whom each agent sees)
     theta_v: float = 0.5  # visibility threshold of the edge weights (learned: the policy file's own)

@@ -345,7 +345,7 @@ class _Panel:
             ctx.safety, ctx.dsl, ctx.metrics, self.mission, (float(ctx.t_start), float(ctx.t_end)))
         seg_vetoed = bool(segment_violations(ctx.safety, ctx.t_start, ctx.t_end))
         if cfg.router == "sparse":
-            r_info = sparse_route(r_info, findings, seg_vetoed)
+            r_info = sparse_route(r_info, findings, seg_vetoed, max(1, cfg.settled_agents))
         seg = SegmentDebate(ctx.segment_id, float(ctx.t_start), float(ctx.t_end), r_info)
         seg.findings = findings
         verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, cfg.quote_rel_tol, cfg.quote_abs_tol)

@@ -34,11 +34,12 @@ def notable(findings: list) -> bool:
     return any(getattr(f, "severity", "info") != "info" for f in findings)
 
 
-def sparse_route(base: Route, findings: list, vetoed: bool) -> Route:
-    """The sparse router on top of the complexity score: nothing notable -> L1 with one agent; a vetoed segment at
-    most L2 (the veto fixes its label; the panel names the hazard); the rest by complexity."""
+def sparse_route(base: Route, findings: list, vetoed: bool, settled_agents: int = 1) -> Route:
+    """The sparse router on top of the complexity score: nothing notable -> L1 with `settled_agents` agents (one by
+    default); a vetoed segment at most L2 (the veto fixes its label; the panel names the hazard); the rest by
+    complexity."""
     if not notable(findings):
-        return Route(1, base.score, base.terms, agents=1, reason="settled")
+        return Route(1, base.score, base.terms, agents=settled_agents, reason="settled")
     if vetoed:
         return Route(min(base.layer, 2), base.score, base.terms, reason="veto")
     return base

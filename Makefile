@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup demo test lint typecheck bench clean
+.PHONY: setup demo test lint typecheck bench clean train-topology
 
 setup: $(STAMP)
 
@@ -38,6 +38,11 @@ typecheck: setup
 
 test: setup lint typecheck
 	$(PY) -m pytest -q -rsR test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+
+# The learned debate topology (optional `train` extra: torch CPU + stable-baselines3); a few minutes on 2 cores.
+train-topology: setup
+	$(PIP) install -q -r requirements-train.txt
+	$(PY) -m uav_debate_eval.debate.topology_train --seed 0 --steps 8192
 
 bench: setup
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit $$?; done

@@ -11,7 +11,8 @@ setup(
     # default and demo configs without an ament share directory (live.config.find_config).
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]) + [package_name + ".config"],
     package_dir={package_name + ".config": "config"},
-    package_data={package_name: ["report/*.json", "debate/*.yaml"], package_name + ".config": ["*.yaml", "*.json"]},
+    package_data={package_name: ["report/*.json", "debate/*.yaml", "debate/*.npz"],
+                  package_name + ".config": ["*.yaml", "*.json"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
@@ -20,6 +21,7 @@ setup(
     ],
     install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog",
                       "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "websockets", "pyarrow"],
+    extras_require={"train": ["torch==2.13.0", "stable-baselines3==2.9.2", "gymnasium==1.4.0"]},
     zip_safe=True,
     maintainer="uav_debate_eval maintainers",
     maintainer_email="maintainers@uav-debate-eval.invalid",

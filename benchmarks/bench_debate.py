@@ -8,7 +8,12 @@ python benchmarks/bench_debate.py [--backend rules|local] [--scenarios ...]
   (paper: 3 -> 1.4);
 - share of simple segments (no violation in the segment, no injected hazard overlapping it) routed to L1
   (paper: ~65 %);
-- wall time per mission.
+- wall time per mission;
+- prompt tokens by part (role, header, dsl, metrics, safety, findings, valid_ids, previous, repair) over the suite,
+  and the part of the prompts that is the per-round shared prefix a KV / prompt cache reuses;
+- the issue-13 target: at most 8.4k tokens per mission on average (rules, estimated).
+
+--router / --topology / --full-prompts pick the setting (default: the default configuration).
 """
 
 from __future__ import annotations
@@ -29,13 +34,19 @@ def main() -> None:
     ap.add_argument("--backend", default="rules", choices=("rules", "local", "openai"))
     ap.add_argument("--model")
     ap.add_argument("--scenarios", nargs="+", default=list(DEFAULT_SUITE))
+    ap.add_argument("--router", choices=("sparse", "complexity"), default="sparse")
+    ap.add_argument("--topology", choices=("full", "sparse", "learned"), default=DebateConfig().topology)
+    ap.add_argument("--full-prompts", action="store_true", help="the prompts before issue 13 (no lean prompts)")
     args = ap.parse_args()
-    cfg = DebateConfig(backend=args.backend, model=args.model)
+    cfg = DebateConfig(backend=args.backend, model=args.model, router=args.router, topology=args.topology,
+                       lean_prompts=not args.full_prompts)
     if args.backend != "rules":
         from uav_debate_eval.debate.llm.factory import LLMConfig
 
         cfg = replace(cfg, llm=LLMConfig(backend=args.backend, model=args.model))
-    fixed = replace(cfg, max_rounds={1: 3, 2: 3, 3: 3}, min_rounds={1: 3, 2: 3, 3: 3}, token_budget=10**9)
+    fixed = replace(cfg, router="complexity", topology="full", max_rounds={1: 3, 2: 3, 3: 3},
+                    min_rounds={1: 3, 2: 3, 3: 3}, token_budget=10**9)
+    parts: dict[str, int] = {}
 
     per_layer: dict[int, dict[str, list[float]]] = {k: {"tokens": [], "rounds": []} for k in (1, 2, 3)}
     mission_tokens, mission_time, simple_l1, simple_n, fixed_rounds, routed_rounds = [], [], 0, 0, [], []
@@ -49,6 +60,8 @@ def main() -> None:
         mission_time.append(time.perf_counter() - t0)
         tok = res.tokens()
         mission_tokens.append(tok["prompt"] + tok["completion"])
+        for k, v in {**res.token_parts(), "completion": tok["completion"]}.items():
+            parts[k] = parts.get(k, 0) + v
         for seg, ctx in zip(res.segments, contexts, strict=True):
             per_layer[seg.route.layer]["tokens"].append(seg.tokens["prompt"] + seg.tokens["completion"])
             per_layer[seg.route.layer]["rounds"].append(len(seg.rounds))
@@ -65,7 +78,15 @@ def main() -> None:
 
     est = " (estimated)" if args.backend == "rules" else ""
     print(f"\nbackend {res.backend} / {res.model}, {len(args.scenarios)} missions")
-    print(f"tokens per mission{est}: mean {statistics.mean(mission_tokens):.0f}, max {max(mission_tokens)}")
+    mean_tokens = statistics.mean(mission_tokens)
+    print(f"router {cfg.router}, topology {cfg.topology}, lean prompts {cfg.lean_prompts}")
+    print(f"tokens per mission{est}: mean {mean_tokens:.0f}, max {max(mission_tokens)}  (target <= 8400: "
+          f"{'met' if mean_tokens <= 8400 else 'NOT met'})")
+    cached = parts.pop("cache_reusable", 0)
+    n = len(args.scenarios)
+    print("tokens per mission by part: " + ", ".join(f"{k} {v / n:.0f}" for k, v in parts.items()))
+    print(f"  of the prompts, the shared per-round prefix reusable from a KV / prompt cache: {cached / n:.0f} per "
+          f"mission -> processed tokens per mission {mean_tokens - cached / n:.0f}")
     for k, d in per_layer.items():
         if d["rounds"]:
             print(f"  L{k}: {len(d['rounds'])} segments, tokens/segment {statistics.mean(d['tokens']):.0f}, "

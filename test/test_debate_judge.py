@@ -17,6 +17,11 @@ SCHEMA = json.loads((Path(__file__).parents[1] / "uav_debate_eval/report/report.
 T = (0.25, 0.55)
 
 
+def CX(**kw) -> DebateConfig:
+    """The complexity router (every agent in every round) on the hand-made segments."""
+    return DebateConfig(router="complexity", router_thresholds=T, **kw)
+
+
 def _split(req):
     """agent1 and agent3 say safe, agent2 borderline: the vote is safe, borderline stays open for the judge."""
     return answer(label="borderline", confidence=0.6) if req.agent == "agent2" else answer()
@@ -32,7 +37,7 @@ def _judge_says(label, **extra):
 
 def test_llm_judge_decides_among_open_labels_and_is_recorded():
     backend = ScriptedBackend(_split, judge=_judge_says("borderline"))  # free-text judge: agents do not choose
-    res = run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, choices=False), backend=backend)
+    res = run_debate([make_context()], Mission(), CX(choices=False), backend=backend)
     seg = res.segments[0]
     (req,) = backend.judge_requests
     assert req.json_schema["properties"]["label"]["enum"] == ["safe", "borderline"]
@@ -53,7 +58,7 @@ def test_llm_judge_decides_among_open_labels_and_is_recorded():
 
 def test_judge_label_outside_the_open_ones_is_refused_and_the_vote_stands():
     backend = ScriptedBackend(_split, judge=_judge_says("risky"))  # a server without constrained output strays
-    res = run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T), backend=backend)
+    res = run_debate([make_context()], Mission(), CX(), backend=backend)
     seg = res.segments[0]
     assert seg.panel_label == "safe" and seg.decided_by == "judge" and seg.judge.by == "vote"
     assert res.failures == [{"segment": "MSEG[1]", "round": 0, "agent": "judge", "role": "judge",
@@ -63,7 +68,7 @@ def test_judge_label_outside_the_open_ones_is_refused_and_the_vote_stands():
 def test_judge_citing_an_unknown_id_or_raising_leaves_the_vote():
     for judge, error in ((_judge_says("safe", evidence=["EVENT[99]"]), "judge cites unknown ids ['EVENT[99]']"),
                          (lambda req: TimeoutError(), "timeout after 120 s")):
-        res = run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T),
+        res = run_debate([make_context()], Mission(), CX(),
                          backend=ScriptedBackend(_split, judge=judge))
         assert res.segments[0].panel_label == "safe" and res.segments[0].judge.error == error
         assert [f["agent"] for f in res.failures] == ["judge"]
@@ -71,7 +76,7 @@ def test_judge_citing_an_unknown_id_or_raising_leaves_the_vote():
 
 def test_l3_jury_majority_fixes_the_label_and_a_tie_is_left_to_the_judge():
     ctx = make_context(n_events=8, violation=True)  # L3 with T
-    cfg = DebateConfig(router_thresholds=T, max_rounds={1: 1, 2: 1, 3: 3}, min_rounds={1: 1, 2: 1, 3: 3})
+    cfg = CX(max_rounds={1: 1, 2: 1, 3: 3}, min_rounds={1: 1, 2: 1, 3: 3})
     backend = ScriptedBackend(lambda req: answer(label="risky"), judge=_judge_says("risky"))
     res = run_debate([ctx], Mission(), cfg, backend=backend)
     assert res.segments[0].route.layer == 3
@@ -88,19 +93,19 @@ def test_l3_jury_majority_fixes_the_label_and_a_tie_is_left_to_the_judge():
 
 def test_the_veto_overrides_a_judge_that_says_safe():
     backend = ScriptedBackend(lambda req: answer(), judge=_judge_says("safe"))
-    res = run_debate([make_context(violation=True)], Mission(), DebateConfig(router_thresholds=T), backend=backend)
+    res = run_debate([make_context(violation=True)], Mission(), CX(), backend=backend)
     assert "SAFETY VETO" in backend.judge_requests[0].messages[0]["content"]
     assert res.segments[0].panel_label == "safe"
     assert res.verdict.label == "risky" and res.verdict.overridden
 
 
 def test_no_judge_call_for_rules_for_vote_or_after_the_budget_is_spent():
-    assert run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T)).segments[0].judge is None
+    assert run_debate([make_context()], Mission(), CX()).segments[0].judge is None
     backend = ScriptedBackend(_split, judge=_judge_says("borderline"))
-    res = run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, judge="vote"), backend=backend)
+    res = run_debate([make_context()], Mission(), CX(judge="vote"), backend=backend)
     assert backend.judge_requests == [] and res.segments[0].decided_by == "judge"
     backend = ScriptedBackend(_split, judge=_judge_says("borderline"))
-    res = run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, token_budget=100),
+    res = run_debate([make_context()], Mission(), CX(token_budget=100),
                      backend=backend)
     assert backend.judge_requests == [] and res.segments[0].stop_reason == "budget"
     assert res.segments[0].judge.by == "vote" and res.segments[0].panel_label == "safe"
@@ -130,14 +135,13 @@ def test_single_agent_baseline_has_no_judge():
     from uav_debate_eval.debate.baselines import evaluate_baseline
 
     backend = ScriptedBackend(lambda req: answer(), judge=_judge_says("safe"))
-    res = evaluate_baseline("single_agent", [make_context()], Mission(), DebateConfig(router_thresholds=T), backend)
+    res = evaluate_baseline("single_agent", [make_context()], Mission(), CX(), backend)
     assert len(backend.requests) == 1 and backend.judge_requests == [] and res.segments[0].judge is None
 
 
 def test_judge_token_budget_covers_the_longest_answer_its_schema_allows():
     backend = ScriptedBackend(_split, judge=_judge_says("safe"))
-    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, max_tokens=64, choices=False),
-               backend=backend)
+    run_debate([make_context()], Mission(), CX(max_tokens=64, choices=False), backend=backend)
     (req,) = backend.judge_requests
     ids = req.valid_ids
     longest = {"label": "borderline", "summary": "x" * synthesis.SUMMARY_MAX,

@@ -14,6 +14,11 @@ from uav_debate_eval.debate.prompts import metrics_text
 T = (0.25, 0.55)
 
 
+def CX(**kw) -> DebateConfig:
+    """The complexity router (every agent in every round) on the hand-made segments."""
+    return DebateConfig(router="complexity", router_thresholds=T, **kw)
+
+
 class SlowLocal(ScriptedBackend):
     """Like the llama.cpp backend: one model behind a lock, each call takes `delay_s`."""
 
@@ -32,7 +37,7 @@ class SlowLocal(ScriptedBackend):
 def test_local_agents_queue_and_the_timeout_counts_only_their_own_call():
     backend = SlowLocal(lambda req: answer(), delay_s=0.3)
     # Three agents at 0.3 s each: run together under a 0.5 s timeout, the third would time out in the queue.
-    cfg = DebateConfig(router_thresholds=T, agent_timeout_s=0.5, backend="local")
+    cfg = CX(agent_timeout_s=0.5, backend="local")
     start = time.perf_counter()
     result = run_debate([make_context()], Mission(), cfg, backend=backend)
     elapsed = time.perf_counter() - start
@@ -43,7 +48,7 @@ def test_local_agents_queue_and_the_timeout_counts_only_their_own_call():
 
 def test_remote_agents_of_a_round_run_concurrently():
     backend = ScriptedBackend(lambda req: answer(), delay_s=0.3)
-    cfg = DebateConfig(router_thresholds=T, agent_timeout_s=0.5)
+    cfg = CX(agent_timeout_s=0.5)
     start = time.perf_counter()
     result = run_debate([make_context()], Mission(), cfg, backend=backend)
     assert result.failures == [] and len(result.rounds[0].responses) == 3
@@ -69,7 +74,7 @@ def test_compact_prompts_for_the_local_backend():
 
 def test_compact_prompts_share_one_prefix_across_the_agents_of_a_round():
     backend = ScriptedBackend(lambda req: answer())
-    run_debate([make_context()], Mission(), DebateConfig(router_thresholds=T, prompt_style="compact"),
+    run_debate([make_context()], Mission(), CX(prompt_style="compact"),
                backend=backend)
     first_round = [r for r in backend.requests if r.round == 0]
     systems = {r.messages[0]["content"] for r in first_round}

@@ -39,8 +39,10 @@ def test_near_miss_is_risky_and_every_citation_resolves(near_miss):
                 assert r.response.evidence and all(v.check(e).valid for e in r.response.evidence)
     assert hazards_named(res, sim.truth) == (1, 1)
     assert any("min_separation" in r for r in res.verdict.recommendations)
-    layers = [s["layer"] for s in rep["segments"]]
-    assert 3 in layers and rep["layer"] == 3
+    # issue 13: the veto fixes the label, so the sparse router does not deepen a vetoed segment to L3; the
+    # complexity router alone still does
+    assert [(s["layer"], s["route_reason"]) for s in rep["segments"]] == [(2, "veto"), (2, "veto"), (2, "complexity")]
+    assert run_debate(contexts, sim.mission, DebateConfig(router="complexity")).layer == 3
 
 
 def test_llm_agent_text_only_answers_are_parsed(near_miss):

@@ -27,6 +27,12 @@ def register(subparsers) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="flights evaluated at once in worker processes (each loads its own model; default 1)")
     p.add_argument("--json", metavar="FILE", help="also write the table and per-run details as JSON")
+    p.add_argument("--frontier", action="store_true",
+                   help="instead of Table II: the debate's cost-accuracy table for each router and topology setting "
+                        "(labels, hazard identification, evidence quality, tokens per mission)")
+    p.add_argument("--settings", nargs="+", metavar="ROUTER/TOPOLOGY[/full]",
+                   help="frontier rows, e.g. sparse/learned complexity/full/full (/full: prompts before issue 13; "
+                        "default: every router and topology)")
     p.set_defaults(func=run)
 
 
@@ -46,6 +52,8 @@ def run(args) -> int:
         labels = ", ".join(f"{m}={info[m]['label']}" for m in args.methods)
         print(f"{entry}: {info['segments']} segments, {info['hazards']} hazards; {labels}", file=sys.stderr)
 
+    if args.frontier:
+        return _frontier(args, config)
     try:
         if args.jobs < 1:
             raise ValueError(f"--jobs: must be >= 1, got {args.jobs}")
@@ -57,4 +65,20 @@ def run(args) -> int:
     print(format_table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, **details}, indent=2), encoding="utf-8")
+    return 0
+
+
+def _frontier(args, config) -> int:
+    from uav_debate_eval.debate.frontier import SETTINGS, format_frontier, frontier, parse_setting
+
+    try:
+        settings = tuple(parse_setting(x) for x in args.settings) if args.settings else SETTINGS
+        rows = frontier(args.scenarios, config, settings, seed=args.seed)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    print(f"Cost-accuracy frontier on {len(args.scenarios)} flights, backend {args.backend}"
+          + (" (tokens estimated)" if args.backend == "rules" else ""))
+    print(format_frontier(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"frontier": rows}, indent=2), encoding="utf-8")
     return 0

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from uav_debate_eval.debate import prompts
-from uav_debate_eval.debate.choices import choice_schema, is_choice_answer, response_from_choices
+from uav_debate_eval.debate.choices import choice_answer, choice_schema, is_choice_answer, response_from_choices
 from uav_debate_eval.debate.llm.base import ChatRequest, LLMBackend
 from uav_debate_eval.debate.llm.structured import parse_json_object, parse_response, response_schema
 from uav_debate_eval.debate.prompts import Turn
@@ -35,6 +35,7 @@ class Reply:
     model: str | None = None
     error: str | None = None
     extra: dict = field(default_factory=dict)
+    parts: dict[str, int] = field(default_factory=dict)  # estimated prompt tokens by part (prompts.part_tokens)
 
 
 class RulesAgent:
@@ -47,11 +48,14 @@ class RulesAgent:
         start = time.perf_counter()
         msgs = prompts.messages(turn, previous_answer)
         response = rules_response(turn)
-        text = json.dumps(response.to_dict())
+        # with findings a model writes only its choices (the tool composes the text), so that is what is counted
+        answer = choice_answer(response, turn.findings) if response.choices else response.to_dict()
+        text = json.dumps(answer)
         return Reply(response, msgs, text,
                      prompt_tokens=sum(count_tokens(m["content"]) for m in msgs),
                      completion_tokens=count_tokens(text),
-                     latency_s=time.perf_counter() - start, model="rules")
+                     latency_s=time.perf_counter() - start, model="rules",
+                     parts=prompts.part_tokens(turn, previous_answer))
 
 
 class LLMAgent:
@@ -84,4 +88,5 @@ class LLMAgent:
             response = from_data(data) if data is not None and error is None else None
         return Reply(response, msgs, result.text,
                      result.prompt_tokens, result.completion_tokens, result.latency_s, result.cached,
-                     result.model or self.backend.model, error, {"attempts": result.attempts})
+                     result.model or self.backend.model, error, {"attempts": result.attempts},
+                     prompts.part_tokens(turn, previous_answer))

@@ -69,6 +69,15 @@ def choice_schema(findings: list, note_max: int = NOTE_MAX) -> dict:
     }
 
 
+def choice_answer(response: AgentResponse, findings: list) -> dict:
+    """What a model writes for these choices (the tool composes the rest): ids, stances, label, confidence,
+    recommendation ids, note."""
+    rids = {text: rid for rid, (_, text) in candidates(findings).items()}
+    return {"findings": [dict(c) for c in response.choices], "label": response.assessment,
+            "confidence": response.confidence, "recommendations": [rids[t] for t in response.picked if t in rids],
+            "note": response.note}
+
+
 def is_choice_answer(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("findings"), list)
 

@@ -93,7 +93,7 @@ def balance(text: str) -> float:
 
 def evidence_quality(result: DebateResult) -> tuple[int, int]:
     """(responses with a verified data reference, responses)."""
-    rs = [r for rd in result.rounds for r in rd.responses]
+    rs = [r for rd in result.rounds for r in rd.responses if not r.reused]  # a kept answer counts once
     good = sum(r.valid_evidence > 0 and has_data_ref(" ".join(r.response.evidence)) for r in rs)
     return good, len(rs)
 

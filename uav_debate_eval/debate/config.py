@@ -17,6 +17,7 @@ MODES = ("adversarial", "collaborative")
 PROMPT_STYLES = ("auto", "full", "compact")
 ROTATIONS = ("round_robin", "adaptive")
 JUDGES = ("auto", "vote", "llm")
+ROUTERS = ("sparse", "complexity")
 
 
 @dataclass
@@ -57,6 +58,16 @@ class DebateConfig:
     dsl_budget_tokens: int | None = None  # per-segment DSL size; None = 1500, or 400 with compact prompts
     quoted_evidence: bool | None = None  # evidence quotes exact facts of its id (None: with compact prompts)
     choices: bool = True  # agents choose among verified findings (False: free-text claims and evidence)
+    # sparse: a segment with no finding near a limit is settled by one agent in L1, a vetoed segment is never L3
+    # (the veto fixes its label), agents that agree with high confidence stop, L3 only when the labels stay split;
+    # complexity: the complexity score alone picks the layer and every agent debates every round
+    router: str = "sparse"
+    settled_agents: int = 1  # sparse router: agents that answer a segment with nothing notable (rules verdict)
+    agree_confidence: float = 0.65  # sparse router: all labels equal and mean confidence >= it ends the segment
+    topology: str = "full"  # full | sparse | learned (debate.topology: who answers and whom each agent sees)
+    theta_v: float = 0.5  # visibility threshold of the edge weights (learned: the policy file's own)
+    topology_policy: str | None = None  # learned topology's .npz (None: the shipped one)
+    lean_prompts: bool = True  # shared data as one prefix, relevant ids only, compact DSL when nothing is notable
     temperature: float = 0.2
     max_tokens: int = 512
     seed: int = 0
@@ -71,6 +82,12 @@ class DebateConfig:
             raise InputError(f"debate.rotation: must be one of {', '.join(ROTATIONS)}, got {self.rotation!r}")
         if self.judge not in JUDGES:
             raise InputError(f"debate.judge: must be one of {', '.join(JUDGES)}, got {self.judge!r}")
+        if self.router not in ROUTERS:
+            raise InputError(f"debate.router: must be one of {', '.join(ROUTERS)}, got {self.router!r}")
+        from uav_debate_eval.debate.topology import TOPOLOGIES
+
+        if self.topology not in TOPOLOGIES:
+            raise InputError(f"debate.topology: must be one of {', '.join(TOPOLOGIES)}, got {self.topology!r}")
         if self.prompt_style not in PROMPT_STYLES:
             raise InputError(f"debate.prompt_style: must be one of {', '.join(PROMPT_STYLES)}, "
                              f"got {self.prompt_style!r}")

@@ -15,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from uav_debate_eval.debate import gate as quality
 from uav_debate_eval.debate import judge as judging
-from uav_debate_eval.debate import synthesis, wording
+from uav_debate_eval.debate import prompts, synthesis, wording
 from uav_debate_eval.debate.agents import LLMAgent, Reply, RulesAgent
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.consensus import consensus, round_text, similarity
@@ -31,8 +31,9 @@ from uav_debate_eval.debate.monitor import Intervention, Quality, assess
 from uav_debate_eval.debate.personas import Persona, load_personas
 from uav_debate_eval.debate.prompts import Turn
 from uav_debate_eval.debate.response import AgentResponse
-from uav_debate_eval.debate.router import Route, route
+from uav_debate_eval.debate.router import Route, notable, route, segment_violations, sparse_route
 from uav_debate_eval.debate.teams import red_indices, roles, rotation_shift
+from uav_debate_eval.debate.topology import POLICY_FILE, Controller, Plan, Policy, observe
 from uav_debate_eval.debate.uncertainty import uncertainty
 from uav_debate_eval.findings import build_findings
 
@@ -64,6 +65,7 @@ class ResponseRecord:
     valid_evidence: int
     struck: list[str]
     shown: dict = field(default_factory=dict)  # claim/summary/counter/recommendation after the quality gate
+    reused: bool = False  # the agent sat the round out (topology) and keeps its previous answer
 
     def to_dict(self) -> dict:
         r = self.response
@@ -75,7 +77,7 @@ class ResponseRecord:
                 "confidence": float(r.confidence), "recommendation": text["recommendation"], **extra,
                 "assessment": r.assessment, "score": r.score, "lead": self.lead, "q_ev": self.q_ev,
                 "valid_evidence": self.valid_evidence, "completeness": r.completeness(),
-                "struck_evidence": self.struck}
+                "struck_evidence": self.struck, "reused": self.reused}
 
 
 @dataclass
@@ -93,6 +95,8 @@ class RoundRecord:
     similarity: float | None = None
     score_gap: float | None = None
     tokens: dict[str, int] = field(default_factory=lambda: {"prompt": 0, "completion": 0})
+    parts: dict[str, int] = field(default_factory=dict)  # estimated prompt tokens by part, summed over calls
+    plan: Plan | None = None  # the round's topology after the dual threshold
 
     def to_dict(self) -> dict:
         return {"index": self.index, "segment": self.segment, "segment_round": self.segment_round,
@@ -100,7 +104,8 @@ class RoundRecord:
                 "interventions": [i.to_dict() for i in self.interventions],
                 "responses": [r.to_dict() for r in self.responses], "consensus": self.consensus,
                 "quality": self.quality.to_dict() if self.quality else None, "similarity": self.similarity,
-                "score_gap": self.score_gap, "tokens": dict(self.tokens)}
+                "score_gap": self.score_gap, "tokens": dict(self.tokens), "token_parts": dict(self.parts),
+                "topology": self.plan.to_dict() if self.plan else None}
 
 
 @dataclass
@@ -124,6 +129,7 @@ class SegmentDebate:
     def to_dict(self) -> dict:
         return {"id": self.segment_id, "t_start": self.t_start, "t_end": self.t_end, "layer": self.route.layer,
                 "complexity": self.route.score, "complexity_terms": self.route.terms, "rounds": len(self.rounds),
+                "route_reason": self.route.reason, "route_agents": self.route.agents,
                 "stop_reason": self.stop_reason, "panel_label": self.panel_label, "decided_by": self.decided_by,
                 "consensus": self.rounds[-1].consensus if self.rounds else {}, "uncertainty": self.uncertainty,
                 "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens),
@@ -156,6 +162,14 @@ class DebateResult:
     def tokens(self) -> dict[str, int]:
         return {k: int(sum(s.tokens[k] for s in self.segments)) for k in ("prompt", "completion")}
 
+    def token_parts(self) -> dict[str, int]:
+        """Estimated prompt tokens by part over the mission (`shared`: the per-round prefix a cache can reuse)."""
+        out: dict[str, int] = {}
+        for rd in self.rounds:
+            for k, v in rd.parts.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
     def invalid_citations(self) -> dict[str, int]:
         return {k: int(sum(s.invalid[k] for s in self.segments)) for k in ("first_pass", "repaired", "struck")}
 
@@ -181,7 +195,7 @@ class DebateResult:
             "layer": self.layer,
             "rounds": [r.to_dict() for r in self.rounds],
             "consensus": self.consensus(),
-            "tokens": {**tokens, "estimated": self.estimated_tokens},
+            "tokens": {**tokens, "estimated": self.estimated_tokens, "by_part": self.token_parts()},
             "recommendations": list(self.verdict.recommendations),
             "segments": [s.to_dict() for s in self.segments],
             "uncertainty": {**self.uncertainty(), "low_confidence": self.verdict.low_confidence},
@@ -212,7 +226,7 @@ class _Panel:
 
     def __init__(self, agents: list[Any], personas: list[Persona], config: DebateConfig, vetoed: bool,
                  max_speed: float | None, progress: Callable[[int, int], None] | None = None, n_segments: int = 0,
-                 mission: Any = None):
+                 mission: Any = None, decide: Callable[[np.ndarray], np.ndarray] | None = None):
         self.agents, self.personas, self.cfg, self.vetoed = agents, personas, config, vetoed
         self.mission = mission
         self.max_speed = max_speed
@@ -226,6 +240,9 @@ class _Panel:
         limit = min([x for x in limits if x] or [config.parallel_agents or max(1, len(agents))])
         self.slots = asyncio.Semaphore(limit)
         self.llm_judge = isinstance(agents[0], LLMAgent) and config.judge in ("auto", "llm")
+        self.decide = decide  # replaces the learned policy (training drives the topology through it)
+        self.policy = Policy.load(config.topology_policy or POLICY_FILE) \
+            if config.topology == "learned" and decide is None and len(agents) > 1 else None
 
     async def _call(self, agent: Any, turn: Turn, previous: AgentResponse | None) -> Reply:
         async with self.slots:
@@ -242,7 +259,7 @@ class _Panel:
             "response_text": reply.text, "response": reply.response.to_dict() if reply.response else None,
             "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
             "latency_s": round(reply.latency_s, 6), "cached": reply.cached, "model": reply.model,
-            "error": reply.error})
+            "error": reply.error, "prompt_parts": dict(reply.parts)})
         return reply
 
     async def _respond(self, agent: Any, turn: Turn, previous: AgentResponse | None) -> Reply:
@@ -275,6 +292,8 @@ class _Panel:
         for r in spent:
             rec.tokens["prompt"] += r.prompt_tokens
             rec.tokens["completion"] += r.completion_tokens
+            for k, v in r.parts.items():
+                rec.parts[k] = rec.parts.get(k, 0) + v
         if reply.response is None:
             self.failures.append({"segment": turn.ctx.segment_id, "round": self.round_index,
                                   "segment_round": turn.round, "agent": turn.agent, "role": turn.persona.id,
@@ -296,40 +315,67 @@ class _Panel:
         cfg, personas = self.cfg, self.personas
         r_info = route(ctx, cfg.router_weights, cfg.router_thresholds, cfg.router_event_rate_ref, cfg.router_bins,
                        self.max_speed)
-        seg = SegmentDebate(ctx.segment_id, float(ctx.t_start), float(ctx.t_end), r_info)
-        seg.findings = ctx.findings if ctx.findings is not None else build_findings(
+        findings = ctx.findings if ctx.findings is not None else build_findings(
             ctx.safety, ctx.dsl, ctx.metrics, self.mission, (float(ctx.t_start), float(ctx.t_end)))
+        seg_vetoed = bool(segment_violations(ctx.safety, ctx.t_start, ctx.t_end))
+        if cfg.router == "sparse":
+            r_info = sparse_route(r_info, findings, seg_vetoed, max(1, cfg.settled_agents))
+        seg = SegmentDebate(ctx.segment_id, float(ctx.t_start), float(ctx.t_end), r_info)
+        seg.findings = findings
         verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, cfg.quote_rel_tol, cfg.quote_abs_tol)
         valid_ids, metric_refs = verifier.valid_ids, verifier.metric_refs()
         quotes = verifier.quotes() if cfg.quotes_evidence and not cfg.choices else None
-        n, max_r = len(self.agents), cfg.max_rounds[r_info.layer]
+        k = min(r_info.agents or len(self.agents), len(self.agents))
+        agents, max_r = self.agents[:k], cfg.max_rounds[r_info.layer]
+        controller = Controller(cfg.topology, k, cfg.theta_v, self.policy, self.decide)
+        last: list[ResponseRecord | None] = [None] * k  # each agent's latest answer (kept when it sits out)
+        before: list[AgentResponse | None] | None = None  # the answers of the round before
+        obs: np.ndarray | None = None
         prev: list[ResponseRecord] = []
         prev_text: str | None = None
         prev_score: float | None = None
         interventions: list[Intervention] = []
         issues = ""
         stance: list[dict[str, tuple[str, float]]] = []
-        for r in range(max_r):
-            shift = r % n if cfg.rotation == "round_robin" else rotation_shift(r, personas, issues)
+        r = 0
+        while r < max_r:
+            shift = r % len(personas) if cfg.rotation == "round_robin" else rotation_shift(r, personas, issues)
             assigned = roles(personas, shift)
-            red = red_indices(n, r, cfg.red_fraction) if cfg.mode == "adversarial" else set()
+            red = red_indices(k, r, cfg.red_fraction) if cfg.mode == "adversarial" and k > 1 else set()
+            plan = controller.plan(obs)
+            active = [plan.active[i] or last[i] is None for i in range(k)]
+            if not any(active):
+                seg.stop_reason = "all_pruned"  # nobody would answer: the round would change nothing
+                break
             rec = RoundRecord(self.round_index, ctx.segment_id, r, r_info.layer, sorted(red), assigned[0].id,
-                              interventions)
+                              interventions, plan=plan if obs is not None else None)
             by_role = {x.role: x.response for x in prev}
-            turns = [Turn(ctx=ctx, persona=assigned[i], agent=self.agents[i].name,
-                          team="red" if i in red else "blue", lead=i == 0, round=r, layer=r_info.layer,
-                          mode=cfg.mode, vetoed=self.vetoed, valid_ids=valid_ids, metric_refs=metric_refs,
-                          issues=issues if i == 0 else "",
-                          previous=[(x.role, x.team, x.response) for x in prev],
-                          own_previous=by_role.get(assigned[i].id), interventions=interventions,
-                          min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence,
-                          compact=cfg.compact, quotes=quotes, findings=seg.findings if cfg.choices else [])
-                     for i in range(n)]
-            results = await asyncio.gather(*(self._turn(a, t, verifier, seg, rec)
-                                             for a, t in zip(self.agents, turns, strict=True)))
-            rec.responses = [x for x in results if x is not None]
-            for k in ("prompt", "completion"):
-                seg.tokens[k] += rec.tokens[k]
+            turns = {i: Turn(ctx=ctx, persona=assigned[i], agent=agents[i].name,
+                             team="red" if i in red else "blue", lead=i == 0, round=r, layer=r_info.layer,
+                             mode=cfg.mode, vetoed=self.vetoed, valid_ids=valid_ids, metric_refs=metric_refs,
+                             issues=issues if i == 0 else "",
+                             previous=[(x.role, x.team, x.response) for j, x in enumerate(last)
+                                       if x is not None and (j == i or j in plan.visible[i])],
+                             own_previous=by_role.get(assigned[i].id), interventions=interventions,
+                             min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence,
+                             compact=cfg.compact, quotes=quotes, findings=seg.findings if cfg.choices else [],
+                             lean=cfg.lean_prompts, notable=notable(seg.findings))
+                     for i in range(k) if active[i]}
+            results = dict(zip(turns, await asyncio.gather(*(self._turn(agents[i], t, verifier, seg, rec)
+                                                                for i, t in turns.items())), strict=True))
+            if "shared" in rec.parts:  # the prefix every call of the round sends: processed once, then cached
+                shared = rec.parts.pop("shared")
+                rec.parts["cache_reusable"] = max(0, shared - prompts.part_tokens(next(iter(turns.values())))["shared"])
+            before = [x.response if x is not None else None for x in last]
+            for i in range(k):
+                if i in results:
+                    last[i] = results[i] if results[i] is not None else last[i]
+                elif last[i] is not None:
+                    last[i] = replace(last[i], reused=True)
+            rec.responses = [results[i] if i in results else last[i] for i in range(k)
+                             if (results.get(i) if i in results else last[i]) is not None]
+            for key in ("prompt", "completion"):
+                seg.tokens[key] += rec.tokens[key]
             seg.rounds.append(rec)
             self.round_index += 1
             if self.progress is not None:  # rounds done, and the most there can be (this and later segments)
@@ -340,7 +386,9 @@ class _Panel:
                 seg.stop_reason = "all_agents_failed"
                 break
             rec.consensus = consensus(resp)
-            text = round_text({x.role: x.response for x in rec.responses})
+            keys = [x.role for x in rec.responses]
+            text = round_text({(x.role if keys.count(x.role) == 1 else f"{x.role}/{x.agent}"): x.response
+                               for x in rec.responses})
             rec.similarity = None if prev_text is None else similarity(text, prev_text)
             rec.quality = assess([x.q_ev for x in rec.responses], [x.claim for x in resp],
                                  [" ".join(x.evidence) for x in resp], [x.text() for x in resp], text, prev_text,
@@ -351,23 +399,34 @@ class _Panel:
             stance.append({x.role: (x.response.assessment, x.response.confidence) for x in rec.responses})
             used = seg.tokens["prompt"] + seg.tokens["completion"]
             cost = rec.tokens["prompt"] + rec.tokens["completion"]
-            last = r + 1 >= max_r
+            labels = {x.assessment for x in resp}
+            sparse = cfg.router == "sparse"
+            if sparse and r + 1 >= max_r and r_info.layer == 2 and not seg_vetoed and len(labels) > 1:
+                r_info.layer, r_info.reason = 3, "contested"  # the labels stay split: deepen to L3
+                max_r = cfg.max_rounds[3]
+            last_round = r + 1 >= max_r
             settled = r + 1 >= cfg.min_rounds[r_info.layer]
-            if settled and rec.similarity is not None and rec.similarity > cfg.early_stop_similarity:
+            if sparse and k > 1 and len(labels) == 1 and np.mean([x.confidence for x in resp]) >= cfg.agree_confidence:
+                seg.stop_reason = "agreement"
+            elif settled and rec.similarity is not None and rec.similarity > cfg.early_stop_similarity:
                 seg.stop_reason = "early_stop"
             elif settled and rec.score_gap is not None and rec.score_gap < cfg.score_gap_eps:
                 seg.stop_reason = "convergence"
             elif settled and cfg.stop_on_low_novelty and r > 0 and rec.quality.suggest_stop:
                 seg.stop_reason = "low_novelty"
-            elif used >= cfg.token_budget or (not last and used + cost > cfg.token_budget):
+            elif used >= cfg.token_budget or (not last_round and used + cost > cfg.token_budget):
                 seg.stop_reason = "budget"
-            elif last:
+            elif last_round:
                 seg.stop_reason = "max_rounds"
             if seg.stop_reason:
                 break
+            current = [x.response if x is not None else None for x in last]
+            obs = None if None in current else observe(current, before, used, cfg.token_budget, r + 1, max_r,
+                                                       r_info.layer)
             prev, prev_text, prev_score = rec.responses, text, mean_score
             interventions = rec.quality.interventions
             issues = _issues(rec.responses, rec.quality)
+            r += 1
         await self._decide(seg, stance, ctx, valid_ids + metric_refs)
         self.segments_left -= 1
         return seg
@@ -377,14 +436,17 @@ class _Panel:
         """Vote (or L3 jury); with LLM agents the judge call then synthesises within the labels left open."""
         records = seg.rounds[-1].responses if seg.rounds else []
         final = [x.response for x in records]
+        seg.uncertainty = uncertainty(stance, self.cfg.uncertainty_lambda) if stance else {}
+        seg.recommendations = wording.segment_recommendations(records, seg.findings)
+        if seg.route.reason == "settled":  # nothing near a limit: the rules verdict, stated as such
+            seg.panel_label, seg.decided_by = rules_verdict(seg.findings), "rules_verdict"
+            return
         if seg.route.layer == 3 and self.cfg.jury_in_l3:
             seg.panel_label, seg.decided_by = judging.jury(final)
             open_labels = judging.jury_candidates(final)
         else:
             seg.panel_label, seg.decided_by = judging.judge(final), "judge" if final else "none"
             open_labels = list(dict.fromkeys(r.assessment for r in final))
-        seg.uncertainty = uncertainty(stance, self.cfg.uncertainty_lambda) if stance else {}
-        seg.recommendations = wording.segment_recommendations(records, seg.findings)
         if final and self.llm_judge and seg.stop_reason == "budget":
             seg.judge = synthesis.Synthesis(seg.panel_label, "vote", error="token budget spent: the vote stands")
         elif final and self.llm_judge:
@@ -435,6 +497,14 @@ class _Panel:
         verdict.prompt_tokens = result.prompt_tokens
         verdict.completion_tokens = result.completion_tokens
         return verdict
+
+
+def rules_verdict(findings: list) -> str:
+    """The deterministic label of a segment from its verified findings: a hazard is risky, a warning or a data-quality
+    finding borderline, else safe."""
+    severities = {f.severity for f in findings}
+    return "risky" if "hazard" in severities else "borderline" if severities - {"info"} else "safe"
+
 
 
 def _agents(config: DebateConfig, personas: list[Persona], backend: Any) -> tuple[list[Any], Any, str | None]:
@@ -499,11 +569,13 @@ def assemble(segs: list[SegmentDebate], contexts: list[SegmentContext], config: 
 
 async def run_debate_async(contexts: list[SegmentContext], mission: Any, config: DebateConfig | None = None,
                            backend: Any = None, personas: list[Persona] | None = None,
-                           progress: Callable[[int, int], None] | None = None) -> DebateResult:
+                           progress: Callable[[int, int], None] | None = None,
+                           decide: Callable[[np.ndarray], np.ndarray] | None = None) -> DebateResult:
     """Debate every segment (in order; agents within a round concurrently) and produce the verdict.
 
     `personas` replaces the configured panel (the single-agent baseline passes one generalist).
     `progress(rounds_done, most_rounds)` is called after every round.
+    `decide(observation) -> weights` replaces the learned topology's policy (training drives it).
     """
     config = config or DebateConfig()
     start = time.perf_counter()
@@ -516,7 +588,7 @@ async def run_debate_async(contexts: list[SegmentContext], mission: Any, config:
     _, vetoed = judging.verifier_label([c.safety for c in contexts])
     constraints = getattr(mission, "constraints", None)
     panel = _Panel(agents, personas, config, vetoed, getattr(constraints, "max_speed_mps", None), progress,
-                   len(contexts), mission)
+                   len(contexts), mission, decide)
     try:
         segs = [await panel.segment(ctx) for ctx in contexts]
     finally:
@@ -528,6 +600,7 @@ async def run_debate_async(contexts: list[SegmentContext], mission: Any, config:
 
 def run_debate(contexts: list[SegmentContext], mission: Any, config: DebateConfig | None = None,
                backend: Any = None, personas: list[Persona] | None = None,
-               progress: Callable[[int, int], None] | None = None) -> DebateResult:
+               progress: Callable[[int, int], None] | None = None,
+               decide: Callable[[np.ndarray], np.ndarray] | None = None) -> DebateResult:
     """Sync entry point for the pipeline and the nodes (must not be called from a running event loop)."""
-    return asyncio.run(run_debate_async(contexts, mission, config, backend, personas, progress))
+    return asyncio.run(run_debate_async(contexts, mission, config, backend, personas, progress, decide))

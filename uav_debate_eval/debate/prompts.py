@@ -52,6 +52,8 @@ class Turn:
     compact: bool = False  # short prompts for small in-process models
     quotes: dict[str, list[str]] | None = None  # evidence quotes exact facts (EvidenceVerifier.quotes) when set
     findings: list = field(default_factory=list)  # the segment's verified findings: agents choose among them
+    lean: bool = False  # relevant ids only, compact DSL when nothing is notable, previous round as choices
+    notable: bool = True  # the segment has a finding near a limit (router.notable)
 
 
 def _fmt(x: Any) -> str:
@@ -79,13 +81,17 @@ def metrics_text(metrics: Any, compact: bool = False) -> str:
     return "\n".join(lines) or "(no metrics)"
 
 
-def safety_text(ctx: Any) -> str:
+def safety_text(ctx: Any, near: float | None = None) -> str:
+    """Verifier label, the segment's violations and the margins (only those at least `near` of their limit)."""
     s = ctx.safety
     lines = [f"verifier label: {getattr(s, 'label', 'unknown')}"]
     for v in segment_violations(s, ctx.t_start, ctx.t_end):
         lines.append(f"VIOLATION {v.constraint} t={_fmt(v.t_start)}-{_fmt(v.t_end)} s uavs {','.join(v.uavs)} "
                      f"worst {_fmt(v.worst_value)} limit {_fmt(v.limit)}")
     for name, m in (getattr(s, "margins", {}) or {}).items():
+        ratio = m.get("ratio")
+        if near is not None and not (isinstance(ratio, (int, float)) and ratio >= near):
+            continue
         lines.append(f"margin {name}: worst {_fmt(m.get('worst_value'))} limit {_fmt(m.get('limit'))} "
                      f"ratio {_fmt(m.get('ratio'))}")
     return "\n".join(lines)
@@ -112,22 +118,59 @@ def role_text(turn: Turn) -> str:
 
 def segment_text(ctx: Any, stage: str, ids: list[str], compact: bool, findings: list | None = None) -> str:
     """A segment's data (DSL, metrics, safety, findings, citable ids); `stage` says where in the debate it is."""
+    return "\n\n".join(segment_parts(ctx, stage, ids, compact, findings).values())
+
+
+#: DSL tags a compact DSL keeps (the header line, scores, risks, data quality, attention lines and events).
+COMPACT_DSL_TAGS = ("DSL", "SCORES", "RISK", "DQ", "ATTN", "EVENT", "SUMMARY")
+#: Margins at least this share of their limit are shown in a lean SAFETY block.
+NEAR_LIMIT = 0.8
+
+
+def compact_dsl(text: str, keep: set[str] | None = None) -> str:
+    """The lines that can matter (COMPACT_DSL_TAGS, and the ids in `keep`); the routine lines are counted."""
+    lines = text.splitlines()
+    kept = [ln for ln in lines if ln.split("[", 1)[0].split(" ", 1)[0] in COMPACT_DSL_TAGS
+            or ln.split(" ", 1)[0] in (keep or ())]
+    dropped = len(lines) - len(kept)
+    return "\n".join(kept + ([f"({dropped} routine lines omitted)"] if dropped else []))
+
+
+def segment_parts(ctx: Any, stage: str, ids: list[str], compact: bool, findings: list | None = None,
+                  lean: bool = False, notable: bool = True) -> dict[str, str]:
+    """The segment's data by prompt part (header, dsl, metrics, safety, findings, valid_ids). Lean: a compact DSL
+    (anomaly lines only when nothing is notable; plus the lines the findings cite when something is), the weakest
+    metrics, the margins near a limit, and no id list when the findings carry the ids."""
     from uav_debate_eval.debate.choices import findings_text
 
-    block = ["FINDINGS (verified by the tool; choose among them):\n" + findings_text(findings)] if findings else []
-    return "\n\n".join([
-        f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, {stage}.",
-        "DSL:\n" + str(getattr(ctx.dsl, "text", "")),
-        "METRICS:\n" + metrics_text(ctx.metrics, compact),
-        "SAFETY:\n" + safety_text(ctx),
-        *block,
-        "VALID IDS: " + ", ".join(ids)])
+    dsl = str(getattr(ctx.dsl, "text", ""))
+    if lean and findings is not None:
+        dsl = compact_dsl(dsl, {ref for f in findings for ref in f.refs} if notable else None)
+    parts = {"header": f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, {stage}.",
+             "dsl": "DSL:\n" + dsl,
+             "metrics": "METRICS:\n" + metrics_text(ctx.metrics, compact or lean),
+             "safety": "SAFETY:\n" + safety_text(ctx, NEAR_LIMIT if lean else None)}
+    if findings:
+        parts["findings"] = "FINDINGS (verified by the tool; choose among them):\n" + findings_text(findings)
+    if not (lean and findings):
+        parts["valid_ids"] = "VALID IDS: " + ", ".join(ids)
+    return parts
+
+
+def _stage(turn: Turn) -> str:
+    return f"round {turn.round + 1}, layer L{turn.layer}"
+
+
+def evidence_parts(turn: Turn) -> dict[str, str]:
+    """The segment's data by part, the same for every agent of a round (and, as a shared prefix, of every round:
+    the round is then named in the agent's own message)."""
+    stage = "debated by the panel" if turn.compact or turn.lean else _stage(turn)
+    return segment_parts(turn.ctx, stage, turn.valid_ids + turn.metric_refs, turn.compact, turn.findings,
+                         turn.lean, turn.notable)
 
 
 def evidence_text(turn: Turn) -> str:
-    """The segment's data, the same for every agent of a round."""
-    return segment_text(turn.ctx, f"round {turn.round + 1}, layer L{turn.layer}", turn.valid_ids + turn.metric_refs,
-                        turn.compact, turn.findings)
+    return "\n\n".join(evidence_parts(turn).values())
 
 
 def answer_format(turn: Turn) -> str:
@@ -139,31 +182,48 @@ def answer_format(turn: Turn) -> str:
     return FORMAT_QUOTED if turn.quotes else FORMAT
 
 
+def choices_line(r: AgentResponse) -> str:
+    """An answer as its structured choices: label, confidence, stance on each finding, picked recommendations."""
+    chosen = ", ".join(f"{c['stance']} {c['id']} {c['reason']}" for c in r.choices) or "no finding"
+    return f"{r.assessment} {r.confidence:.2f}; {chosen}"
+
+
+def previous_text(turn: Turn) -> str:
+    """The previous round as this agent sees it (its visible neighbours); lean: their choices, not their text."""
+    seen = turn.previous
+    if not seen:
+        return ""
+    if turn.lean:
+        lines = [f"- {role} ({team}): " + (choices_line(r) if r.choices else f"{r.assessment} {r.confidence:.2f}; "
+                                             + r.claim) for role, team, r in seen]
+    else:
+        lines = [f"- {role} ({team}): {r.claim}" + ("" if turn.compact else f" | {r.summary}")
+                 for role, team, r in seen]
+    return "PREVIOUS ROUND:\n" + "\n".join(lines)
+
+
 def round_text(turn: Turn) -> str:
     """What happened so far: the previous round, open issues, the moderator's interventions."""
-    parts = []
-    if turn.previous:
-        prev = "\n".join(f"- {role} ({team}): {r.claim}" + ("" if turn.compact else f" | {r.summary}")
-                         for role, team, r in turn.previous)
-        parts.append("PREVIOUS ROUND:\n" + prev)
+    parts = [previous_text(turn)]
     if turn.issues:
         parts.append("OPEN ISSUES: " + turn.issues)
     if turn.interventions:
         parts.append("MODERATOR:\n" + "\n".join(i.text for i in turn.interventions))
-    return "\n\n".join(parts)
+    return "\n\n".join(x for x in parts if x)
 
 
 def system_message(turn: Turn) -> str:
-    """Full prompts: the role. Compact prompts: the shared data, so a local model's KV cache reuses the
-    whole prefix across the agents of a round and only processes each agent's short role message."""
-    if turn.compact:
+    """Full prompts: the role. Compact and lean prompts: the shared data, so a local model's KV cache (or a
+    server's prompt cache) reuses the whole prefix across the agents of a round and only processes each agent's
+    short role message."""
+    if turn.compact or turn.lean:
         return "\n\n".join([PANEL, answer_format(turn), evidence_text(turn)])
     return "\n".join([role_text(turn), answer_format(turn)])
 
 
 def user_message(turn: Turn) -> str:
-    if turn.compact:
-        return "\n\n".join(x for x in (role_text(turn), round_text(turn)) if x)
+    if turn.compact or turn.lean:
+        return "\n\n".join(x for x in (role_text(turn), f"This is {_stage(turn)}.", round_text(turn)) if x)
     return "\n\n".join(x for x in (evidence_text(turn), round_text(turn)) if x)
 
 
@@ -172,6 +232,23 @@ def repair_message(turn: Turn) -> str:
     return ("Some evidence could not be verified against the data:\n" + bad +
             "\nRewrite your answer citing only VALID IDS with their exact values. "
             + answer_format(turn))
+
+
+def part_tokens(turn: Turn, previous_answer: AgentResponse | None = None) -> dict[str, int]:
+    """Estimated prompt tokens by part: role (who the agent is and the answer format), the segment data (header,
+    dsl, metrics, safety, findings, valid_ids), previous (the previous round, open issues, moderator), repair; and
+    `shared`, the prefix every agent of the round sends identically (a KV / prompt cache reuses it)."""
+    from uav_debate_eval.dsl.tokens import count_tokens
+
+    parts = {"role": count_tokens(role_text(turn)) + count_tokens(answer_format(turn))
+             + (count_tokens(PANEL) + count_tokens(f"This is {_stage(turn)}.") if turn.compact or turn.lean else 0)}
+    parts.update({k: count_tokens(v) for k, v in evidence_parts(turn).items()})
+    parts["previous"] = count_tokens(round_text(turn))
+    parts["repair"] = 0
+    if turn.repair and previous_answer is not None:
+        parts["repair"] = count_tokens(json.dumps(previous_answer.to_dict())) + count_tokens(repair_message(turn))
+    parts["shared"] = count_tokens(system_message(turn)) if turn.compact or turn.lean else 0
+    return parts
 
 
 def messages(turn: Turn, previous_answer: AgentResponse | None = None) -> list[dict[str, str]]:

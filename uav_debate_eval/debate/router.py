@@ -21,9 +21,28 @@ class Route:
     layer: int
     score: float
     terms: dict[str, float]
+    agents: int | None = None  # agents that answer (None: the whole panel)
+    reason: str = "complexity"  # complexity | settled (nothing notable) | veto (the veto fixes the label)
 
     def to_dict(self) -> dict:
-        return {"layer": self.layer, "score": self.score, "terms": self.terms}
+        return {"layer": self.layer, "score": self.score, "terms": self.terms, "agents": self.agents,
+                "reason": self.reason}
+
+
+def notable(findings: list) -> bool:
+    """A finding near a limit: anything above `info` (violations, warnings, margins, events, data quality)."""
+    return any(getattr(f, "severity", "info") != "info" for f in findings)
+
+
+def sparse_route(base: Route, findings: list, vetoed: bool, settled_agents: int = 1) -> Route:
+    """The sparse router on top of the complexity score: nothing notable -> L1 with `settled_agents` agents (one by
+    default); a vetoed segment at most L2 (the veto fixes its label; the panel names the hazard); the rest by
+    complexity."""
+    if not notable(findings):
+        return Route(1, base.score, base.terms, agents=settled_agents, reason="settled")
+    if vetoed:
+        return Route(min(base.layer, 2), base.score, base.terms, reason="veto")
+    return base
 
 
 def entropy(values: np.ndarray, lo: float, hi: float, bins: int) -> float:

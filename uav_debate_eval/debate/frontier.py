@@ -58,12 +58,12 @@ def frontier(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateC
     flights = []
     for entry in suite:
         name, faults = parse_suite_entry(entry)
-        sim = simulate(name, seed=seed, faults=faults)
+        sim = simulate(name, seed=seed, faults=list(faults))
         flights.append((entry, sim, build_contexts(sim.traj, sim.mission)[0]))
     rows = []
     for router, topology, lean in settings:
         cfg = replace(config, router=router, topology=topology, lean_prompts=lean)
-        row = {"router": router, "topology": topology, "lean": lean, "flights": len(flights), "labels": 0,
+        row: dict[str, Any] = {"router": router, "topology": topology, "lean": lean, "flights": len(flights), "labels": 0,
                "panel_labels": 0, "chosen": 0, "named": 0, "hazards": 0, "evidence": [0, 0], "invalid": 0,
                "rounds": 0, "tokens": 0, "processed": 0, "per_flight": {}}
         for entry, sim, contexts in flights:

@@ -139,5 +139,9 @@ class Controller:
                 w[i, (i - 1) % n] = 1.0
             np.fill_diagonal(w, 1.0 / max(n - 1, 1) - 1e-9)
             return dual_threshold(w, self.theta_v)
-        w = self.decide(obs) if self.decide is not None else self.policy.weights(obs)
+        if self.decide is not None:
+            w = self.decide(obs)
+        else:
+            assert self.policy is not None  # a learned topology always loads its policy
+            w = self.policy.weights(obs)
         return dual_threshold(w, self.theta_v)

@@ -47,7 +47,7 @@ def episodes(config: Any, seed: int = 0) -> list[dict]:
     out = []
     for entry in DEFAULT_SUITE:
         name, faults = parse_suite_entry(entry)
-        sim = simulate(name, seed=seed, faults=faults)
+        sim = simulate(name, seed=seed, faults=list(faults))
         for ctx in build_contexts(sim.traj, sim.mission)[0]:
             full = run_debate([ctx], sim.mission, replace(config, topology="full"))
             if len(full.rounds) > 1:
@@ -91,7 +91,8 @@ def make_env(config: Any, pool: list[dict], n: int, lam: float, mu: float) -> An
         def reset(self, seed: int | None = None, options: dict | None = None):
             super().reset(seed=seed)
             self._ep = pool[int(self.np_random.integers(len(pool)))]
-            self._in, self._out = queue.Queue(), queue.Queue()
+            self._in: queue.Queue = queue.Queue()
+            self._out: queue.Queue = queue.Queue()
             self._return = 0.0
             threading.Thread(target=self._run, args=(self._ep,), daemon=True).start()
             kind, value = self._next()
@@ -137,7 +138,7 @@ def export(model: Any, path: Path, n: int, theta_v: float) -> None:
 
     linears = [m for m in model.policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
     linears.append(model.policy.action_net)
-    arrays = {"n_layers": np.array(len(linears)), "n_agents": np.array(n), "theta_v": np.array(theta_v)}
+    arrays: dict[str, Any] = {"n_layers": np.array(len(linears)), "n_agents": np.array(n), "theta_v": np.array(theta_v)}
     for i, lin in enumerate(linears):
         arrays[f"w{i}"] = lin.weight.detach().cpu().numpy().astype(np.float64)
         arrays[f"b{i}"] = lin.bias.detach().cpu().numpy().astype(np.float64)

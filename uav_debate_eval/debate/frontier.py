@@ -63,7 +63,8 @@ def frontier(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateC
     rows = []
     for router, topology, lean in settings:
         cfg = replace(config, router=router, topology=topology, lean_prompts=lean)
-        row: dict[str, Any] = {"router": router, "topology": topology, "lean": lean, "flights": len(flights), "labels": 0,
+        row: dict[str, Any] = {
+               "router": router, "topology": topology, "lean": lean, "flights": len(flights), "labels": 0,
                "panel_labels": 0, "chosen": 0, "named": 0, "hazards": 0, "evidence": [0, 0], "invalid": 0,
                "rounds": 0, "tokens": 0, "processed": 0, "per_flight": {}}
         for entry, sim, contexts in flights:

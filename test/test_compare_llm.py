@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import tempfile
 
 import pytest
+from browser import needs_chromium, render
 from test_llm_server import server_url  # noqa: F401  (the module-scoped real server fixture)
 
 from uav_debate_eval.cli import main
@@ -57,21 +55,12 @@ def test_openai_path_against_real_server(server_url, pair, tmp_path, monkeypatch
     assert again["winner"] == doc["winner"] and again["judge"]["totals"] == doc["judge"]["totals"]
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (apt-get install "
-                    "chromium) so the HTML comparison cannot be rendered headless")
+@needs_chromium
 def test_comparison_html_in_headless_chromium(pair, tmp_path):
     out = tmp_path / "cmp"
     assert main(["compare-flights", *pair, "--out", str(out), "--jury", "--quiet"]) == 0
-    profile = tempfile.mkdtemp(dir=tmp_path)
-    cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom",
-           (out / "comparison.html").as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    dom = proc.stdout
+    dom, console = render(out / "comparison.html", tmp_path)
     assert "<h1>Flight comparison: A vs B</h1>" in dom
     assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', dom)) == 4
     assert "<script" not in dom.lower()
-    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert console == []

@@ -5,12 +5,10 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
+from browser import needs_chromium, render
 from markdown_it import MarkdownIt
 
 from uav_debate_eval.core.mission import parse_mission
@@ -146,25 +144,16 @@ def test_write_is_atomic(crossing, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (apt-get install "
-                    "chromium) so the HTML report cannot be rendered headless")
+@needs_chromium
 def test_html_in_headless_chromium(crossing, tmp_path):
     report = _poisoned(crossing.report)
     crossing_copy = copy.copy(crossing)
     crossing_copy.report = report
     out = write_reports(crossing_copy, tmp_path / "out")
-    profile = tempfile.mkdtemp(dir=tmp_path)
-    cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom",
-           (out / "report.html").as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    dom = proc.stdout
+    dom, console = render(out / "report.html", tmp_path)
     assert "<h1>Swarm evaluation:" in dom
     assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', dom)) == 6
     assert "<script" not in dom.lower()
-    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert console == []
 
 

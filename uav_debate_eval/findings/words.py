@@ -55,13 +55,15 @@ def verdict_sentence(report: dict) -> str:
         text = f"{opening}: no hard-constraint violation, but {_lower(warnings[0]['sentence'])}"
     elif warnings:
         text = f"{opening}: no hard-constraint violation; {_lower(warnings[0]['sentence'])}"
-    else:
-        first = found[0]["sentence"] if found else "no violation and no constraint near its limit."
-        text = f"{opening}: {_lower(first)}" if found and found[0].get("kind") != "all_clear" else \
-            f"{opening}: no violation and no constraint within 10 % of its limit."
+    else:  # info findings and recording artefacts never lead a verdict
+        checked = (report.get("mission") or {}).get("constraints_checked") or []
+        near = "none within 10 % of its limit" if label == "safe" else "but one came within 10 % of its limit"
+        text = (f"{opening}: {', '.join(checked)} held throughout, {near}." if checked
+                else f"{opening}: the mission gave no hard constraint to check.")
     if dq and label != "inconclusive":
         ids = ", ".join(f["id"] for f in dq[:4]) + (" and more" if len(dq) > 4 else "")
-        text += f" Data quality: {len(dq)} finding{'s' if len(dq) > 1 else ''} in the recording ({ids})."
+        text += (f" Data quality: {len(dq)} recording artefact{'s' if len(dq) > 1 else ''} ({ids}) set apart from "
+                 "the checks.")
     return text + _panel_words(found)
 
 

@@ -157,3 +157,13 @@ def test_a_speed_regime_change_splits_a_straight_segment():
     assert [s.kind for s in segs] == ["straight", "straight"]
     assert segs[0].t_end == pytest.approx(20.0, abs=0.5)
     assert segs[0].mean_speed == pytest.approx(1.0, abs=0.05) and segs[1].mean_speed == pytest.approx(3.0, abs=0.05)
+
+
+def test_a_segment_shorter_than_a_turn_window_has_no_sharp_turn_and_no_error():
+    """The end of a live flight can leave a segment of a few seconds (here 2.75 s at 20 Hz)."""
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=3, duration_s=60, faults=["near_miss@7.5"])
+    short = sim.traj.window(11.0, 13.75)
+    events = detect_events(short, sim.mission)
+    assert not [e for e in events if e.type == "sharp_turn"]

@@ -54,11 +54,13 @@ def sharp_turns(k: Kinematics, threshold_deg: float) -> list[Event]:
     if n < 3 or k.dt <= 0:
         return []
     half = max(2, int(round(TURN_WINDOW_S / 2 / k.dt)))
+    if n <= 2 * half:
+        return []  # shorter than one turn window: no sample has both a "before" and an "after"
     gap = min(half - 1, int(round(TURN_GAP_S / k.dt)))
     c = np.vstack([np.zeros((1, 2)), np.cumsum(k.vel[:, :2], axis=0)])
     idx = np.arange(n)
     full = (idx >= half) & (idx + half <= n - 1)  # the ends have no "before" / "after"
-    i = np.clip(idx, half, n - 1 - half) if n > 2 * half else idx
+    i = np.clip(idx, half, n - 1 - half)
     before = (c[i - gap + 1] - c[i - half]) / (half - gap + 1)
     after = (c[i + half + 1] - c[i + gap]) / (half - gap + 1)
     cross = before[:, 0] * after[:, 1] - before[:, 1] * after[:, 0]

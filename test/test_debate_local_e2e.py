@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
+from llm_support import require_embedded_model
 
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.llm.factory import LLMConfig
-from uav_debate_eval.debate.llm.local_backend import default_model_path
 from uav_debate_eval.debate.llm.structured import extract_ids
 from uav_debate_eval.pipeline import evaluate
 from uav_debate_eval.report.schema import validate_report
 from uav_debate_eval.sim.scenarios import simulate
-
-
-def _model_or_skip() -> None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed (make setup installs it)")
-    try:
-        default_model_path()
-    except Exception as exc:  # any reason the model is missing is a reason to skip
-        pytest.skip(f"embedded model not available: {exc}")
 
 
 @pytest.mark.llm
@@ -36,7 +26,7 @@ def _ids_in_prompt(text: str) -> set[str]:
 
 @pytest.mark.slow
 def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
-    _model_or_skip()
+    require_embedded_model()
     sim = simulate("formation", seed=0, duration_s=30, faults=["near_miss"])
     one_round = {1: 1, 2: 1, 3: 1}
     # A fresh cache: answers cached by an earlier run would (rightly) cost 0 tokens.

@@ -9,10 +9,10 @@ citation is invalid.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
+from llm_support import require_embedded_model
 
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.debate.comparison import DEFAULT_SUITE, parse_suite_entry
@@ -125,15 +125,9 @@ def test_rules_panel_reads_like_an_engineer_on_the_built_in_suite():
 @pytest.mark.llm
 @pytest.mark.slow
 def test_local_panel_reads_like_an_engineer_on_the_demo_scenario(tmp_path):
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed (make setup installs it)")
+    require_embedded_model()
     from uav_debate_eval.debate.llm.factory import LLMConfig
-    from uav_debate_eval.debate.llm.local_backend import default_model_path
 
-    try:
-        default_model_path()
-    except Exception as exc:  # any reason the model is missing is a reason to skip
-        pytest.skip(f"embedded model not available: {exc}")
     sim = simulate("formation", seed=0, duration_s=30, faults=["near_miss"])
     one_round = {1: 1, 2: 1, 3: 1}
     cfg = DebateConfig(backend="local", max_rounds=one_round, min_rounds=one_round,

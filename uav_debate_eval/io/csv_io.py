@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -43,20 +45,26 @@ def read_csv(path: str | Path, name: str | None = None) -> SwarmTrajectory:
     return _trajectory(path, name, columns, ids, rows=len(ids), unparsable=0, short=0)
 
 
-def _header(path: Path) -> list[str]:
-    """The stripped header names; InputError for unreadable, empty or incomplete files."""
+@contextlib.contextmanager
+def _read_errors(path: Path) -> Iterator[None]:
+    """Reading the file's text: an unreadable, non-UTF-8 or malformed file is bad input, said in one line."""
     try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            try:
-                header = [h.strip() for h in next(csv.reader(fh))]
-            except StopIteration:
-                raise InputError(f"{path}: empty file, expected a header with {', '.join(REQUIRED)}") from None
+        yield
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text CSV") from None
     except csv.Error as exc:
         raise InputError(f"{path}: malformed CSV: {exc}") from None
+
+
+def _header(path: Path) -> list[str]:
+    """The stripped header names; InputError for unreadable, empty or incomplete files."""
+    with _read_errors(path), path.open(newline="", encoding="utf-8") as fh:
+        try:
+            header = [h.strip() for h in next(csv.reader(fh))]
+        except StopIteration:
+            raise InputError(f"{path}: empty file, expected a header with {', '.join(REQUIRED)}") from None
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise InputError(f"{path}: missing required column(s): {', '.join(missing)}")
@@ -92,17 +100,10 @@ def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray] | Non
 
 def _read_rows(path: Path, name: str | None) -> SwarmTrajectory:
     """The row-by-row reader for irregular files: short rows padded, unparsable cells NaN, both counted."""
-    try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            header = [h.strip() for h in next(reader)]
-            rows = [r for r in reader if r]
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text CSV") from None
-    except csv.Error as exc:
-        raise InputError(f"{path}: malformed CSV: {exc}") from None
+    with _read_errors(path), path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = [h.strip() for h in next(reader)]
+        rows = [r for r in reader if r]
 
     width = len(header)
     short = sum(len(r) < width for r in rows)

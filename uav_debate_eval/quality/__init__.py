@@ -109,9 +109,8 @@ def _clean_track(tr: Track, a_max: float, mission: Mission, out: Assessment) -> 
             "(motion-capture swap or estimator glitch); those samples are left out of every check",
             list(POSITION_CHECKS), {"distance_m": round(ex.distance_m, 3), "implied_mps": round(ex.implied_mps, 1)}))
     if drop.any():
-        tr = tr.select(~drop)
-        if tr.vel_derived:
-            tr = tr.select(slice(None), vel=finite_difference(tr.pos, tr.t))
+        kept = ~drop
+        tr = tr.select(kept, vel=finite_difference(tr.pos[kept], tr.t[kept]) if tr.vel_derived else None)
         upd = distinct_updates(tr)
         tu, pu = tr.t[upd.index], tr.pos[upd.index]
     for i, dist, dt in steps(tu, pu, mission.constraints.max_speed_mps):
@@ -122,7 +121,7 @@ def _clean_track(tr: Track, a_max: float, mission: Mission, out: Assessment) -> 
             f"{u} jumped {dist:.2f} m in {dt * 1000:.0f} ms and stayed there: not explained as a one-frame "
             "artefact (it persists; an estimator reset would look the same), so any violation it causes stays",
             ["max_speed", "max_vertical_speed"], {"distance_m": round(dist, 3), "persists": True}))
-    vel, found = source_velocity(tr)
+    vel, found = source_velocity(tr, upd)
     out.findings.extend(found)
     return tr.select(slice(None), vel=vel) if vel is not tr.vel else tr
 

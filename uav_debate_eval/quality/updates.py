@@ -84,14 +84,14 @@ def jitter(track: Track, updates: Updates) -> float:
     return float(np.percentile(np.abs(dt - np.median(dt)), 95))
 
 
-def source_velocity(track: Track) -> tuple[np.ndarray, list[Finding]]:
+def source_velocity(track: Track, upd: Updates) -> tuple[np.ndarray, list[Finding]]:
     """The velocity the checks should use for this track, and what the recording did (findings).
 
-    Measured velocity (vel_derived False) is kept; a derived one is recomputed from distinct updates over a
-    baseline when the stream republishes or is stamped on receipt. Tracks recorded cleanly keep their velocity.
+    `upd` are the track's distinct updates. Measured velocity (vel_derived False) is kept; a derived one is
+    recomputed from distinct updates over a baseline when the stream republishes or is stamped on receipt.
+    Tracks recorded cleanly keep their velocity.
     """
     findings: list[Finding] = []
-    upd = distinct_updates(track)
     t0, t1 = float(track.t[0]), float(track.t[-1])
     u = track.uav_id
     if upd.republished:

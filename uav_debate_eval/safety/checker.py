@@ -139,9 +139,6 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     def margin(name: str, worst: float | None, limit: float, ratio: float | None) -> None:
         margins[name] = {"worst_value": worst, "limit": limit, "ratio": ratio}
 
-    def trusted(tr, constraint: str) -> np.ndarray:
-        return quality.trusted(constraint, tr)
-
     # per-vehicle constraints on the raw samples the estimator vouches for
     per_vehicle = [
         ("max_speed", c.max_speed_mps, lambda tr: tr.speed),
@@ -154,7 +151,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         worst = 0.0
         for k, u in enumerate(ids):
             tr = traj.tracks[u]
-            ok = trusted(tr, name)
+            ok = quality.trusted(name, tr)
             q = quantity(tr)
             if ok.any():
                 worst = max(worst, float(q[ok].max()))
@@ -172,7 +169,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         worst_out, worst_ratio = -math.inf, 0.0
         for k, u in enumerate(ids):
             tr = traj.tracks[u]
-            ok = trusted(tr, "geofence")
+            ok = quality.trusted("geofence", tr)
             if not ok.any():
                 continue
             out = c.geofence.outside_distance(tr.pos)

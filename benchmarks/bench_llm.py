@@ -24,6 +24,7 @@ from uav_debate_eval.debate.llm.cache import CachedBackend, DiskCache  # noqa: E
 from uav_debate_eval.debate.llm.local_backend import LocalBackend, default_model_path  # noqa: E402
 from uav_debate_eval.debate.llm.openai_backend import OpenAIBackend  # noqa: E402
 from uav_debate_eval.debate.llm.resilience import RetryPolicy  # noqa: E402
+from uav_debate_eval.live.workers import stop_process  # noqa: E402
 
 IDS = ["SEG[0]", "SEG[1]", "EVENT[0]", "EVENT[1]", "RISK[0]"]
 DSL = (
@@ -88,12 +89,7 @@ def _llama_server(model: str, threads: int):
                 time.sleep(0.2)
             yield url
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
 
 
 def main() -> int:

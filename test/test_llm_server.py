@@ -19,6 +19,7 @@ from uav_debate_eval.debate.llm.cache import CachedBackend, DiskCache
 from uav_debate_eval.debate.llm.openai_backend import OpenAIBackend
 from uav_debate_eval.debate.llm.resilience import BackendUnavailable, RetryPolicy
 from uav_debate_eval.debate.llm.structured import response_schema
+from uav_debate_eval.live.workers import stop_process
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
@@ -72,12 +73,7 @@ def server_url(tmp_path_factory):
         try:
             yield _wait_ready(proc, f"http://127.0.0.1:{port}/v1", log_path)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
 
 
 def _wait_ready(proc: subprocess.Popen, url: str, log_path) -> str:

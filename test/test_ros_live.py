@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 import yaml
 
+from uav_debate_eval.live.workers import stop_process
+
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: Real time: the bounds below are in stream seconds, and a stall of the monitor (three busy processes and
@@ -71,7 +73,8 @@ def _write_config(tmp: Path, faults: list[str], duration_s: float) -> tuple[Path
     cfg = {
         "swarm_sim": {"ros__parameters": {"scenario": "formation", "seed": 3, "duration_s": duration_s,
                                           "faults": faults, "speed": SPEED, "publish_clock": True,
-                                          "start_delay_s": 4.0, "pose_qos": "reliable"}},
+                                          "start_delay_s": 4.0, "pose_qos": "reliable",
+                                          "wait_for_subscribers": 1}},
         "safety_verifier": {"ros__parameters": dict(monitor)},
         "dsl_builder": {"ros__parameters": {**monitor, "segment_mode": "window", "window_s": 10.0,
                                             "idle_flush_s": 2.0, "buffer_s": 40.0}},
@@ -103,6 +106,7 @@ class Recorder:
         self.veto: list[tuple[float, bool, float | None]] = []  # (wall, value, stream clock)
         self.status: list[dict] = []  # errors and warnings, each with the stamp of its status message
         self.verdicts: list[tuple[float, bool]] = []  # the verifier's own veto state changes, by status stamp
+        self.tracked: list[tuple[float, str]] = []  # (status stamp, vehicles the verifier tracks) when it changes
         self.dsl: list[str] = []
         self.segments: list[dict] = []
         self.reports: list[dict] = []
@@ -139,9 +143,15 @@ class Recorder:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.status += [{**status_evidence(s).to_dict(), "stamp": stamp} for s in msg.status if level_of(s.level) >= 2]
         del self.status[:-5000]
-        veto = next((level_of(s.level) >= 2 for s in msg.status if s.name == "safety/veto"), None)
-        if veto is not None and (not self.verdicts or self.verdicts[-1][1] != veto):
+        row = next((s for s in msg.status if s.name == "safety/veto"), None)
+        if row is None:
+            return
+        veto = level_of(row.level) >= 2
+        if not self.verdicts or self.verdicts[-1][1] != veto:
             self.verdicts.append((stamp, veto))
+        tracked = next((kv.value for kv in row.values if kv.key == "vehicles"), "")
+        if not self.tracked or self.tracked[-1][1] != tracked:
+            self.tracked.append((stamp, tracked))
 
     def _on_truth(self, msg) -> None:
         self.truth = json.loads(msg.data)
@@ -179,13 +189,8 @@ def _start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
 
 
 def _stop(proc: subprocess.Popen | None) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    if proc is not None:
+        stop_process(proc, timeout_s=15.0)
 
 
 def _sim_cmd(config: Path) -> list[str]:
@@ -325,7 +330,9 @@ def test_silent_vehicle_goes_stale_pipeline_continues_and_trigger_answers(tmp_pa
 
     stale = [s for s in rec.status if s["name"] == "safety/stale_data"
              and drop["t_start"] <= s["values"]["t"] - base <= drop["t_end"]]
-    assert stale, f"no stale_data status during the outage; logs:\n{logs}"
+    # the silent vehicle was tracked before the outage (the simulator waits for the verifier's subscriptions)
+    assert any(t - base < drop["t_start"] and n == str(len(scenario["names"])) for t, n in rec.tracked), rec.tracked
+    assert stale, f"no stale_data status during the outage; tracked {rec.tracked}; logs:\n{logs}"
     # the silent vehicle is named (CPU starvation on 2 shared cores can make the others stale too)
     limit = drop["t_start"] + scenario["mission"].constraints.stale_timeout_s
     named = [s for s in stale if set(drop["uavs"]) <= set(s["values"]["uavs"].split(","))]
@@ -348,31 +355,38 @@ def _node_cmd(name: str, config: Path) -> list[str]:
     return [sys.executable, "-m", f"uav_debate_eval.nodes.{name}", "--ros-args", "--params-file", str(config)]
 
 
-def test_each_node_in_its_own_process_and_a_killed_panel_rejoins(tmp_path: Path):
-    """The launch-file layout (one process per node); the panel is killed mid-flight and restarted alone."""
-    env = _env(25)
-    duration = 40.0
-    config, scenario = _write_config(tmp_path, [], duration)
+@contextlib.contextmanager
+def node_processes(tmp_path: Path, env: dict[str, str], config: Path):
+    """The launch-file layout, one process per node: the three monitors, then (once the verifier is up) the
+    simulator. Yields the recorder and the processes by node name; on exit all are stopped."""
     rec = Recorder(env)
     procs = {name: _start(_node_cmd(name, config), env, tmp_path / f"{name}.log")
              for name in ("safety_verifier", "dsl_builder", "debate_panel")}
     try:
         _wait_for_monitor(rec)
         procs["swarm_sim"] = _start(_node_cmd("swarm_sim", config), env, tmp_path / "swarm_sim.log")
+        yield rec, procs
+    finally:
+        for proc in procs.values():
+            _stop(proc)
+        rec.close()
+
+
+def test_each_node_in_its_own_process_and_a_killed_panel_rejoins(tmp_path: Path):
+    """The panel is killed mid-flight and restarted alone."""
+    duration = 40.0
+    config, scenario = _write_config(tmp_path, [], duration)
+    with node_processes(tmp_path, _env(25), config) as (rec, procs):
         rec.wait(lambda: rec.truth is not None, 30, "the simulator's latched truth")
         base = rec.truth["stamp_base"]
         rec.wait(lambda: len(rec.segments) >= 1, 60, "the first segment")
         procs["debate_panel"].kill()  # no clean shutdown
         procs["debate_panel"].wait()
         killed_at = rec.clock
-        procs["debate_panel"] = _start(_node_cmd("debate_panel", config), env, tmp_path / "debate_panel2.log")
+        procs["debate_panel"] = _start(_node_cmd("debate_panel", config), _env(25), tmp_path / "debate_panel2.log")
         rec.wait(lambda: any(r["live"]["segment"]["t_start"] >= killed_at for r in rec.reports), 120,
                  "a report from the restarted panel")
-    finally:
-        for proc in procs.values():
-            _stop(proc)
-        logs = "".join(_tail(tmp_path / f"{n}.log") for n in ("debate_panel", "debate_panel2", "dsl_builder"))
-        rec.close()
+    logs = "".join(_tail(tmp_path / f"{n}.log") for n in ("debate_panel", "debate_panel2", "dsl_builder"))
     assert rec.clock - base >= 20.0, "the flight went on while the panel was down"
     later = [r for r in rec.reports if r["live"]["segment"]["t_start"] >= killed_at]
     assert later and all(r["mission"]["uavs"] == scenario["names"] for r in later), logs

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_ros_live import Recorder, _env, _node_cmd, _start, _stop, _tail, _wait_for_monitor, _write_config
+from test_ros_live import Recorder, _env, _tail, _write_config, node_processes
 
 from uav_debate_eval.report.schema import validate_report
 
@@ -116,24 +116,14 @@ def test_announced_end_of_the_flight_closes_it_without_a_stale_veto(tmp_path: Pa
 
 
 def test_a_sigkilled_panel_leaves_no_worker_behind(tmp_path: Path):
-    env = _env(45)
     config, _ = _write_config(tmp_path, [], 40.0)
-    rec = Recorder(env)
-    procs = {name: _start(_node_cmd(name, config), env, tmp_path / f"{name}.log")
-             for name in ("safety_verifier", "dsl_builder", "debate_panel")}
-    try:
-        _wait_for_monitor(rec)
-        procs["swarm_sim"] = _start(_node_cmd("swarm_sim", config), env, tmp_path / "swarm_sim.log")
+    with node_processes(tmp_path, _env(45), config) as (rec, procs):
         rec.wait(lambda: len(rec.reports) >= 1, 90, "the panel's first report")  # its worker process exists
         workers = _descendants(procs["debate_panel"].pid)
         assert workers, "the panel evaluates in a worker process"
         procs["debate_panel"].kill()
         procs["debate_panel"].wait()
         left = _gone(workers, 3.0)
-    finally:
-        for proc in procs.values():
-            _stop(proc)
-        rec.close()
     assert not left, f"orphan worker(s) {left} after the panel was SIGKILLed"
 
 

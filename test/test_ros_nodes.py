@@ -246,3 +246,47 @@ def test_topics_follow_the_namespace_and_keep_the_contract_names_without_one(ros
     finally:
         plain.destroy_node()
         spaced.destroy_node()
+
+
+@pytest.mark.ros
+def test_simulator_holds_playback_until_every_pose_topic_has_a_subscriber(ros_context):
+    """Poses sent before a monitor has matched are lost to it (volatile QoS): with wait_for_subscribers the
+    flight starts at its first sample only once each pose topic is subscribed."""
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    from uav_debate_eval.nodes.pose_input import pose_qos
+    from uav_debate_eval.nodes.swarm_sim import SwarmSimNode
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = SwarmSimNode(parameter_overrides=[Parameter("scenario", value="formation"), Parameter("speed", value=1.0),
+                                            Parameter("start_delay_s", value=0.0),
+                                            Parameter("wait_for_subscribers", value=1),
+                                            Parameter("topic_pattern", value=f"/t{os.getpid()}/{{uav}}/pose")])
+    listener = Node("listener")
+    try:
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            sim._on_timer()
+            time.sleep(0.02)
+        assert sim.published == 0  # nobody listens yet
+        names = list(simulate("formation").traj.uav_ids)
+        from geometry_msgs.msg import PoseStamped
+        subs = [listener.create_subscription(PoseStamped, f"/t{os.getpid()}/{u}/pose", lambda m: None,
+                                             pose_qos("sensor_data")) for u in names[:-1]]
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            sim._on_timer()
+            time.sleep(0.02)
+        assert sim.published == 0, "one pose topic still has no subscriber"
+        subs.append(listener.create_subscription(PoseStamped, f"/t{os.getpid()}/{names[-1]}/pose", lambda m: None,
+                                                 pose_qos("sensor_data")))
+        end = time.monotonic() + 5.0
+        while sim.published == 0 and time.monotonic() < end:
+            sim._on_timer()
+            time.sleep(0.02)
+        assert sim.published >= len(names)
+        assert sim._last_t == pytest.approx(sim._t0, abs=0.2)  # it started at the flight's start, not mid-way
+    finally:
+        listener.destroy_node()
+        sim.destroy_node()

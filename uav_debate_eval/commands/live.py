@@ -118,7 +118,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     from rclpy.signals import SignalHandlerOptions
     from rich.console import Console
 
-    from uav_debate_eval.live.workers import tune_malloc
+    from uav_debate_eval.live.workers import stop_process, tune_malloc
     from uav_debate_eval.nodes.debate_panel import DebatePanelNode
     from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
     from uav_debate_eval.nodes.executors import spin_nodes
@@ -181,9 +181,8 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
             code = _summary(console, panel, out)
             return 0 if interrupted.is_set() else code
     finally:
-        if sim is not None and sim.poll() is None:
-            sim.terminate()
-            sim.wait(timeout=10)
+        if sim is not None:
+            stop_process(sim, timeout_s=10.0)
         for node in nodes:
             node.destroy_node()
         if view is not None:

@@ -14,6 +14,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -144,6 +145,18 @@ def worker_pool() -> WorkerPool:
 def worker_pids(pool: ProcessPoolExecutor) -> list[int]:
     """The pool's live worker processes (the stdlib has no public list)."""
     return [p.pid for p in (getattr(pool, "_processes", None) or {}).values() if p.pid is not None]
+
+
+def stop_process(proc: subprocess.Popen, timeout_s: float = 5.0) -> None:
+    """SIGTERM a child we started, then SIGKILL it if it has not exited after `timeout_s`; reaps it."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:

@@ -72,6 +72,8 @@ class SwarmSimNode(Node):
                                hi=3600.0)
         self.qos_name = d("pose_qos", "sensor_data", "sensor_data (best effort, like an autopilot) or reliable")
         self.exit_when_done = d("exit_when_done", False, "stop the node when the scenario ends")
+        self.wait_for_subscribers = d("wait_for_subscribers", 0, "after start_delay_s, also hold playback until "
+                                      "every pose topic has this many subscribers (0: do not wait)", lo=0, hi=1000)
         self.clock_start_s = d("clock_start_s", 1.0, "stamp of scenario time 0 with publish_clock (a zero stamp "
                                "means 'unset' to many tools)", lo=0.0, hi=1e10)
         if self.pose_type not in ("PoseStamped", "Odometry", "PoseArray"):
@@ -129,9 +131,19 @@ class SwarmSimNode(Node):
     def _tick_source(self) -> Iterator[Tick]:
         return iter(self._sim.ticks()) if self._sim is not None else csv_ticks(self.traj)
 
+    def _unmatched(self) -> list[str]:
+        """Pose topics with fewer subscribers than wait_for_subscribers: poses sent now would be lost to them."""
+        pubs = [self._array_pub] if self.pose_type == "PoseArray" else list(self._pubs.values())
+        return [p.topic_name for p in pubs if p.get_subscription_count() < self.wait_for_subscribers]
+
     def _on_timer(self) -> None:
         now = time.monotonic()
         if now < self._wall0 or self.finished:
+            return
+        if self.published == 0 and self.wait_for_subscribers and (missing := self._unmatched()):
+            self._wall0 = now  # playback starts once the last subscriber has matched
+            self.get_logger().info(f"waiting for subscribers on {', '.join(missing[:5])}",
+                                   throttle_duration_sec=5.0)
             return
         horizon = self._t0 + (now - self._wall0) * self.speed
         burst = 0

@@ -290,3 +290,30 @@ def test_simulator_holds_playback_until_every_pose_topic_has_a_subscriber(ros_co
     finally:
         listener.destroy_node()
         sim.destroy_node()
+
+
+@pytest.mark.ros
+def test_verifier_status_names_a_configured_vehicle_it_never_heard_from(ros_context):
+    from rclpy.parameter import Parameter
+
+    from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
+    node = SafetyVerifierNode(parameter_overrides=[Parameter("uav_names", value=[f"v{os.getpid()}{u}" for u in "abc"]),
+                                                   Parameter("stale_timeout_s", value=0.5)])
+    sent = []
+    node.status_pub.publish = sent.append
+    a, b, c = node.poses.uav_names
+    try:
+        for k in range(11):  # a and b report for 1 s; c never does
+            node._on_pose(a, 100.0 + k * 0.1, (0.0, 0.0, 10.0), None)
+            node._on_pose(b, 100.0 + k * 0.1, (3.0, 0.0, 10.0), None)
+        node.state = node.monitor.update(101.0)
+        node._publish_status()
+        rows = {s.name: s for s in sent[-1].status}
+        assert {kv.key: kv.value for kv in rows["safety/unheard"].values}["uavs"] == c
+        assert not node.state.veto  # named, not vetoed
+        node._on_pose(c, 101.0, (6.0, 0.0, 10.0), None)
+        node.state = node.monitor.update(101.0)
+        node._publish_status()
+        assert "safety/unheard" not in {s.name for s in sent[-1].status}
+    finally:
+        node.destroy_node()

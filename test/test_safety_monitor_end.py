@@ -67,3 +67,18 @@ def test_status_rows_say_the_flight_is_over_and_name_a_stale_vehicle():
     row = {r.name: r for r in status_rows(stale, limits, {})}["safety/stale_data"]
     assert row.level == ERROR and row.values["uavs"] == "b" and row.values["limit"] == "0.5"
     assert row.message == "violated by b: 0.600 s (limit 0.5)"
+
+
+def test_a_configured_vehicle_never_heard_from_is_named_once_the_others_reported_past_the_timeout():
+    from uav_debate_eval.safety.status import WARN, status_rows, unheard_vehicles
+
+    expected = ["a", "b", "c", "d"]
+    assert unheard_vehicles(expected, {"a", "b", "c"}, 0.4, 0.5) == []  # still within the timeout: joining
+    assert unheard_vehicles(expected, {"a", "b", "c"}, 0.6, 0.5) == ["d"]
+    assert unheard_vehicles(expected, {"a", "b", "c"}, 60.0, None) == []  # stale data not checked
+    state = fly(SafetyMonitor(MISSION), {"a": 5.0, "b": 5.0, "c": 5.0})[-1]
+    assert not state.veto  # not a veto: the verifier cannot tell a vehicle that is not flying
+    rows = {r.name: r for r in status_rows(state, {"stale_data": 0.5}, {}, ["d"])}
+    assert rows["safety/unheard"].level == WARN and rows["safety/unheard"].values["uavs"] == "d"
+    assert rows["safety/unheard"].message.startswith("d: configured but no pose received yet")
+    assert "safety/unheard" not in {r.name for r in status_rows(state, {"stale_data": 0.5}, {}, [])}

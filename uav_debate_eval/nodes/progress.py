@@ -23,6 +23,7 @@ class ProgressNode(Node):
         self._veto: bool | None = None
         self._status: list[str] = []
         self._status_shown = False
+        self._unheard = ""  # the verifier's last list of configured vehicles it has no pose from
         self._t0 = time.monotonic()
         self._t_ref: float | None = None  # first stream time seen: progress shows flight time from it
         self.create_subscription(Bool, VETO_TOPIC, self._on_veto, latched())
@@ -51,13 +52,19 @@ class ProgressNode(Node):
 
     def _on_status(self, msg) -> None:
         self._status = []
+        unheard = ""
         for status in msg.status:
             ev = status_evidence(status)
             if ev.t is not None:
                 self._rel(ev.t)
+            if ev.name == "safety/unheard":
+                unheard = str(ev.values.get("uavs", ""))
+                if unheard != self._unheard:
+                    self._say(f"[yellow]{ev.message}[/]")
             if ev.level >= 2 and not ev.name.endswith("/veto"):
                 when = f" at flight t={self._rel(ev.t):.2f} s" if ev.t is not None else ""
                 self._status.append(f"{ev.name}: {ev.message}{when}")
+        self._unheard = unheard
         if self._veto and self._status and not self._status_shown:
             self._status_shown = True
             for line in self._status[:3]:

@@ -31,7 +31,7 @@ from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.safety_msgs import diagnostics, safety_markers
 from uav_debate_eval.nodes.topics import MARKERS_TOPIC, SIM_END_TOPIC, STATUS_TOPIC, VETO_TOPIC, latched
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
-from uav_debate_eval.safety.status import status_rows
+from uav_debate_eval.safety.status import status_rows, unheard_vehicles
 
 #: After a pre-check the full check did not confirm, that vehicle's poses wait for the timer this long.
 MUTE_S = 0.1
@@ -88,6 +88,7 @@ class SafetyVerifierNode(Node):
         self._swarm_resets = 0
         self._muted_until: dict[str, float] = {}
         self.poses_received = 0
+        self._first_pose_t = math.inf
         self.state: SafetyState | None = None
 
         self.veto_pub = self.create_publisher(Bool, VETO_TOPIC, latched())
@@ -115,11 +116,13 @@ class SafetyVerifierNode(Node):
 
     def _on_pose(self, uav: str, t: float, pos, vel) -> None:
         self.poses_received += 1
+        self._first_pose_t = min(self._first_pose_t, t)
         if not self.swarm.add(uav, t, pos, vel):
             return  # rejected (NaN, duplicate, out of order): counted by the swarm
         if self.swarm.resets != self._swarm_resets:  # this pose starts a new run: forget the old one first
             self._swarm_resets = self.swarm.resets
             self.monitor.reset()
+            self._first_pose_t = t
             self._muted_until.clear()
             self.get_logger().warning("safety verifier: pose stamps jumped backwards (bag loop?): state reset")
         sample = (t, *pos) if vel is None else (t, *pos, *vel)
@@ -136,6 +139,7 @@ class SafetyVerifierNode(Node):
         state = self.monitor.update(self._now())
         if state.clock_reset:
             self.swarm.reset()
+            self._first_pose_t = math.inf
             self._muted_until.clear()
             self.get_logger().warning("safety verifier: clock jumped backwards: state reset")
         self.state = state
@@ -167,9 +171,11 @@ class SafetyVerifierNode(Node):
             return
         stamp = self.get_clock().now().to_msg()
         limits = {name: self._limit(name) for name in CONSTRAINT_NAMES}
+        unheard = unheard_vehicles(self.poses.uav_names, set(self.swarm.rings), state.t - self._first_pose_t,
+                                   self.mission.constraints.stale_timeout_s)
         rows = status_rows(state, limits, {"vehicles": str(len(self.swarm.rings)),
                                            "poses_received": str(self.poses_received),
-                                           "rejected": str(dict(self.swarm.rejected))})
+                                           "rejected": str(dict(self.swarm.rejected))}, unheard)
         self.status_pub.publish(diagnostics(rows, stamp))
         fence = self.mission.constraints.geofence
         self.marker_pub.publish(safety_markers(state, self.monitor.latest(), fence, self.frame_id, stamp))

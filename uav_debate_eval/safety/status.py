@@ -28,8 +28,10 @@ def _num(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
-def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict[str, str]) -> list[StatusRow]:
-    """`limits`: each constraint's limit (None: not checked, no row); `veto_values`: extra keys of the veto row."""
+def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict[str, str],
+                unheard: list[str] | None = None) -> list[StatusRow]:
+    """`limits`: each constraint's limit (None: not checked, no row); `veto_values`: extra keys of the veto row;
+    `unheard`: vehicles expected but never heard from (see `unheard_vehicles`)."""
     rows: list[StatusRow] = []
     active = {a["constraint"]: a for a in state.active}
     warned = {_WARN_OF[w["kind"]] for w in state.warnings}
@@ -69,6 +71,21 @@ def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict
                               f"{', '.join(dq['uavs'][:10])}: moved faster than {dq['limit']:g} m/s between two "
                               "samples, likely a tracking or recording glitch; the veto still acts on it",
                               {"uavs": ",".join(dq["uavs"]), "limit": _num(dq["limit"]), "t": f"{dq['t']:.6f}"}))
+    if unheard:
+        rows.append(StatusRow("safety/unheard", WARN, f"{', '.join(unheard[:10])}: configured but no pose received "
+                              "yet; not checked (start the monitor before the vehicles publish)",
+                              {"uavs": ",".join(unheard), "t": f"{state.t:.6f}"}))
     rows.append(StatusRow("safety/veto", ERROR if state.veto else OK, "VETO" if state.veto else "clear",
                           {"snapshot_policy": state.snapshot_policy, **veto_values}))
     return rows
+
+
+def unheard_vehicles(expected: list[str], tracked: set[str], heard_for_s: float, timeout_s: float | None) -> list[str]:
+    """Configured vehicles with no pose yet, once the others have reported for longer than the stale timeout.
+
+    Not a veto: the verifier cannot tell a vehicle that is not flying from one whose poses never arrive (a
+    topic that never matched, a wrong name), so the status says which vehicles it is not checking.
+    """
+    if timeout_s is None or heard_for_s <= timeout_s:
+        return []
+    return [u for u in expected if u not in tracked]

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rosbags.rosbag1 import Writer as Writer1
-from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io.loader import load_inputs
 from uav_debate_eval.io.rosbag_read import read_bag, vehicle_from_topic
+from uav_debate_eval.sim import recording
 
 TS2 = get_typestore(Stores.ROS2_JAZZY)
 TS1 = get_typestore(Stores.ROS1_NOETIC)
@@ -41,22 +40,7 @@ def pose_stamped(ts, t, xyz, frame="map"):
 
 def write_bag(path: Path, msgs: list[tuple[str, str, int, object]], fmt: str = "mcap") -> Path:
     """msgs: (topic, msgtype, receive ns, message)."""
-    if fmt == "ros1":
-        with Writer1(path) as w:
-            conns = {}
-            for topic, ty, ns, m in msgs:
-                if topic not in conns:
-                    conns[topic] = w.add_connection(topic, ty, typestore=TS1)
-                w.write(conns[topic], ns, TS1.serialize_ros1(m, ty))
-        return path
-    plugin = StoragePlugin.MCAP if fmt == "mcap" else StoragePlugin.SQLITE3
-    with Writer(path, version=9, storage_plugin=plugin) as w:
-        conns = {}
-        for topic, ty, ns, m in msgs:
-            if topic not in conns:
-                conns[topic] = w.add_connection(topic, ty, typestore=TS2)
-            w.write(conns[topic], ns, TS2.serialize_cdr(m, ty))
-    return path
+    return recording.write_bag(path, msgs, TS1 if fmt == "ros1" else TS2, fmt)
 
 
 def two_vehicle_msgs(ts, n=20):

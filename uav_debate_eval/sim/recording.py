@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 from rosbags.rosbag1 import Writer
+from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import Writer as Writer2
 from rosbags.typesys import Stores, get_typestore
 
 from uav_debate_eval.core.trajectory import SwarmTrajectory
@@ -121,13 +123,25 @@ def write_mocap_bags(traj: SwarmTrajectory, out_dir: str | Path, *, swap: tuple[
     return paths
 
 
-def _write(path: Path, ts, msgs: list) -> Path:
+def write_bag(path: Path, msgs: list[tuple[str, str, int, object]], typestore, fmt: str = "ros1") -> Path:
+    """Write msgs (topic, msgtype, receive ns, message) in the given order: a ROS 1 bag, or a rosbag2 of storage
+    "mcap" or "sqlite3" (`typestore` must match: ROS 1 or ROS 2 types)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    msgs.sort(key=lambda m: m[0])
-    with Writer(path) as writer:
+    if fmt == "ros1":
+        writer, serialize = Writer(path), typestore.serialize_ros1
+    else:
+        plugin = StoragePlugin.MCAP if fmt == "mcap" else StoragePlugin.SQLITE3
+        writer, serialize = Writer2(path, version=9, storage_plugin=plugin), typestore.serialize_cdr
+    with writer:
         conns = {}
-        for recv, topic, msgtype, msg in msgs:
+        for topic, msgtype, ns, msg in msgs:
             if topic not in conns:
-                conns[topic] = writer.add_connection(topic, msgtype, typestore=ts)
-            writer.write(conns[topic], recv, ts.serialize_ros1(msg, msgtype))
+                conns[topic] = writer.add_connection(topic, msgtype, typestore=typestore)
+            writer.write(conns[topic], ns, serialize(msg, msgtype))
     return path
+
+
+def _write(path: Path, ts, msgs: list) -> Path:
+    """A recorder's bag: messages (receive ns, topic, msgtype, message) in receive order."""
+    msgs.sort(key=lambda m: m[0])
+    return write_bag(path, [(topic, msgtype, recv, msg) for recv, topic, msgtype, msg in msgs], ts)

@@ -127,6 +127,7 @@ def write_bag(path: Path, msgs: list[tuple[str, str, int, object]], typestore, f
     """Write msgs (topic, msgtype, receive ns, message) in the given order: a ROS 1 bag, or a rosbag2 of storage
     "mcap" or "sqlite3" (`typestore` must match: ROS 1 or ROS 2 types)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    writer: Writer | Writer2
     if fmt == "ros1":
         writer, serialize = Writer(path), typestore.serialize_ros1
     else:

@@ -125,6 +125,7 @@ class SegmentDebate:
     judge: synthesis.Synthesis | None = None
     findings: list = field(default_factory=list)
     struck: list[tuple[str, str]] = field(default_factory=list)  # (sentence, reason) the gate struck
+    judge_skipped: str | None = None  # no judge call (sparse router): decided (one label left open) | veto
 
     def to_dict(self) -> dict:
         return {"id": self.segment_id, "t_start": self.t_start, "t_end": self.t_end, "layer": self.route.layer,
@@ -133,7 +134,7 @@ class SegmentDebate:
                 "stop_reason": self.stop_reason, "panel_label": self.panel_label, "decided_by": self.decided_by,
                 "consensus": self.rounds[-1].consensus if self.rounds else {}, "uncertainty": self.uncertainty,
                 "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens),
-                "judge": self.judge.to_dict() if self.judge else None,
+                "judge": self.judge.to_dict() if self.judge else None, "judge_skipped": self.judge_skipped,
                 "findings": [f.to_dict() for f in self.findings], "struck": quality.count(self.struck)}
 
 
@@ -319,14 +320,15 @@ class _Panel:
             ctx.safety, ctx.dsl, ctx.metrics, self.mission, (float(ctx.t_start), float(ctx.t_end)))
         seg_vetoed = bool(segment_violations(ctx.safety, ctx.t_start, ctx.t_end))
         if cfg.router == "sparse":
-            r_info = sparse_route(r_info, findings, seg_vetoed, max(1, cfg.settled_agents))
+            r_info = sparse_route(r_info, findings, seg_vetoed, max(1, cfg.settled_agents), cfg.veto_rounds)
         seg = SegmentDebate(ctx.segment_id, float(ctx.t_start), float(ctx.t_end), r_info)
         seg.findings = findings
         verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, cfg.quote_rel_tol, cfg.quote_abs_tol)
         valid_ids, metric_refs = verifier.valid_ids, verifier.metric_refs()
         quotes = verifier.quotes() if cfg.quotes_evidence and not cfg.choices else None
         k = min(r_info.agents or len(self.agents), len(self.agents))
-        agents, max_r = self.agents[:k], cfg.max_rounds[r_info.layer]
+        max_r = min(cfg.max_rounds[r_info.layer], r_info.rounds or cfg.max_rounds[r_info.layer])
+        agents = self.agents[:k]
         controller = Controller(cfg.topology, k, cfg.theta_v, self.policy, self.decide)
         last: list[ResponseRecord | None] = [None] * k  # each agent's latest answer (kept when it sits out)
         before: list[AgentResponse | None] | None = None  # the answers of the round before
@@ -447,7 +449,11 @@ class _Panel:
         else:
             seg.panel_label, seg.decided_by = judging.judge(final), "judge" if final else "none"
             open_labels = list(dict.fromkeys(r.assessment for r in final))
-        if final and self.llm_judge and seg.stop_reason == "budget":
+        skip = self.cfg.router == "sparse" and ("veto" if seg.route.reason == "veto" else
+                                                "decided" if len(open_labels) == 1 else None)
+        if final and self.llm_judge and skip:  # nothing left to decide: the vote (or the veto) fixes the label
+            seg.judge_skipped = skip
+        elif final and self.llm_judge and seg.stop_reason == "budget":
             seg.judge = synthesis.Synthesis(seg.panel_label, "vote", error="token budget spent: the vote stands")
         elif final and self.llm_judge:
             positions = [(x.role, x.response) for x in records]
@@ -464,7 +470,7 @@ class _Panel:
         cfg, agent = self.cfg, self.agents[0]
         findings = seg.findings if cfg.choices else None
         request = synthesis.judge_request(ctx, seg.route.layer, positions, labels, ids, self.vetoed, cfg.compact,
-                                          cfg.temperature, cfg.max_tokens, cfg.seed, findings)
+                                          cfg.temperature, cfg.max_tokens, cfg.seed, findings, cfg.lean_prompts)
         start = time.perf_counter()
         async with self.slots:
             try:

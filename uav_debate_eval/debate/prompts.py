@@ -182,10 +182,14 @@ def answer_format(turn: Turn) -> str:
     return FORMAT_QUOTED if turn.quotes else FORMAT
 
 
+def chosen_text(r: AgentResponse) -> str:
+    """The stance on each chosen finding, e.g. "endorse F1 safety_critical, dispute F2 within_tolerance"."""
+    return ", ".join(f"{c['stance']} {c['id']} {c['reason']}" for c in r.choices) or "no finding"
+
+
 def choices_line(r: AgentResponse) -> str:
-    """An answer as its structured choices: label, confidence, stance on each finding, picked recommendations."""
-    chosen = ", ".join(f"{c['stance']} {c['id']} {c['reason']}" for c in r.choices) or "no finding"
-    return f"{r.assessment} {r.confidence:.2f}; {chosen}"
+    """An answer as its structured choices: label, confidence, stance on each finding."""
+    return f"{r.assessment} {r.confidence:.2f}; {chosen_text(r)}"
 
 
 def previous_text(turn: Turn) -> str:

@@ -134,7 +134,8 @@ class SegmentDebate:
                 "stop_reason": self.stop_reason, "panel_label": self.panel_label, "decided_by": self.decided_by,
                 "consensus": self.rounds[-1].consensus if self.rounds else {}, "uncertainty": self.uncertainty,
                 "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens),
-                "judge": self.judge.to_dict() if self.judge else None, "judge_skipped": self.judge_skipped,
+                "judge": self.judge.to_dict() if self.judge else None,
+                **({"judge_skipped": self.judge_skipped} if self.judge_skipped else {}),
                 "findings": [f.to_dict() for f in self.findings], "struck": quality.count(self.struck)}
 
 

@@ -43,7 +43,8 @@ def main() -> None:
     if args.backend != "rules":
         from uav_debate_eval.debate.llm.factory import LLMConfig
 
-        cfg = replace(cfg, llm=LLMConfig(backend=args.backend, model=args.model))
+        # no disk cache: a hit counts 0 tokens, and the benchmark measures what a mission costs
+        cfg = replace(cfg, llm=LLMConfig(backend=args.backend, model=args.model, use_cache=False))
     fixed = replace(cfg, router="complexity", topology="full", max_rounds={1: 3, 2: 3, 3: 3},
                     min_rounds={1: 3, 2: 3, 3: 3}, token_budget=10**9)
     parts: dict[str, int] = {}

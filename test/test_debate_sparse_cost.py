@@ -13,6 +13,15 @@ from uav_debate_eval.debate.engine import DebateConfig, run_debate
 T = (0.25, 0.55)
 
 
+@pytest.fixture(scope="module")
+def near_miss_contexts():
+    from uav_debate_eval.debate.comparison import build_contexts
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=0, duration_s=30, faults=["near_miss"])
+    return sim, build_contexts(sim.traj, sim.mission)[0]
+
+
 def _choose(labels: dict[str, str], confidence: float = 0.8):
     """Each agent endorses the first finding and gives the label `labels` holds for it (default borderline)."""
     def script(req):
@@ -92,3 +101,31 @@ def test_unanimous_safe_panel_on_a_vetoed_segment_is_overridden():
 def test_veto_rounds_must_be_positive():
     with pytest.raises(InputError, match="debate.veto_rounds"):
         DebateConfig(veto_rounds=0)
+
+
+def test_a_unanimous_panel_at_the_local_models_usual_confidence_stops():
+    ctx = make_context(n_events=6, borderline=True, fc=0.9)
+    for confidence, rounds, stop in ((0.5, 1, "agreement"), (0.45, 2, "early_stop")):
+        res = run_debate([ctx], Mission(), DebateConfig(router_thresholds=T),
+                         backend=ScriptedBackend(_choose({}, confidence)))
+        assert (len(res.rounds), res.segments[0].stop_reason) == (rounds, stop)
+
+
+def test_compact_lean_prompt_keeps_the_cited_lines_and_drops_scores_and_attention_lines(near_miss_contexts):
+    from uav_debate_eval.debate.prompts import FINDINGS_DSL_TAGS
+
+    sim, contexts = near_miss_contexts
+    backend = ScriptedBackend(_choose({}))
+    res = run_debate(contexts[:1], sim.mission, DebateConfig(prompt_style="compact"), backend=backend)
+    prefix = backend.requests[0].messages[0]["content"]
+    dsl = prefix.split("DSL:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    refs = {ref for f in res.segments[0].findings for ref in f.refs}
+    shown = {ln.split(" ", 1)[0] for ln in dsl}
+    assert not any(ln.startswith(("SCORES", "ATTN")) for ln in dsl) and dsl[-1].endswith("routine lines omitted)")
+    assert {r for r in refs if "[" in r} <= shown  # every DSL line a finding cites is there
+    assert all(ln.split("[", 1)[0].split(" ", 1)[0] in FINDINGS_DSL_TAGS or ln.split(" ", 1)[0] in refs
+               for ln in dsl[:-1])
+    full = ScriptedBackend(_choose({}))
+    run_debate(contexts[:1], sim.mission, DebateConfig(), backend=full)  # not compact: SCORES and ATTN stay
+    assert "\nATTN[1] " in full.requests[0].messages[0]["content"] and len(prefix) < len(
+        full.requests[0].messages[0]["content"])

@@ -66,7 +66,10 @@ class DebateConfig:
     router: str = "sparse"
     settled_agents: int = 1  # sparse router: agents that answer a segment with nothing notable (rules verdict)
     veto_rounds: int = 1  # sparse router: rounds of a vetoed segment (the veto fixes its label)
-    agree_confidence: float = 0.65  # sparse router: all labels equal and mean confidence >= it ends the segment
+    # sparse router: all labels equal and mean confidence >= it ends the segment (0.5: the panel agrees and is not
+    # guessing among the three labels; a small local model answers 0.5 often, and a further round of a unanimous
+    # panel cannot change the vote)
+    agree_confidence: float = 0.5
     topology: str = "full"  # full | sparse | learned (debate.topology: who answers and whom each agent sees)
     theta_v: float = 0.5  # visibility threshold of the edge weights (learned: the policy file's own)
     topology_policy: str | None = None  # learned topology's .npz (None: the shipped one)

@@ -129,3 +129,22 @@ def test_compact_lean_prompt_keeps_the_cited_lines_and_drops_scores_and_attentio
     run_debate(contexts[:1], sim.mission, DebateConfig(), backend=full)  # not compact: SCORES and ATTN stay
     assert "\nATTN[1] " in full.requests[0].messages[0]["content"] and len(prefix) < len(
         full.requests[0].messages[0]["content"])
+
+
+def test_frontier_counts_without_the_disk_cache(monkeypatch):
+    """A cache hit costs 0 tokens: the frontier measures what a mission costs, so it runs every LLM call."""
+    from uav_debate_eval.debate import frontier
+    from uav_debate_eval.debate.llm.factory import LLMConfig
+
+    seen = []
+    real = frontier.run_debate
+
+    def spy(contexts, mission, cfg, backend=None):
+        seen.append(cfg)
+        return real(contexts, mission, DebateConfig(router=cfg.router), backend=ScriptedBackend(_choose({})))
+
+    monkeypatch.setattr(frontier, "run_debate", spy)
+    cfg = DebateConfig(backend="local", llm=LLMConfig(backend="local", use_cache=True))
+    (row,) = frontier.frontier(["formation"], cfg, settings=(("sparse", "full", True),))
+    assert [c.llm.use_cache for c in seen] == [False] and cfg.llm.use_cache is True
+    assert row["tokens_per_mission"] > 0

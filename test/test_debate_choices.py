@@ -154,7 +154,8 @@ def test_llm_judge_chooses_findings_and_recommendations(near_miss):
                 "summary": "SCORES_SUPPED, SAFE; SUMMARY DURING THE DAY"}
 
     backend = ScriptedBackend(_chooser(""), judge=judge)
-    res = run_debate(contexts[:1], sim.mission, DebateConfig(), backend=backend)
+    # the complexity router: the sparse one makes no judge call on a vetoed segment (the veto fixes its label)
+    res = run_debate(contexts[:1], sim.mission, DebateConfig(router="complexity"), backend=backend)
     (req,) = backend.judge_requests
     assert "FINDINGS" in req.messages[1]["content"] and set(req.json_schema["required"]) == {
         "label", "findings", "recommendations", "summary"}

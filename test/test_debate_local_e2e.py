@@ -29,8 +29,9 @@ def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
     require_embedded_model()
     sim = simulate("formation", seed=0, duration_s=30, faults=["near_miss"])
     one_round = {1: 1, 2: 1, 3: 1}
-    # A fresh cache: answers cached by an earlier run would (rightly) cost 0 tokens.
-    cfg = DebateConfig(backend="local", max_rounds=one_round, min_rounds=one_round,
+    # A fresh cache: answers cached by an earlier run would (rightly) cost 0 tokens. The complexity router calls the
+    # judge on every segment (the sparse one skips it on this vetoed segment: the veto fixes the label).
+    cfg = DebateConfig(backend="local", router="complexity", max_rounds=one_round, min_rounds=one_round,
                        llm=LLMConfig(backend="local", cache_dir=str(tmp_path / "cache")))
     ev = evaluate(sim.traj, sim.mission, cfg, segment_mode="window", window_s=40.0)
     report = ev.report

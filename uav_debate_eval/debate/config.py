@@ -46,7 +46,9 @@ class DebateConfig:
     uncertainty_lambda: float = 0.5  # U_intra = lambda F + (1 - lambda) M
     low_confidence_u_sys: float = 0.5  # U_sys above it marks the evaluation low-confidence
     jury_in_l3: bool = True
-    judge: str = "auto"  # vote (deterministic) | llm (one judge call per segment) | auto (llm for LLM backends)
+    # vote (deterministic) | llm (one judge call per segment) | auto (llm for LLM backends); with the sparse router
+    # the call is made only when labels stay open and no veto fixes the segment's label
+    judge: str = "auto"
     panel_may_raise: bool = False  # let a non-safe panel raise a verifier "safe" to "borderline"
     quote_rel_tol: float = 0.02
     quote_abs_tol: float = 0.011
@@ -63,7 +65,11 @@ class DebateConfig:
     # complexity: the complexity score alone picks the layer and every agent debates every round
     router: str = "sparse"
     settled_agents: int = 1  # sparse router: agents that answer a segment with nothing notable (rules verdict)
-    agree_confidence: float = 0.65  # sparse router: all labels equal and mean confidence >= it ends the segment
+    veto_rounds: int = 1  # sparse router: rounds of a vetoed segment (the veto fixes its label)
+    # sparse router: all labels equal and mean confidence >= it ends the segment (0.5: the panel agrees and is not
+    # guessing among the three labels; a small local model answers 0.5 often, and a further round of a unanimous
+    # panel cannot change the vote)
+    agree_confidence: float = 0.5
     topology: str = "full"  # full | sparse | learned (debate.topology: who answers and whom each agent sees)
     theta_v: float = 0.5  # visibility threshold of the edge weights (learned: the policy file's own)
     topology_policy: str | None = None  # learned topology's .npz (None: the shipped one)
@@ -97,6 +103,8 @@ class DebateConfig:
                 raise InputError(f"debate.{name}: need layers 1, 2, 3 with at least one round each")
             setattr(self, name, rounds)
         self.router_thresholds = tuple(float(x) for x in self.router_thresholds)  # type: ignore[assignment]
+        if self.veto_rounds < 1:
+            raise InputError(f"debate.veto_rounds: must be at least 1, got {self.veto_rounds}")
         if not 0.0 < self.red_fraction < 1.0:
             raise InputError(f"debate.red_fraction: must be in (0, 1), got {self.red_fraction}")
 

@@ -55,6 +55,8 @@ def frontier(suite: tuple[str, ...] | list[str] = DEFAULT_SUITE, config: DebateC
     from uav_debate_eval.sim.scenarios import simulate
 
     config = config or DebateConfig()
+    if config.llm is not None:  # a disk-cache hit counts 0 tokens: the frontier measures what a mission costs
+        config = replace(config, llm=replace(config.llm, use_cache=False))
     flights = []
     for entry in suite:
         name, faults = parse_suite_entry(entry)

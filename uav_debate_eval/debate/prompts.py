@@ -127,10 +127,14 @@ COMPACT_DSL_TAGS = ("DSL", "SCORES", "RISK", "DQ", "ATTN", "EVENT", "SUMMARY")
 NEAR_LIMIT = 0.8
 
 
-def compact_dsl(text: str, keep: set[str] | None = None) -> str:
-    """The lines that can matter (COMPACT_DSL_TAGS, and the ids in `keep`); the routine lines are counted."""
+#: With compact prompts and findings: SCORES and ATTN lines go too (METRICS and FINDINGS state what they point at).
+FINDINGS_DSL_TAGS = ("DSL", "RISK", "DQ", "EVENT", "SUMMARY")
+
+
+def compact_dsl(text: str, keep: set[str] | None = None, tags: tuple[str, ...] = COMPACT_DSL_TAGS) -> str:
+    """The lines that can matter (`tags`, and the ids in `keep`); the routine lines are counted."""
     lines = text.splitlines()
-    kept = [ln for ln in lines if ln.split("[", 1)[0].split(" ", 1)[0] in COMPACT_DSL_TAGS
+    kept = [ln for ln in lines if ln.split("[", 1)[0].split(" ", 1)[0] in tags
             or ln.split(" ", 1)[0] in (keep or ())]
     dropped = len(lines) - len(kept)
     return "\n".join(kept + ([f"({dropped} routine lines omitted)"] if dropped else []))
@@ -140,12 +144,14 @@ def segment_parts(ctx: Any, stage: str, ids: list[str], compact: bool, findings:
                   lean: bool = False, notable: bool = True) -> dict[str, str]:
     """The segment's data by prompt part (header, dsl, metrics, safety, findings, valid_ids). Lean: a compact DSL
     (anomaly lines only when nothing is notable; plus the lines the findings cite when something is), the weakest
-    metrics, the margins near a limit, and no id list when the findings carry the ids."""
+    metrics, the margins near a limit, and no id list when the findings carry the ids; compact and lean with findings:
+    no SCORES or ATTN lines either."""
     from uav_debate_eval.debate.choices import findings_text
 
     dsl = str(getattr(ctx.dsl, "text", ""))
     if lean and findings is not None:
-        dsl = compact_dsl(dsl, {ref for f in findings for ref in f.refs} if notable else None)
+        dsl = compact_dsl(dsl, {ref for f in findings for ref in f.refs} if notable or compact else None,
+                          FINDINGS_DSL_TAGS if compact and findings else COMPACT_DSL_TAGS)
     parts = {"header": f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, {stage}.",
              "dsl": "DSL:\n" + dsl,
              "metrics": "METRICS:\n" + metrics_text(ctx.metrics, compact or lean),
@@ -182,10 +188,14 @@ def answer_format(turn: Turn) -> str:
     return FORMAT_QUOTED if turn.quotes else FORMAT
 
 
+def chosen_text(r: AgentResponse) -> str:
+    """The stance on each chosen finding, e.g. "endorse F1 safety_critical, dispute F2 within_tolerance"."""
+    return ", ".join(f"{c['stance']} {c['id']} {c['reason']}" for c in r.choices) or "no finding"
+
+
 def choices_line(r: AgentResponse) -> str:
-    """An answer as its structured choices: label, confidence, stance on each finding, picked recommendations."""
-    chosen = ", ".join(f"{c['stance']} {c['id']} {c['reason']}" for c in r.choices) or "no finding"
-    return f"{r.assessment} {r.confidence:.2f}; {chosen}"
+    """An answer as its structured choices: label, confidence, stance on each finding."""
+    return f"{r.assessment} {r.confidence:.2f}; {chosen_text(r)}"
 
 
 def previous_text(turn: Turn) -> str:

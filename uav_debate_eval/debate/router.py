@@ -23,10 +23,11 @@ class Route:
     terms: dict[str, float]
     agents: int | None = None  # agents that answer (None: the whole panel)
     reason: str = "complexity"  # complexity | settled (nothing notable) | veto (the veto fixes the label)
+    rounds: int | None = None  # most rounds (None: the layer's max_rounds)
 
     def to_dict(self) -> dict:
         return {"layer": self.layer, "score": self.score, "terms": self.terms, "agents": self.agents,
-                "reason": self.reason}
+                "reason": self.reason, "rounds": self.rounds}
 
 
 def notable(findings: list) -> bool:
@@ -34,14 +35,14 @@ def notable(findings: list) -> bool:
     return any(getattr(f, "severity", "info") != "info" for f in findings)
 
 
-def sparse_route(base: Route, findings: list, vetoed: bool, settled_agents: int = 1) -> Route:
+def sparse_route(base: Route, findings: list, vetoed: bool, settled_agents: int = 1, veto_rounds: int = 1) -> Route:
     """The sparse router on top of the complexity score: nothing notable -> L1 with `settled_agents` agents (one by
-    default); a vetoed segment at most L2 (the veto fixes its label; the panel names the hazard); the rest by
-    complexity."""
+    default); a vetoed segment at most L2 and `veto_rounds` rounds (the veto fixes its label; one round of the panel
+    names the hazard, further rounds could not change the verdict); the rest by complexity."""
     if not notable(findings):
         return Route(1, base.score, base.terms, agents=settled_agents, reason="settled")
     if vetoed:
-        return Route(min(base.layer, 2), base.score, base.terms, reason="veto")
+        return Route(min(base.layer, 2), base.score, base.terms, reason="veto", rounds=veto_rounds)
     return base
 
 

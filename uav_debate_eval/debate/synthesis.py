@@ -19,8 +19,9 @@ from typing import Any
 
 from uav_debate_eval.debate.llm.base import ChatRequest
 from uav_debate_eval.debate.llm.structured import plain_string
-from uav_debate_eval.debate.prompts import segment_text
+from uav_debate_eval.debate.prompts import chosen_text, segment_parts, segment_text
 from uav_debate_eval.debate.response import AgentResponse
+from uav_debate_eval.debate.router import notable
 
 JUDGE = ("You are the JUDGE of a panel of UAV flight experts. Read their final positions on one segment of a "
          "swarm flight and write the panel's verdict: weigh the evidence, not the number of voices; side with "
@@ -102,14 +103,21 @@ def judge_choice_schema(labels: list[str], findings: list) -> dict:
 
 
 def judge_messages(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
-                   valid_ids: list[str], vetoed: bool, compact: bool, findings: list | None = None
-                   ) -> list[dict[str, str]]:
-    """System: the judge's role and format. User: the segment's data and each expert's final position."""
+                   valid_ids: list[str], vetoed: bool, compact: bool, findings: list | None = None,
+                   lean: bool = False) -> list[dict[str, str]]:
+    """System: the judge's role and format. User: the segment's data and each expert's final position. Lean: the
+    segment data as the agents saw it (no id list when findings carry the ids, margins near a limit) and each
+    position as its choices, not the composed text."""
     veto = ("\nSAFETY VETO: the deterministic safety verifier reports a hard-constraint violation in this flight; "
             "the mission is RISKY whatever you conclude. Explain it and recommend." if vetoed else "")
-    data = segment_text(ctx, f"layer L{layer}, final verdict", valid_ids, compact, findings)
-    panel = "\n".join(f"- {role}: label {r.assessment}, confidence {r.confidence:.2f}. Claim: {r.claim} "
-                      f"Summary: {r.summary}" for role, r in positions)
+    stage = f"layer L{layer}, final verdict"
+    if lean and findings:
+        data = "\n\n".join(segment_parts(ctx, stage, valid_ids, compact, findings, True, notable(findings)).values())
+    else:
+        data = segment_text(ctx, stage, valid_ids, compact, findings)
+    panel = "\n".join(f"- {role}: label {r.assessment}, confidence {r.confidence:.2f}" +
+                      (f"; {chosen_text(r)}" if lean and r.choices else
+                       f". Claim: {r.claim} Summary: {r.summary}") for role, r in positions)
     return [{"role": "system", "content": JUDGE + veto + "\n" + (JUDGE_CHOICE_FORMAT if findings else JUDGE_FORMAT)},
             {"role": "user", "content": f"{data}\n\nPANEL FINAL POSITIONS:\n{panel}\n\n"
                                         f"ALLOWED LABELS: {', '.join(labels)}"}]
@@ -117,13 +125,13 @@ def judge_messages(ctx: Any, layer: int, positions: list[tuple[str, AgentRespons
 
 def judge_request(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
                   valid_ids: list[str], vetoed: bool, compact: bool, temperature: float, max_tokens: int,
-                  seed: int, findings: list | None = None) -> ChatRequest:
+                  seed: int, findings: list | None = None, lean: bool = False) -> ChatRequest:
     # The schema bounds the answer's length; a smaller token budget could cut it mid-JSON (a token is >= 1 char).
     longest_id = max(map(len, valid_ids), default=0)
     bound = SUMMARY_MAX + 3 * RECOMMENDATION_MAX + 3 * (longest_id + 4) + 100
     schema = judge_choice_schema(labels, findings) if findings else judge_schema(labels, valid_ids)
-    return ChatRequest(messages=judge_messages(ctx, layer, positions, labels, valid_ids, vetoed, compact, findings),
-                       agent="judge", json_schema=schema, valid_ids=valid_ids,
+    messages = judge_messages(ctx, layer, positions, labels, valid_ids, vetoed, compact, findings, lean)
+    return ChatRequest(messages=messages, agent="judge", json_schema=schema, valid_ids=valid_ids,
                        temperature=temperature, max_tokens=max(max_tokens, bound), seed=seed)
 
 

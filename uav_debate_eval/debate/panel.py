@@ -187,13 +187,18 @@ class Panel:
                 shared = rec.parts.pop("shared")
                 rec.parts["cache_reusable"] = max(0, shared - prompts.part_tokens(next(iter(turns.values())))["shared"])
             before = [x.response if x is not None else None for x in last]
+            responses: list[ResponseRecord] = []
             for i in range(k):
+                kept = last[i]
+                answer: ResponseRecord | None
                 if i in results:
-                    last[i] = results[i] if results[i] is not None else last[i]
-                elif last[i] is not None:
-                    last[i] = replace(last[i], reused=True)
-            rec.responses = [results[i] if i in results else last[i] for i in range(k)
-                             if (results.get(i) if i in results else last[i]) is not None]
+                    answer = results[i]
+                    last[i] = answer if answer is not None else kept
+                else:
+                    answer = last[i] = replace(kept, reused=True) if kept is not None else None
+                if answer is not None:
+                    responses.append(answer)
+            rec.responses = responses
             for key in ("prompt", "completion"):
                 seg.tokens[key] += rec.tokens[key]
             seg.rounds.append(rec)

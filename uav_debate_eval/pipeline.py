@@ -49,6 +49,7 @@ class Evaluation:
     timing: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     findings: list = field(default_factory=list)  # findings.VerifiedFinding of the whole flight, ranked
+    figure_job: Any = None  # report.figure_job.FigureJob drawing the figures beside the evaluation, if started
 
     @property
     def label(self) -> str:
@@ -79,18 +80,19 @@ def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) 
 
 def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None, *, segment_mode: str = "phase",
              window_s: float = 30.0, progress: ProgressFn | None = None, backend: Any = None,
-             inputs: list[str] | None = None, notes: list[str] | None = None) -> Evaluation:
+             inputs: list[str] | None = None, notes: list[str] | None = None, figures: bool = False) -> Evaluation:
     """Safety -> metrics -> mission segments -> per-segment DSL/metrics/safety -> debate -> report.
 
     `debate_config` is a debate.config.DebateConfig (None: the offline rules backend); `backend` an
     optional ready LLM backend (tests, the live node). `inputs` and `notes` only go into the report.
+    `figures`: start drawing the report figures in a child process as soon as their data is known
+    (report.writer.write_reports collects them); large flights also evaluate their segments on two cores.
     """
     from uav_debate_eval.debate.config import DebateConfig
     from uav_debate_eval.dsl.builder import build_dsl
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.metrics.compute import compute_metrics
     from uav_debate_eval.quality import assess
-    from uav_debate_eval.report.build import build_report
     from uav_debate_eval.safety.checker import check_trajectory
 
     if not traj.tracks:
@@ -127,18 +129,35 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
     tick("metrics", 1, 1)
     dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety))
-    segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
-                                                     safety=safety))
-    contexts = []
-    for i, seg in enumerate(segments):
-        contexts.append(stage("dsl", lambda seg=seg: _segment_context(traj, mission, seg, safety, metrics,
-                                                                      dsl.events, cfg.segment_dsl_budget)))
-        tick("segments", i + 1, len(segments))
+    figure_job = None
+    if figures:
+        from uav_debate_eval.report.figure_job import start_figure_job
+
+        figure_job = start_figure_job(traj, mission, safety, metrics, dsl.events)
+    try:
+        segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
+                                                         safety=safety))
+        contexts = stage("dsl", lambda: segment_contexts(traj, mission, segments, safety, metrics, dsl.events,
+                                                         cfg.segment_dsl_budget, tick))
+        evaluation = _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg,
+                             backend, report_notes, inputs)
+    except BaseException:
+        if figure_job is not None:
+            figure_job.cancel()
+        raise
+    evaluation.figure_job = figure_job
+    return evaluation
+
+
+def _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg, backend,
+            report_notes, inputs) -> Evaluation:
+    """The debate, the findings and the report dict."""
     debate, transcript, fallback = stage("debate", lambda: _run_debate(contexts, mission, cfg, backend, tick))
     if fallback:
         report_notes.append(fallback)
     from uav_debate_eval.findings import build_findings
     from uav_debate_eval.findings.panel import apply_panel
+    from uav_debate_eval.report.build import build_report
 
     t0 = time.perf_counter()
     findings = stage("report", lambda: build_findings(safety, dsl, metrics, mission, (traj.t_start, traj.t_end)))
@@ -171,6 +190,81 @@ def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: 
                     t_range=(seg.t_start, seg.t_end), events=events, part=window)
     return SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl, metrics=seg_metrics,
                           safety=safety, traj=window)
+
+
+#: From this many samples on, a flight's segments are evaluated on two cores (below, a child costs more than it saves).
+PARALLEL_MIN_SAMPLES = 50_000
+
+
+def segment_contexts(traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, metrics: Any,
+                     events: list, budget_tokens: int, tick: ProgressFn) -> list:
+    """Every segment's context; a large flight with several segments gives about half of them to a forked child.
+
+    Both processes run the same code on the same data (the child is a fork of this one), so the contexts are
+    the same whichever process made them. Should the child fail, its segments are evaluated here.
+    """
+    from uav_debate_eval.forked import Forked, can_fork, cores
+
+    def one(seg: Any) -> Any:
+        return _segment_context(traj, mission, seg, safety, metrics, events, budget_tokens)
+
+    theirs = _child_share(segments) if (traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1
+                                        and cores() > 1 and can_fork()) else []
+    contexts: list = [None] * len(segments)
+    done = 0
+    with (Forked(_contexts_of, traj, mission, [segments[i] for i in theirs], safety, metrics, events,
+                 budget_tokens) if theirs else _NoChild()) as child:
+        for i, seg in enumerate(segments):
+            if i not in theirs:
+                contexts[i] = one(seg)
+                done += 1
+                tick("segments", done, len(segments))
+        try:
+            parts = child.result() if theirs else []
+        except Exception:  # noqa: BLE001 - the child's segments are evaluated below instead
+            parts = []
+    from uav_debate_eval.debate.engine import SegmentContext
+
+    for i, (seg_metrics, seg_dsl) in zip(theirs if parts else [], parts, strict=True):
+        contexts[i] = SegmentContext(segment_id=segments[i].id, t_start=segments[i].t_start,
+                                     t_end=segments[i].t_end, dsl=seg_dsl, metrics=seg_metrics, safety=safety,
+                                     traj=traj.window(segments[i].t_start, segments[i].t_end))
+    for i in theirs:
+        if contexts[i] is None:  # the child failed: evaluate its segments here
+            contexts[i] = one(segments[i])
+        done += 1
+        tick("segments", done, len(segments))
+    return contexts
+
+
+def _child_share(segments: list) -> list[int]:
+    """The segments for the child: about half the flight time (longest first, each to the lighter side)."""
+    load = [0.0, 0.0]
+    share = []
+    for i in sorted(range(len(segments)), key=lambda i: -(segments[i].t_end - segments[i].t_start)):
+        side = 0 if load[0] <= load[1] else 1
+        load[side] += segments[i].t_end - segments[i].t_start
+        if side == 1:
+            share.append(i)
+    return sorted(share)
+
+
+def _contexts_of(_inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, metrics: Any,
+                 events: list, budget_tokens: int) -> list[tuple[Any, Any]]:
+    """Child side: (metrics, DSL) of each segment (the window itself is cut again by the parent, not sent)."""
+    out = []
+    for seg in segments:
+        ctx = _segment_context(traj, mission, seg, safety, metrics, events, budget_tokens)
+        out.append((ctx.metrics, ctx.dsl))
+    return out
+
+
+class _NoChild:
+    def __enter__(self) -> _NoChild:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
 
 def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: ProgressFn):

@@ -185,7 +185,7 @@ def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: 
         read_s = time.perf_counter() - t0
         ev = evaluate(traj, mission, debate_config(opts), segment_mode=opts.get("segment_mode", "phase"),
                       window_s=float(opts.get("window", 30.0)), progress=bar, inputs=[str(p) for p in paths],
-                      notes=notes)
+                      notes=notes, figures=True)
         ev.report["timing"] = {"read": round(read_s, 4), **ev.report.get("timing", {})}
         bar("write", 0, 1)
         from uav_debate_eval.report.writer import write_reports  # matplotlib loads once there is a flight to draw

@@ -285,6 +285,10 @@ FIGURES = {"trajectory_xy": trajectory_xy, "trajectory_3d": trajectory_3d, "sepa
            "altitude_speed": altitude_speed, "scores": scores, "debate_rounds": debate_rounds}
 
 
-def render_figures(ev: Any) -> dict[str, bytes]:
-    """All report figures as {name: PNG bytes}, in CAPTIONS order."""
-    return {name: _png(fn(ev)) for name, fn in FIGURES.items()}
+#: The figures that need the debate (the others can be drawn while it runs: report/figure_job.py).
+DEBATE_FIGURES = ("debate_rounds",)
+
+
+def render_figures(ev: Any, names: tuple[str, ...] | None = None) -> dict[str, bytes]:
+    """The report figures (all, or those in `names`) as {name: PNG bytes}, in CAPTIONS order."""
+    return {name: _png(fn(ev)) for name, fn in FIGURES.items() if names is None or name in names}

@@ -1,0 +1,141 @@
+"""Issue 15: the second core. Segments evaluated in a forked child and figures drawn beside the evaluation must
+give exactly what one process gives; a failing child loses nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from uav_debate_eval import pipeline
+from uav_debate_eval.debate.config import DebateConfig
+from uav_debate_eval.forked import ChildLost, Forked
+from uav_debate_eval.report.figures import FIGURES, render_figures
+from uav_debate_eval.sim.scenarios import simulate
+
+
+@pytest.fixture(scope="module")
+def flight():
+    sim = simulate("formation", seed=0, faults=["near_miss"])
+    return sim.traj, sim.mission
+
+
+def _evaluate(traj, mission, **kw):
+    return pipeline.evaluate(traj, mission, DebateConfig(), **kw)
+
+
+def _sections(ev) -> dict:
+    report = dict(ev.report)
+    report.pop("timing")
+    report["debate"] = {k: v for k, v in report["debate"].items() if k != "elapsed_s"}
+    return report
+
+
+def test_segments_in_a_child_equal_one_process(flight, monkeypatch, tmp_path):
+    traj, mission = flight
+    serial = _evaluate(traj, mission)
+    assert len(serial.segments) > 1
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_SAMPLES", 0)
+    real = pipeline._contexts_of
+    seen = tmp_path / "child.pid"
+
+    def spy(*args):
+        seen.write_text(str(os.getpid()))
+        return real(*args)
+
+    monkeypatch.setattr(pipeline, "_contexts_of", spy)
+    here = []
+    one = pipeline._segment_context
+    monkeypatch.setattr(pipeline, "_segment_context", lambda *a: here.append(a[2].id) or one(*a))
+    parallel = _evaluate(traj, mission)
+    assert int(seen.read_text()) != os.getpid()  # a share of the segments was evaluated in another process
+    share = pipeline._child_share(serial.segments)
+    assert share and len(here) == len(serial.segments) - len(share)  # and not again here
+    assert _sections(parallel) == _sections(serial)
+    for a, b in zip(parallel.segments, serial.segments, strict=True):
+        assert (a.id, a.t_start, a.t_end) == (b.id, b.t_start, b.t_end)
+
+
+def test_a_lost_segment_child_is_made_up_here(flight, monkeypatch):
+    traj, mission = flight
+    serial = _evaluate(traj, mission)
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_SAMPLES", 0)
+    monkeypatch.setattr(pipeline, "_contexts_of", lambda *a: os._exit(9))
+    assert _sections(_evaluate(traj, mission)) == _sections(serial)
+
+
+def test_figures_drawn_beside_equal_figures_drawn_after(flight, tmp_path):
+    from uav_debate_eval.report.writer import write_reports
+
+    traj, mission = flight
+    ev = _evaluate(traj, mission, figures=True)
+    assert ev.figure_job is not None and ev.figure_job.child is not None
+    expected = render_figures(ev)
+    write_reports(ev, tmp_path / "out")
+    assert ev.figure_job is None
+    written = {p.stem: p.read_bytes() for p in (tmp_path / "out" / "figures").glob("*.png")}
+    assert set(written) == set(FIGURES)
+    assert written == expected  # byte for byte: the child drew from the same data
+
+
+def test_a_killed_figure_child_costs_no_figure(flight, tmp_path):
+    from uav_debate_eval.report.writer import write_reports
+
+    traj, mission = flight
+    ev = _evaluate(traj, mission, figures=True)
+    os.kill(ev.figure_job.child._proc.pid, signal.SIGKILL)
+    write_reports(ev, tmp_path / "out")
+    assert {p.stem for p in (tmp_path / "out" / "figures").glob("*.png")} == set(FIGURES)
+
+
+def _boom(_inbox):
+    raise ValueError("bad segment")
+
+
+def _echo_twice(inbox, x):
+    return (x, inbox.recv())
+
+
+def test_forked_returns_raises_and_reports_a_lost_child():
+    with Forked(_echo_twice, 3) as child:
+        child.send("more")
+        assert child.result() == (3, "more")
+    with pytest.raises(ValueError, match="bad segment"), Forked(_boom) as child:
+        child.result()
+    with Forked(lambda _inbox: time.sleep(30)) as child:
+        os.kill(child._proc.pid, signal.SIGKILL)
+        with pytest.raises(ChildLost):
+            child.result()
+
+
+def test_forked_child_dies_with_its_parent(tmp_path):
+    """A child of a process that is SIGKILLed does not live on (PR_SET_PDEATHSIG)."""
+    import subprocess
+    import sys
+
+    pid_file = tmp_path / "child.pid"
+    code = ("import os, time\nfrom uav_debate_eval.forked import Forked\n"
+            f"def wait(_inbox):\n    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(60)\n"
+            "c = Forked(wait)\ntime.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        for _ in range(200):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        for _ in range(100):
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            pytest.fail("the child outlived its parent")
+    finally:
+        parent.kill()

@@ -116,7 +116,11 @@ def _options(args: argparse.Namespace) -> dict:
 
 
 def debate_config(opts: dict) -> Any:
+    """The panel's config; the rules backend needs no LLM config (so the LLM client libraries never load)."""
     from uav_debate_eval.debate.config import DebateConfig
+
+    if opts["llm"] == "rules":
+        return DebateConfig(backend="rules", model=opts.get("model"))
     from uav_debate_eval.debate.llm.factory import LLMConfig
 
     llm = LLMConfig(backend=opts["llm"], model=opts.get("model"), base_url=opts.get("base_url"),

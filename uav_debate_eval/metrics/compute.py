@@ -17,7 +17,7 @@ from uav_debate_eval.metrics.flight import flight_control
 from uav_debate_eval.metrics.kinematics import smooth_kinematics
 from uav_debate_eval.metrics.safety_metrics import safety_details
 from uav_debate_eval.metrics.scoring import mean_score
-from uav_debate_eval.metrics.swarm import close_approaches, separation, snapshots
+from uav_debate_eval.metrics.swarm import adopt_checker_pairs, close_approaches, separation, snapshots
 
 CATEGORIES = ("flight_control", "coordination", "safety")
 
@@ -80,6 +80,8 @@ def compute_metrics(traj: SwarmTrajectory, mission: Mission, safety=None) -> Met
     kins = [smooth_kinematics(tr) for tr in traj.tracks.values()]
     multi = len(traj.tracks) >= 2
     snap = snapshots(traj) if multi else None
+    if snap is not None:
+        adopt_checker_pairs(snap, safety)
     # close approaches first: for large swarms their per-step kd-trees also give the separation
     approaches = close_approaches(snap, mission.thresholds.proximity(mission.constraints)) if snap is not None else []
     sep = separation(snap) if snap is not None else None

@@ -59,6 +59,12 @@ class SafetyResult:
     snapshot_policy: str = SNAPSHOT_POLICY_OFFLINE
     notes: list[str] = field(default_factory=list)
     data_quality: DataQuality = field(default_factory=DataQuality)
+    #: (grid, (T, 2) vehicle indexes of each step's closest pair) when the separation came from a kd-tree per grid
+    #: step, so the metrics' pass over the very same grid reuses those closest pairs (metrics.swarm); not pickled
+    nearest: tuple[Snapshots, np.ndarray] | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "nearest": None}
 
     @property
     def vetoed(self) -> bool:
@@ -209,7 +215,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     separation_lost = any(ne.constraint == "min_separation" and len(ne.uavs) == len(ids) and ne.t_start is not None
                           and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
                           for ne in quality.not_evaluable)
-    separation, sep_viol, warnings = _pairwise(traj, mission, gap, quality, skip_limit=separation_lost)
+    separation, sep_viol, warnings, nearest = _pairwise(traj, mission, gap, quality, skip_limit=separation_lost)
     violations.extend(sep_viol)
     if c.min_separation_m is not None and not separation_lost:
         worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
@@ -232,7 +238,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     else:
         label = "safe"
     return SafetyResult(viol, warnings, _integrity(traj, mission), margins, separation, vetoes, label,
-                        data_quality=quality.data_quality(traj, checked))
+                        data_quality=quality.data_quality(traj, checked), nearest=nearest)
 
 
 def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
@@ -245,8 +251,9 @@ def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
 
 
 def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, skip_limit: bool = False
-              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict]]:
-    """Separation timeline, min_separation intervals and CPA warnings over the common grid.
+              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], tuple | None]:
+    """Separation timeline, min_separation intervals, CPA warnings and (kd-tree path) the grid with each step's
+    closest pair (SafetyResult.nearest) over the common grid.
 
     Grid points where a vehicle's separation is not evaluable (estimator invalid) are no data for it;
     `skip_limit` (frames that cannot be one) keeps only the timeline.
@@ -266,15 +273,19 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     limit = None if skip_limit else c.min_separation_m
     hv, ht, hd = [], [], []  # violating pairs: key, t, distance
     wk, wt, wd, wtp = [], [], [], []  # CPA warnings: key, t, predicted distance, predicted time
+    nearest = None
     if N <= DENSE_MAX_VEHICLES:
         _pairs_dense(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
     else:
-        _pairs_sparse(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
+        pair_index = np.full((T, 2), -1, dtype=int)
+        _pairs_sparse(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp),
+                      pair_index)
+        nearest = (snaps, pair_index)
     timeline = SeparationTimeline(snaps.t, d_min, closest)
     violations: list[tuple[Violation, float]] = []
     warnings: list[dict] = []
     if limit is None:
-        return timeline, violations, warnings
+        return timeline, violations, warnings, nearest
     grid_gap = max(gap, 2.0 * period + 1e-9)
     if hv:
         for key, t0, t1, w, _, n in merge_runs(np.concatenate(hv), np.concatenate(ht), np.concatenate(hd),
@@ -289,7 +300,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
             first = np.flatnonzero((keys == key) & (np.abs(ts - t0) < 1e-6))[0]
             warnings.append({"t": t0, "kind": "cpa", "uavs": sorted((ids[key // N], ids[key % N])),
                              "value": _r(dcs[first]), "limit": limit, "t_predicted": _r(tps[first])})
-    return timeline, violations, warnings
+    return timeline, violations, warnings, nearest
 
 
 #: Up to this many vehicles all pairs of a block of time steps are checked at once with numpy
@@ -300,8 +311,9 @@ DENSE_BLOCK = 400_000
 
 
 def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float, d_min: np.ndarray, closest: list,
-                  hits: tuple[list, list, list], warns: tuple[list, list, list, list]) -> None:
-    """Per time step: kd-tree nearest pair, close pairs below the limit, CPA candidates."""
+                  hits: tuple[list, list, list], warns: tuple[list, list, list, list], pair_index: np.ndarray) -> None:
+    """Per time step: kd-tree nearest pair (also as vehicle indexes in pair_index), close pairs below the limit,
+    CPA candidates."""
     ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
     T, N = snaps.valid.shape
     for s in range(T):
@@ -313,6 +325,7 @@ def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float, d_min: 
         d, a, b = nearest_pair(p, tree)
         d_min[s] = d
         closest[s] = (ids[idx[a]], ids[idx[b]])
+        pair_index[s] = idx[a], idx[b]
         if limit is None:
             continue
         t = float(snaps.t[s])

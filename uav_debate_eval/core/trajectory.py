@@ -178,6 +178,35 @@ class Snapshots:
 _OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct", "est_valid")
 
 
+@dataclass(frozen=True)
+class VehicleCodes:
+    """A uav_id column as integer codes into its distinct names (a columnar reader's dictionary encoding):
+    `from_columns` groups a million rows by integer code instead of sorting a million strings."""
+
+    names: np.ndarray  # (K,) distinct names
+    codes: np.ndarray  # (n,) index into names
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def strings(self) -> np.ndarray:
+        return np.asarray(self.names, dtype=str)[self.codes]
+
+
+def _vehicle_groups(uav_id: np.ndarray | list[str] | VehicleCodes, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct names of the kept rows, each kept row's index into them): np.unique(..., return_inverse)."""
+    if isinstance(uav_id, VehicleCodes):
+        names = np.asarray(uav_id.names, dtype=str)
+        if len(np.unique(names)) == len(names):
+            present = np.unique(uav_id.codes[kept])
+            order = np.argsort(names[present], kind="stable")
+            rank = np.zeros(len(names), dtype=np.intp)
+            rank[present[order]] = np.arange(len(order))
+            return names[present[order]], rank[uav_id.codes[kept]]
+        uav_id = uav_id.strings()
+    return np.unique(np.asarray(uav_id).astype(str)[kept], return_inverse=True)
+
+
 @dataclass
 class SwarmTrajectory:
     """Per-vehicle tracks sharing one clock and one ENU world frame, plus the ingest report.
@@ -252,7 +281,7 @@ class SwarmTrajectory:
     def from_columns(
         cls,
         t: np.ndarray,
-        uav_id: np.ndarray | list[str],
+        uav_id: np.ndarray | list[str] | VehicleCodes,
         pos: np.ndarray,
         vel: np.ndarray | None = None,
         quat: np.ndarray | None = None,
@@ -275,11 +304,12 @@ class SwarmTrajectory:
         and counted. Non-finite velocities are re-derived from positions.
         """
         t = np.asarray(t, dtype=float)
-        ids = np.asarray(uav_id).astype(str)
+        if not isinstance(uav_id, VehicleCodes):
+            uav_id = np.asarray(uav_id).astype(str)
         pos = np.asarray(pos, dtype=float).reshape(-1, 3)
         n = len(t)
-        if len(ids) != n or len(pos) != n:
-            raise InputError(f"column lengths differ: t={n}, uav_id={len(ids)}, pos={len(pos)}")
+        if len(uav_id) != n or len(pos) != n:
+            raise InputError(f"column lengths differ: t={n}, uav_id={len(uav_id)}, pos={len(pos)}")
         report = IngestReport(rows_in=n)
         extras = {
             "vel": None if vel is None else np.asarray(vel, dtype=float).reshape(-1, 3),
@@ -298,7 +328,7 @@ class SwarmTrajectory:
         # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
         # vehicle, equal stamps keep their input order so "keep the first" is well defined.
         kept = np.flatnonzero(ok)
-        names, code = np.unique(ids[kept], return_inverse=True)
+        names, code = _vehicle_groups(uav_id, kept)
         input_order = np.argsort(code, kind="stable")
         code_sorted = code[input_order]
         same_vehicle = code_sorted[1:] == code_sorted[:-1]

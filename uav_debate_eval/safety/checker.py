@@ -337,7 +337,7 @@ def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float, d_min: 
             hv.append(key[bad])
             ht.append(np.full(int(bad.sum()), t))
             hd.append(dist[bad])
-        i, j, dist = cpa_candidates(p, v, limit, horizon)
+        i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True)
         ok = dist >= limit
         if ok.any():
             tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], horizon)

@@ -220,3 +220,20 @@ def test_dense_block_path_equals_per_step_kdtree_path(monkeypatch):
     assert dense.to_dict() == sparse.to_dict()
     np.testing.assert_array_equal(dense.separation.d_min, sparse.separation.d_min)
     assert list(dense.separation.pairs) == list(sparse.separation.pairs)
+
+
+@pytest.mark.parametrize("spec", [("formation", {}), ("grid", {"n_uavs": 80, "duration_s": 50.0})])
+def test_without_predictions_only_the_warnings_go(spec):
+    """predict=False (a segment window's metrics) leaves out the CPA and geofence warnings and nothing else."""
+    from uav_debate_eval.sim.scenarios import simulate
+
+    name, overrides = spec
+    sim = simulate(name, seed=0, faults=["near_miss", "overspeed"], **overrides)
+    full = check_trajectory(sim.traj, sim.mission)
+    lean = check_trajectory(sim.traj, sim.mission, predict=False)
+    assert full.warnings and not lean.warnings
+    a, b = full.to_dict(), lean.to_dict()
+    a.pop("warnings"), b.pop("warnings")
+    assert a == b
+    np.testing.assert_array_equal(full.separation.d_min, lean.separation.d_min)
+    assert full.separation.pairs == lean.separation.pairs and full.integrity_faults == lean.integrity_faults

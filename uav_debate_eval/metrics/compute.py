@@ -40,13 +40,13 @@ class MetricsResult:
         }
 
 
-def run_checker(traj: SwarmTrajectory, mission: Mission):
+def run_checker(traj: SwarmTrajectory, mission: Mission, predict: bool = True):
     """The deterministic safety checker's result, or None when the safety package is not installed."""
     try:
         from uav_debate_eval.safety.checker import check_trajectory
     except ModuleNotFoundError:
         return None
-    return check_trajectory(traj, mission)
+    return check_trajectory(traj, mission, predict=predict)
 
 
 def overall(scores: dict[str, float | None], weights: dict[str, float]) -> float | None:
@@ -76,7 +76,7 @@ def compute_metrics(traj: SwarmTrajectory, mission: Mission, safety=None) -> Met
     different time span (a whole-flight result with a segment window), the checker is run on `traj`.
     """
     if safety is None or not covers_same_span(safety, traj):
-        safety = run_checker(traj, mission)
+        safety = run_checker(traj, mission, predict=False)  # the metrics read no predictive warning
     kins = [smooth_kinematics(tr) for tr in traj.tracks.values()]
     multi = len(traj.tracks) >= 2
     snap = snapshots(traj) if multi else None

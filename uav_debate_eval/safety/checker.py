@@ -124,10 +124,12 @@ def merge_runs(key: np.ndarray, t: np.ndarray, value: np.ndarray, gap: float, wo
 
 
 def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: float = 2.0,
-                     quality: Assessment | None = None) -> SafetyResult:
+                     quality: Assessment | None = None, predict: bool = True) -> SafetyResult:
     """Run every hard constraint of the mission over the trajectory (see module docstring).
 
     `quality` is the data assessment of `traj` (made here when not given); the checks run on its clean trajectory.
+    `predict=False` leaves out the predictive warnings (CPA, time to the geofence): the metrics of a segment
+    window read only its separations, violations, margins and integrity faults.
     """
     if quality is None:  # a window of an assessed flight keeps the flight's assessment
         quality = traj.assessment.for_window(traj) if traj.assessment is not None else assess(traj, mission)
@@ -215,14 +217,15 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     separation_lost = any(ne.constraint == "min_separation" and len(ne.uavs) == len(ids) and ne.t_start is not None
                           and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
                           for ne in quality.not_evaluable)
-    separation, sep_viol, warnings, nearest = _pairwise(traj, mission, gap, quality, skip_limit=separation_lost)
+    separation, sep_viol, warnings, nearest = _pairwise(traj, mission, gap, quality, skip_limit=separation_lost,
+                                                        predict=predict)
     violations.extend(sep_viol)
     if c.min_separation_m is not None and not separation_lost:
         worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
         ratio = None if worst is None else 2.0 - worst / c.min_separation_m
         margin("min_separation", worst, c.min_separation_m, ratio)
     if c.geofence is not None:
-        warnings.extend(_fence_warnings(traj, mission, gap))
+        warnings.extend(_fence_warnings(traj, mission, gap) if predict else [])
     warnings.sort(key=lambda w: (w["t"], w["kind"], w["uavs"]))
 
     violations.sort(key=lambda vr: (vr[0].t_start, vr[0].constraint, vr[0].uavs))
@@ -250,7 +253,8 @@ def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
     return ""
 
 
-def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, skip_limit: bool = False
+def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, skip_limit: bool = False,
+              predict: bool = True
               ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], tuple | None]:
     """Separation timeline, min_separation intervals, CPA warnings and (kd-tree path) the grid with each step's
     closest pair (SafetyResult.nearest) over the common grid.
@@ -274,11 +278,12 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     hv, ht, hd = [], [], []  # violating pairs: key, t, distance
     wk, wt, wd, wtp = [], [], [], []  # CPA warnings: key, t, predicted distance, predicted time
     nearest = None
+    horizon = th.prediction_horizon_s if predict else None
     if N <= DENSE_MAX_VEHICLES:
-        _pairs_dense(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
+        _pairs_dense(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
     else:
         pair_index = np.full((T, 2), -1, dtype=int)
-        _pairs_sparse(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp),
+        _pairs_sparse(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp),
                       pair_index)
         nearest = (snaps, pair_index)
     timeline = SeparationTimeline(snaps.t, d_min, closest)
@@ -310,7 +315,7 @@ DENSE_MAX_VEHICLES = 64
 DENSE_BLOCK = 400_000
 
 
-def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float, d_min: np.ndarray, closest: list,
+def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d_min: np.ndarray, closest: list,
                   hits: tuple[list, list, list], warns: tuple[list, list, list, list], pair_index: np.ndarray) -> None:
     """Per time step: kd-tree nearest pair (also as vehicle indexes in pair_index), close pairs below the limit,
     CPA candidates."""
@@ -337,6 +342,8 @@ def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float, d_min: 
             hv.append(key[bad])
             ht.append(np.full(int(bad.sum()), t))
             hd.append(dist[bad])
+        if horizon is None:  # no predictions asked for
+            continue
         i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True)
         ok = dist >= limit
         if ok.any():
@@ -349,7 +356,7 @@ def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float, d_min: 
                 wtp.append(t + tc[warn])
 
 
-def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float, d_min: np.ndarray, closest: list,
+def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float | None, d_min: np.ndarray, closest: list,
                  hits: tuple[list, list, list], warns: tuple[list, list, list, list]) -> None:
     """The same results as :func:`_pairs_sparse`, computed for all pairs of a block of steps at once."""
     ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
@@ -378,6 +385,8 @@ def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float, d_min: n
             hv.append(np.broadcast_to(keys, dist.shape)[bad])
             ht.append(t[bad])
             hd.append(dist[bad])
+        if horizon is None:
+            continue
         dv = snaps.vel[sl][:, j] - snaps.vel[sl][:, i]
         # Sound pruning: within the horizon a pair closes in by at most |dv| H, so pairs further apart than
         # limit + |dv| H (with a relative 1e-9 against rounding) cannot be predicted below the limit.

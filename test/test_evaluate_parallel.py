@@ -139,3 +139,31 @@ def test_forked_child_dies_with_its_parent(tmp_path):
             pytest.fail("the child outlived its parent")
     finally:
         parent.kill()
+
+
+def test_stages_load_beside_the_read_of_a_large_input_only(tmp_path, monkeypatch):
+    import json
+
+    from uav_debate_eval.cli import main
+    from uav_debate_eval.commands import preload
+
+    sim = simulate("formation", seed=0, duration_s=20.0)
+    sim.write(tmp_path / "f", formats=("csv",))
+    csv_path = tmp_path / "f" / "trajectory.csv"
+    assert preload.preload_stages([csv_path]) is None  # small: read first, load after
+    started = []
+    real = preload.preload_stages
+    monkeypatch.setattr(preload, "PRELOAD_MIN_BYTES", 0)
+    monkeypatch.setattr(preload, "preload_stages", lambda paths: started.append(real(paths)) or started[-1])
+    assert main(["evaluate", str(csv_path), "--out", str(tmp_path / "a"), "--quiet"]) in (0, 3, 4)
+    assert started and started[0] is not None and not started[0].is_alive()
+    monkeypatch.setattr(preload, "PRELOAD_MIN_BYTES", 10**12)
+    assert main(["evaluate", str(csv_path), "--out", str(tmp_path / "b"), "--quiet"]) in (0, 3, 4)
+
+    def report(name):
+        r = json.loads((tmp_path / name / "report.json").read_text())
+        r.pop("timing")
+        r["debate"].pop("elapsed_s", None)
+        return r
+
+    assert report("a") == report("b")

@@ -176,6 +176,7 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
 
 def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: bool = False) -> Any:
     """Read, evaluate and write one flight; returns the pipeline Evaluation (compare-flights reads its parts)."""
+    from uav_debate_eval.commands.preload import preload_stages
     from uav_debate_eval.io.loader import load_inputs
     from uav_debate_eval.pipeline import evaluate, load_mission_for
 
@@ -183,8 +184,13 @@ def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: 
     mission, notes = load_mission_for(paths, opts.get("mission"))
     with _Progress(show_progress) as bar:
         bar("read", 0, 1)
-        traj = load_inputs(paths, topics=opts.get("topics"), names=mission.uavs or None, vehicles=mission.vehicles,
-                           vehicle_regex=opts.get("vehicles"))
+        preload = preload_stages(paths)
+        try:
+            traj = load_inputs(paths, topics=opts.get("topics"), names=mission.uavs or None,
+                               vehicles=mission.vehicles, vehicle_regex=opts.get("vehicles"))
+        finally:
+            if preload is not None:
+                preload.join()
         bar("read", 1, 1)
         read_s = time.perf_counter() - t0
         ev = evaluate(traj, mission, debate_config(opts), segment_mode=opts.get("segment_mode", "phase"),

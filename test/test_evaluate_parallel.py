@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from uav_debate_eval import pipeline
+from uav_debate_eval import pipeline, segment_work
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.forked import ChildLost, Forked
 from uav_debate_eval.report.figures import FIGURES, render_figures
@@ -33,36 +33,57 @@ def _sections(ev) -> dict:
     return report
 
 
+def _child_claims_first(monkeypatch):
+    """The parent hands over the flight's results only once the child has claimed a segment (deterministic test)."""
+    real = segment_work.SegmentWork.flight_ready
+
+    def ready(self, metrics, events):
+        deadline = time.monotonic() + 20
+        while self.child is not None and self.counter.value < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        real(self, metrics, events)
+
+    monkeypatch.setattr(segment_work.SegmentWork, "flight_ready", ready)
+
+
 def test_segments_in_a_child_equal_one_process(flight, monkeypatch, tmp_path):
     traj, mission = flight
     serial = _evaluate(traj, mission)
     assert len(serial.segments) > 1
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_SAMPLES", 0)
-    real = pipeline._contexts_of
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    _child_claims_first(monkeypatch)
+    real = segment_work._child
     seen = tmp_path / "child.pid"
 
     def spy(*args):
-        seen.write_text(str(os.getpid()))
-        return real(*args)
+        out = real(*args)
+        seen.write_text(f"{os.getpid()} {len(out)}")
+        return out
 
-    monkeypatch.setattr(pipeline, "_contexts_of", spy)
+    monkeypatch.setattr(segment_work, "_child", spy)
     here = []
-    one = pipeline._segment_context
-    monkeypatch.setattr(pipeline, "_segment_context", lambda *a: here.append(a[2].id) or one(*a))
+    one = segment_work.segment_context
+    monkeypatch.setattr(segment_work, "segment_context", lambda *a: here.append(a[2].id) or one(*a))
     parallel = _evaluate(traj, mission)
-    assert int(seen.read_text()) != os.getpid()  # a share of the segments was evaluated in another process
-    share = pipeline._child_share(serial.segments)
-    assert share and len(here) == len(serial.segments) - len(share)  # and not again here
+    pid, made = map(int, seen.read_text().split())
+    assert pid != os.getpid() and made >= 1  # the child made segments
+    assert len(here) == len(serial.segments) - made  # and they were not made again here
     assert _sections(parallel) == _sections(serial)
     for a, b in zip(parallel.segments, serial.segments, strict=True):
         assert (a.id, a.t_start, a.t_end) == (b.id, b.t_start, b.t_end)
 
 
-def test_a_lost_segment_child_is_made_up_here(flight, monkeypatch):
+def _claim_one_and_die(_inbox, *args):
+    segment_work._claim(args[-1], len(args[2]))
+    os._exit(9)
+
+
+@pytest.mark.parametrize("child", [lambda *a: os._exit(9), _claim_one_and_die])
+def test_a_lost_segment_child_is_made_up_here(flight, monkeypatch, child):
     traj, mission = flight
     serial = _evaluate(traj, mission)
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_SAMPLES", 0)
-    monkeypatch.setattr(pipeline, "_contexts_of", lambda *a: os._exit(9))
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    monkeypatch.setattr(segment_work, "_child", child)
     assert _sections(_evaluate(traj, mission)) == _sections(serial)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission, load_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.segment_work import SegmentWork
 
 if TYPE_CHECKING:  # the stages load on first use (the CLI starts fast; live nodes never load the debate)
     from uav_debate_eval.debate.engine import DebateResult
@@ -90,6 +91,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     """
     from uav_debate_eval.debate.config import DebateConfig
     from uav_debate_eval.dsl.builder import build_dsl
+    from uav_debate_eval.dsl.events import detect_events
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.metrics.compute import compute_metrics
     from uav_debate_eval.quality import assess
@@ -126,22 +128,26 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
     safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
     tick("safety", 1, 1)
-    metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
-    tick("metrics", 1, 1)
-    dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety))
+    segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
+                                                     safety=safety))
+    work = SegmentWork(traj, mission, segments, safety, cfg.segment_dsl_budget)  # a large flight: a child starts
     figure_job = None
-    if figures:
-        from uav_debate_eval.report.figure_job import start_figure_job
-
-        figure_job = start_figure_job(traj, mission, safety, metrics, dsl.events)
     try:
-        segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
-                                                         safety=safety))
-        contexts = stage("dsl", lambda: segment_contexts(traj, mission, segments, safety, metrics, dsl.events,
-                                                         cfg.segment_dsl_budget, tick))
+        metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
+        tick("metrics", 1, 1)
+        events = stage("dsl", lambda: detect_events(traj, mission, safety))
+        work.flight_ready(metrics, events)
+        dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety, events=events))
+        if figures:
+            from uav_debate_eval.report.figure_job import start_figure_job
+
+            figure_job = start_figure_job(traj, mission, safety, metrics, dsl.events)
+        contexts = stage("dsl", lambda: work.contexts(metrics, dsl.events,
+                                                      lambda done, total: tick("segments", done, total)))
         evaluation = _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg,
                              backend, report_notes, inputs)
     except BaseException:
+        work.cancel()
         if figure_job is not None:
             figure_job.cancel()
         raise
@@ -169,102 +175,6 @@ def _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, 
     evaluation.report["timing"] = {k: round(v, 4) for k, v in timing.items()}
     tick("report", 1, 1)
     return evaluation
-
-
-def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any, metrics: Any,
-                     events: list, budget_tokens: int) -> Any:
-    """One mission segment's evidence: its own DSL and metrics, and the flight's safety result.
-
-    The safety result stays whole so every violation keeps its true extent; the segment's DSL only
-    cites those that overlap the segment. The flight's events, waypoint status and raw-token counts are
-    reused (computed once for the flight); the window is cut once, so its metrics and its DSL share its
-    smoothed kinematics, snapshots, formation errors and segmentation (cached on the window).
-    """
-    from uav_debate_eval.debate.engine import SegmentContext
-    from uav_debate_eval.dsl.builder import build_dsl
-    from uav_debate_eval.metrics.compute import compute_metrics
-
-    window = traj.window(seg.t_start, seg.t_end)
-    seg_metrics = compute_metrics(window, mission, safety) if window.tracks else metrics
-    dsl = build_dsl(traj, mission, seg_metrics, safety, budget_tokens=budget_tokens,
-                    t_range=(seg.t_start, seg.t_end), events=events, part=window)
-    return SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl, metrics=seg_metrics,
-                          safety=safety, traj=window)
-
-
-#: From this many samples on, a flight's segments are evaluated on two cores (below, a child costs more than it saves).
-PARALLEL_MIN_SAMPLES = 50_000
-
-
-def segment_contexts(traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, metrics: Any,
-                     events: list, budget_tokens: int, tick: ProgressFn) -> list:
-    """Every segment's context; a large flight with several segments gives about half of them to a forked child.
-
-    Both processes run the same code on the same data (the child is a fork of this one), so the contexts are
-    the same whichever process made them. Should the child fail, its segments are evaluated here.
-    """
-    from uav_debate_eval.forked import Forked, can_fork, cores
-
-    def one(seg: Any) -> Any:
-        return _segment_context(traj, mission, seg, safety, metrics, events, budget_tokens)
-
-    theirs = _child_share(segments) if (traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1
-                                        and cores() > 1 and can_fork()) else []
-    contexts: list = [None] * len(segments)
-    done = 0
-    with (Forked(_contexts_of, traj, mission, [segments[i] for i in theirs], safety, metrics, events,
-                 budget_tokens) if theirs else _NoChild()) as child:
-        for i, seg in enumerate(segments):
-            if i not in theirs:
-                contexts[i] = one(seg)
-                done += 1
-                tick("segments", done, len(segments))
-        try:
-            parts = child.result() if theirs else []
-        except Exception:  # noqa: BLE001 - the child's segments are evaluated below instead
-            parts = []
-    from uav_debate_eval.debate.engine import SegmentContext
-
-    for i, (seg_metrics, seg_dsl) in zip(theirs if parts else [], parts, strict=True):
-        contexts[i] = SegmentContext(segment_id=segments[i].id, t_start=segments[i].t_start,
-                                     t_end=segments[i].t_end, dsl=seg_dsl, metrics=seg_metrics, safety=safety,
-                                     traj=traj.window(segments[i].t_start, segments[i].t_end))
-    for i in theirs:
-        if contexts[i] is None:  # the child failed: evaluate its segments here
-            contexts[i] = one(segments[i])
-        done += 1
-        tick("segments", done, len(segments))
-    return contexts
-
-
-def _child_share(segments: list) -> list[int]:
-    """The segments for the child: about half the flight time (longest first, each to the lighter side)."""
-    load = [0.0, 0.0]
-    share = []
-    for i in sorted(range(len(segments)), key=lambda i: -(segments[i].t_end - segments[i].t_start)):
-        side = 0 if load[0] <= load[1] else 1
-        load[side] += segments[i].t_end - segments[i].t_start
-        if side == 1:
-            share.append(i)
-    return sorted(share)
-
-
-def _contexts_of(_inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, metrics: Any,
-                 events: list, budget_tokens: int) -> list[tuple[Any, Any]]:
-    """Child side: (metrics, DSL) of each segment (the window itself is cut again by the parent, not sent)."""
-    out = []
-    for seg in segments:
-        ctx = _segment_context(traj, mission, seg, safety, metrics, events, budget_tokens)
-        out.append((ctx.metrics, ctx.dsl))
-    return out
-
-
-class _NoChild:
-    def __enter__(self) -> _NoChild:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: ProgressFn):

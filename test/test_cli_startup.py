@@ -48,3 +48,9 @@ def test_rules_evaluation_loads_no_llm_client(tmp_path):
     loaded = _loaded_after(code)
     assert "uav_debate_eval.debate.engine" in loaded  # it did evaluate
     assert not {"openai", "llama_cpp", "httpx"} & loaded
+
+
+def test_the_report_writer_loads_no_plotting_library():
+    """The figures are drawn in a child process: writing the text reports needs no matplotlib."""
+    loaded = _loaded_after("import uav_debate_eval.report.writer")
+    assert "matplotlib" not in loaded and "uav_debate_eval.report.captions" in loaded

@@ -1,5 +1,6 @@
-"""Load the evaluation stages while a large input is parsed: about a second of imports (scipy, matplotlib and the
-stages) overlaps the read, whose parsers (pyarrow's CSV reader, numpy's sorts) run without the GIL."""
+"""Load the evaluation stages while a large input is parsed: about a second of imports (scipy and the stages)
+overlaps the read, whose parsers (pyarrow's CSV reader, numpy's sorts) run without the GIL. The thread is joined
+before the evaluation starts (and so before any fork: a child must not inherit a half-held import lock)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 #: Inputs of at least this many bytes are parsed while the evaluation stages load in a thread (the parsers release
 #: the GIL); a small input is read first, so bad input is reported before anything heavy loads.
 PRELOAD_MIN_BYTES = 8_000_000
-#: What `evaluate` and the report writer load (scipy, matplotlib and the stages themselves: about a second).
+#: What `evaluate` and the report writer load (scipy and the stages themselves: about a second). Not matplotlib:
+#: the figures are drawn in a forked child (report/figure_job.py), which loads it beside the evaluation.
 _STAGES = ("uav_debate_eval.quality", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
            "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.debate.engine",
-           "uav_debate_eval.findings", "uav_debate_eval.report.build", "uav_debate_eval.report.writer",
-           "uav_debate_eval.report.figures")
+           "uav_debate_eval.findings", "uav_debate_eval.report.build", "uav_debate_eval.report.writer")
 
 
 def preload_stages(paths: list[Path]) -> Any:

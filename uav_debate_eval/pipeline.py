@@ -126,28 +126,31 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
 
     quality = stage("safety", lambda: assess(traj, mission))
     traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
-    safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
-    tick("safety", 1, 1)
-    segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
-                                                     safety=safety))
-    work = SegmentWork(traj, mission, segments, safety, cfg.segment_dsl_budget)  # a large flight: a child starts
-    figure_job = None
+    figure_job = work = None
+    if figures:  # a child loads the plotting library while the flight is checked, then draws
+        from uav_debate_eval.report.figure_job import start_figure_job
+
+        figure_job = start_figure_job(traj, mission)
     try:
+        safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
+        tick("safety", 1, 1)
+        segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
+                                                         safety=safety))
+        work = SegmentWork(traj, mission, segments, safety, cfg.segment_dsl_budget)  # a large flight: a child
         metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
         tick("metrics", 1, 1)
         events = stage("dsl", lambda: detect_events(traj, mission, safety))
         work.flight_ready(metrics, events)
         dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety, events=events))
-        if figures:
-            from uav_debate_eval.report.figure_job import start_figure_job
-
-            figure_job = start_figure_job(traj, mission, safety, metrics, dsl.events)
+        if figure_job is not None:
+            figure_job.flight_ready(safety, metrics, dsl.events)
         contexts = stage("dsl", lambda: work.contexts(metrics, dsl.events,
                                                       lambda done, total: tick("segments", done, total)))
         evaluation = _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg,
                              backend, report_notes, inputs)
     except BaseException:
-        work.cancel()
+        if work is not None:
+            work.cancel()
         if figure_job is not None:
             figure_job.cancel()
         raise

@@ -8,6 +8,7 @@ the terminal's Ctrl-C and dies with its parent however the parent ends (live/wor
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -48,7 +49,11 @@ class Forked:
         for stream in (sys.stdout, sys.stderr):  # a child must not write the parent's buffered output again
             stream.flush()
         self._proc = ctx.Process(target=_run, args=(os.getpid(), child_end, fn, args), daemon=True)
-        self._proc.start()
+        gc.freeze()  # the child's garbage collector leaves the inherited objects alone (no copy of their pages)
+        try:
+            self._proc.start()
+        finally:
+            gc.unfreeze()
         child_end.close()
         self._done = False
 

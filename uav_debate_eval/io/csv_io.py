@@ -96,6 +96,8 @@ def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray | Vehi
     ids = pc.dictionary_encode(pc.utf8_trim_whitespace(table["uav_id"])).combine_chunks()
     names = np.asarray(ids.dictionary.to_pylist(), dtype=str)
     out["uav_id"] = VehicleCodes(names, np.asarray(ids.indices.to_numpy(zero_copy_only=False), dtype=np.intp))
+    del table, ids
+    pa.default_memory_pool().release_unused()  # the parse buffers (~0.2 GB per million rows) go back to the OS now
     return out
 
 

@@ -55,3 +55,20 @@ def test_nearest_is_not_pickled(grid):
     safety = check_trajectory(traj, mission)
     back = pickle.loads(pickle.dumps(safety))
     assert back.nearest is None and back.separation.pairs == safety.separation.pairs
+
+
+def test_resample_interpolates_a_grid_once_per_step(grid):
+    """The checker and the metrics resample the same flight at the same step with different gap rules: one
+    interpolation (read-only arrays), a validity of its own per call, values as a fresh trajectory gives."""
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+    traj, _ = grid
+    a = traj.resample(max_gap_s=0.5)
+    b = traj.resample(max_gap_s=0.01)
+    assert a.pos is b.pos and a.vel is b.vel and not a.pos.flags.writeable
+    assert a.valid is not b.valid and a.valid.sum() > b.valid.sum()
+    a.valid[:] = False  # the checker narrows its own validity in place
+    fresh = SwarmTrajectory(dict(traj.tracks), traj.ingest).resample(max_gap_s=0.5)
+    np.testing.assert_array_equal(fresh.pos, b.pos)
+    assert fresh.valid.any() and not a.valid.any()
+    assert traj.resample(dt=0.2).pos is not a.pos

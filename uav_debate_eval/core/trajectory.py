@@ -255,16 +255,17 @@ class SwarmTrajectory:
                                self.assessment)
 
     def resample(self, dt: float | None = None, max_gap_s: float | None = None) -> Snapshots:
-        """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid."""
+        """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid.
+
+        The interpolated positions and velocities (read-only) are kept per step for this trajectory: the checker and
+        the metrics ask for the same grid with different gap rules; each call gets its own validity.
+        """
         if not self.tracks:
             raise InputError("trajectory has no vehicles")
         dt = dt or self.sample_period or 0.1
-        n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
-        grid = self.t_start + dt * np.arange(n)
+        grid, pos, vel = self._interpolated(dt)
         ids = self.uav_ids
-        pos = np.zeros((n, len(ids), 3))
-        vel = np.zeros((n, len(ids), 3))
-        valid = np.zeros((n, len(ids)), dtype=bool)
+        valid = np.zeros((len(grid), len(ids)), dtype=bool)
         for j, u in enumerate(ids):
             tr = self.tracks[u]
             inside = (grid >= tr.t[0] - 1e-9) & (grid <= tr.t[-1] + 1e-9)
@@ -272,10 +273,27 @@ class SwarmTrajectory:
                 k = np.clip(np.searchsorted(tr.t, grid, side="right"), 1, len(tr) - 1)
                 inside &= (tr.t[k] - tr.t[k - 1]) <= max_gap_s
             valid[:, j] = inside
+        return Snapshots(grid, ids, pos, vel, valid)
+
+    def _interpolated(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(grid, positions, velocities) at step dt, cached while the tracks are the same objects."""
+        cache = self.__dict__.setdefault("_grids", {})
+        tracks = tuple(self.tracks.values())
+        hit = cache.get(dt)
+        if hit is not None and len(hit[0]) == len(tracks) and all(a is b for a, b in zip(hit[0], tracks, strict=True)):
+            return hit[1]
+        n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
+        grid = self.t_start + dt * np.arange(n)
+        pos = np.zeros((n, len(tracks), 3))
+        vel = np.zeros((n, len(tracks), 3))
+        for j, tr in enumerate(tracks):
             for c in range(3):
                 pos[:, j, c] = np.interp(grid, tr.t, tr.pos[:, c])
                 vel[:, j, c] = np.interp(grid, tr.t, tr.vel[:, c])
-        return Snapshots(grid, ids, pos, vel, valid)
+        for a in (grid, pos, vel):
+            a.setflags(write=False)
+        cache[dt] = (tracks, (grid, pos, vel))
+        return grid, pos, vel
 
     @classmethod
     def from_columns(

@@ -127,7 +127,8 @@ def adopt_checker_pairs(snap: Snapshots, safety) -> None:
         return
     grid, pair_index = nearest
     if grid is snap or (np.array_equal(grid.t, snap.t) and grid.uav_ids == snap.uav_ids
-                        and np.array_equal(grid.valid, snap.valid) and np.array_equal(grid.pos, snap.pos)):
+                        and np.array_equal(grid.valid, snap.valid)
+                        and (grid.pos is snap.pos or np.array_equal(grid.pos, snap.pos))):
         d_min = np.where(np.isfinite(safety.separation.d_min), safety.separation.d_min, np.inf)
         snap.__dict__["_checker_pairs"] = (d_min, pair_index)
 

@@ -65,9 +65,6 @@ class SegmentWork:
         self.child: Forked | None = None
         self.counter: Any = None
         if traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1 and cores() > 1 and can_fork():
-            from uav_debate_eval.dsl.tokens import raw_tokens
-
-            raw_tokens(traj)  # the flight's raw-token counts (cached on its tracks), which every DSL reads: once
             self.counter = multiprocessing.get_context("fork").Value("i", 0)
             self.child = Forked(_child, *self.args, self.counter)
 

@@ -18,20 +18,13 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Violation
 from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
 from uav_debate_eval.quality import Assessment, assess
-from uav_debate_eval.safety.geometry import (
-    close_pairs,
-    closest_approach,
-    cpa_candidates,
-    fence_ratio,
-    nearest_pair,
-    time_to_box_exit,
-)
+from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
+from uav_debate_eval.safety.grid_pairs import pairs_dense, pairs_sparse_halves
 
 SNAPSHOT_POLICY_OFFLINE = "common grid at the median sample period, linear interpolation, no data across silences"
 #: An implied speed this many times max_speed_mps (or JUMP_SPEED_MPS without a speed limit) is a position jump.
@@ -280,11 +273,10 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     nearest = None
     horizon = th.prediction_horizon_s if predict else None
     if N <= DENSE_MAX_VEHICLES:
-        _pairs_dense(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
+        pairs_dense(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
     else:
         pair_index = np.full((T, 2), -1, dtype=int)
-        _pairs_sparse(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp),
-                      pair_index)
+        pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
         nearest = (snaps, pair_index)
     timeline = SeparationTimeline(snaps.t, d_min, closest)
     violations: list[tuple[Violation, float]] = []
@@ -311,95 +303,6 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
 #: Up to this many vehicles all pairs of a block of time steps are checked at once with numpy
 #: (N^2/2 pairs is cheap and avoids a Python loop over every step); above it, a kd-tree per step.
 DENSE_MAX_VEHICLES = 64
-#: Pairs x steps per dense block (bounds memory to a few tens of MB).
-DENSE_BLOCK = 400_000
-
-
-def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d_min: np.ndarray, closest: list,
-                  hits: tuple[list, list, list], warns: tuple[list, list, list, list], pair_index: np.ndarray) -> None:
-    """Per time step: kd-tree nearest pair (also as vehicle indexes in pair_index), close pairs below the limit,
-    CPA candidates."""
-    ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
-    T, N = snaps.valid.shape
-    for s in range(T):
-        idx = np.flatnonzero(snaps.valid[s])
-        if len(idx) < 2:
-            continue
-        p = snaps.pos[s, idx]
-        tree = cKDTree(p)
-        d, a, b = nearest_pair(p, tree)
-        d_min[s] = d
-        closest[s] = (ids[idx[a]], ids[idx[b]])
-        pair_index[s] = idx[a], idx[b]
-        if limit is None:
-            continue
-        t = float(snaps.t[s])
-        v = snaps.vel[s, idx]
-        if d < limit:
-            i, j, dist = close_pairs(p, limit, tree)
-            key = idx[i] * N + idx[j]
-            bad = dist < limit
-            hv.append(key[bad])
-            ht.append(np.full(int(bad.sum()), t))
-            hd.append(dist[bad])
-        if horizon is None:  # no predictions asked for
-            continue
-        i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True)
-        ok = dist >= limit
-        if ok.any():
-            tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], horizon)
-            warn = dc < limit
-            if warn.any():
-                wk.append((idx[i] * N + idx[j])[ok][warn])
-                wt.append(np.full(int(warn.sum()), t))
-                wd.append(dc[warn])
-                wtp.append(t + tc[warn])
-
-
-def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float | None, d_min: np.ndarray, closest: list,
-                 hits: tuple[list, list, list], warns: tuple[list, list, list, list]) -> None:
-    """The same results as :func:`_pairs_sparse`, computed for all pairs of a block of steps at once."""
-    ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
-    T, N = snaps.valid.shape
-    if N < 2:
-        return
-    i, j = np.triu_indices(N, k=1)
-    keys = i * N + j
-    pair_names = [(ids[a], ids[b]) for a, b in zip(i, j, strict=True)]
-    step = max(1, DENSE_BLOCK // len(i))
-    for s0 in range(0, T, step):
-        sl = slice(s0, min(T, s0 + step))
-        valid = snaps.valid[sl][:, i] & snaps.valid[sl][:, j]
-        dp = snaps.pos[sl][:, j] - snaps.pos[sl][:, i]
-        dist = np.where(valid, np.sqrt((dp * dp).sum(axis=2)), np.inf)
-        best = np.argmin(dist, axis=1)
-        rows = np.flatnonzero(valid.any(axis=1))
-        d_min[s0 + rows] = dist[rows, best[rows]]
-        for r, b in zip((s0 + rows).tolist(), best[rows].tolist(), strict=True):
-            closest[r] = pair_names[b]
-        if limit is None:
-            continue
-        t = np.broadcast_to(snaps.t[sl][:, None], dist.shape)
-        bad = dist < limit
-        if bad.any():
-            hv.append(np.broadcast_to(keys, dist.shape)[bad])
-            ht.append(t[bad])
-            hd.append(dist[bad])
-        if horizon is None:
-            continue
-        dv = snaps.vel[sl][:, j] - snaps.vel[sl][:, i]
-        # Sound pruning: within the horizon a pair closes in by at most |dv| H, so pairs further apart than
-        # limit + |dv| H (with a relative 1e-9 against rounding) cannot be predicted below the limit.
-        reach = np.sqrt(np.einsum("spk,spk->sp", dv, dv)) * horizon
-        ok = valid & (dist >= limit) & (dist <= (limit + reach) * (1.0 + 1e-9))
-        if ok.any():
-            tc, dc = closest_approach(dp[ok], dv[ok], horizon)
-            warn = dc < limit
-            if warn.any():
-                wk.append(np.broadcast_to(keys, dist.shape)[ok][warn])
-                wt.append(t[ok][warn])
-                wd.append(dc[warn])
-                wtp.append(t[ok][warn] + tc[warn])
 
 
 def _fence_warnings(traj: SwarmTrajectory, mission: Mission, gap: float) -> list[dict]:

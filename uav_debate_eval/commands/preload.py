@@ -10,11 +10,11 @@ from typing import Any
 #: Inputs of at least this many bytes are parsed while the evaluation stages load in a thread (the parsers release
 #: the GIL); a small input is read first, so bad input is reported before anything heavy loads.
 PRELOAD_MIN_BYTES = 8_000_000
-#: What `evaluate` and the report writer load (scipy and the stages themselves: about a second). Not matplotlib:
-#: the figures are drawn in a forked child (report/figure_job.py), which loads it beside the evaluation.
+#: What the evaluation needs before its segments go to two cores (scipy and the checker, metrics and DSL stages:
+#: about a second). The debate, findings and report modules load later, beside the segment child's work, and
+#: matplotlib only in the figure child (report/figure_job.py).
 _STAGES = ("uav_debate_eval.quality", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
-           "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.debate.engine",
-           "uav_debate_eval.findings", "uav_debate_eval.report.build", "uav_debate_eval.report.writer")
+           "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.segment_work")
 
 
 def preload_stages(paths: list[Path]) -> Any:

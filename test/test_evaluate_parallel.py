@@ -74,7 +74,7 @@ def test_segments_in_a_child_equal_one_process(flight, monkeypatch, tmp_path):
 
 
 def _claim_one_and_die(_inbox, *args):
-    segment_work._claim(args[-1], len(args[2]))
+    segment_work._claim(args[-1], args[2])
     os._exit(9)
 
 
@@ -188,3 +188,16 @@ def test_stages_load_beside_the_read_of_a_large_input_only(tmp_path, monkeypatch
         return r
 
     assert report("a") == report("b")
+
+
+def test_segments_are_claimed_longest_first():
+    from multiprocessing import get_context
+    from types import SimpleNamespace
+
+    segs = [SimpleNamespace(t_start=0.0, t_end=1.0), SimpleNamespace(t_start=1.0, t_end=6.0),
+            SimpleNamespace(t_start=6.0, t_end=9.0), SimpleNamespace(t_start=9.0, t_end=10.0)]
+    counter = get_context("fork").Value("i", 0)
+    claims = []
+    while (i := segment_work._claim(counter, segs)) is not None:
+        claims.append(i)
+    assert claims == [1, 2, 0, 3]

@@ -3,8 +3,9 @@
 A forked child (uav_debate_eval.forked) starts on the windows' metrics as soon as the checker has cut the mission
 segments, while this process computes the flight's metrics, events and DSL. The windows' DSL needs the flight's
 events (and its metrics, for a window without samples), which the child is sent as soon as they exist. Both
-processes then take the remaining segments one at a time from a shared counter. Same code on the same data in
-both: the contexts are the ones one process would make. Should the child fail, its segments are evaluated here.
+processes then take the remaining segments one at a time from a shared counter, longest first (the child starts
+on the longest window, which would otherwise be left for last). Same code on the same data in both: the contexts
+are the ones one process would make. Should the child fail, its segments are evaluated here.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class SegmentWork:
             for i in range(n):
                 here(i)
             return out
-        while (i := _claim(self.counter, n)) is not None:
+        while (i := _claim(self.counter, segments)) is not None:
             here(i)
         try:
             theirs = self.child.result()
@@ -118,19 +119,23 @@ class SegmentWork:
             self.child = None
 
 
-def _claim(counter: Any, n: int) -> int | None:
-    """The next unclaimed segment index, or None when all are taken."""
+def _claim(counter: Any, segments: list) -> int | None:
+    """The index of the longest segment not yet claimed, or None when all are taken."""
     lock = counter.get_lock()
     if not lock.acquire(timeout=CLAIM_TIMEOUT_S):
         return None
     try:
-        i = counter.value
-        if i >= n:
+        k = counter.value
+        if k >= len(segments):
             return None
-        counter.value = i + 1
-        return i
+        counter.value = k + 1
+        return _longest_first(segments)[k]
     finally:
         lock.release()
+
+
+def _longest_first(segments: list) -> list[int]:
+    return sorted(range(len(segments)), key=lambda i: (-(segments[i].t_end - segments[i].t_start), i))
 
 
 def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int,
@@ -148,7 +153,7 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
             out.append((i, ctx.metrics, ctx.dsl))
         waiting.clear()
 
-    while (i := _claim(counter, len(segments))) is not None:
+    while (i := _claim(counter, segments)) is not None:
         waiting.append((i, *window_metrics(traj, mission, segments[i], safety)))
         if flight is None and inbox.poll():
             flight = inbox.recv()

@@ -72,3 +72,20 @@ def test_resample_interpolates_a_grid_once_per_step(grid):
     np.testing.assert_array_equal(fresh.pos, b.pos)
     assert fresh.valid.any() and not a.valid.any()
     assert traj.resample(dt=0.2).pos is not a.pos
+
+
+def test_tracks_smoothed_together_equal_one_at_a_time():
+    """smooth_tracks filters the tracks of one grid as a stack: the same numbers as smooth_kinematics per track,
+    also for tracks of other lengths and a track too short to filter, and it fills the same cache."""
+    from uav_debate_eval.metrics import kinematics as kin
+
+    sim = simulate("formation", seed=0, faults=["near_miss"])
+    tracks = list(sim.traj.tracks.values())
+    tracks[1] = tracks[1].slice(0.0, 20.0)  # another grid length
+    tracks[2] = tracks[2].slice(0.0, 0.0)  # one sample
+    alone = [kin._smooth(tr.select(slice(None)), kin.SMOOTH_WINDOW_S, None) for tr in tracks]
+    together = kin.smooth_tracks(tracks)
+    for a, b, tr in zip(alone, together, tracks, strict=True):
+        for field in ("t", "pos", "vel", "acc", "jerk"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+        assert a.dt == b.dt and kin.smooth_kinematics(tr) is b

@@ -14,7 +14,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.metrics.coordination import coordination
 from uav_debate_eval.metrics.flight import flight_control
-from uav_debate_eval.metrics.kinematics import smooth_kinematics
+from uav_debate_eval.metrics.kinematics import smooth_tracks
 from uav_debate_eval.metrics.safety_metrics import safety_details
 from uav_debate_eval.metrics.scoring import mean_score
 from uav_debate_eval.metrics.swarm import adopt_checker_pairs, close_approaches, separation, snapshots
@@ -77,7 +77,7 @@ def compute_metrics(traj: SwarmTrajectory, mission: Mission, safety=None) -> Met
     """
     if safety is None or not covers_same_span(safety, traj):
         safety = run_checker(traj, mission, predict=False)  # the metrics read no predictive warning
-    kins = [smooth_kinematics(tr) for tr in traj.tracks.values()]
+    kins = smooth_tracks(list(traj.tracks.values()))
     multi = len(traj.tracks) >= 2
     snap = snapshots(traj) if multi else None
     if snap is not None:

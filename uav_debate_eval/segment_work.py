@@ -89,11 +89,11 @@ class SegmentWork:
             tick(done, n)
 
         if self.child is None:
-            for i in range(n):
-                here(i)
+            for k in range(n):
+                here(k)
             return out
-        while (i := _claim(self.counter, segments)) is not None:
-            here(i)
+        while (claimed := _claim(self.counter, segments)) is not None:
+            here(claimed)
         try:
             theirs = self.child.result()
         except Exception:  # noqa: BLE001 - the child's segments are evaluated below instead
@@ -147,6 +147,7 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
     out: list[tuple[int, Any, Any]] = []
 
     def finish() -> None:
+        assert flight is not None
         for i, window, seg_metrics in waiting:
             ctx = _context(traj, mission, segments[i], safety, flight[0], flight[1], budget_tokens, window,
                            seg_metrics)

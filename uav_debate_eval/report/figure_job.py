@@ -69,4 +69,4 @@ def _draw(inbox: Any, traj: Any, mission: Any) -> dict[str, bytes]:
     early = render_figures(view, tuple(n for n in FIGURES if n not in DEBATE_FIGURES))
     view.report = {**report, "debate": inbox.recv()}
     late = render_figures(view, DEBATE_FIGURES)
-    return {name: early.get(name, late.get(name)) for name in FIGURES}
+    return {name: early[name] if name in early else late[name] for name in FIGURES}

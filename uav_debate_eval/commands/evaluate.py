@@ -181,10 +181,15 @@ def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: 
     from uav_debate_eval.pipeline import evaluate, load_mission_for
 
     t0 = time.perf_counter()
-    mission, notes = load_mission_for(paths, opts.get("mission"))
+    preload = preload_stages(paths)  # joined once the input is read (or failed), before anything forks
+    try:
+        mission, notes = load_mission_for(paths, opts.get("mission"))
+    except BaseException:
+        if preload is not None:
+            preload.join()
+        raise
     with _Progress(show_progress) as bar:
         bar("read", 0, 1)
-        preload = preload_stages(paths)
         try:
             traj = load_inputs(paths, topics=opts.get("topics"), names=mission.uavs or None,
                                vehicles=mission.vehicles, vehicle_regex=opts.get("vehicles"))

@@ -35,7 +35,8 @@ def segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: A
     smoothed kinematics, snapshots, formation errors and segmentation (cached on the window).
     """
     window, seg_metrics = window_metrics(traj, mission, seg, safety)
-    return _context(traj, mission, seg, safety, metrics, events, budget_tokens, window, seg_metrics)
+    seg_metrics, dsl = _evidence(traj, mission, seg, safety, metrics, events, budget_tokens, window, seg_metrics)
+    return _segment(seg, seg_metrics, dsl, safety, window)
 
 
 def window_metrics(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any) -> tuple[SwarmTrajectory, Any]:
@@ -46,14 +47,20 @@ def window_metrics(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: An
     return window, compute_metrics(window, mission, safety) if window.tracks else None
 
 
-def _context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any, metrics: Any, events: list,
-             budget_tokens: int, window: SwarmTrajectory, seg_metrics: Any) -> Any:
-    from uav_debate_eval.debate.engine import SegmentContext
+def _evidence(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any, metrics: Any, events: list,
+              budget_tokens: int, window: SwarmTrajectory, seg_metrics: Any) -> tuple[Any, Any]:
+    """(the segment's metrics, its DSL)."""
     from uav_debate_eval.dsl.builder import build_dsl
 
     seg_metrics = metrics if seg_metrics is None else seg_metrics
-    dsl = build_dsl(traj, mission, seg_metrics, safety, budget_tokens=budget_tokens,
-                    t_range=(seg.t_start, seg.t_end), events=events, part=window)
+    return seg_metrics, build_dsl(traj, mission, seg_metrics, safety, budget_tokens=budget_tokens,
+                                  t_range=(seg.t_start, seg.t_end), events=events, part=window)
+
+
+def _segment(seg: Any, seg_metrics: Any, dsl: Any, safety: Any, window: SwarmTrajectory) -> Any:
+    """The panel's SegmentContext (made in the parent only: the child never loads the debate)."""
+    from uav_debate_eval.debate.engine import SegmentContext
+
     return SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl, metrics=seg_metrics,
                           safety=safety, traj=window)
 
@@ -100,12 +107,9 @@ class SegmentWork:
             theirs = []
         finally:
             self.child = None
-        from uav_debate_eval.debate.engine import SegmentContext
-
         for i, seg_metrics, dsl in theirs:
             seg = segments[i]
-            out[i] = SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl,
-                                    metrics=seg_metrics, safety=safety, traj=traj.window(seg.t_start, seg.t_end))
+            out[i] = _segment(seg, seg_metrics, dsl, safety, traj.window(seg.t_start, seg.t_end))
             done += 1
             tick(done, n)
         for i in range(n):
@@ -149,9 +153,8 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
     def finish() -> None:
         assert flight is not None
         for i, window, seg_metrics in waiting:
-            ctx = _context(traj, mission, segments[i], safety, flight[0], flight[1], budget_tokens, window,
-                           seg_metrics)
-            out.append((i, ctx.metrics, ctx.dsl))
+            out.append((i, *_evidence(traj, mission, segments[i], safety, flight[0], flight[1], budget_tokens,
+                                      window, seg_metrics)))
         waiting.clear()
 
     while (i := _claim(counter, segments)) is not None:

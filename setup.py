@@ -30,7 +30,7 @@ setup(
     tests_require=["pytest"],
     entry_points={
         "console_scripts": [
-            "uav-debate-eval = uav_debate_eval.cli:main",
+            "uav-debate-eval = uav_debate_eval.cli:console",
             "safety_verifier = uav_debate_eval.nodes.safety_verifier:main",
             "dsl_builder = uav_debate_eval.nodes.dsl_builder:main",
             "debate_panel = uav_debate_eval.nodes.debate_panel:main",

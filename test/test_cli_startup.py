@@ -35,3 +35,22 @@ def test_evaluate_reads_before_loading_the_stages(tmp_path):
 
 def test_compare_choices_match_the_baselines():
     assert ("debate", *METHODS) == ALL_METHODS
+
+
+def test_rules_evaluation_loads_no_llm_client(tmp_path):
+    """The rules backend needs no LLM client library (openai alone took ~0.4 s to import)."""
+    from uav_debate_eval.sim.scenarios import simulate
+
+    simulate("formation", seed=0, duration_s=20.0).write(tmp_path / "f", formats=("csv",))
+    csv_path = str(tmp_path / "f" / "trajectory.csv")
+    code = (f"from uav_debate_eval.cli import main\nassert main(['evaluate', {csv_path!r}, "
+            f"'--out', {str(tmp_path / 'out')!r}, '--quiet']) in (0, 3, 4)")
+    loaded = _loaded_after(code)
+    assert "uav_debate_eval.debate.engine" in loaded  # it did evaluate
+    assert not {"openai", "llama_cpp", "httpx"} & loaded
+
+
+def test_the_report_writer_loads_no_plotting_library():
+    """The figures are drawn in a child process: writing the text reports needs no matplotlib."""
+    loaded = _loaded_after("import uav_debate_eval.report.writer")
+    assert "matplotlib" not in loaded and "uav_debate_eval.report.captions" in loaded

@@ -70,3 +70,21 @@ def test_bad_files_are_input_errors(tmp_path, text, why):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InputError, match=why.replace("(", r"\(").replace(")", r"\)")):
         csv_io.read_csv(path)
+
+
+def test_vehicle_codes_group_as_strings_do():
+    """from_columns given integer codes (the columnar reader's) builds the same trajectory as from the strings,
+    also when a name only occurs in dropped rows and names are not in sorted order."""
+    from uav_debate_eval.core.trajectory import SwarmTrajectory, VehicleCodes
+
+    rng = np.random.default_rng(3)
+    names = np.array(["uav10", "uav2", "ghost", "uav1", ""])
+    codes = rng.integers(0, len(names), 400)
+    t = np.round(rng.uniform(0, 10, 400), 1)
+    pos = rng.normal(size=(400, 3))
+    pos[codes == 2] = np.nan  # "ghost" has no valid row
+    t[::37] = np.nan
+    by_codes = SwarmTrajectory.from_columns(t, VehicleCodes(names, codes), pos)
+    by_strings = SwarmTrajectory.from_columns(t, names[codes], pos)
+    assert "ghost" not in by_codes.uav_ids and len(by_codes.uav_ids) == 4
+    _same(by_codes, by_strings)

@@ -220,3 +220,46 @@ def test_dense_block_path_equals_per_step_kdtree_path(monkeypatch):
     assert dense.to_dict() == sparse.to_dict()
     np.testing.assert_array_equal(dense.separation.d_min, sparse.separation.d_min)
     assert list(dense.separation.pairs) == list(sparse.separation.pairs)
+
+
+@pytest.mark.parametrize("spec", [("formation", {}), ("grid", {"n_uavs": 80, "duration_s": 50.0})])
+def test_without_predictions_only_the_warnings_go(spec):
+    """predict=False (a segment window's metrics) leaves out the CPA and geofence warnings and nothing else."""
+    from uav_debate_eval.sim.scenarios import simulate
+
+    name, overrides = spec
+    sim = simulate(name, seed=0, faults=["near_miss", "overspeed"], **overrides)
+    full = check_trajectory(sim.traj, sim.mission)
+    lean = check_trajectory(sim.traj, sim.mission, predict=False)
+    assert full.warnings and not lean.warnings
+    a, b = full.to_dict(), lean.to_dict()
+    a.pop("warnings"), b.pop("warnings")
+    assert a == b
+    np.testing.assert_array_equal(full.separation.d_min, lean.separation.d_min)
+    assert full.separation.pairs == lean.separation.pairs and full.integrity_faults == lean.integrity_faults
+
+
+def test_a_large_grid_checked_in_two_halves_equals_one_pass(monkeypatch, tmp_path):
+    """The kd-tree pass of a large grid runs its second half in a forked child: the same result, also when the
+    child is lost (the second half is then checked here)."""
+    import os
+
+    from uav_debate_eval.safety import grid_pairs
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=0, n_uavs=80, duration_s=50.0, faults=["near_miss", "overspeed"])
+    one = check_trajectory(sim.traj, sim.mission)
+    assert one.violations and one.warnings
+    monkeypatch.setattr(grid_pairs, "SPLIT_MIN_VEHICLE_STEPS", 0)
+    real = grid_pairs._second_half
+    seen = tmp_path / "pid"
+    monkeypatch.setattr(grid_pairs, "_second_half", lambda *a: seen.write_text(str(os.getpid())) and real(*a))
+    two = check_trajectory(sim.traj, sim.mission)
+    assert int(seen.read_text()) != os.getpid()  # the second half ran in a child
+    monkeypatch.setattr(grid_pairs, "_second_half", lambda *a: os._exit(3))
+    lost = check_trajectory(sim.traj, sim.mission)
+    for other in (two, lost):
+        assert other.to_dict() == one.to_dict()
+        np.testing.assert_array_equal(other.separation.d_min, one.separation.d_min)
+        assert other.separation.pairs == one.separation.pairs
+        np.testing.assert_array_equal(other.nearest[1], one.nearest[1])

@@ -231,3 +231,24 @@ def test_a_position_jump_is_not_extrapolated_through_the_other_vehicle():
     assert set(got) == {"min_separation", "max_speed"}
     assert got["min_separation"]["value"] == pytest.approx(0.3 - 3.0 * 0.006)
     assert got["max_speed"]["value"] == pytest.approx(135.0)
+
+
+def test_relative_cpa_candidates_keep_every_conflict_and_prune_a_swarm_moving_together():
+    """Velocities relative to their bounding-box centre bound |dv| too: same conflicts, far fewer candidates when
+    everyone flies the same way (the offline checker's case)."""
+    rng = np.random.default_rng(5)
+    pos = rng.uniform(0, 30, size=(400, 3))
+    vel = np.array([3.0, 1.0, 0.0]) + rng.uniform(-0.2, 0.2, size=(400, 3))
+    vel[:10] = rng.uniform(-3, 3, size=(10, 3))  # a few stray vehicles
+    i, j = np.triu_indices(400, k=1)
+    _, d = closest_approach(pos[j] - pos[i], vel[j] - vel[i], 2.0)
+    now = np.linalg.norm(pos[j] - pos[i], axis=1)
+    must = set(zip(i[(d < 0.5) | (now < 0.5)].tolist(), j[(d < 0.5) | (now < 0.5)].tolist(), strict=True))
+    ci, cj, _ = cpa_candidates(pos, vel, 0.5, 2.0)
+    ri, rj, rd = cpa_candidates(pos, vel, 0.5, 2.0, relative=True)
+    found = set(zip(ri.tolist(), rj.tolist(), strict=True))
+    assert must and must <= found <= set(zip(ci.tolist(), cj.tolist(), strict=True))
+    assert np.allclose(rd, np.linalg.norm(pos[ri] - pos[rj], axis=1))
+    together = np.array([3.0, 1.0, 0.0]) + rng.uniform(-0.2, 0.2, size=(400, 3))
+    assert len(cpa_candidates(pos, together, 0.5, 2.0, relative=True)[0]) < len(
+        cpa_candidates(pos, together, 0.5, 2.0)[0]) / 5

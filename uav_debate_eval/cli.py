@@ -47,5 +47,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def console() -> None:
+    """The command line's entry point: main(), then exit without the garbage collector walking every object of a
+    finished run (~0.1 s at the end of a large evaluation; the memory goes back with the process)."""
+    import gc
+
+    code = main()
+    gc.disable()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission, load_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.segment_work import SegmentWork
 
 if TYPE_CHECKING:  # the stages load on first use (the CLI starts fast; live nodes never load the debate)
     from uav_debate_eval.debate.engine import DebateResult
@@ -49,6 +50,7 @@ class Evaluation:
     timing: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     findings: list = field(default_factory=list)  # findings.VerifiedFinding of the whole flight, ranked
+    figure_job: Any = None  # report.figure_job.FigureJob drawing the figures beside the evaluation, if started
 
     @property
     def label(self) -> str:
@@ -79,18 +81,20 @@ def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) 
 
 def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None, *, segment_mode: str = "phase",
              window_s: float = 30.0, progress: ProgressFn | None = None, backend: Any = None,
-             inputs: list[str] | None = None, notes: list[str] | None = None) -> Evaluation:
+             inputs: list[str] | None = None, notes: list[str] | None = None, figures: bool = False) -> Evaluation:
     """Safety -> metrics -> mission segments -> per-segment DSL/metrics/safety -> debate -> report.
 
     `debate_config` is a debate.config.DebateConfig (None: the offline rules backend); `backend` an
     optional ready LLM backend (tests, the live node). `inputs` and `notes` only go into the report.
+    `figures`: start drawing the report figures in a child process as soon as their data is known
+    (report.writer.write_reports collects them); large flights also evaluate their segments on two cores.
     """
     from uav_debate_eval.debate.config import DebateConfig
     from uav_debate_eval.dsl.builder import build_dsl
+    from uav_debate_eval.dsl.events import detect_events
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.metrics.compute import compute_metrics
     from uav_debate_eval.quality import assess
-    from uav_debate_eval.report.build import build_report
     from uav_debate_eval.safety.checker import check_trajectory
 
     if not traj.tracks:
@@ -122,23 +126,47 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
 
     quality = stage("safety", lambda: assess(traj, mission))
     traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
-    safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
-    tick("safety", 1, 1)
-    metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
-    tick("metrics", 1, 1)
-    dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety))
-    segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
-                                                     safety=safety))
-    contexts = []
-    for i, seg in enumerate(segments):
-        contexts.append(stage("dsl", lambda seg=seg: _segment_context(traj, mission, seg, safety, metrics,
-                                                                      dsl.events, cfg.segment_dsl_budget)))
-        tick("segments", i + 1, len(segments))
+    figure_job = work = None
+    if figures:  # a child loads the plotting library while the flight is checked, then draws
+        from uav_debate_eval.report.figure_job import start_figure_job
+
+        figure_job = start_figure_job(traj, mission)
+    try:
+        safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
+        tick("safety", 1, 1)
+        segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
+                                                         safety=safety))
+        work = SegmentWork(traj, mission, segments, safety, cfg.segment_dsl_budget)  # a large flight: a child
+        metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
+        tick("metrics", 1, 1)
+        events = stage("dsl", lambda: detect_events(traj, mission, safety))
+        work.flight_ready(metrics, events)
+        dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety, events=events))
+        if figure_job is not None:
+            figure_job.flight_ready(safety, metrics, dsl.events)
+        contexts = stage("dsl", lambda: work.contexts(metrics, dsl.events,
+                                                      lambda done, total: tick("segments", done, total)))
+        evaluation = _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg,
+                             backend, report_notes, inputs)
+    except BaseException:
+        if work is not None:
+            work.cancel()
+        if figure_job is not None:
+            figure_job.cancel()
+        raise
+    evaluation.figure_job = figure_job
+    return evaluation
+
+
+def _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg, backend,
+            report_notes, inputs) -> Evaluation:
+    """The debate, the findings and the report dict."""
     debate, transcript, fallback = stage("debate", lambda: _run_debate(contexts, mission, cfg, backend, tick))
     if fallback:
         report_notes.append(fallback)
     from uav_debate_eval.findings import build_findings
     from uav_debate_eval.findings.panel import apply_panel
+    from uav_debate_eval.report.build import build_report
 
     t0 = time.perf_counter()
     findings = stage("report", lambda: build_findings(safety, dsl, metrics, mission, (traj.t_start, traj.t_end)))
@@ -150,27 +178,6 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     evaluation.report["timing"] = {k: round(v, 4) for k, v in timing.items()}
     tick("report", 1, 1)
     return evaluation
-
-
-def _segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any, metrics: Any,
-                     events: list, budget_tokens: int) -> Any:
-    """One mission segment's evidence: its own DSL and metrics, and the flight's safety result.
-
-    The safety result stays whole so every violation keeps its true extent; the segment's DSL only
-    cites those that overlap the segment. The flight's events, waypoint status and raw-token counts are
-    reused (computed once for the flight); the window is cut once, so its metrics and its DSL share its
-    smoothed kinematics, snapshots, formation errors and segmentation (cached on the window).
-    """
-    from uav_debate_eval.debate.engine import SegmentContext
-    from uav_debate_eval.dsl.builder import build_dsl
-    from uav_debate_eval.metrics.compute import compute_metrics
-
-    window = traj.window(seg.t_start, seg.t_end)
-    seg_metrics = compute_metrics(window, mission, safety) if window.tracks else metrics
-    dsl = build_dsl(traj, mission, seg_metrics, safety, budget_tokens=budget_tokens,
-                    t_range=(seg.t_start, seg.t_end), events=events, part=window)
-    return SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl, metrics=seg_metrics,
-                          safety=safety, traj=window)
 
 
 def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: ProgressFn):

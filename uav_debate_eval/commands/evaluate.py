@@ -116,7 +116,11 @@ def _options(args: argparse.Namespace) -> dict:
 
 
 def debate_config(opts: dict) -> Any:
+    """The panel's config; the rules backend needs no LLM config (so the LLM client libraries never load)."""
     from uav_debate_eval.debate.config import DebateConfig
+
+    if opts["llm"] == "rules":
+        return DebateConfig(backend="rules", model=opts.get("model"))
     from uav_debate_eval.debate.llm.factory import LLMConfig
 
     llm = LLMConfig(backend=opts["llm"], model=opts.get("model"), base_url=opts.get("base_url"),
@@ -172,20 +176,31 @@ def evaluate_flight(paths: list[Path], out: Path, opts: dict, show_progress: boo
 
 def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: bool = False) -> Any:
     """Read, evaluate and write one flight; returns the pipeline Evaluation (compare-flights reads its parts)."""
+    from uav_debate_eval.commands.preload import preload_stages
     from uav_debate_eval.io.loader import load_inputs
     from uav_debate_eval.pipeline import evaluate, load_mission_for
 
     t0 = time.perf_counter()
-    mission, notes = load_mission_for(paths, opts.get("mission"))
+    preload = preload_stages(paths)  # joined once the input is read (or failed), before anything forks
+    try:
+        mission, notes = load_mission_for(paths, opts.get("mission"))
+    except BaseException:
+        if preload is not None:
+            preload.join()
+        raise
     with _Progress(show_progress) as bar:
         bar("read", 0, 1)
-        traj = load_inputs(paths, topics=opts.get("topics"), names=mission.uavs or None, vehicles=mission.vehicles,
-                           vehicle_regex=opts.get("vehicles"))
+        try:
+            traj = load_inputs(paths, topics=opts.get("topics"), names=mission.uavs or None,
+                               vehicles=mission.vehicles, vehicle_regex=opts.get("vehicles"))
+        finally:
+            if preload is not None:
+                preload.join()
         bar("read", 1, 1)
         read_s = time.perf_counter() - t0
         ev = evaluate(traj, mission, debate_config(opts), segment_mode=opts.get("segment_mode", "phase"),
                       window_s=float(opts.get("window", 30.0)), progress=bar, inputs=[str(p) for p in paths],
-                      notes=notes)
+                      notes=notes, figures=True)
         ev.report["timing"] = {"read": round(read_s, 4), **ev.report.get("timing", {})}
         bar("write", 0, 1)
         from uav_debate_eval.report.writer import write_reports  # matplotlib loads once there is a flight to draw

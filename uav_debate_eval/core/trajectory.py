@@ -178,6 +178,35 @@ class Snapshots:
 _OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct", "est_valid")
 
 
+@dataclass(frozen=True)
+class VehicleCodes:
+    """A uav_id column as integer codes into its distinct names (a columnar reader's dictionary encoding):
+    `from_columns` groups a million rows by integer code instead of sorting a million strings."""
+
+    names: np.ndarray  # (K,) distinct names
+    codes: np.ndarray  # (n,) index into names
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def strings(self) -> np.ndarray:
+        return np.asarray(self.names, dtype=str)[self.codes]
+
+
+def _vehicle_groups(uav_id: np.ndarray | list[str] | VehicleCodes, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct names of the kept rows, each kept row's index into them): np.unique(..., return_inverse)."""
+    if isinstance(uav_id, VehicleCodes):
+        names = np.asarray(uav_id.names, dtype=str)
+        if len(np.unique(names)) == len(names):
+            present = np.unique(uav_id.codes[kept])
+            order = np.argsort(names[present], kind="stable")
+            rank = np.zeros(len(names), dtype=np.intp)
+            rank[present[order]] = np.arange(len(order))
+            return names[present[order]], rank[uav_id.codes[kept]]
+        uav_id = uav_id.strings()
+    return np.unique(np.asarray(uav_id).astype(str)[kept], return_inverse=True)
+
+
 @dataclass
 class SwarmTrajectory:
     """Per-vehicle tracks sharing one clock and one ENU world frame, plus the ingest report.
@@ -226,16 +255,17 @@ class SwarmTrajectory:
                                self.assessment)
 
     def resample(self, dt: float | None = None, max_gap_s: float | None = None) -> Snapshots:
-        """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid."""
+        """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid.
+
+        The interpolated positions and velocities (read-only) are kept per step for this trajectory: the checker and
+        the metrics ask for the same grid with different gap rules; each call gets its own validity.
+        """
         if not self.tracks:
             raise InputError("trajectory has no vehicles")
         dt = dt or self.sample_period or 0.1
-        n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
-        grid = self.t_start + dt * np.arange(n)
+        grid, pos, vel = self._interpolated(dt)
         ids = self.uav_ids
-        pos = np.zeros((n, len(ids), 3))
-        vel = np.zeros((n, len(ids), 3))
-        valid = np.zeros((n, len(ids)), dtype=bool)
+        valid = np.zeros((len(grid), len(ids)), dtype=bool)
         for j, u in enumerate(ids):
             tr = self.tracks[u]
             inside = (grid >= tr.t[0] - 1e-9) & (grid <= tr.t[-1] + 1e-9)
@@ -243,16 +273,33 @@ class SwarmTrajectory:
                 k = np.clip(np.searchsorted(tr.t, grid, side="right"), 1, len(tr) - 1)
                 inside &= (tr.t[k] - tr.t[k - 1]) <= max_gap_s
             valid[:, j] = inside
+        return Snapshots(grid, ids, pos, vel, valid)
+
+    def _interpolated(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(grid, positions, velocities) at step dt, cached while the tracks are the same objects."""
+        cache = self.__dict__.setdefault("_grids", {})
+        tracks = tuple(self.tracks.values())
+        hit = cache.get(dt)
+        if hit is not None and len(hit[0]) == len(tracks) and all(a is b for a, b in zip(hit[0], tracks, strict=True)):
+            return hit[1]
+        n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
+        grid = self.t_start + dt * np.arange(n)
+        pos = np.zeros((n, len(tracks), 3))
+        vel = np.zeros((n, len(tracks), 3))
+        for j, tr in enumerate(tracks):
             for c in range(3):
                 pos[:, j, c] = np.interp(grid, tr.t, tr.pos[:, c])
                 vel[:, j, c] = np.interp(grid, tr.t, tr.vel[:, c])
-        return Snapshots(grid, ids, pos, vel, valid)
+        for a in (grid, pos, vel):
+            a.setflags(write=False)
+        cache[dt] = (tracks, (grid, pos, vel))
+        return grid, pos, vel
 
     @classmethod
     def from_columns(
         cls,
         t: np.ndarray,
-        uav_id: np.ndarray | list[str],
+        uav_id: np.ndarray | list[str] | VehicleCodes,
         pos: np.ndarray,
         vel: np.ndarray | None = None,
         quat: np.ndarray | None = None,
@@ -275,11 +322,12 @@ class SwarmTrajectory:
         and counted. Non-finite velocities are re-derived from positions.
         """
         t = np.asarray(t, dtype=float)
-        ids = np.asarray(uav_id).astype(str)
+        if not isinstance(uav_id, VehicleCodes):
+            uav_id = np.asarray(uav_id).astype(str)
         pos = np.asarray(pos, dtype=float).reshape(-1, 3)
         n = len(t)
-        if len(ids) != n or len(pos) != n:
-            raise InputError(f"column lengths differ: t={n}, uav_id={len(ids)}, pos={len(pos)}")
+        if len(uav_id) != n or len(pos) != n:
+            raise InputError(f"column lengths differ: t={n}, uav_id={len(uav_id)}, pos={len(pos)}")
         report = IngestReport(rows_in=n)
         extras = {
             "vel": None if vel is None else np.asarray(vel, dtype=float).reshape(-1, 3),
@@ -298,7 +346,7 @@ class SwarmTrajectory:
         # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
         # vehicle, equal stamps keep their input order so "keep the first" is well defined.
         kept = np.flatnonzero(ok)
-        names, code = np.unique(ids[kept], return_inverse=True)
+        names, code = _vehicle_groups(uav_id, kept)
         input_order = np.argsort(code, kind="stable")
         code_sorted = code[input_order]
         same_vehicle = code_sorted[1:] == code_sorted[:-1]

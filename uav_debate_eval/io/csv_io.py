@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.core.trajectory import SwarmTrajectory, VehicleCodes
 
 REQUIRED = ("t", "uav_id", "x", "y", "z")
 OPTIONAL = ("vx", "vy", "vz", "qx", "qy", "qz", "qw", "link_ok", "gps_ok", "battery_pct")
@@ -71,8 +71,9 @@ def _header(path: Path) -> list[str]:
     return header
 
 
-def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray] | None:
-    """Known columns as float64 arrays (empty cells NaN) and stripped uav_id strings; None if any row is irregular."""
+def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray | VehicleCodes] | None:
+    """Known columns as float64 arrays (empty cells NaN) and the stripped uav_id as VehicleCodes; None if any row
+    is irregular."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
@@ -91,10 +92,12 @@ def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray] | Non
     out = {h: table[h].to_numpy(zero_copy_only=False) for h in known if h != "uav_id"}
     for h, values in out.items():
         out[h] = np.asarray(values, dtype=float)  # nulls (empty cells) come back as NaN
-    # few distinct names: decode each once, then index (a fixed-width str array, as from_columns wants it)
+    # few distinct names: decoded once each; the rows keep integer codes (from_columns groups by them)
     ids = pc.dictionary_encode(pc.utf8_trim_whitespace(table["uav_id"])).combine_chunks()
     names = np.asarray(ids.dictionary.to_pylist(), dtype=str)
-    out["uav_id"] = names[ids.indices.to_numpy(zero_copy_only=False)] if len(names) else np.empty(0, dtype=str)
+    out["uav_id"] = VehicleCodes(names, np.asarray(ids.indices.to_numpy(zero_copy_only=False), dtype=np.intp))
+    del table, ids
+    pa.default_memory_pool().release_unused()  # the parse buffers (~0.2 GB per million rows) go back to the OS now
     return out
 
 
@@ -120,12 +123,12 @@ def _read_rows(path: Path, name: str | None) -> SwarmTrajectory:
     return _trajectory(path, name, parsed, ids, rows=len(rows), unparsable=unparsable, short=short)
 
 
-def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids: np.ndarray, rows: int,
+def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids: np.ndarray | VehicleCodes, rows: int,
                 unparsable: int, short: int) -> SwarmTrajectory:
     def group(names: tuple[str, ...]) -> np.ndarray | None:
         return np.column_stack([parsed[n] for n in names]) if all(n in parsed for n in names) else None
 
-    no_id = ids == ""
+    no_id = (ids.names == "")[ids.codes] if isinstance(ids, VehicleCodes) else ids == ""
     t = parsed["t"].copy()
     t[no_id] = np.nan
     traj = SwarmTrajectory.from_columns(

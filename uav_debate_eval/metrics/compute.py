@@ -14,10 +14,10 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.metrics.coordination import coordination
 from uav_debate_eval.metrics.flight import flight_control
-from uav_debate_eval.metrics.kinematics import smooth_kinematics
+from uav_debate_eval.metrics.kinematics import smooth_tracks
 from uav_debate_eval.metrics.safety_metrics import safety_details
 from uav_debate_eval.metrics.scoring import mean_score
-from uav_debate_eval.metrics.swarm import close_approaches, separation, snapshots
+from uav_debate_eval.metrics.swarm import adopt_checker_pairs, close_approaches, separation, snapshots
 
 CATEGORIES = ("flight_control", "coordination", "safety")
 
@@ -40,13 +40,13 @@ class MetricsResult:
         }
 
 
-def run_checker(traj: SwarmTrajectory, mission: Mission):
+def run_checker(traj: SwarmTrajectory, mission: Mission, predict: bool = True):
     """The deterministic safety checker's result, or None when the safety package is not installed."""
     try:
         from uav_debate_eval.safety.checker import check_trajectory
     except ModuleNotFoundError:
         return None
-    return check_trajectory(traj, mission)
+    return check_trajectory(traj, mission, predict=predict)
 
 
 def overall(scores: dict[str, float | None], weights: dict[str, float]) -> float | None:
@@ -76,10 +76,12 @@ def compute_metrics(traj: SwarmTrajectory, mission: Mission, safety=None) -> Met
     different time span (a whole-flight result with a segment window), the checker is run on `traj`.
     """
     if safety is None or not covers_same_span(safety, traj):
-        safety = run_checker(traj, mission)
-    kins = [smooth_kinematics(tr) for tr in traj.tracks.values()]
+        safety = run_checker(traj, mission, predict=False)  # the metrics read no predictive warning
+    kins = smooth_tracks(list(traj.tracks.values()))
     multi = len(traj.tracks) >= 2
     snap = snapshots(traj) if multi else None
+    if snap is not None:
+        adopt_checker_pairs(snap, safety)
     # close approaches first: for large swarms their per-step kd-trees also give the separation
     approaches = close_approaches(snap, mission.thresholds.proximity(mission.constraints)) if snap is not None else []
     sep = separation(snap) if snap is not None else None

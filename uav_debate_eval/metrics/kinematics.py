@@ -83,10 +83,10 @@ def _coeffs(window: int, order: int, deriv: int, delta: float) -> np.ndarray:
     return savgol_coeffs(window, order, deriv=deriv, delta=delta, use="conv")
 
 
-def savgol(x: np.ndarray, window: int, order: int, deriv: int = 0, delta: float = 1.0) -> np.ndarray:
-    """Savitzky-Golay filter along axis 0 with cached coefficients; the ends are padded with the edge
+def savgol(x: np.ndarray, window: int, order: int, deriv: int = 0, delta: float = 1.0, axis: int = 0) -> np.ndarray:
+    """Savitzky-Golay filter along `axis` with cached coefficients; the ends are padded with the edge
     value (a vehicle holds its last state), which is much cheaper than scipy's polynomial edge fit."""
-    return convolve1d(x, _coeffs(window, order, deriv, float(delta)), axis=0, mode="nearest")
+    return convolve1d(x, _coeffs(window, order, deriv, float(delta)), axis=axis, mode="nearest")
 
 
 def _odd_window(n_window: int, n: int, minimum: int) -> int:
@@ -109,7 +109,42 @@ def smooth_kinematics(track: Track, window_s: float = SMOOTH_WINDOW_S, dt: float
     return cache[key]
 
 
+def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: float | None = None) -> list[Kinematics]:
+    """smooth_kinematics of every track, the tracks on the same grid filtered together (one convolution per
+    derivative over a (vehicles, steps, 3) stack: the same numbers, line by line, as one track at a time)."""
+    out: list[Kinematics | None] = []
+    groups: dict[tuple, list[tuple[int, Track, tuple]]] = {}
+    for i, tr in enumerate(tracks):
+        cache = tr.__dict__.setdefault("_smoothed", {})
+        hit = cache.get((window_s, dt))
+        out.append(hit)
+        if hit is None:
+            grid = _grid(tr, window_s, dt)
+            if isinstance(grid, Kinematics):
+                out[i] = cache[(window_s, dt)] = grid
+            else:
+                groups.setdefault((len(grid[0]), *grid[3:]), []).append((i, tr, grid))
+    for (_, step, w, wa, wj), members in groups.items():
+        vel = np.stack([g[2] for _, _, g in members])
+        v_s, acc, jerk = _filtered(vel, step, w, wa, wj, axis=1)
+        for k, (i, tr, (t, pos, _, *_rest)) in enumerate(members):
+            out[i] = tr.__dict__["_smoothed"][(window_s, dt)] = Kinematics(tr.uav_id, t, pos, v_s[k], acc[k],
+                                                                             jerk[k], step)
+    return out  # type: ignore[return-value]
+
+
 def _smooth(track: Track, window_s: float, dt: float | None) -> Kinematics:
+    grid = _grid(track, window_s, dt)
+    if isinstance(grid, Kinematics):
+        return grid
+    t, pos, vel, step, w, wa, wj = grid
+    v_s, acc, jerk = _filtered(vel, step, w, wa, wj, axis=0)
+    return Kinematics(track.uav_id, t, pos, v_s, acc, jerk, step)
+
+
+def _grid(track: Track, window_s: float, dt: float | None) -> Kinematics | tuple:
+    """(t, pos, vel, step, w, wa, wj) of the track on its uniform grid, or the finished Kinematics of a track too
+    short to filter."""
     n_in = len(track)
     if n_in < 2:
         z = np.zeros((n_in, 3))
@@ -125,12 +160,18 @@ def _smooth(track: Track, window_s: float, dt: float | None) -> Kinematics:
     if w < 3:
         z = np.zeros_like(vel)
         return Kinematics(track.uav_id, t, pos, vel, z, z.copy(), dt)
-    v_s = savgol(vel, w, 1)
     wa = _odd_window(int(round(window_s * ACC_WINDOW_S / SMOOTH_WINDOW_S / dt)), n, 3)
     wj = _odd_window(int(round(window_s * JERK_WINDOW_S / SMOOTH_WINDOW_S / dt)), n, 3)
-    acc = savgol(vel, wa, min(2, wa - 1), deriv=1, delta=dt)
-    jerk = savgol(vel, wj, 2, deriv=2, delta=dt) if wj >= 3 else np.zeros_like(vel)
-    return Kinematics(track.uav_id, t, pos, v_s, acc, jerk, dt)
+    return t, pos, vel, dt, w, wa, wj
+
+
+def _filtered(vel: np.ndarray, dt: float, w: int, wa: int, wj: int, axis: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Smoothed velocity, acceleration and jerk along the time axis."""
+    v_s = savgol(vel, w, 1, axis=axis)
+    acc = savgol(vel, wa, min(2, wa - 1), deriv=1, delta=dt, axis=axis)
+    jerk = savgol(vel, wj, 2, deriv=2, delta=dt, axis=axis) if wj >= 3 else np.zeros_like(vel)
+    return v_s, acc, jerk
 
 
 def runs(mask: np.ndarray) -> list[tuple[int, int]]:

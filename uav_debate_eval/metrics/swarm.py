@@ -117,12 +117,39 @@ def _sparse_pass(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarray
     return memo(snap, ("sparse_pass", radius), (), lambda: _sparse_steps(snap, radius))
 
 
+def adopt_checker_pairs(snap: Snapshots, safety) -> None:
+    """Let the kd-tree pass over `snap` take each step's closest pair from the safety checker when the checker ran
+    a kd-tree per step over the very same grid (same times, positions and validity: then its closest pair is the
+    one this pass would find, from the same tree on the same points). Steps whose closest pair is beyond a radius
+    have no pair within it either, so the pass only builds trees where something comes close."""
+    nearest = getattr(safety, "nearest", None)
+    if nearest is None or "_checker_pairs" in snap.__dict__:
+        return
+    grid, pair_index = nearest
+    if grid is snap or (np.array_equal(grid.t, snap.t) and grid.uav_ids == snap.uav_ids
+                        and np.array_equal(grid.valid, snap.valid)
+                        and (grid.pos is snap.pos or np.array_equal(grid.pos, snap.pos))):
+        d_min = np.where(np.isfinite(safety.separation.d_min), safety.separation.d_min, np.inf)
+        snap.__dict__["_checker_pairs"] = (d_min, pair_index)
+
+
+#: A step whose closest pair (the checker's kd-tree distance) is beyond radius * (1 + this) has no pair within
+#: the radius; the margin covers the last-bit differences between the tree's and numpy's distance arithmetic.
+_BEYOND = 1e-9
+
+
 def _sparse_steps(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarray, dict]:
     T = len(snap.t)
     d_min = np.full(T, np.inf)
     pair = np.full((T, 2), -1, dtype=int)
     hits: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    known = snap.__dict__.get("_checker_pairs")
+    if known is not None:  # the steps where nothing comes within the radius are the checker's
+        far = known[0] > radius * (1.0 + _BEYOND)
+        d_min[far], pair[far] = known[0][far], known[1][far]
     for k in range(T):
+        if known is not None and (far[k] or not np.isfinite(known[0][k])):
+            continue
         idx = np.flatnonzero(snap.valid[k])
         if len(idx) < 2:
             continue

@@ -21,19 +21,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from uav_debate_eval.report import figures_swarm as swarm  # noqa: E402
+from uav_debate_eval.report.captions import CAPTIONS  # noqa: E402, F401 (the figures' names and order)
 
 MAX_POINTS = 800  # per vehicle and line: more than the pixels of the figure
 MAX_POINTS_3D = 300
 DPI = 80
-#: Figure name -> caption, in the order the reports show them.
-CAPTIONS = {
-    "trajectory_xy": "Top-down trajectories (ENU), start o, end s; violations x (red), events ^",
-    "trajectory_3d": "3-D trajectories (colours as in the top-down view); violations x (red), events ^",
-    "separation": "Minimum pairwise separation with the limit, the warning distance and veto intervals (shaded)",
-    "altitude_speed": "Altitude and speed per vehicle",
-    "scores": "Category scores (0..1)",
-    "debate_rounds": "Debate: consensus and response quality per round",
-}
 
 
 def _decimate(n: int, limit: int = MAX_POINTS) -> np.ndarray:
@@ -285,6 +277,10 @@ FIGURES = {"trajectory_xy": trajectory_xy, "trajectory_3d": trajectory_3d, "sepa
            "altitude_speed": altitude_speed, "scores": scores, "debate_rounds": debate_rounds}
 
 
-def render_figures(ev: Any) -> dict[str, bytes]:
-    """All report figures as {name: PNG bytes}, in CAPTIONS order."""
-    return {name: _png(fn(ev)) for name, fn in FIGURES.items()}
+#: The figures that need the debate (the others can be drawn while it runs: report/figure_job.py).
+DEBATE_FIGURES = ("debate_rounds",)
+
+
+def render_figures(ev: Any, names: tuple[str, ...] | None = None) -> dict[str, bytes]:
+    """The report figures (all, or those in `names`) as {name: PNG bytes}, in CAPTIONS order."""
+    return {name: _png(fn(ev)) for name, fn in FIGURES.items() if names is None or name in names}

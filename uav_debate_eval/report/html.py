@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import base64
 
+from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.report.escape import anchor_id, h, link_citations
-from uav_debate_eval.report.figures import CAPTIONS
 
 MAX_EVENTS = 200
 _COLORS = {"safe": "#2e7d32", "borderline": "#ef6c00", "risky": "#c62828", "inconclusive": "#546e7a"}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.report.escape import md, md_code_block
-from uav_debate_eval.report.figures import CAPTIONS
 
 MAX_EVENTS = 50
 

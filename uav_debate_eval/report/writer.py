@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from uav_debate_eval.report.figures import render_figures
 from uav_debate_eval.report.html import render_html
 from uav_debate_eval.report.markdown import render_markdown
 from uav_debate_eval.report.schema import validate_report
@@ -25,11 +24,15 @@ def write_reports(evaluation: Any, out_dir: str | Path, *, figures: bool = True)
     """Validate the report, render JSON/Markdown/HTML/transcript/figures and move them into out_dir."""
     out_dir = Path(out_dir)
     report = evaluation.report
-    validate_report(report)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    job = getattr(evaluation, "figure_job", None)
+    if job is not None:
+        evaluation.figure_job = None  # drawn once
+    tmp = None
     try:
-        pngs = render_figures(evaluation) if figures else {}
+        validate_report(report)
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+        pngs = _figures(evaluation, job) if figures else {}
         (tmp / "figures").mkdir()
         for name, png in pngs.items():
             (tmp / "figures" / f"{name}.png").write_bytes(png)
@@ -41,9 +44,21 @@ def write_reports(evaluation: Any, out_dir: str | Path, *, figures: bool = True)
                 fh.write(json.dumps(_plain(row), allow_nan=False, default=str) + "\n")
         _move_into_place(tmp, out_dir)
     finally:
-        if tmp.exists():
+        if job is not None:
+            job.cancel()
+        if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+def _figures(evaluation: Any, job: Any) -> dict[str, bytes]:
+    """The figures a FigureJob drew beside the evaluation (pipeline.evaluate(figures=True)), else drawn here
+    (matplotlib loads only then)."""
+    if job is not None:
+        return job.pngs(evaluation.report["debate"])
+    from uav_debate_eval.report.figures import render_figures
+
+    return render_figures(evaluation)
 
 
 def _plain(row: Any) -> Any:

@@ -18,20 +18,13 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Violation
 from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
 from uav_debate_eval.quality import Assessment, assess
-from uav_debate_eval.safety.geometry import (
-    close_pairs,
-    closest_approach,
-    cpa_candidates,
-    fence_ratio,
-    nearest_pair,
-    time_to_box_exit,
-)
+from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
+from uav_debate_eval.safety.grid_pairs import pairs_dense, pairs_sparse_halves
 
 SNAPSHOT_POLICY_OFFLINE = "common grid at the median sample period, linear interpolation, no data across silences"
 #: An implied speed this many times max_speed_mps (or JUMP_SPEED_MPS without a speed limit) is a position jump.
@@ -59,6 +52,12 @@ class SafetyResult:
     snapshot_policy: str = SNAPSHOT_POLICY_OFFLINE
     notes: list[str] = field(default_factory=list)
     data_quality: DataQuality = field(default_factory=DataQuality)
+    #: (grid, (T, 2) vehicle indexes of each step's closest pair) when the separation came from a kd-tree per grid
+    #: step, so the metrics' pass over the very same grid reuses those closest pairs (metrics.swarm); not pickled
+    nearest: tuple[Snapshots, np.ndarray] | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "nearest": None}
 
     @property
     def vetoed(self) -> bool:
@@ -118,10 +117,12 @@ def merge_runs(key: np.ndarray, t: np.ndarray, value: np.ndarray, gap: float, wo
 
 
 def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: float = 2.0,
-                     quality: Assessment | None = None) -> SafetyResult:
+                     quality: Assessment | None = None, predict: bool = True) -> SafetyResult:
     """Run every hard constraint of the mission over the trajectory (see module docstring).
 
     `quality` is the data assessment of `traj` (made here when not given); the checks run on its clean trajectory.
+    `predict=False` leaves out the predictive warnings (CPA, time to the geofence): the metrics of a segment
+    window read only its separations, violations, margins and integrity faults.
     """
     if quality is None:  # a window of an assessed flight keeps the flight's assessment
         quality = traj.assessment.for_window(traj) if traj.assessment is not None else assess(traj, mission)
@@ -209,14 +210,15 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     separation_lost = any(ne.constraint == "min_separation" and len(ne.uavs) == len(ids) and ne.t_start is not None
                           and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
                           for ne in quality.not_evaluable)
-    separation, sep_viol, warnings = _pairwise(traj, mission, gap, quality, skip_limit=separation_lost)
+    separation, sep_viol, warnings, nearest = _pairwise(traj, mission, gap, quality, skip_limit=separation_lost,
+                                                        predict=predict)
     violations.extend(sep_viol)
     if c.min_separation_m is not None and not separation_lost:
         worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
         ratio = None if worst is None else 2.0 - worst / c.min_separation_m
         margin("min_separation", worst, c.min_separation_m, ratio)
     if c.geofence is not None:
-        warnings.extend(_fence_warnings(traj, mission, gap))
+        warnings.extend(_fence_warnings(traj, mission, gap) if predict else [])
     warnings.sort(key=lambda w: (w["t"], w["kind"], w["uavs"]))
 
     violations.sort(key=lambda vr: (vr[0].t_start, vr[0].constraint, vr[0].uavs))
@@ -232,7 +234,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     else:
         label = "safe"
     return SafetyResult(viol, warnings, _integrity(traj, mission), margins, separation, vetoes, label,
-                        data_quality=quality.data_quality(traj, checked))
+                        data_quality=quality.data_quality(traj, checked), nearest=nearest)
 
 
 def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
@@ -244,9 +246,11 @@ def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
     return ""
 
 
-def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, skip_limit: bool = False
-              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict]]:
-    """Separation timeline, min_separation intervals and CPA warnings over the common grid.
+def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, skip_limit: bool = False,
+              predict: bool = True
+              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], tuple | None]:
+    """Separation timeline, min_separation intervals, CPA warnings and (kd-tree path) the grid with each step's
+    closest pair (SafetyResult.nearest) over the common grid.
 
     Grid points where a vehicle's separation is not evaluable (estimator invalid) are no data for it;
     `skip_limit` (frames that cannot be one) keeps only the timeline.
@@ -266,15 +270,19 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     limit = None if skip_limit else c.min_separation_m
     hv, ht, hd = [], [], []  # violating pairs: key, t, distance
     wk, wt, wd, wtp = [], [], [], []  # CPA warnings: key, t, predicted distance, predicted time
+    nearest = None
+    horizon = th.prediction_horizon_s if predict else None
     if N <= DENSE_MAX_VEHICLES:
-        _pairs_dense(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
+        pairs_dense(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
     else:
-        _pairs_sparse(snaps, limit, th.prediction_horizon_s, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
+        pair_index = np.full((T, 2), -1, dtype=int)
+        pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
+        nearest = (snaps, pair_index)
     timeline = SeparationTimeline(snaps.t, d_min, closest)
     violations: list[tuple[Violation, float]] = []
     warnings: list[dict] = []
     if limit is None:
-        return timeline, violations, warnings
+        return timeline, violations, warnings, nearest
     grid_gap = max(gap, 2.0 * period + 1e-9)
     if hv:
         for key, t0, t1, w, _, n in merge_runs(np.concatenate(hv), np.concatenate(ht), np.concatenate(hd),
@@ -289,95 +297,12 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
             first = np.flatnonzero((keys == key) & (np.abs(ts - t0) < 1e-6))[0]
             warnings.append({"t": t0, "kind": "cpa", "uavs": sorted((ids[key // N], ids[key % N])),
                              "value": _r(dcs[first]), "limit": limit, "t_predicted": _r(tps[first])})
-    return timeline, violations, warnings
+    return timeline, violations, warnings, nearest
 
 
 #: Up to this many vehicles all pairs of a block of time steps are checked at once with numpy
 #: (N^2/2 pairs is cheap and avoids a Python loop over every step); above it, a kd-tree per step.
 DENSE_MAX_VEHICLES = 64
-#: Pairs x steps per dense block (bounds memory to a few tens of MB).
-DENSE_BLOCK = 400_000
-
-
-def _pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float, d_min: np.ndarray, closest: list,
-                  hits: tuple[list, list, list], warns: tuple[list, list, list, list]) -> None:
-    """Per time step: kd-tree nearest pair, close pairs below the limit, CPA candidates."""
-    ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
-    T, N = snaps.valid.shape
-    for s in range(T):
-        idx = np.flatnonzero(snaps.valid[s])
-        if len(idx) < 2:
-            continue
-        p = snaps.pos[s, idx]
-        tree = cKDTree(p)
-        d, a, b = nearest_pair(p, tree)
-        d_min[s] = d
-        closest[s] = (ids[idx[a]], ids[idx[b]])
-        if limit is None:
-            continue
-        t = float(snaps.t[s])
-        v = snaps.vel[s, idx]
-        if d < limit:
-            i, j, dist = close_pairs(p, limit, tree)
-            key = idx[i] * N + idx[j]
-            bad = dist < limit
-            hv.append(key[bad])
-            ht.append(np.full(int(bad.sum()), t))
-            hd.append(dist[bad])
-        i, j, dist = cpa_candidates(p, v, limit, horizon)
-        ok = dist >= limit
-        if ok.any():
-            tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], horizon)
-            warn = dc < limit
-            if warn.any():
-                wk.append((idx[i] * N + idx[j])[ok][warn])
-                wt.append(np.full(int(warn.sum()), t))
-                wd.append(dc[warn])
-                wtp.append(t + tc[warn])
-
-
-def _pairs_dense(snaps: Snapshots, limit: float | None, horizon: float, d_min: np.ndarray, closest: list,
-                 hits: tuple[list, list, list], warns: tuple[list, list, list, list]) -> None:
-    """The same results as :func:`_pairs_sparse`, computed for all pairs of a block of steps at once."""
-    ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
-    T, N = snaps.valid.shape
-    if N < 2:
-        return
-    i, j = np.triu_indices(N, k=1)
-    keys = i * N + j
-    pair_names = [(ids[a], ids[b]) for a, b in zip(i, j, strict=True)]
-    step = max(1, DENSE_BLOCK // len(i))
-    for s0 in range(0, T, step):
-        sl = slice(s0, min(T, s0 + step))
-        valid = snaps.valid[sl][:, i] & snaps.valid[sl][:, j]
-        dp = snaps.pos[sl][:, j] - snaps.pos[sl][:, i]
-        dist = np.where(valid, np.sqrt((dp * dp).sum(axis=2)), np.inf)
-        best = np.argmin(dist, axis=1)
-        rows = np.flatnonzero(valid.any(axis=1))
-        d_min[s0 + rows] = dist[rows, best[rows]]
-        for r, b in zip((s0 + rows).tolist(), best[rows].tolist(), strict=True):
-            closest[r] = pair_names[b]
-        if limit is None:
-            continue
-        t = np.broadcast_to(snaps.t[sl][:, None], dist.shape)
-        bad = dist < limit
-        if bad.any():
-            hv.append(np.broadcast_to(keys, dist.shape)[bad])
-            ht.append(t[bad])
-            hd.append(dist[bad])
-        dv = snaps.vel[sl][:, j] - snaps.vel[sl][:, i]
-        # Sound pruning: within the horizon a pair closes in by at most |dv| H, so pairs further apart than
-        # limit + |dv| H (with a relative 1e-9 against rounding) cannot be predicted below the limit.
-        reach = np.sqrt(np.einsum("spk,spk->sp", dv, dv)) * horizon
-        ok = valid & (dist >= limit) & (dist <= (limit + reach) * (1.0 + 1e-9))
-        if ok.any():
-            tc, dc = closest_approach(dp[ok], dv[ok], horizon)
-            warn = dc < limit
-            if warn.any():
-                wk.append(np.broadcast_to(keys, dist.shape)[ok][warn])
-                wt.append(t[ok][warn])
-                wd.append(dc[warn])
-                wtp.append(t[ok][warn] + tc[warn])
 
 
 def _fence_warnings(traj: SwarmTrajectory, mission: Mission, gap: float) -> list[dict]:

@@ -77,7 +77,7 @@ def closest_approach(dp: np.ndarray, dv: np.ndarray, horizon: float) -> tuple[np
     return t, np.sqrt((closest * closest).sum(axis=1))
 
 
-def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: float
+def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: float, relative: bool = False
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (i < j) that could come closer than `limit` within `horizon` at constant velocity.
 
@@ -85,11 +85,17 @@ def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: floa
     value at H / 2, so pairs whose mid-horizon positions are further apart than limit + v_max H can
     be skipped. That includes every pair closer than `limit` now, so one query serves the live check's
     violations and predictions; the radius gets a relative 1e-9 so rounding cannot drop one.
-    Returns (i, j, current distance).
+    `relative`: the same bound with velocities taken relative to the centre c of their bounding box (|dv| <=
+    2 max|v - c| as well), whichever is smaller: a swarm moving together then has few candidates (the offline
+    checker, which keeps only the pairs predicted below the limit; the live monitor also reads the current
+    distances of the zero-centred set). Returns (i, j, current distance).
     """
     if len(pos) < 2:
         return _EMPTY_I, _EMPTY_I, _EMPTY_F
     vmax = float(np.sqrt(np.einsum("ij,ij->i", vel, vel).max()))
+    if relative:
+        dev = vel - (vel.min(axis=0) + vel.max(axis=0)) / 2.0
+        vmax = min(vmax, float(np.sqrt(np.einsum("ij,ij->i", dev, dev).max())))
     i, j = _pair_indices(pos + vel * (horizon / 2.0), (limit + vmax * horizon) * (1.0 + 1e-9))
     return i, j, _distance(pos, i, j) if len(i) else _EMPTY_F
 

@@ -1,0 +1,203 @@
+"""Issue 15: the second core. Segments evaluated in a forked child and figures drawn beside the evaluation must
+give exactly what one process gives; a failing child loses nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from uav_debate_eval import pipeline, segment_work
+from uav_debate_eval.debate.config import DebateConfig
+from uav_debate_eval.forked import ChildLost, Forked
+from uav_debate_eval.report.figures import FIGURES, render_figures
+from uav_debate_eval.sim.scenarios import simulate
+
+
+@pytest.fixture(scope="module")
+def flight():
+    sim = simulate("formation", seed=0, faults=["near_miss"])
+    return sim.traj, sim.mission
+
+
+def _evaluate(traj, mission, **kw):
+    return pipeline.evaluate(traj, mission, DebateConfig(), **kw)
+
+
+def _sections(ev) -> dict:
+    report = dict(ev.report)
+    report.pop("timing")
+    report["debate"] = {k: v for k, v in report["debate"].items() if k != "elapsed_s"}
+    return report
+
+
+def _child_claims_first(monkeypatch):
+    """The parent hands over the flight's results only once the child has claimed a segment (deterministic test)."""
+    real = segment_work.SegmentWork.flight_ready
+
+    def ready(self, metrics, events):
+        deadline = time.monotonic() + 20
+        while self.child is not None and self.counter.value < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        real(self, metrics, events)
+
+    monkeypatch.setattr(segment_work.SegmentWork, "flight_ready", ready)
+
+
+def test_segments_in_a_child_equal_one_process(flight, monkeypatch, tmp_path):
+    traj, mission = flight
+    serial = _evaluate(traj, mission)
+    assert len(serial.segments) > 1
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    _child_claims_first(monkeypatch)
+    real = segment_work._child
+    seen = tmp_path / "child.pid"
+
+    def spy(*args):
+        out = real(*args)
+        seen.write_text(f"{os.getpid()} {len(out)}")
+        return out
+
+    monkeypatch.setattr(segment_work, "_child", spy)
+    here = []
+    one = segment_work.segment_context
+    monkeypatch.setattr(segment_work, "segment_context", lambda *a: here.append(a[2].id) or one(*a))
+    parallel = _evaluate(traj, mission)
+    pid, made = map(int, seen.read_text().split())
+    assert pid != os.getpid() and made >= 1  # the child made segments
+    assert len(here) == len(serial.segments) - made  # and they were not made again here
+    assert _sections(parallel) == _sections(serial)
+    for a, b in zip(parallel.segments, serial.segments, strict=True):
+        assert (a.id, a.t_start, a.t_end) == (b.id, b.t_start, b.t_end)
+
+
+def _claim_one_and_die(_inbox, *args):
+    segment_work._claim(args[-1], args[2])
+    os._exit(9)
+
+
+@pytest.mark.parametrize("child", [lambda *a: os._exit(9), _claim_one_and_die])
+def test_a_lost_segment_child_is_made_up_here(flight, monkeypatch, child):
+    traj, mission = flight
+    serial = _evaluate(traj, mission)
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    monkeypatch.setattr(segment_work, "_child", child)
+    assert _sections(_evaluate(traj, mission)) == _sections(serial)
+
+
+def test_figures_drawn_beside_equal_figures_drawn_after(flight, tmp_path):
+    from uav_debate_eval.report.writer import write_reports
+
+    traj, mission = flight
+    ev = _evaluate(traj, mission, figures=True)
+    assert ev.figure_job is not None and ev.figure_job.child is not None
+    expected = render_figures(ev)
+    write_reports(ev, tmp_path / "out")
+    assert ev.figure_job is None
+    written = {p.stem: p.read_bytes() for p in (tmp_path / "out" / "figures").glob("*.png")}
+    assert set(written) == set(FIGURES)
+    assert written == expected  # byte for byte: the child drew from the same data
+
+
+def test_a_killed_figure_child_costs_no_figure(flight, tmp_path):
+    from uav_debate_eval.report.writer import write_reports
+
+    traj, mission = flight
+    ev = _evaluate(traj, mission, figures=True)
+    os.kill(ev.figure_job.child._proc.pid, signal.SIGKILL)
+    write_reports(ev, tmp_path / "out")
+    assert {p.stem for p in (tmp_path / "out" / "figures").glob("*.png")} == set(FIGURES)
+
+
+def _boom(_inbox):
+    raise ValueError("bad segment")
+
+
+def _echo_twice(inbox, x):
+    return (x, inbox.recv())
+
+
+def test_forked_returns_raises_and_reports_a_lost_child():
+    with Forked(_echo_twice, 3) as child:
+        child.send("more")
+        assert child.result() == (3, "more")
+    with pytest.raises(ValueError, match="bad segment"), Forked(_boom) as child:
+        child.result()
+    with Forked(lambda _inbox: time.sleep(30)) as child:
+        os.kill(child._proc.pid, signal.SIGKILL)
+        with pytest.raises(ChildLost):
+            child.result()
+
+
+def test_forked_child_dies_with_its_parent(tmp_path):
+    """A child of a process that is SIGKILLed does not live on (PR_SET_PDEATHSIG)."""
+    import subprocess
+    import sys
+
+    pid_file = tmp_path / "child.pid"
+    code = ("import os, time\nfrom uav_debate_eval.forked import Forked\n"
+            f"def wait(_inbox):\n    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(60)\n"
+            "c = Forked(wait)\ntime.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        for _ in range(200):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        for _ in range(100):
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            pytest.fail("the child outlived its parent")
+    finally:
+        parent.kill()
+
+
+def test_stages_load_beside_the_read_of_a_large_input_only(tmp_path, monkeypatch):
+    import json
+
+    from uav_debate_eval.cli import main
+    from uav_debate_eval.commands import preload
+
+    sim = simulate("formation", seed=0, duration_s=20.0)
+    sim.write(tmp_path / "f", formats=("csv",))
+    csv_path = tmp_path / "f" / "trajectory.csv"
+    assert preload.preload_stages([csv_path]) is None  # small: read first, load after
+    started = []
+    real = preload.preload_stages
+    monkeypatch.setattr(preload, "PRELOAD_MIN_BYTES", 0)
+    monkeypatch.setattr(preload, "preload_stages", lambda paths: started.append(real(paths)) or started[-1])
+    assert main(["evaluate", str(csv_path), "--out", str(tmp_path / "a"), "--quiet"]) in (0, 3, 4)
+    assert started and started[0] is not None and not started[0].is_alive()
+    monkeypatch.setattr(preload, "PRELOAD_MIN_BYTES", 10**12)
+    assert main(["evaluate", str(csv_path), "--out", str(tmp_path / "b"), "--quiet"]) in (0, 3, 4)
+
+    def report(name):
+        r = json.loads((tmp_path / name / "report.json").read_text())
+        r.pop("timing")
+        r["debate"].pop("elapsed_s", None)
+        return r
+
+    assert report("a") == report("b")
+
+
+def test_segments_are_claimed_longest_first():
+    from multiprocessing import get_context
+    from types import SimpleNamespace
+
+    segs = [SimpleNamespace(t_start=0.0, t_end=1.0), SimpleNamespace(t_start=1.0, t_end=6.0),
+            SimpleNamespace(t_start=6.0, t_end=9.0), SimpleNamespace(t_start=9.0, t_end=10.0)]
+    counter = get_context("fork").Value("i", 0)
+    claims = []
+    while (i := segment_work._claim(counter, segs)) is not None:
+        claims.append(i)
+    assert claims == [1, 2, 0, 3]

@@ -1,0 +1,46 @@
+"""Load the evaluation stages while a large input is parsed: about a second of imports (scipy and the stages)
+overlaps the read, whose parsers (pyarrow's CSV reader, numpy's sorts) run without the GIL. The thread is joined
+before the evaluation starts (and so before any fork: a child must not inherit a half-held import lock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+#: Inputs of at least this many bytes are parsed while the evaluation stages load in a thread (the parsers release
+#: the GIL); a small input is read first, so bad input is reported before anything heavy loads.
+PRELOAD_MIN_BYTES = 8_000_000
+#: What the evaluation needs before its segments go to two cores (scipy and the checker, metrics and DSL stages:
+#: about a second). The debate, findings and report modules load later, beside the segment child's work, and
+#: matplotlib only in the figure child (report/figure_job.py).
+_STAGES = ("uav_debate_eval.quality", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
+           "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.segment_work")
+
+
+def preload_stages(paths: list[Path]) -> Any:
+    """Start loading the stages beside the read of a large input; returns the thread (join it) or None."""
+    import threading
+
+    size = sum(_size(p) for p in paths)
+    if size < PRELOAD_MIN_BYTES:
+        return None
+    thread = threading.Thread(target=_import_stages, name="preload-stages", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_stages() -> None:
+    import importlib
+
+    try:
+        for name in _STAGES:
+            importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - the evaluation imports them again and reports what fails
+        return
+
+
+def _size(path: Path) -> int:
+    try:
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,139 @@
+"""The checker's pass over the common grid: each step's closest pair, the pairs below the separation limit and the
+CPA predictions. Up to DENSE_MAX_VEHICLES (safety.checker) all pairs of a block of steps at once with numpy,
+above it a kd-tree per step; a large grid's second half in a forked child (uav_debate_eval.forked)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, nearest_pair
+
+#: Pairs x steps per dense block (bounds memory to a few tens of MB).
+DENSE_BLOCK = 400_000
+#: From this many vehicle-steps on, the kd-tree pass over the grid runs its second half in a forked child.
+SPLIT_MIN_VEHICLE_STEPS = 300_000
+
+
+def pairs_sparse_halves(snaps: Snapshots, limit: float | None, horizon: float | None, d_min: np.ndarray,
+                        closest: list, hits: tuple[list, list, list], warns: tuple[list, list, list, list],
+                        pair_index: np.ndarray) -> None:
+    """:func:`pairs_sparse` over every step, the second half of a large grid in a forked child (the steps are
+    independent; the child's rows follow this process's, so the lists are the ones one loop makes)."""
+    from uav_debate_eval.forked import Forked, can_fork, cores
+
+    T, N = snaps.valid.shape
+    mid = T // 2
+    if T * N < SPLIT_MIN_VEHICLE_STEPS or cores() < 2 or not can_fork():
+        pairs_sparse(snaps, limit, horizon, d_min, closest, hits, warns, pair_index)
+        return
+    with Forked(_second_half, snaps, limit, horizon, mid) as child:
+        pairs_sparse(snaps, limit, horizon, d_min, closest, hits, warns, pair_index, range(mid))
+        try:
+            theirs = child.result()
+        except Exception:  # noqa: BLE001 - the second half is checked here instead
+            theirs = None
+    if theirs is None:
+        pairs_sparse(snaps, limit, horizon, d_min, closest, hits, warns, pair_index, range(mid, T))
+        return
+    d_min[mid:], closest[mid:], pair_index[mid:] = theirs[0], theirs[1], theirs[2]
+    for mine, more in zip((*hits, *warns), (*theirs[3], *theirs[4]), strict=True):
+        mine.extend(more)
+
+
+def _second_half(_inbox, snaps: Snapshots, limit: float | None, horizon: float | None, mid: int) -> tuple:
+    T = len(snaps.t)
+    d_min, closest, pair_index = np.full(T, np.nan), [None] * T, np.full((T, 2), -1, dtype=int)
+    hits: tuple[list, list, list] = ([], [], [])
+    warns: tuple[list, list, list, list] = ([], [], [], [])
+    pairs_sparse(snaps, limit, horizon, d_min, closest, hits, warns, pair_index, range(mid, T))
+    return d_min[mid:], closest[mid:], pair_index[mid:], hits, warns
+
+
+def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d_min: np.ndarray, closest: list,
+                 hits: tuple[list, list, list], warns: tuple[list, list, list, list], pair_index: np.ndarray,
+                 steps: range | None = None) -> None:
+    """Per time step (all, or `steps`): kd-tree nearest pair (also as vehicle indexes in pair_index), close pairs
+    below the limit, CPA candidates."""
+    ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
+    T, N = snaps.valid.shape
+    for s in range(T) if steps is None else steps:
+        idx = np.flatnonzero(snaps.valid[s])
+        if len(idx) < 2:
+            continue
+        p = snaps.pos[s, idx]
+        tree = cKDTree(p)
+        d, a, b = nearest_pair(p, tree)
+        d_min[s] = d
+        closest[s] = (ids[idx[a]], ids[idx[b]])
+        pair_index[s] = idx[a], idx[b]
+        if limit is None:
+            continue
+        t = float(snaps.t[s])
+        v = snaps.vel[s, idx]
+        if d < limit:
+            i, j, dist = close_pairs(p, limit, tree)
+            key = idx[i] * N + idx[j]
+            bad = dist < limit
+            hv.append(key[bad])
+            ht.append(np.full(int(bad.sum()), t))
+            hd.append(dist[bad])
+        if horizon is None:  # no predictions asked for
+            continue
+        i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True)
+        ok = dist >= limit
+        if ok.any():
+            tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], horizon)
+            warn = dc < limit
+            if warn.any():
+                wk.append((idx[i] * N + idx[j])[ok][warn])
+                wt.append(np.full(int(warn.sum()), t))
+                wd.append(dc[warn])
+                wtp.append(t + tc[warn])
+
+
+def pairs_dense(snaps: Snapshots, limit: float | None, horizon: float | None, d_min: np.ndarray, closest: list,
+                hits: tuple[list, list, list], warns: tuple[list, list, list, list]) -> None:
+    """The same results as :func:`pairs_sparse`, computed for all pairs of a block of steps at once."""
+    ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
+    T, N = snaps.valid.shape
+    if N < 2:
+        return
+    i, j = np.triu_indices(N, k=1)
+    keys = i * N + j
+    pair_names = [(ids[a], ids[b]) for a, b in zip(i, j, strict=True)]
+    step = max(1, DENSE_BLOCK // len(i))
+    for s0 in range(0, T, step):
+        sl = slice(s0, min(T, s0 + step))
+        valid = snaps.valid[sl][:, i] & snaps.valid[sl][:, j]
+        dp = snaps.pos[sl][:, j] - snaps.pos[sl][:, i]
+        dist = np.where(valid, np.sqrt((dp * dp).sum(axis=2)), np.inf)
+        best = np.argmin(dist, axis=1)
+        rows = np.flatnonzero(valid.any(axis=1))
+        d_min[s0 + rows] = dist[rows, best[rows]]
+        for r, b in zip((s0 + rows).tolist(), best[rows].tolist(), strict=True):
+            closest[r] = pair_names[b]
+        if limit is None:
+            continue
+        t = np.broadcast_to(snaps.t[sl][:, None], dist.shape)
+        bad = dist < limit
+        if bad.any():
+            hv.append(np.broadcast_to(keys, dist.shape)[bad])
+            ht.append(t[bad])
+            hd.append(dist[bad])
+        if horizon is None:
+            continue
+        dv = snaps.vel[sl][:, j] - snaps.vel[sl][:, i]
+        # Sound pruning: within the horizon a pair closes in by at most |dv| H, so pairs further apart than
+        # limit + |dv| H (with a relative 1e-9 against rounding) cannot be predicted below the limit.
+        reach = np.sqrt(np.einsum("spk,spk->sp", dv, dv)) * horizon
+        ok = valid & (dist >= limit) & (dist <= (limit + reach) * (1.0 + 1e-9))
+        if ok.any():
+            tc, dc = closest_approach(dp[ok], dv[ok], horizon)
+            warn = dc < limit
+            if warn.any():
+                wk.append(np.broadcast_to(keys, dist.shape)[ok][warn])
+                wt.append(t[ok][warn])
+                wd.append(dc[warn])
+                wtp.append(t[ok][warn] + tc[warn])

@@ -1,0 +1,170 @@
+"""The mission segments' evidence (each window's own metrics and DSL), on two cores for a large flight.
+
+A forked child (uav_debate_eval.forked) starts on the windows' metrics as soon as the checker has cut the mission
+segments, while this process computes the flight's metrics, events and DSL. The windows' DSL needs the flight's
+events (and its metrics, for a window without samples), which the child is sent as soon as they exist. Both
+processes then take the remaining segments one at a time from a shared counter, longest first (the child starts
+on the longest window, which would otherwise be left for last). Same code on the same data in both: the contexts
+are the ones one process would make. Should the child fail, its segments are evaluated here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+from collections.abc import Callable
+from typing import Any
+
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.forked import Forked, can_fork, cores
+
+#: From this many samples on, a flight's segments are evaluated on two cores (below, a child costs more than it saves).
+PARALLEL_MIN_SAMPLES = 50_000
+#: A claim waits at most this long for the counter's lock (a child killed while holding it must not hang us).
+CLAIM_TIMEOUT_S = 5.0
+
+
+def segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any, metrics: Any,
+                    events: list, budget_tokens: int) -> Any:
+    """One mission segment's evidence: its own DSL and metrics, and the flight's safety result.
+
+    The safety result stays whole so every violation keeps its true extent; the segment's DSL only
+    cites those that overlap the segment. The flight's events, waypoint status and raw-token counts are
+    reused (computed once for the flight); the window is cut once, so its metrics and its DSL share its
+    smoothed kinematics, snapshots, formation errors and segmentation (cached on the window).
+    """
+    window, seg_metrics = window_metrics(traj, mission, seg, safety)
+    seg_metrics, dsl = _evidence(traj, mission, seg, safety, metrics, events, budget_tokens, window, seg_metrics)
+    return _segment(seg, seg_metrics, dsl, safety, window)
+
+
+def window_metrics(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any) -> tuple[SwarmTrajectory, Any]:
+    """The segment's window and its metrics (None for a window without samples: the flight's are used)."""
+    from uav_debate_eval.metrics.compute import compute_metrics
+
+    window = traj.window(seg.t_start, seg.t_end)
+    return window, compute_metrics(window, mission, safety) if window.tracks else None
+
+
+def _evidence(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any, metrics: Any, events: list,
+              budget_tokens: int, window: SwarmTrajectory, seg_metrics: Any) -> tuple[Any, Any]:
+    """(the segment's metrics, its DSL)."""
+    from uav_debate_eval.dsl.builder import build_dsl
+
+    seg_metrics = metrics if seg_metrics is None else seg_metrics
+    return seg_metrics, build_dsl(traj, mission, seg_metrics, safety, budget_tokens=budget_tokens,
+                                  t_range=(seg.t_start, seg.t_end), events=events, part=window)
+
+
+def _segment(seg: Any, seg_metrics: Any, dsl: Any, safety: Any, window: SwarmTrajectory) -> Any:
+    """The panel's SegmentContext (made in the parent only: the child never loads the debate)."""
+    from uav_debate_eval.debate.engine import SegmentContext
+
+    return SegmentContext(segment_id=seg.id, t_start=seg.t_start, t_end=seg.t_end, dsl=dsl, metrics=seg_metrics,
+                          safety=safety, traj=window)
+
+
+class SegmentWork:
+    """Start with the segments (a child for a large flight), hand over the flight's results, collect the contexts."""
+
+    def __init__(self, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int):
+        self.args = (traj, mission, segments, safety, budget_tokens)
+        self.child: Forked | None = None
+        self.counter: Any = None
+        if traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1 and cores() > 1 and can_fork():
+            self.counter = multiprocessing.get_context("fork").Value("i", 0)
+            self.child = Forked(_child, *self.args, self.counter)
+
+    def flight_ready(self, metrics: Any, events: list) -> None:
+        """The flight's metrics and events, which the windows' DSL needs: to the child at once."""
+        if self.child is not None:
+            with contextlib.suppress(OSError):  # the child is gone: contexts() makes its segments here
+                self.child.send((metrics, events))
+
+    def contexts(self, metrics: Any, events: list, tick: Callable[[int, int], None]) -> list:
+        """Every segment's context in segment order; tick(done, total) after each."""
+        traj, mission, segments, safety, budget = self.args
+        n = len(segments)
+        out: list = [None] * n
+        done = 0
+
+        def here(i: int) -> None:
+            nonlocal done
+            out[i] = segment_context(traj, mission, segments[i], safety, metrics, events, budget)
+            done += 1
+            tick(done, n)
+
+        if self.child is None:
+            for k in range(n):
+                here(k)
+            return out
+        while (claimed := _claim(self.counter, segments)) is not None:
+            here(claimed)
+        try:
+            theirs = self.child.result()
+        except Exception:  # noqa: BLE001 - the child's segments are evaluated below instead
+            theirs = []
+        finally:
+            self.child = None
+        for i, seg_metrics, dsl in theirs:
+            seg = segments[i]
+            out[i] = _segment(seg, seg_metrics, dsl, safety, traj.window(seg.t_start, seg.t_end))
+            done += 1
+            tick(done, n)
+        for i in range(n):
+            if out[i] is None:
+                here(i)
+        return out
+
+    def cancel(self) -> None:
+        if self.child is not None:
+            self.child.cancel()
+            self.child = None
+
+
+def _claim(counter: Any, segments: list) -> int | None:
+    """The index of the longest segment not yet claimed, or None when all are taken."""
+    lock = counter.get_lock()
+    if not lock.acquire(timeout=CLAIM_TIMEOUT_S):
+        return None
+    try:
+        k = counter.value
+        if k >= len(segments):
+            return None
+        counter.value = k + 1
+        return _longest_first(segments)[k]
+    finally:
+        lock.release()
+
+
+def _longest_first(segments: list) -> list[int]:
+    return sorted(range(len(segments)), key=lambda i: (-(segments[i].t_end - segments[i].t_start), i))
+
+
+def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int,
+           counter: Any) -> list[tuple[int, Any, Any]]:
+    """Child side: claim segments; their windows' metrics at once, their DSL once the flight's events came.
+    Returns (index, metrics, DSL) per segment (the parent cuts the window again rather than receive it)."""
+    flight: tuple[Any, list] | None = None
+    waiting: list[tuple[int, SwarmTrajectory, Any]] = []
+    out: list[tuple[int, Any, Any]] = []
+
+    def finish() -> None:
+        assert flight is not None
+        for i, window, seg_metrics in waiting:
+            out.append((i, *_evidence(traj, mission, segments[i], safety, flight[0], flight[1], budget_tokens,
+                                      window, seg_metrics)))
+        waiting.clear()
+
+    while (i := _claim(counter, segments)) is not None:
+        waiting.append((i, *window_metrics(traj, mission, segments[i], safety)))
+        if flight is None and inbox.poll():
+            flight = inbox.recv()
+        if flight is not None:
+            finish()
+    if waiting:
+        if flight is None:
+            flight = inbox.recv()
+        finish()
+    return out

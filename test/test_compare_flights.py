@@ -314,3 +314,21 @@ def test_alignment_modes(pair_flights):
     prog, fns = align(evs, "progress")
     x = fns[0](np.linspace(0, evs[0].traj.t_end, 50))
     assert prog.mode == "progress" and x[0] == 0.0 and x[-1] == pytest.approx(1.0) and np.all(np.diff(x) >= 0)
+
+
+def test_a_failed_render_leaves_the_previous_comparison_whole(flights, tmp_path, monkeypatch):
+    from uav_debate_eval.compare import render
+
+    out = tmp_path / "ab"
+    rc, first = _run([flights["clean"], flights["near"], "--out", str(out)])
+    assert rc == 0 and first is not None
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    def boom(*_a, **_k):
+        raise RuntimeError("render failed")
+
+    monkeypatch.setattr(render, "render_html", boom)
+    with pytest.raises(RuntimeError, match="render failed"):
+        main(["compare-flights", flights["clean1"], flights["near1"], "--out", str(out), "--quiet"])
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # no half-new comparison
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -139,26 +139,31 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: What write_comparison owns in its output directory (the flights' own report folders are left alone).
+COMPARISON_OUTPUTS = ("comparison.json", "comparison.md", "comparison.html", "comparison_transcript.jsonl", "figures")
+
+
 def write_comparison(flights: list, pairs: list[dict], out: Path, protocol: str, align_mode: str, backend: str,
                      model: str | None, notes: list[str], seed: int) -> dict:
-    """Build, validate and write comparison.json/.md/.html, figures/ and the transcript; returns the document."""
+    """Build, validate and write comparison.json/.md/.html, figures/ and the transcript, all at once (a failure
+    leaves `out` as it was); returns the document."""
     from uav_debate_eval.compare.align import align
     from uav_debate_eval.compare.build import build_comparison, validate_comparison
     from uav_debate_eval.compare.figures import render_comparison_figures
     from uav_debate_eval.compare.render import render_html, render_markdown
+    from uav_debate_eval.report.writer import staged, write_pngs
 
     alignment, axes = align([f.runs[0] for f in flights], align_mode)
     doc = build_comparison(flights, pairs, protocol, alignment.to_dict(), backend, model, notes, seed)
     validate_comparison(doc)
     pngs = render_comparison_figures(flights, axes, alignment.axis_label)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
-    for name, png in pngs.items():
-        (out / "figures" / f"{name}.png").write_bytes(png)
-    (out / "comparison.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    (out / "comparison.md").write_text(render_markdown(doc, list(pngs)), encoding="utf-8")
-    (out / "comparison.html").write_text(render_html(doc, pngs), encoding="utf-8")
-    with (out / "comparison_transcript.jsonl").open("w", encoding="utf-8") as fh:
-        for p in pairs:
-            for row in p["transcript"]:
-                fh.write(json.dumps({"pair": p["flights"], **row}, default=str) + "\n")
+    with staged(out, COMPARISON_OUTPUTS) as tmp:
+        write_pngs(tmp / "figures", pngs)
+        (tmp / "comparison.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        (tmp / "comparison.md").write_text(render_markdown(doc, list(pngs)), encoding="utf-8")
+        (tmp / "comparison.html").write_text(render_html(doc, pngs), encoding="utf-8")
+        with (tmp / "comparison_transcript.jsonl").open("w", encoding="utf-8") as fh:
+            for p in pairs:
+                for row in p["transcript"]:
+                    fh.write(json.dumps({"pair": p["flights"], **row}, default=str) + "\n")
     return doc

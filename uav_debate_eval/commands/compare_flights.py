@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from uav_debate_eval.commands import LLM_BACKENDS, add_llm_options
 from uav_debate_eval.core.errors import InputError
 
 EXIT_OK, EXIT_WORSE = 0, 5
@@ -44,11 +45,8 @@ def register(subparsers) -> None:
     p.add_argument("flights", nargs="+", metavar="FLIGHT", help="input, f1,f2 or KEY=f1,f2 (at least two flights)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--mission", help="mission YAML for every flight")
-    p.add_argument("--llm", default="rules", choices=("rules", "local", "openai"),
-                   help="comparison debate backend; rules is offline and deterministic (default)")
-    p.add_argument("--model", help="LLM model name (openai) or GGUF path (local)")
-    p.add_argument("--base-url", help="OpenAI-compatible server URL")
-    p.add_argument("--flight-llm", default="rules", choices=("rules", "local", "openai"),
+    add_llm_options(p, "comparison debate")
+    p.add_argument("--flight-llm", default="rules", choices=LLM_BACKENDS,
                    help="panel backend of each flight's own report (default rules: the comparison debate is "
                         "where the LLM time goes)")
     p.add_argument("--fail-if-worse", action="store_true", help="exit 5 when B is worse than A (CI gate)")

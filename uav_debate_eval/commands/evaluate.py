@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from uav_debate_eval.commands import add_llm_options
 from uav_debate_eval.core.errors import InputError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_VIOLATION, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
@@ -50,10 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV, rosbag2 dir/.mcap/.db3, .bag, .ulg, folder, glob")
     p.add_argument("--out", required=True, help="report directory (created; a batch gets one sub-directory each)")
     p.add_argument("--mission", help="mission YAML (constraints, thresholds, vehicle names)")
-    p.add_argument("--llm", default="rules", choices=("rules", "local", "openai"),
-                   help="panel backend; rules is offline and deterministic (default)")
-    p.add_argument("--model", help="LLM model name (openai) or GGUF path (local)")
-    p.add_argument("--base-url", help="OpenAI-compatible server URL")
+    add_llm_options(p, "panel")
     p.add_argument("--topics", nargs="+", metavar="T",
                    help="pose topics to read from bags (TOPIC or TOPIC=name, also comma-separated); "
                    "give INPUT first or end the list with --")

@@ -102,14 +102,24 @@ def hazards(truth: list[Any]) -> list[Any]:
     return [f for f in truth if f.kind != "route_turn" and (f.expect_constraint or f.expect_event)]
 
 
+def _hazard_words(f: Any) -> tuple[str, ...]:
+    """The words that name a truth fault: its constraint, event and kind, with their usual synonyms."""
+    return tuple(w for key in (f.expect_constraint, f.expect_event, f.kind) if key
+                 for w in HAZARD_WORDS.get(key, (key, key.replace("_", " "))))
+
+
+def _segments_over(result: DebateResult, f: Any) -> list[Any]:
+    """The debated segments that overlap fault f in time."""
+    return [seg for seg in result.segments if seg.t_start <= f.t_end and seg.t_end >= f.t_start]
+
+
 def hazards_named(result: DebateResult, truth: list[Any]) -> tuple[int, int]:
     found = hazards(truth)
     named = 0
     for f in found:
-        words = tuple(w for key in (f.expect_constraint, f.expect_event, f.kind) if key
-                      for w in HAZARD_WORDS.get(key, (key, key.replace("_", " "))))
-        texts = [_low(r.response.text()) for seg in result.segments for rd in seg.rounds for r in rd.responses
-                 if seg.t_start <= f.t_end and seg.t_end >= f.t_start]
+        words = _hazard_words(f)
+        texts = [_low(r.response.text()) for seg in _segments_over(result, f) for rd in seg.rounds
+                 for r in rd.responses]
         named += any(_hits(t, words) for t in texts)
     return named, len(found)
 
@@ -119,12 +129,9 @@ def hazards_chosen(result: DebateResult, truth: list[Any]) -> tuple[int, int]:
     found = hazards(truth)
     named = 0
     for f in found:
-        words = tuple(w for key in (f.expect_constraint, f.expect_event, f.kind) if key
-                      for w in HAZARD_WORDS.get(key, (key, key.replace("_", " "))))
+        words = _hazard_words(f)
         hit = False
-        for seg in result.segments:
-            if not (seg.t_start <= f.t_end and seg.t_end >= f.t_start):
-                continue
+        for seg in _segments_over(result, f):
             by_id = {x.id: x for x in getattr(seg, "findings", []) or []}
             for rd in seg.rounds:
                 for r in rd.responses:

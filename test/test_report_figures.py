@@ -9,6 +9,7 @@ import pytest
 
 from uav_debate_eval.pipeline import evaluate
 from uav_debate_eval.report import figures
+from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.sim.scenarios import simulate
 
 
@@ -58,6 +59,6 @@ def test_separation_keeps_the_closest_approach_limit_and_vetoes(ev):
 def test_every_figure_renders_to_png(ev):
     before = plt.get_fignums()
     pngs = figures.render_figures(ev)
-    assert list(pngs) == list(figures.CAPTIONS)
+    assert list(pngs) == list(CAPTIONS)
     assert all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs.values())
     assert plt.get_fignums() == before  # rendering closes its figures

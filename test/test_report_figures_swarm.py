@@ -9,6 +9,7 @@ import pytest
 
 from uav_debate_eval.pipeline import evaluate
 from uav_debate_eval.report import figures, figures_swarm
+from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.sim.scenarios import simulate
 
 
@@ -63,5 +64,5 @@ def test_altitude_speed_shows_the_swarm_band_and_the_overspeed(ev):
 
 def test_every_figure_renders(ev):
     pngs = figures.render_figures(ev)
-    assert list(pngs) == list(figures.CAPTIONS)
+    assert list(pngs) == list(CAPTIONS)
     assert all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs.values())

@@ -21,7 +21,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from uav_debate_eval.report import figures_swarm as swarm  # noqa: E402
-from uav_debate_eval.report.captions import CAPTIONS  # noqa: E402, F401 (the figures' names and order)
 
 MAX_POINTS = 800  # per vehicle and line: more than the pixels of the figure
 MAX_POINTS_3D = 300
@@ -282,5 +281,5 @@ DEBATE_FIGURES = ("debate_rounds",)
 
 
 def render_figures(ev: Any, names: tuple[str, ...] | None = None) -> dict[str, bytes]:
-    """The report figures (all, or those in `names`) as {name: PNG bytes}, in CAPTIONS order."""
+    """The report figures (all, or those in `names`) as {name: PNG bytes}, in the order of report.captions.CAPTIONS."""
     return {name: _png(fn(ev)) for name, fn in FIGURES.items() if names is None or name in names}

@@ -116,13 +116,13 @@ class SafetyVerifierNode(Node):
 
     def _on_pose(self, uav: str, t: float, pos, vel) -> None:
         self.poses_received += 1
-        self._first_pose_t = min(self._first_pose_t, t)
         if not self.swarm.add(uav, t, pos, vel):
             return  # rejected (NaN, duplicate, out of order): counted by the swarm
+        self._first_pose_t = min(self._first_pose_t, t)
         if self.swarm.resets != self._swarm_resets:  # this pose starts a new run: forget the old one first
             self._swarm_resets = self.swarm.resets
             self.monitor.reset()
-            self._first_pose_t = t
+            self._first_pose_t = t  # the new run starts here
             self._muted_until.clear()
             self.get_logger().warning("safety verifier: pose stamps jumped backwards (bag loop?): state reset")
         sample = (t, *pos) if vel is None else (t, *pos, *vel)

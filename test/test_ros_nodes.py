@@ -317,3 +317,24 @@ def test_verifier_status_names_a_configured_vehicle_it_never_heard_from(ros_cont
         assert "safety/unheard" not in {s.name for s in sent[-1].status}
     finally:
         node.destroy_node()
+
+
+@pytest.mark.ros
+def test_progress_view_prints_veto_edges_not_the_first_latched_state(ros_context):
+    """The monitor's latched 'no veto' at start-up is no edge: 'margins restored' only after a VETO ON."""
+    from rich.console import Console
+    from std_msgs.msg import Bool
+
+    from uav_debate_eval.nodes.progress import ProgressNode
+    console = Console(record=True, width=120)
+    node = ProgressNode(console)
+    try:
+        node._on_veto(Bool(data=False))
+        assert "veto off" not in console.export_text(clear=False)
+        for value in (True, True, False):
+            node._on_veto(Bool(data=value))
+        text = console.export_text()
+        assert text.count("VETO ON") == 1 and text.count("veto off (margins restored for the hold time)") == 1
+        assert text.index("VETO ON") < text.index("veto off")
+    finally:
+        node.destroy_node()

@@ -73,9 +73,12 @@ class ProgressNode(Node):
     def _on_veto(self, msg) -> None:
         if msg.data == self._veto:
             return
-        self._veto = bool(msg.data)
+        first, self._veto = self._veto is None, bool(msg.data)
         self._status_shown = False
-        self._say("[bold red]VETO ON[/]" if msg.data else "[green]veto off[/] (margins restored for the hold time)")
+        if msg.data:
+            self._say("[bold red]VETO ON[/]")
+        elif not first:  # the monitor's first (latched) state is no edge: nothing was restored
+            self._say("[green]veto off[/] (margins restored for the hold time)")
 
     def _on_segment(self, msg) -> None:
         seg = json.loads(msg.data)

@@ -69,3 +69,30 @@ def test_bag_loop_resets_on_the_pose_that_starts_it(ctx):
     node._on_pose("a", t - 30.0, (1.0, 0.0, 1.0), None)  # stamps 30 s back: the bag looped
     assert list(node.monitor.latest()) == ["a"] and node.monitor.latest()["a"][1] == 1.0
     node.destroy_node()
+
+
+def test_a_silent_vehicle_is_checked_from_the_others_poses_when_the_timer_is_late(ctx):
+    """No executor spins here, so the check timer never fires (as when rclpy's EventsExecutor holds it back):
+    the poses of the vehicles still reporting run the overdue full check, and a's silence raises the veto."""
+    from rclpy.time import Time
+    node = _node(ctx, "sv_late_timer", use_sim_time=True, stale_timeout_s=1.0, check_rate_hz=500.0,
+                 min_separation_m=0.1)
+    clock = node.get_clock()
+    assert clock.ros_time_is_active
+    raised_at = None
+    try:
+        for k in range(60):  # 3 s at 20 Hz; a goes silent after 1 s
+            t = 100.0 + 0.05 * k
+            clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))
+            for u, x in (("a", 0.0), ("b", 5.0), ("c", -5.0)):
+                if u != "a" or t < 101.0:
+                    node._on_pose(u, t, (x, 0.0, 10.0), (0.0, 0.0, 0.0))
+            if raised_at is None and node.monitor.veto:
+                raised_at = t
+            time.sleep(0.003)  # longer than the 2 ms check period: each step's first pose finds a check due
+        stale = [a for a in node.state.active if a["constraint"] == "stale_data"]
+        assert stale and stale[0]["uavs"] == ["a"]
+        # a's last pose at 100.95 s: stale once the clock is past 101.95 s, vetoed at the next 50 ms step
+        assert raised_at == pytest.approx(102.0)
+    finally:
+        node.destroy_node()

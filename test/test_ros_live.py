@@ -217,6 +217,10 @@ def _tail(path: Path) -> str:
     return path.read_text()[-3000:] if path.exists() else ""
 
 
+def _panel_logs(tmp_path: Path) -> str:
+    return "".join(_tail(tmp_path / f"{n}.log") for n in ("debate_panel", "debate_panel2", "dsl_builder"))
+
+
 @contextlib.contextmanager
 def _live_flight(tmp_path: Path, domain: int, faults: list[str], duration: float):
     """`live` and then swarm_sim started, the simulator's truth received; on exit both stopped and their logs
@@ -394,9 +398,14 @@ def test_each_node_in_its_own_process_and_a_killed_panel_rejoins(tmp_path: Path)
         procs["debate_panel"].wait()
         killed_at = rec.clock
         procs["debate_panel"] = _start(_node_cmd("debate_panel", config), _env(25), tmp_path / "debate_panel2.log")
-        rec.wait(lambda: any(r["live"]["segment"]["t_start"] >= killed_at for r in rec.reports), 120,
-                 "a report from the restarted panel")
-    logs = "".join(_tail(tmp_path / f"{n}.log") for n in ("debate_panel", "debate_panel2", "dsl_builder"))
+        try:
+            rec.wait(lambda: any(r["live"]["segment"]["t_start"] >= killed_at for r in rec.reports), 120,
+                     "a report from the restarted panel")
+        except AssertionError as exc:  # say where the flight and the segments were, and what the panels logged
+            segments = [(s["id"], round(s["t_start"] - base, 1)) for s in rec.segments]
+            where = f"killed at flight t={killed_at - base:.1f} s, flight now at {rec.clock - base:.1f} s"
+            raise AssertionError(f"{exc}; {where}, segments {segments}; logs:\n{_panel_logs(tmp_path)}") from exc
+    logs = _panel_logs(tmp_path)
     assert rec.clock - base >= 20.0, "the flight went on while the panel was down"
     later = [r for r in rec.reports if r["live"]["segment"]["t_start"] >= killed_at]
     assert later and all(r["mission"]["uavs"] == scenario["names"] for r in later), logs

@@ -263,3 +263,37 @@ def test_a_large_grid_checked_in_two_halves_equals_one_pass(monkeypatch, tmp_pat
         np.testing.assert_array_equal(other.separation.d_min, one.separation.d_min)
         assert other.separation.pairs == one.separation.pairs
         np.testing.assert_array_equal(other.nearest[1], one.nearest[1])
+
+
+def test_nearest_pair_from_a_known_pair_equals_the_query_of_every_point():
+    """The known-pair shortcut queries only the points with a neighbour within the known pair's distance: the same
+    distance and pair, bit for bit, also with ties (a regular grid) and coincident points."""
+    from scipy.spatial import cKDTree
+
+    from uav_debate_eval.safety.geometry import nearest_pair
+
+    rng = np.random.default_rng(4)
+    grid = np.stack(np.meshgrid(np.arange(12.0), np.arange(12.0), [5.0]), axis=-1).reshape(-1, 3) * 1.7
+    cases = [rng.uniform(0, 30, size=(n, 3)) for n in (2, 3, 40, 700)] + [grid, np.vstack([grid, grid[[5, 77]]])]
+    for pos in cases:
+        tree = cKDTree(pos)
+        full = nearest_pair(pos, tree)
+        for known in [(0, 1), (len(pos) - 1, 0), (full[1], full[2]), tuple(rng.choice(len(pos), 2, replace=False))]:
+            got = nearest_pair(pos, tree, (int(known[0]), int(known[1])))
+            assert got == full and type(got[0]) is float
+
+
+def test_the_grid_pass_with_the_previous_steps_pair_equals_a_full_query_per_step(monkeypatch):
+    """pairs_sparse hands each step the previous step's closest pair; without it every point is queried."""
+    from uav_debate_eval.safety import geometry, grid_pairs
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=1, n_uavs=80, duration_s=60.0, faults=["near_miss", "overspeed", "telemetry_dropout"])
+    fast = check_trajectory(sim.traj, sim.mission)
+    assert any(v.constraint == "min_separation" for v in fast.violations)
+    monkeypatch.setattr(grid_pairs, "nearest_pair", lambda pos, tree=None, known=None: geometry.nearest_pair(pos, tree))
+    slow = check_trajectory(sim.traj, sim.mission)
+    assert fast.to_dict() == slow.to_dict()
+    np.testing.assert_array_equal(fast.separation.d_min, slow.separation.d_min)
+    assert fast.separation.pairs == slow.separation.pairs
+    np.testing.assert_array_equal(fast.nearest[1], slow.nearest[1])

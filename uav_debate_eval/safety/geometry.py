@@ -54,15 +54,30 @@ def naive_close_pairs(pos: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray
     return i[keep], j[keep], d[keep]
 
 
-def nearest_pair(pos: np.ndarray, tree: cKDTree | None = None) -> tuple[float, int, int]:
-    """The globally closest pair (distance, i, j) from each point's nearest neighbour; inf when N < 2."""
+def nearest_pair(pos: np.ndarray, tree: cKDTree | None = None, known: tuple[int, int] | None = None
+                 ) -> tuple[float, int, int]:
+    """The globally closest pair (distance, i, j) from each point's nearest neighbour; inf when N < 2.
+
+    `known`: any pair (i, j) of `pos` (e.g. the previous step's closest pair). The closest pair is no further
+    apart, so only the points with a neighbour within that distance are queried: each point's query is
+    independent of the others, and those points include every one whose nearest neighbour is the closest, so the
+    answer is the one the query of every point gives (same tree, same first point at the minimum), at half the cost.
+    """
     if len(pos) < 2:
         return float("inf"), -1, -1
     tree = tree if tree is not None else cKDTree(pos)
-    d, k = tree.query(pos, k=2)
-    a = int(np.argmin(d[:, 1]))
-    b = int(k[a, 1])
-    return float(d[a, 1]), min(a, b), max(a, b)
+    query = pos
+    if known is not None:
+        dp = pos[known[0]] - pos[known[1]]
+        # a relative 1e-9 so the tree's own rounding of the known pair's distance cannot leave it out
+        bound = max(float(np.sqrt(dp @ dp)) * (1.0 + 1e-9), 1e-12)
+        cand = np.unique(tree.query_pairs(bound, output_type="ndarray"))
+        query = pos[cand] if len(cand) else pos
+    d, k = tree.query(query, k=2)
+    m = int(np.argmin(d[:, 1]))
+    a = int(cand[m]) if query is not pos else m
+    b = int(k[m, 1])
+    return float(d[m, 1]), min(a, b), max(a, b)
 
 
 def closest_approach(dp: np.ndarray, dv: np.ndarray, horizon: float) -> tuple[np.ndarray, np.ndarray]:

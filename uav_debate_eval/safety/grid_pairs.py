@@ -58,13 +58,19 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
     below the limit, CPA candidates."""
     ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
     T, N = snaps.valid.shape
+    where = np.full(N, -1)  # a vehicle's row in this step's points (-1: not valid)
+    last: tuple[int, int] | None = None  # the previous step's closest pair (vehicle indexes)
     for s in range(T) if steps is None else steps:
         idx = np.flatnonzero(snaps.valid[s])
         if len(idx) < 2:
             continue
         p = snaps.pos[s, idx]
         tree = cKDTree(p)
-        d, a, b = nearest_pair(p, tree)
+        where[:] = -1
+        where[idx] = np.arange(len(idx))
+        known = None if last is None or min(where[last[0]], where[last[1]]) < 0 else (where[last[0]], where[last[1]])
+        d, a, b = nearest_pair(p, tree, known)
+        last = int(idx[a]), int(idx[b])
         d_min[s] = d
         closest[s] = (ids[idx[a]], ids[idx[b]])
         pair_index[s] = idx[a], idx[b]

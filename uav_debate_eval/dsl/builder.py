@@ -428,8 +428,11 @@ def build_dsl(traj: SwarmTrajectory, mission: Mission, metrics=None, safety=None
     kept: list[_Line] = []
     dropped: list[_Line] = []
     for line in candidates:
+        if dropped:  # once one line is dropped, so is every later one (their cost is not needed)
+            dropped.append(line)
+            continue
         cost = count_tokens(line.text + "\n")
-        if not dropped and used + cost + SUMMARY_RESERVE <= budget_tokens:
+        if used + cost + SUMMARY_RESERVE <= budget_tokens:
             kept.append(line)
             used += cost
         else:

@@ -270,7 +270,9 @@ def _partner_norms(p: np.ndarray, partners: np.ndarray, o: np.ndarray | None = N
         for k in range(partners.shape[1]):
             j = partners[:, k]
             rel = p - p[:, j]
-            out[:, :, k] = norm(rel if o is None else rel - (o - o[:, j]))
+            if o is not None:
+                rel -= o - o[:, j]  # in place: the same subtraction as rel - (o - o[:, j])
+            out[:, :, k] = norm(rel)
         return out
     ii, jj = np.triu_indices(m, k=1)
     rel = p[:, ii] - p[:, jj]
@@ -280,7 +282,12 @@ def _partner_norms(p: np.ndarray, partners: np.ndarray, o: np.ndarray | None = N
     return d[:, pair[np.arange(m)[:, None], partners]]
 
 
-def _chunks(T: int, size: int = 512):
+#: Grid steps per block of the formation errors: every value is computed per (step, vehicle), so the block size
+#: changes no number; a block of a 1,000-vehicle swarm's (steps, vehicles, 3) arrays then stays within the CPU cache.
+FORMATION_BLOCK_STEPS = 64
+
+
+def _chunks(T: int, size: int = FORMATION_BLOCK_STEPS):
     return [(a, min(a + size, T)) for a in range(0, T, size)]
 
 

@@ -31,8 +31,8 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.dsl.segmentation import segment_vehicle
-from uav_debate_eval.metrics.kinematics import Kinematics, runs, smooth_kinematics
+from uav_debate_eval.dsl.segmentation import segment_vehicle, segment_vehicles
+from uav_debate_eval.metrics.kinematics import Kinematics, runs, smooth_tracks
 from uav_debate_eval.metrics.swarm import breach_intervals, close_approaches, formation_error, snapshots
 from uav_debate_eval.metrics.vec import norm
 
@@ -200,8 +200,9 @@ def detect_events(traj: SwarmTrajectory, mission: Mission, safety=None) -> list[
     th = mission.thresholds
     events: list[Event] = []
     turns: list[Event] = []
-    for tr in traj.tracks.values():
-        k = smooth_kinematics(tr)
+    kins = smooth_tracks(list(traj.tracks.values()))
+    segment_vehicles(kins)  # the slow turns read every vehicle's segments: made together
+    for k in kins:
         fast = sharp_turns(k, th.sharp_turn_deg)
         turns += fast + slow_turns(k, th.sharp_turn_deg, fast)
         events += altitude_rates(k, th.altitude_rate_mps)

@@ -68,14 +68,22 @@ class Kinematics:
 
     @functools.cached_property
     def _heading(self) -> np.ndarray:
-        raw = np.arctan2(self.vel[:, 1], self.vel[:, 0])
-        ok = self.hspeed >= HEADING_MIN_SPEED
-        if not ok.any():
-            return np.zeros(len(self.t))
-        idx = np.where(ok, np.arange(len(raw)), -1)
-        idx = np.maximum.accumulate(idx)
-        idx[idx < 0] = int(np.flatnonzero(ok)[0])
-        return np.unwrap(raw[idx])
+        return held_headings(self.vel, self.hspeed)
+
+
+def held_headings(vel: np.ndarray, hspeed: np.ndarray) -> np.ndarray:
+    """Kinematics.heading() along the samples axis of (samples, 3) velocities, or of a (vehicles, samples, 3)
+    stack row by row (each row's numbers are those of its vehicle alone: every step works along that axis)."""
+    raw = np.arctan2(vel[..., 1], vel[..., 0])
+    ok = hspeed >= HEADING_MIN_SPEED
+    n = raw.shape[-1]
+    idx = np.where(ok, np.arange(n), -1)
+    idx = np.maximum.accumulate(idx, axis=-1)
+    first = np.argmax(ok, axis=-1)  # the first sample fast enough (0 where there is none)
+    idx = np.where(idx < 0, first[..., None], idx)
+    out = np.unwrap(np.take_along_axis(raw, idx, axis=-1), axis=-1)
+    out[~ok.any(axis=-1)] = 0.0  # never fast enough: no course
+    return out
 
 
 @functools.lru_cache(maxsize=64)

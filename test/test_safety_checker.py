@@ -297,3 +297,45 @@ def test_the_grid_pass_with_the_previous_steps_pair_equals_a_full_query_per_step
     np.testing.assert_array_equal(fast.separation.d_min, slow.separation.d_min)
     assert fast.separation.pairs == slow.separation.pairs
     np.testing.assert_array_equal(fast.nearest[1], slow.nearest[1])
+
+
+def test_the_samples_end_to_end_give_each_vehicles_trusted_rows_and_worst_values():
+    """The checker runs its per-vehicle checks over every vehicle's samples end to end: the trusted rows are
+    Assessment.trusted of each track, the worst values the loop over the vehicles, the jumps those of each track."""
+    from uav_debate_eval.quality import assess
+    from uav_debate_eval.safety.checker import JUMP_FACTOR, _integrity, _Samples
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=3, faults=["near_miss", "overspeed", "geofence_exit"])
+    traj = sim.traj
+    n = len(next(iter(traj.tracks.values())))
+    valid = np.ones(traj.n_samples, dtype=bool)
+    valid[n + 40:n + 90] = False  # the second vehicle's estimator is invalid for 50 samples
+    cols = {k: np.concatenate([getattr(tr, k) for tr in traj.tracks.values()]) for k in ("t", "pos", "vel")}
+    ids = np.concatenate([[u] * len(tr) for u, tr in traj.tracks.items()])
+    pos = cols["pos"].copy()
+    pos[2 * n + 30:3 * n] += 6.0  # a position step that persists on the third vehicle
+    traj = SwarmTrajectory.from_columns(cols["t"], ids, pos, vel=cols["vel"], est_valid=valid)
+    quality = assess(traj, sim.mission)
+    assert quality.not_evaluable
+    rows = _Samples.of(quality.traj)
+    for name in ("max_speed", "geofence", "min_separation"):
+        ok = rows.trusted(quality, name)
+        np.testing.assert_array_equal(ok, np.concatenate([quality.trusted(name, tr)
+                                                          for tr in quality.traj.tracks.values()]))
+        assert not ok.all()
+        speed = np.linalg.norm(rows.vel, axis=1)
+        worst = 0.0
+        for tr in quality.traj.tracks.values():
+            mask = quality.trusted(name, tr)
+            if mask.any():
+                worst = max(worst, float(tr.speed[mask].max()))
+        assert rows.fold_max(speed, ok, 0.0) == worst
+    faults = _integrity(quality.traj, rows, sim.mission)
+    jumps = [f for f in faults if f["kind"] == "position_jump"]
+    jump = JUMP_FACTOR * sim.mission.constraints.max_speed_mps
+    expected = []
+    for u, tr in quality.traj.tracks.items():
+        implied = np.linalg.norm(np.diff(tr.pos, axis=0), axis=1) / np.diff(tr.t)
+        expected += [(u, float(tr.t[i + 1]), float(implied[i])) for i in np.flatnonzero(implied > jump)]
+    assert jumps and [(f["uavs"][0], f["t"], f["value"]) for f in jumps] == expected

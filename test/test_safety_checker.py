@@ -339,3 +339,21 @@ def test_the_samples_end_to_end_give_each_vehicles_trusted_rows_and_worst_values
         implied = np.linalg.norm(np.diff(tr.pos, axis=0), axis=1) / np.diff(tr.t)
         expected += [(u, float(tr.t[i + 1]), float(implied[i])) for i in np.flatnonzero(implied > jump)]
     assert jumps and [(f["uavs"][0], f["t"], f["value"]) for f in jumps] == expected
+
+
+def test_fence_distances_folded_per_axis_equal_numpys_max_over_the_axes():
+    """outside_distance and fence_ratio fold their per-axis values with np.maximum: the numbers of the max over the
+    last axis, for points inside, outside and exactly on the walls."""
+    from uav_debate_eval.core.mission import Geofence
+    from uav_debate_eval.safety.geometry import fence_ratio
+
+    fence = Geofence((-40.0, -30.0, 0.0), (40.0, 30.0, 25.0))
+    rng = np.random.default_rng(8)
+    pos = rng.uniform(-60, 60, size=(5000, 3))
+    pos[:100, 0], pos[100:200, 2] = 40.0, 0.0  # on a wall
+    lo, hi = np.array(fence.min), np.array(fence.max)
+    np.testing.assert_array_equal(fence.outside_distance(pos),
+                                  np.max(np.concatenate([lo - pos, pos - hi], axis=-1), axis=-1))
+    centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+    np.testing.assert_array_equal(fence_ratio(pos, fence), (np.abs(pos - centre) / half).max(axis=-1))
+    assert fence.outside_distance(pos.reshape(50, 100, 3)).shape == (50, 100)

@@ -133,7 +133,8 @@ def fence_ratio(pos: np.ndarray, fence: Geofence) -> np.ndarray:
     """
     lo, hi = np.asarray(fence.min, dtype=float), np.asarray(fence.max, dtype=float)
     centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
-    ratio = (np.abs(pos - centre) / half).max(axis=-1)
+    per_axis = np.abs(pos - centre) / half
+    ratio = np.maximum(np.maximum(per_axis[..., 0], per_axis[..., 1]), per_axis[..., 2])  # .max(axis=-1), faster
     if fence.polygon:
         from uav_debate_eval.core.mission import _polygon_outside_distance
 

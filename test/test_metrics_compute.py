@@ -235,3 +235,24 @@ def test_a_whole_flight_safety_result_is_not_used_for_a_window():
     assert a == b
     assert a["details"]["safety"]["constraint_compliance"]["score"] == 1.0
     assert a["details"]["safety"]["separation_margin"]["value"] == pytest.approx(math.hypot(10.0, 0.3), abs=1e-6)
+
+
+@pytest.mark.parametrize("nominal", [False, True])
+def test_formation_errors_do_not_depend_on_the_block_of_steps(monkeypatch, nominal):
+    """Formation errors are computed per block of grid steps (the yaw sums too): any block size gives the same
+    numbers, bit for bit, as one block over the whole grid, with the offsets reference and the swarm's own shape."""
+    from uav_debate_eval.metrics import swarm
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=5, n_uavs=40, duration_s=60.0, faults=["near_miss", "telemetry_dropout"])
+    if nominal:
+        sim.mission.formation_offsets = {}
+    got = {}
+    for size in (7, 64, 100_000):
+        monkeypatch.setattr(swarm, "FORMATION_BLOCK_STEPS", size)
+        snap = sim.traj.window(sim.traj.t_start, sim.traj.t_end).resample(max_gap_s=0.5)  # nothing cached
+        got[size] = swarm._formation_error(snap, sim.mission)
+    assert got[7][1] == ("nominal" if nominal else "offsets")
+    assert np.isfinite(got[7][0]).sum() > 0.9 * got[7][0].size and (got[7][0] > 0).any()
+    for size in (64, 100_000):
+        np.testing.assert_array_equal(got[size][0], got[7][0])

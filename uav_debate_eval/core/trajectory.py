@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.interp import interp_vehicles
 from uav_debate_eval.core.records import Finding, NotEvaluable
 
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
@@ -284,12 +285,9 @@ class SwarmTrajectory:
             return hit[1]
         n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
         grid = self.t_start + dt * np.arange(n)
-        pos = np.zeros((n, len(tracks), 3))
-        vel = np.zeros((n, len(tracks), 3))
-        for j, tr in enumerate(tracks):
-            for c in range(3):
-                pos[:, j, c] = np.interp(grid, tr.t, tr.pos[:, c])
-                vel[:, j, c] = np.interp(grid, tr.t, tr.vel[:, c])
+        stamps = [tr.t for tr in tracks]
+        pos = interp_vehicles(grid, stamps, [tr.pos for tr in tracks])  # np.interp per vehicle and axis
+        vel = interp_vehicles(grid, stamps, [tr.vel for tr in tracks])
         for a in (grid, pos, vel):
             a.setflags(write=False)
         cache[dt] = (tracks, (grid, pos, vel))

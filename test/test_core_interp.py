@@ -48,3 +48,27 @@ def test_a_swarms_common_grid_is_the_one_np_interp_gives():
         stamps = [tr.t for tr in part.tracks.values()]
         np.testing.assert_array_equal(snaps.pos, _reference(snaps.t, stamps, [tr.pos for tr in part.tracks.values()]))
         np.testing.assert_array_equal(snaps.vel, _reference(snaps.t, stamps, [tr.vel for tr in part.tracks.values()]))
+
+
+@pytest.mark.parametrize("window", [None, (3.05, 27.33)])
+def test_kinematics_of_tracks_smoothed_together_equal_each_track_alone(window):
+    """smooth_tracks interpolates the tracks sharing stamps and grid together and filters them stacked: every
+    array equals smooth_kinematics of that track alone (fresh tracks), also for a vehicle with its own stamps."""
+    from uav_debate_eval.core import SwarmTrajectory
+    from uav_debate_eval.metrics.kinematics import smooth_kinematics, smooth_tracks
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("grid", seed=0, n_uavs=70, duration_s=40.0, faults=["sharp_turn"]).traj
+    cols = {k: np.concatenate([getattr(tr, k) for tr in traj.tracks.values()]) for k in ("t", "pos", "vel")}
+    ids = np.concatenate([[u] * len(tr) for u, tr in traj.tracks.items()])
+    own = ids == "uav5"
+    cols["t"][own] += 0.013  # one vehicle sampled at its own stamps
+    traj = SwarmTrajectory.from_columns(cols["t"], ids, cols["pos"], vel=cols["vel"])
+    part = traj if window is None else traj.window(*window)
+    together = smooth_tracks(list(part.tracks.values()))
+    fresh = part.window(part.t_start, part.t_end)
+    for k, tr in zip(together, fresh.tracks.values(), strict=True):
+        alone = smooth_kinematics(tr)
+        for name in ("t", "pos", "vel", "acc", "jerk"):
+            np.testing.assert_array_equal(getattr(k, name), getattr(alone, name))
+        assert k.dt == alone.dt

@@ -64,3 +64,19 @@ def interp_vehicles(x: np.ndarray, stamps: Sequence[np.ndarray], values: Sequenc
             sel = group[a:a + VEHICLE_BLOCK]
             out[:, sel] = interp_columns(x, stamps[sel[0]], np.stack([values[v] for v in sel], axis=1))
     return out
+
+
+def interp_each(xs: Sequence[np.ndarray], stamps: Sequence[np.ndarray], values: Sequence[np.ndarray]
+                ) -> list[np.ndarray]:
+    """Per vehicle v, (len(xs[v]), k): np.interp(xs[v], stamps[v], values[v][:, c]) for each component c; the
+    vehicles with the same stamps and the same x in one pass (each result a C-contiguous array of its own)."""
+    out: list[np.ndarray] = [np.empty(0)] * len(values)
+    for group in same_stamps(stamps):
+        for sub in same_stamps([xs[v] for v in group]):
+            members = [group[i] for i in sub]
+            for a in range(0, len(members), VEHICLE_BLOCK):
+                sel = members[a:a + VEHICLE_BLOCK]
+                res = interp_columns(xs[sel[0]], stamps[sel[0]], np.stack([values[v] for v in sel], axis=1))
+                for r, v in enumerate(sel):
+                    out[v] = np.ascontiguousarray(res[:, r])
+    return out

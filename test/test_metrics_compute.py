@@ -256,3 +256,18 @@ def test_formation_errors_do_not_depend_on_the_block_of_steps(monkeypatch, nomin
     assert np.isfinite(got[7][0]).sum() > 0.9 * got[7][0].size and (got[7][0] > 0).any()
     for size in (64, 100_000):
         np.testing.assert_array_equal(got[size][0], got[7][0])
+
+
+def test_waypoint_distances_of_all_waypoints_at_once_equal_one_waypoint_at_a_time():
+    from uav_debate_eval.metrics.coordination import waypoint_status
+    from uav_debate_eval.metrics.vec import norm
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("tracking", seed=1)
+    status = waypoint_status(sim.traj, sim.mission)
+    assert sum(len(s) for s in status.values()) >= 3
+    for u, pts in sim.mission.waypoints.items():
+        tr = sim.traj.tracks[u]
+        one_by_one = [float(np.min(norm(tr.pos - np.asarray(p, dtype=float)))) for p in pts]
+        assert [d for _, d in status[u]] == one_by_one
+        assert [r for r, _ in status[u]] == [d <= sim.mission.waypoint_tolerance_m for d in one_by_one]

@@ -135,11 +135,12 @@ def _waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[
     out = {}
     for u, pts in mission.waypoints.items():
         tr = traj.tracks.get(u)
-        status = []
-        for p in pts:
-            d = float(np.min(norm(tr.pos - np.asarray(p, dtype=float)))) if tr is not None and len(tr) else np.inf
-            status.append((d <= mission.waypoint_tolerance_m, d))
-        out[u] = status
+        if tr is None or not len(tr) or not len(pts):
+            out[u] = [(np.inf <= mission.waypoint_tolerance_m, np.inf) for _ in pts]
+            continue
+        # every waypoint at once: the same distances per sample, the closest of each waypoint's column
+        closest = norm(tr.pos[:, None, :] - np.asarray(pts, dtype=float)[None]).min(axis=0)
+        out[u] = [(d <= mission.waypoint_tolerance_m, d) for d in closest.tolist()]
     return out
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Violation
 from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
+from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.quality import Assessment, assess
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
 from uav_debate_eval.safety.grid_pairs import pairs_dense, pairs_sparse_halves
@@ -144,7 +145,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     # check pointwise (the numbers of one vehicle at a time), the worst values folded in vehicle order as before
     rows = _Samples.of(traj)
     per_vehicle = [
-        ("max_speed", c.max_speed_mps, lambda r: np.linalg.norm(r.vel, axis=1)),
+        ("max_speed", c.max_speed_mps, lambda r: norm(r.vel)),  # np.linalg.norm(vel, axis=1), bit for bit
         ("max_vertical_speed", c.max_vertical_speed_mps, lambda r: np.abs(r.vel[:, 2])),
     ]
     for name, limit, quantity in per_vehicle:

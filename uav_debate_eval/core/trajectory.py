@@ -348,8 +348,10 @@ class SwarmTrajectory:
         input_order = np.argsort(code, kind="stable")
         code_sorted = code[input_order]
         same_vehicle = code_sorted[1:] == code_sorted[:-1]
-        report.out_of_order += int((same_vehicle & (np.diff(t[kept[input_order]]) < 0)).sum())
-        by_vehicle_time = np.lexsort((t[kept], code))
+        backwards = int((same_vehicle & (np.diff(t[kept[input_order]]) < 0)).sum())
+        report.out_of_order += backwards
+        # rows in time order within each vehicle already: the stable sort by vehicle is the (vehicle, time) order
+        by_vehicle_time = np.lexsort((t[kept], code)) if backwards else input_order
         order = kept[by_vehicle_time]
         bounds = np.searchsorted(code[by_vehicle_time], np.arange(len(names) + 1))
 
@@ -389,13 +391,13 @@ class SwarmTrajectory:
 
 def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:
     vel = extras["vel"]
-    derived = finite_difference(pos, t)
     if vel is None:
-        vel, vel_derived = derived, True
+        vel, vel_derived = finite_difference(pos, t), True
     else:
         bad = ~np.isfinite(vel).all(axis=1)
         vel = vel.copy()
-        vel[bad] = derived[bad]
+        if bad.any():  # only then are velocities derived from the positions
+            vel[bad] = finite_difference(pos, t)[bad]
         vel_derived = bool(bad.all())
     opt = {k: extras[k] for k in _OPTIONAL_1D}
     quat = extras["quat"]

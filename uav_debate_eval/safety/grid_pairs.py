@@ -60,15 +60,20 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
     T, N = snaps.valid.shape
     where = np.full(N, -1)  # a vehicle's row in this step's points (-1: not valid)
     last: tuple[int, int] | None = None  # the previous step's closest pair (vehicle indexes)
+    everyone, full = np.arange(N), snaps.valid.all(axis=1)  # steps with every vehicle valid use the grid row itself
     for s in range(T) if steps is None else steps:
-        idx = np.flatnonzero(snaps.valid[s])
-        if len(idx) < 2:
-            continue
-        p = snaps.pos[s, idx]
+        if full[s] and N >= 2:
+            idx, p, known = everyone, snaps.pos[s], last
+        else:
+            idx = np.flatnonzero(snaps.valid[s])
+            if len(idx) < 2:
+                continue
+            p = snaps.pos[s, idx]
+            where[:] = -1
+            where[idx] = np.arange(len(idx))
+            known = None if last is None or min(where[last[0]], where[last[1]]) < 0 else (where[last[0]],
+                                                                                          where[last[1]])
         tree = cKDTree(p)
-        where[:] = -1
-        where[idx] = np.arange(len(idx))
-        known = None if last is None or min(where[last[0]], where[last[1]]) < 0 else (where[last[0]], where[last[1]])
         d, a, b = nearest_pair(p, tree, known)
         last = int(idx[a]), int(idx[b])
         d_min[s] = d
@@ -77,7 +82,6 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
         if limit is None:
             continue
         t = float(snaps.t[s])
-        v = snaps.vel[s, idx]
         if d < limit:
             i, j, dist = close_pairs(p, limit, tree)
             key = idx[i] * N + idx[j]
@@ -87,6 +91,7 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
             hd.append(dist[bad])
         if horizon is None:  # no predictions asked for
             continue
+        v = snaps.vel[s] if idx is everyone else snaps.vel[s, idx]
         i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True)
         ok = dist >= limit
         if ok.any():

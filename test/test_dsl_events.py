@@ -188,3 +188,18 @@ def test_vehicles_segmented_together_equal_each_vehicle_alone(window):
     assert kinds >= ({"straight", "turn", "climb", "descent"} if window is None else {"straight"})
     for tr, other in zip(traj.tracks.values(), fresh.tracks.values(), strict=True):
         np.testing.assert_array_equal(smooth_kinematics(tr).heading(), smooth_kinematics(other).heading())
+
+
+@pytest.mark.parametrize("window", [None, (3.05, 41.33)])
+def test_sharp_turns_of_all_vehicles_at_once_equal_each_vehicle_alone(window):
+    from uav_debate_eval.dsl.events import sharp_turns, sharp_turns_all
+    from uav_debate_eval.metrics.kinematics import smooth_tracks
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=2, n_uavs=70, duration_s=80.0, faults=["sharp_turn", "near_miss"])
+    traj = sim.traj if window is None else sim.traj.window(*window)
+    kins = smooth_tracks(list(traj.tracks.values()))
+    together = sharp_turns_all(kins, 30.0)
+    alone = [sharp_turns(k, 30.0) for k in kins]
+    assert together == alone
+    assert window is not None or sum(len(e) for e in alone) >= 1

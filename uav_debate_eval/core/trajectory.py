@@ -355,19 +355,23 @@ class SwarmTrajectory:
         order = kept[by_vehicle_time]
         bounds = np.searchsorted(code[by_vehicle_time], np.arange(len(names) + 1))
 
+        # every column gathered once in (vehicle, time) order; a vehicle's rows are then one slice of it
+        t, pos = t[order], pos[order]
+        extras = {key: None if a is None else a[order] for key, a in extras.items()}
         tracks: dict[str, Track] = {}
         for k in sorted(range(len(names)), key=lambda i: _natural_key(str(names[i]))):
             u = str(names[k])
-            rows = order[bounds[k]:bounds[k + 1]]
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            rows: slice | np.ndarray = slice(lo, hi)
             tu = t[rows]
             same_t = np.concatenate([[False], np.diff(tu) == 0])
             if same_t.any():
-                values = np.column_stack([pos[rows]] + [extras[k2][rows].reshape(len(rows), -1)
+                values = np.column_stack([pos[rows]] + [extras[k2][rows].reshape(hi - lo, -1)
                                                         for k2 in ("vel",) if extras[k2] is not None])
                 prev_same = np.concatenate([[False], (values[1:] == values[:-1]).all(axis=1)])
                 report.count("duplicate", int((same_t & prev_same).sum()))
                 report.count("conflicting_duplicate", int((same_t & ~prev_same).sum()))
-                rows = rows[~same_t]
+                rows = lo + np.flatnonzero(~same_t)
                 tu = t[rows]
             cut = {key: None if a is None else a[rows] for key, a in extras.items()}
             tracks[u] = _make_track(u, tu, pos[rows], cut)

@@ -149,3 +149,18 @@ def test_time_ordered_rows_with_repeated_stamps_keep_the_first_row_like_shuffled
         assert not a.vel_derived
     kept = ordered.tracks["uav2"]
     np.testing.assert_array_equal(kept.pos[np.flatnonzero(kept.t == t[dup])[0]], pos[dup])  # the first of the three
+
+
+def test_sample_periods_of_a_swarms_tracks_taken_together_equal_each_tracks_median():
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("grid", seed=0, n_uavs=70, duration_s=40.0).traj
+    tracks = dict(traj.tracks)
+    tracks["uav4"] = tracks["uav4"].select(np.r_[0:100, 101:300, 305:len(tracks["uav4"])])  # its own stamps
+    traj = SwarmTrajectory(tracks, traj.ingest)
+    for part in (traj, traj.window(3.05, 27.33), traj.window(10.0, 10.35)):
+        fresh = [tr.select(slice(None)) for tr in part.tracks.values()]  # nothing cached
+        expected = [float(np.median(np.diff(tr.t))) if len(tr) > 1 else 0.0 for tr in fresh]
+        assert part.sample_period == float(np.median([p for p, tr in zip(expected, fresh, strict=True)
+                                                        if len(tr) > 1]))
+        assert [tr.sample_period for tr in part.tracks.values()] == expected

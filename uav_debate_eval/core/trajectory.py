@@ -246,8 +246,16 @@ class SwarmTrajectory:
 
     @property
     def sample_period(self) -> float:
-        periods = [tr.sample_period for tr in self.tracks.values() if len(tr) > 1]
-        return float(np.median(periods)) if periods else 0.0
+        """The median of the vehicles' sample periods (kept while the tracks are the same objects: every stage asks)."""
+        tracks = tuple(self.tracks.values())
+        hit = self.__dict__.get("_period")
+        if hit is not None and len(hit[0]) == len(tracks) and all(a is b for a, b in zip(hit[0], tracks, strict=True)):
+            return hit[1]
+        _prime_sample_periods(tracks)
+        periods = [tr.sample_period for tr in tracks if len(tr) > 1]
+        value = float(np.median(periods)) if periods else 0.0
+        self.__dict__["_period"] = (tracks, value)
+        return value
 
     def window(self, t0: float, t1: float) -> SwarmTrajectory:
         """The samples with t0 <= t <= t1; vehicles with no sample there are left out."""
@@ -391,6 +399,23 @@ class SwarmTrajectory:
                 self.ingest.gaps.append(Gap(u, float(tr.t[i]), float(tr.t[i + 1])))
             if end - tr.t[-1] > limit:
                 self.ingest.silent[u] = float(tr.t[-1])
+
+
+def _prime_sample_periods(tracks: tuple[Track, ...]) -> None:
+    """Track.sample_period of the tracks not asked yet, the tracks of one length in one pass (each row's median
+    is its own track's: the same partition and mean along that row)."""
+    groups: dict[int, list[Track]] = {}
+    for tr in tracks:
+        if len(tr) > 1 and "sample_period" not in tr.__dict__:
+            groups.setdefault(len(tr), []).append(tr)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for a in range(0, len(members), 256):
+            block = members[a:a + 256]
+            medians = np.median(np.diff(np.stack([tr.t for tr in block]), axis=1), axis=1)
+            for tr, m in zip(block, medians.tolist(), strict=True):
+                tr.__dict__["sample_period"] = float(m)
 
 
 def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:

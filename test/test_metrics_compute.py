@@ -271,3 +271,27 @@ def test_waypoint_distances_of_all_waypoints_at_once_equal_one_waypoint_at_a_tim
         one_by_one = [float(np.min(norm(tr.pos - np.asarray(p, dtype=float)))) for p in pts]
         assert [d for _, d in status[u]] == one_by_one
         assert [r for r, _ in status[u]] == [d <= sim.mission.waypoint_tolerance_m for d in one_by_one]
+
+
+def test_rate_regularity_of_tracks_taken_together_equals_each_track_alone():
+    """communication_quality takes the interval statistics of gap-free tracks of one length as rows of one array:
+    the same coefficient of variation as np.std / np.mean of each track's own intervals."""
+    from uav_debate_eval.core import SwarmTrajectory
+    from uav_debate_eval.metrics.coordination import _regular_rates
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("grid", seed=4, n_uavs=70, duration_s=40.0).traj
+    rng = np.random.default_rng(2)
+    tracks = {}
+    for u, tr in traj.tracks.items():  # jittered stamps: every track's intervals differ
+        t = tr.t + np.concatenate([[0.0], rng.uniform(-0.01, 0.01, len(tr) - 2), [0.0]])
+        tracks[u] = tr.select(slice(None))
+        tracks[u].t = t
+    tracks["uav7"] = tracks["uav7"].select(np.r_[0:50, 60:len(tracks["uav7"])])  # a gap: its own intervals
+    traj = SwarmTrajectory(tracks, traj.ingest)
+    rates = _regular_rates(list(traj.tracks.values()), 0.5)
+    assert id(traj.tracks["uav7"]) not in rates and len(rates) == 69
+    for tr in traj.tracks.values():
+        if id(tr) in rates:
+            d = np.diff(tr.t)
+            assert rates[id(tr)] == float(np.std(d) / np.mean(d))

@@ -32,6 +32,8 @@ import numpy as np
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
 from uav_debate_eval.metrics.memo import memo
 
+#: Samples whose numbers are counted at a time.
+ROWS_PER_BLOCK = 32_768
 _TOKEN = re.compile(r"\n+|[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
 LETTERS_PER_TOKEN = 6
 RAW_HEADER = "t,uav_id,x,y,z,vx,vy,vz"
@@ -111,9 +113,11 @@ def _prime_number_prefixes(tracks: list[Track]) -> None:
     todo = [tr for tr in tracks if not _has_prefix(tr)]
     if len(todo) < 2:
         return
-    per_row = (_per_number(np.concatenate([tr.t for tr in todo]))
-               + _per_number(np.concatenate([tr.pos for tr in todo])).sum(axis=1)
-               + _per_number(np.concatenate([tr.vel for tr in todo])).sum(axis=1))
+    t, pos, vel = (np.concatenate([getattr(tr, k) for tr in todo]) for k in ("t", "pos", "vel"))
+    per_row = np.empty(len(t), dtype=np.int64)
+    for a in range(0, len(t), ROWS_PER_BLOCK):  # blocks keep the temporaries in the CPU cache: the same integers
+        b = a + ROWS_PER_BLOCK
+        per_row[a:b] = _per_number(t[a:b]) + _per_number(pos[a:b]).sum(axis=1) + _per_number(vel[a:b]).sum(axis=1)
     bounds = np.cumsum([0] + [len(tr) for tr in todo])
     for tr, a, b in zip(todo, bounds[:-1], bounds[1:], strict=True):
         prefix = np.concatenate([[0], np.cumsum(per_row[a:b])])

@@ -71,3 +71,15 @@ def test_number_tokens_by_group_bounds_equal_the_log10_form_and_the_printed_text
     small = np.abs(v) < 1e8  # beyond, x * 10**6 rounds before rint (as it did before)
     assert got[small].tolist() == [tokens.count_tokens(tokens.fmt_raw(x)) for x in v[small]]
     assert np.array_equal(tokens._per_number(v.reshape(-1, 2)), got.reshape(-1, 2))
+
+
+def test_raw_token_prefixes_in_small_blocks_equal_one_pass(monkeypatch):
+    from uav_debate_eval.dsl import tokens
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("formation", seed=5, duration_s=30).traj
+    expected = [tokens._cumulative_numbers(tr) for tr in traj.tracks.values()]
+    monkeypatch.setattr(tokens, "ROWS_PER_BLOCK", 7)
+    tokens._prime_number_prefixes(list(traj.tracks.values()))
+    for tr, want in zip(traj.tracks.values(), expected, strict=True):
+        assert tokens._has_prefix(tr) and np.array_equal(tokens._number_prefix(tr), want)

@@ -303,7 +303,8 @@ def test_the_samples_end_to_end_give_each_vehicles_trusted_rows_and_worst_values
     """The checker runs its per-vehicle checks over every vehicle's samples end to end: the trusted rows are
     Assessment.trusted of each track, the worst values the loop over the vehicles, the jumps those of each track."""
     from uav_debate_eval.quality import assess
-    from uav_debate_eval.safety.checker import JUMP_FACTOR, _integrity, _Samples
+    from uav_debate_eval.safety.checker import JUMP_FACTOR, _integrity
+    from uav_debate_eval.safety.samples import Samples
     from uav_debate_eval.sim.scenarios import simulate
 
     sim = simulate("formation", seed=3, faults=["near_miss", "overspeed", "geofence_exit"])
@@ -318,7 +319,7 @@ def test_the_samples_end_to_end_give_each_vehicles_trusted_rows_and_worst_values
     traj = SwarmTrajectory.from_columns(cols["t"], ids, pos, vel=cols["vel"], est_valid=valid)
     quality = assess(traj, sim.mission)
     assert quality.not_evaluable
-    rows = _Samples.of(quality.traj)
+    rows = Samples.of(quality.traj)
     for name in ("max_speed", "geofence", "min_separation"):
         ok = rows.trusted(quality, name)
         np.testing.assert_array_equal(ok, np.concatenate([quality.trusted(name, tr)
@@ -357,3 +358,19 @@ def test_fence_distances_folded_per_axis_equal_numpys_max_over_the_axes():
     centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
     np.testing.assert_array_equal(fence_ratio(pos, fence), (np.abs(pos - centre) / half).max(axis=-1))
     assert fence.outside_distance(pos.reshape(50, 100, 3)).shape == (50, 100)
+
+
+def test_pointwise_quantities_over_blocks_of_samples_equal_one_call(monkeypatch):
+    from uav_debate_eval.safety import samples
+    from uav_debate_eval.safety.geometry import time_to_box_exit
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=3, faults=["geofence_exit"])
+    rows = samples.Samples.of(sim.traj)
+    fence = sim.mission.constraints.geofence
+    whole = time_to_box_exit(rows.pos, rows.vel, fence)
+    monkeypatch.setattr(samples, "POINTWISE_BLOCK", 97)
+    np.testing.assert_array_equal(rows.pointwise(lambda pos, vel: time_to_box_exit(pos, vel, fence)), whole)
+    np.testing.assert_array_equal(rows.pointwise(lambda pos, _vel: fence.outside_distance(pos)),
+                                  fence.outside_distance(rows.pos))
+    assert len(rows.t) > 10 * 97

@@ -26,6 +26,7 @@ from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.quality import Assessment, assess
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
 from uav_debate_eval.safety.grid_pairs import pairs_dense, pairs_sparse_halves
+from uav_debate_eval.safety.samples import Samples
 
 SNAPSHOT_POLICY_OFFLINE = "common grid at the median sample period, linear interpolation, no data across silences"
 #: An implied speed this many times max_speed_mps (or JUMP_SPEED_MPS without a speed limit) is a position jump.
@@ -143,7 +144,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
 
     # per-vehicle constraints on the raw samples the estimator vouches for: every vehicle's samples end to end, each
     # check pointwise (the numbers of one vehicle at a time), the worst values folded in vehicle order as before
-    rows = _Samples.of(traj)
+    rows = Samples.of(traj)
     per_vehicle = [
         ("max_speed", c.max_speed_mps, lambda r: norm(r.vel)),  # np.linalg.norm(vel, axis=1), bit for bit
         ("max_vertical_speed", c.max_vertical_speed_mps, lambda r: np.abs(r.vel[:, 2])),
@@ -163,9 +164,9 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     outside = None
     if c.geofence is not None:
         ok = rows.trusted(quality, "geofence")
-        outside = c.geofence.outside_distance(rows.pos)
+        outside = rows.pointwise(lambda pos, _vel: c.geofence.outside_distance(pos))
         worst_out = rows.fold_max(outside, ok, -math.inf)
-        worst_ratio = rows.fold_max(fence_ratio(rows.pos, c.geofence), ok, 0.0)
+        worst_ratio = rows.fold_max(rows.pointwise(lambda pos, _vel: fence_ratio(pos, c.geofence)), ok, 0.0)
         bad = (outside > 0) & ok
         for k, t0, t1, w, _, n in merge_runs(rows.key[bad], rows.t[bad], outside[bad], gap):
             v = Violation("geofence", t0, t1, [ids[k]], w, 0.0, f"{ids[k]} {w:.3f} m outside the geofence", n)
@@ -232,7 +233,7 @@ def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
     return ""
 
 
-def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, rows: _Samples,
+def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, rows: Samples,
               skip_limit: bool = False, predict: bool = True
               ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], tuple | None]:
     """Separation timeline, min_separation intervals, CPA warnings and (kd-tree path) the grid with each step's
@@ -291,10 +292,10 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
 DENSE_MAX_VEHICLES = 64
 
 
-def _fence_warnings(rows: _Samples, outside: np.ndarray, mission: Mission, gap: float) -> list[dict]:
+def _fence_warnings(rows: Samples, outside: np.ndarray, mission: Mission, gap: float) -> list[dict]:
     """Time-to-geofence warnings: inside now, but leaving within the prediction horizon at current velocity."""
     fence, horizon = mission.constraints.geofence, mission.thresholds.prediction_horizon_s
-    tte_all = time_to_box_exit(rows.pos, rows.vel, fence)
+    tte_all = rows.pointwise(lambda pos, vel: time_to_box_exit(pos, vel, fence))
     hit_all = (outside <= 0) & (tte_all <= horizon)
     out = []
     for j in rows.vehicles_with(hit_all):
@@ -319,7 +320,7 @@ def _veto_intervals(spans: list[tuple[float, float]], hold: float, t_end: float)
     return [(_r(a), _r(b)) for a, b in out]
 
 
-def _integrity(traj: SwarmTrajectory, rows: _Samples, mission: Mission) -> list[dict]:
+def _integrity(traj: SwarmTrajectory, rows: Samples, mission: Mission) -> list[dict]:
     """Data-integrity faults (reported apart from the hard constraints): dropped rows, order, jumps."""
     ing = traj.ingest
     faults: list[dict] = [{"kind": f"dropped_{reason}", "count": n} for reason, n in sorted(ing.dropped.items())]
@@ -338,56 +339,3 @@ def _integrity(traj: SwarmTrajectory, rows: _Samples, mission: Mission) -> list[
                        "value": float(implied[m]), "limit": jump,
                        "detail": f"{u} moved {implied[m] * dt[m]:.2f} m in {dt[m]:.3f} s"})
     return faults
-
-
-@dataclass
-class _Samples:
-    """Every vehicle's samples end to end in vehicle order (vehicle j's rows are bounds[j]:bounds[j + 1]), so a
-    pointwise check runs once over the flight instead of once per vehicle: each row's numbers are the same."""
-
-    ids: list[str]
-    key: np.ndarray  # (n,) each row's vehicle index
-    bounds: np.ndarray  # (N + 1,)
-    t: np.ndarray
-    pos: np.ndarray
-    vel: np.ndarray
-
-    @classmethod
-    def of(cls, traj: SwarmTrajectory) -> _Samples:
-        tracks = list(traj.tracks.values())
-        lengths = np.array([len(tr) for tr in tracks], dtype=int)
-        return cls(traj.uav_ids, np.repeat(np.arange(len(tracks)), lengths), np.concatenate([[0], np.cumsum(lengths)]),
-                   np.concatenate([tr.t for tr in tracks]), np.concatenate([tr.pos for tr in tracks]),
-                   np.concatenate([tr.vel for tr in tracks]))
-
-    def trusted(self, quality: Assessment, constraint: str) -> np.ndarray:
-        """Assessment.trusted of every vehicle's samples, end to end."""
-        ok = np.ones(len(self.t), dtype=bool)
-        index = {u: j for j, u in enumerate(self.ids)}
-        for ne in quality.not_evaluable:
-            if ne.constraint != constraint:
-                continue
-            lo = -np.inf if ne.t_start is None else ne.t_start
-            hi = np.inf if ne.t_end is None else ne.t_end
-            for u in ne.uavs:
-                if u in index:
-                    sl = slice(self.bounds[index[u]], self.bounds[index[u] + 1])
-                    ok[sl] &= ~((self.t[sl] >= lo) & (self.t[sl] <= hi))
-        return ok
-
-    def vehicles_with(self, mask: np.ndarray) -> list[int]:
-        """The vehicles with a True row in `mask`, in order."""
-        return sorted(set(self.key[mask].tolist()))
-
-    def fold_max(self, values: np.ndarray, ok: np.ndarray, start: float) -> float:
-        """max(start, each vehicle's largest value on its ok rows, ...) folded in vehicle order (vehicles without
-        an ok row left out), as a loop over the vehicles computes it (a maximum of finite numbers is one number
-        whatever the order it is found in)."""
-        if not ok.any():
-            return start
-        starts = self.bounds[:-1][np.diff(self.bounds) > 0]
-        largest = np.maximum.reduceat(np.where(ok, values, -np.inf), starts)[np.logical_or.reduceat(ok, starts)]
-        worst = start
-        for v in largest.tolist():
-            worst = max(worst, v)
-        return worst

@@ -72,3 +72,25 @@ def test_kinematics_of_tracks_smoothed_together_equal_each_track_alone(window):
         for name in ("t", "pos", "vel", "acc", "jerk"):
             np.testing.assert_array_equal(getattr(k, name), getattr(alone, name))
         assert k.dt == alone.dt
+
+
+def test_grid_validity_per_stamp_group_equals_each_vehicles_own():
+    """resample's validity is computed once per group of vehicles sharing stamps: per vehicle, inside its own time
+    range and not inside one of its own silences longer than max_gap_s."""
+    from uav_debate_eval.core import SwarmTrajectory
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("grid", seed=0, n_uavs=70, duration_s=40.0).traj
+    tracks = dict(traj.tracks)
+    tracks["uav4"] = tracks["uav4"].select(np.r_[0:100, 112:300])  # a silence of 1.2 s, and an early end
+    tracks["uav9"] = tracks["uav9"].select(np.r_[30:len(tracks["uav9"])])  # a late start
+    traj = SwarmTrajectory(tracks, traj.ingest)
+    for gap in (None, 0.5):
+        snaps = traj.resample(max_gap_s=gap)
+        for j, tr in enumerate(traj.tracks.values()):
+            inside = (snaps.t >= tr.t[0] - 1e-9) & (snaps.t <= tr.t[-1] + 1e-9)
+            if gap is not None:
+                k = np.clip(np.searchsorted(tr.t, snaps.t, side="right"), 1, len(tr) - 1)
+                inside &= (tr.t[k] - tr.t[k - 1]) <= gap
+            np.testing.assert_array_equal(snaps.valid[:, j], inside)
+        assert not snaps.valid[:, 3].all() and not snaps.valid[:, 8].all() and snaps.valid[:, 0].all()

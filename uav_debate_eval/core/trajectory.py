@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.interp import interp_vehicles
+from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.records import Finding, NotEvaluable
 
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
@@ -275,13 +275,14 @@ class SwarmTrajectory:
         grid, pos, vel = self._interpolated(dt)
         ids = self.uav_ids
         valid = np.zeros((len(grid), len(ids)), dtype=bool)
-        for j, u in enumerate(ids):
-            tr = self.tracks[u]
-            inside = (grid >= tr.t[0] - 1e-9) & (grid <= tr.t[-1] + 1e-9)
-            if max_gap_s is not None and len(tr) > 1:
-                k = np.clip(np.searchsorted(tr.t, grid, side="right"), 1, len(tr) - 1)
-                inside &= (tr.t[k] - tr.t[k - 1]) <= max_gap_s
-            valid[:, j] = inside
+        stamps = [self.tracks[u].t for u in ids]
+        for group in same_stamps(stamps):  # a vehicle's validity depends on its stamps only
+            t = stamps[group[0]]
+            inside = (grid >= t[0] - 1e-9) & (grid <= t[-1] + 1e-9)
+            if max_gap_s is not None and len(t) > 1:
+                k = np.clip(np.searchsorted(t, grid, side="right"), 1, len(t) - 1)
+                inside &= (t[k] - t[k - 1]) <= max_gap_s
+            valid[:, group] = inside[:, None]
         return Snapshots(grid, ids, pos, vel, valid)
 
     def _interpolated(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

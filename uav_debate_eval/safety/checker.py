@@ -330,12 +330,12 @@ def _integrity(traj: SwarmTrajectory, rows: Samples, mission: Mission) -> list[d
         faults.append({"kind": "gap", "uavs": [g.uav], "t_start": g.t_start, "t_end": g.t_end})
     limit = mission.constraints.max_speed_mps
     jump = JUMP_FACTOR * limit if limit else JUMP_SPEED_MPS
-    within = np.flatnonzero(rows.key[1:] == rows.key[:-1])  # consecutive samples of one vehicle
-    dt = np.diff(rows.t)[within]
-    implied = norm(np.diff(rows.pos, axis=0)[within]) / dt  # np.linalg.norm(..., axis=1), bit for bit
-    for m in np.flatnonzero(implied > jump):
-        i, u = within[m], rows.ids[rows.key[within[m]]]
+    dt = np.diff(rows.t)
+    with np.errstate(divide="ignore", invalid="ignore"):  # from one vehicle's last sample to the next one's first
+        implied = norm(np.diff(rows.pos, axis=0)) / dt  # np.linalg.norm(..., axis=1), bit for bit
+    for i in np.flatnonzero((rows.key[1:] == rows.key[:-1]) & (implied > jump)):  # within one vehicle
+        u = rows.ids[rows.key[i]]
         faults.append({"kind": "position_jump", "uavs": [u], "t": float(rows.t[i + 1]),
-                       "value": float(implied[m]), "limit": jump,
-                       "detail": f"{u} moved {implied[m] * dt[m]:.2f} m in {dt[m]:.3f} s"})
+                       "value": float(implied[i]), "limit": jump,
+                       "detail": f"{u} moved {implied[i] * dt[i]:.2f} m in {dt[i]:.3f} s"})
     return faults

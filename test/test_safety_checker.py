@@ -374,3 +374,25 @@ def test_pointwise_quantities_over_blocks_of_samples_equal_one_call(monkeypatch)
     np.testing.assert_array_equal(rows.pointwise(lambda pos, _vel: fence.outside_distance(pos)),
                                   fence.outside_distance(rows.pos))
     assert len(rows.t) > 10 * 97
+
+
+def test_cpa_speed_bounds_of_all_steps_at_once_change_no_warning(monkeypatch):
+    """The grid pass takes each step's speed bound for the CPA candidate search from step_speed_bounds; the
+    candidates' own bound (computed per step) gives the same warnings, and the bounds agree to rounding."""
+    from uav_debate_eval.safety import geometry, grid_pairs
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=1, n_uavs=80, duration_s=60.0, faults=["near_miss", "overspeed", "telemetry_dropout"])
+    fast = check_trajectory(sim.traj, sim.mission)
+    assert any(w["kind"] == "cpa" for w in fast.warnings)
+    snaps = sim.traj.resample(max_gap_s=sim.mission.constraints.stale_timeout_s)
+    bounds = geometry.step_speed_bounds(snaps.vel, snaps.valid)
+    for s in range(0, len(snaps.t), 7):
+        v = snaps.vel[s, snaps.valid[s]]
+        dev = v - (v.min(axis=0) + v.max(axis=0)) / 2.0
+        own = min(np.sqrt(np.einsum("ij,ij->i", v, v).max()), np.sqrt(np.einsum("ij,ij->i", dev, dev).max()))
+        assert bounds[s] == pytest.approx(own, rel=1e-12)
+    real = geometry.cpa_candidates
+    monkeypatch.setattr(grid_pairs, "cpa_candidates", lambda *a, vmax=None, **k: real(*a, **k))
+    slow = check_trajectory(sim.traj, sim.mission)
+    assert fast.to_dict() == slow.to_dict()

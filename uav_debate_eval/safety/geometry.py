@@ -92,8 +92,8 @@ def closest_approach(dp: np.ndarray, dv: np.ndarray, horizon: float) -> tuple[np
     return t, np.sqrt((closest * closest).sum(axis=1))
 
 
-def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: float, relative: bool = False
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: float, relative: bool = False,
+                   vmax: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (i < j) that could come closer than `limit` within `horizon` at constant velocity.
 
     Sound pruning: over [0, H] a pair's relative position stays within |dv| H / 2 <= v_max H of its
@@ -103,16 +103,35 @@ def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: floa
     `relative`: the same bound with velocities taken relative to the centre c of their bounding box (|dv| <=
     2 max|v - c| as well), whichever is smaller: a swarm moving together then has few candidates (the offline
     checker, which keeps only the pairs predicted below the limit; the live monitor also reads the current
-    distances of the zero-centred set). Returns (i, j, current distance).
+    distances of the zero-centred set). `vmax`: that speed bound when already known (step_speed_bounds).
+    Returns (i, j, current distance).
     """
     if len(pos) < 2:
         return _EMPTY_I, _EMPTY_I, _EMPTY_F
-    vmax = float(np.sqrt(np.einsum("ij,ij->i", vel, vel).max()))
-    if relative:
-        dev = vel - (vel.min(axis=0) + vel.max(axis=0)) / 2.0
-        vmax = min(vmax, float(np.sqrt(np.einsum("ij,ij->i", dev, dev).max())))
+    if vmax is None:
+        vmax = float(np.sqrt(np.einsum("ij,ij->i", vel, vel).max()))
+        if relative:
+            dev = vel - (vel.min(axis=0) + vel.max(axis=0)) / 2.0
+            vmax = min(vmax, float(np.sqrt(np.einsum("ij,ij->i", dev, dev).max())))
     i, j = _pair_indices(pos + vel * (horizon / 2.0), (limit + vmax * horizon) * (1.0 + 1e-9))
     return i, j, _distance(pos, i, j) if len(i) else _EMPTY_F
+
+
+def step_speed_bounds(vel: np.ndarray, valid: np.ndarray, block: int = 256) -> np.ndarray:
+    """cpa_candidates' relative speed bound of every step of a grid (T, N, 3) over its valid vehicles, for all
+    steps at once (NaN with no valid vehicle). The bound only sets how far the candidate search reaches, with a
+    relative 1e-9 to spare, so its last bit cannot change which pairs are predicted below a limit."""
+    out = np.full(len(vel), np.nan)
+    for a in range(0, len(vel), block):
+        v, ok = vel[a:a + block], valid[a:a + block, :, None]
+        lo = np.where(ok, v, np.inf).min(axis=1)
+        hi = np.where(ok, v, -np.inf).max(axis=1)
+        dev = v - ((lo + hi) / 2.0)[:, None]
+        own = np.where(ok[..., 0], (v * v).sum(axis=2), -np.inf).max(axis=1)
+        rel = np.where(ok[..., 0], (dev * dev).sum(axis=2), -np.inf).max(axis=1)
+        with np.errstate(invalid="ignore"):
+            out[a:a + block] = np.sqrt(np.minimum(own, rel))
+    return out
 
 
 def time_to_box_exit(pos: np.ndarray, vel: np.ndarray, fence: Geofence) -> np.ndarray:

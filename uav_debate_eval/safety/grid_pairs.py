@@ -8,7 +8,13 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.trajectory import Snapshots
-from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, nearest_pair
+from uav_debate_eval.safety.geometry import (
+    close_pairs,
+    closest_approach,
+    cpa_candidates,
+    nearest_pair,
+    step_speed_bounds,
+)
 
 #: Pairs x steps per dense block (bounds memory to a few tens of MB).
 DENSE_BLOCK = 400_000
@@ -61,7 +67,10 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
     where = np.full(N, -1)  # a vehicle's row in this step's points (-1: not valid)
     last: tuple[int, int] | None = None  # the previous step's closest pair (vehicle indexes)
     everyone, full = np.arange(N), snaps.valid.all(axis=1)  # steps with every vehicle valid use the grid row itself
-    for s in range(T) if steps is None else steps:
+    span = range(T) if steps is None else steps
+    speeds = None if limit is None or horizon is None else step_speed_bounds(snaps.vel[span.start:span.stop],
+                                                                             snaps.valid[span.start:span.stop])
+    for s in span:
         if full[s] and N >= 2:
             idx, p, known = everyone, snaps.pos[s], last
         else:
@@ -92,7 +101,7 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
         if horizon is None:  # no predictions asked for
             continue
         v = snaps.vel[s] if idx is everyone else snaps.vel[s, idx]
-        i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True)
+        i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True, vmax=float(speeds[s - span.start]))
         ok = dist >= limit
         if ok.any():
             tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], horizon)

@@ -42,15 +42,15 @@ def interp_columns(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
 def same_stamps(stamps: Sequence[np.ndarray]) -> list[list[int]]:
     """Indexes of the arrays in `stamps`, grouped by equal contents (first occurrence order); the last answer is
     kept for the same array objects (a trajectory's grid, validity and smoothing ask for its tracks' stamps)."""
-    key = tuple(stamps)
-    if len(_LAST[0]) == len(key) and all(a is b for a, b in zip(_LAST[0], key, strict=True)):
-        return [list(g) for g in _LAST[1]]
-    groups = _group_equal(stamps)
-    _LAST[:] = [key, groups]
+    global _last
+    key, (seen, groups) = tuple(stamps), _last  # one read of the pair: another thread may replace it meanwhile
+    if not (len(seen) == len(key) and all(a is b for a, b in zip(seen, key, strict=True))):
+        groups = _group_equal(stamps)
+        _last = (key, groups)
     return [list(g) for g in groups]
 
 
-_LAST: list = [(), []]  # (the arrays, their groups) of the last same_stamps call
+_last: tuple[tuple, list[list[int]]] = ((), [])  # (the arrays, their groups) of the last same_stamps call
 
 
 def _group_equal(stamps: Sequence[np.ndarray]) -> list[list[int]]:

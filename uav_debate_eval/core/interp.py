@@ -75,7 +75,8 @@ def interp_vehicles(x: np.ndarray, stamps: Sequence[np.ndarray], values: Sequenc
     for group in same_stamps(stamps):
         for a in range(0, len(group), VEHICLE_BLOCK):
             sel = group[a:a + VEHICLE_BLOCK]
-            out[:, sel] = interp_columns(x, stamps[sel[0]], np.stack([values[v] for v in sel], axis=1))
+            cols = slice(sel[0], sel[-1] + 1) if sel[-1] - sel[0] == len(sel) - 1 else sel  # usually a run
+            out[:, cols] = interp_columns(x, stamps[sel[0]], np.stack([values[v] for v in sel], axis=1))
     return out
 
 

@@ -144,12 +144,12 @@ def _sparse_steps(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarra
     pair = np.full((T, 2), -1, dtype=int)
     hits: dict[tuple[int, int], list[tuple[int, float]]] = {}
     known = snap.__dict__.get("_checker_pairs")
+    steps: range | list[int] = range(T)
     if known is not None:  # the steps where nothing comes within the radius are the checker's
         far = known[0] > radius * (1.0 + _BEYOND)
         d_min[far], pair[far] = known[0][far], known[1][far]
-    for k in range(T):
-        if known is not None and (far[k] or not np.isfinite(known[0][k])):
-            continue
+        steps = np.flatnonzero(~far & np.isfinite(known[0])).tolist()
+    for k in steps:
         idx = np.flatnonzero(snap.valid[k])
         if len(idx) < 2:
             continue

@@ -121,3 +121,46 @@ def test_streaming_swarm_windows_while_another_thread_adds_vehicles():
         sys.setswitchinterval(switch)
     assert not errors and windows > 0
     assert len(s.rings) == 400 and sum(len(r) for r in s.rings.values()) == 4000
+
+
+def test_time_ordered_rows_with_repeated_stamps_keep_the_first_row_like_shuffled_ones():
+    """Rows already in time order per vehicle skip the (vehicle, time) sort: repeated stamps still keep the first
+    row, the same tracks as from the rows in another order of vehicles, and measured velocities are kept."""
+    t, ids, pos = _line(("uav1", "uav2", "uav3"), n=40)
+    order = np.lexsort((ids, t))  # time-major, as a recorder writes
+    t, ids, pos = t[order], ids[order], pos[order]
+    vel = np.tile([2.0, 0.0, 0.0], (len(t), 1))
+    dup = np.flatnonzero((ids == "uav2") & (t == t[30]))[0]
+    t2 = np.insert(t, [dup + 1, dup + 1], [t[dup], t[dup]])
+    ids2 = np.insert(ids, [dup + 1, dup + 1], [ids[dup], ids[dup]])
+    pos2 = np.insert(pos, [dup + 1, dup + 1], [pos[dup], pos[dup] + 5.0], axis=0)
+    vel2 = np.insert(vel, [dup + 1, dup + 1], [vel[dup], vel[dup]], axis=0)
+    ordered = SwarmTrajectory.from_columns(t2, ids2, pos2, vel=vel2)
+    assert ordered.ingest.out_of_order == 0
+    assert ordered.ingest.dropped == {"duplicate": 1, "conflicting_duplicate": 1}
+    by_vehicle = np.argsort(ids2, kind="stable")  # vehicle-major: the same rows, still time-ordered per vehicle
+    other = SwarmTrajectory.from_columns(t2[by_vehicle], ids2[by_vehicle], pos2[by_vehicle], vel=vel2[by_vehicle])
+    for u in ("uav1", "uav2", "uav3"):
+        a, b = ordered.tracks[u], other.tracks[u]
+        assert len(a) == 40 and np.all(np.diff(a.t) > 0)
+        np.testing.assert_array_equal(a.t, b.t)
+        np.testing.assert_array_equal(a.pos, b.pos)
+        np.testing.assert_array_equal(a.vel, np.tile([2.0, 0.0, 0.0], (40, 1)))
+        assert not a.vel_derived
+    kept = ordered.tracks["uav2"]
+    np.testing.assert_array_equal(kept.pos[np.flatnonzero(kept.t == t[dup])[0]], pos[dup])  # the first of the three
+
+
+def test_sample_periods_of_a_swarms_tracks_taken_together_equal_each_tracks_median():
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("grid", seed=0, n_uavs=70, duration_s=40.0).traj
+    tracks = dict(traj.tracks)
+    tracks["uav4"] = tracks["uav4"].select(np.r_[0:100, 101:300, 305:len(tracks["uav4"])])  # its own stamps
+    traj = SwarmTrajectory(tracks, traj.ingest)
+    for part in (traj, traj.window(3.05, 27.33), traj.window(10.0, 10.35)):
+        fresh = [tr.select(slice(None)) for tr in part.tracks.values()]  # nothing cached
+        expected = [float(np.median(np.diff(tr.t))) if len(tr) > 1 else 0.0 for tr in fresh]
+        assert part.sample_period == float(np.median([p for p, tr in zip(expected, fresh, strict=True)
+                                                        if len(tr) > 1]))
+        assert [tr.sample_period for tr in part.tracks.values()] == expected

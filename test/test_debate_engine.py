@@ -197,3 +197,28 @@ def test_adaptive_rotation_in_engine():
     cfg = DebateConfig(score_gap_eps=0.0, router="complexity", router_thresholds=T)
     rr = run_debate([make_context(n_events=6, borderline=True)], Mission(), cfg)
     assert [r.lead for r in rr.rounds] == ["flight_control", "coordination", "safety"]
+
+
+def test_router_series_over_all_samples_equal_each_tracks_speed_and_course():
+    """The router's speed and heading series are computed over every vehicle's samples at once: the same numbers,
+    in the same order, as Track.speed and Track.heading (where moving) of each vehicle of the segment."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from uav_debate_eval.core import SwarmTrajectory
+    from uav_debate_eval.debate.router import _series
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("grid", seed=0, n_uavs=70, duration_s=40.0, faults=["sharp_turn"]).traj
+    short = traj.tracks["uav3"]
+    tracks = dict(traj.tracks)
+    tracks["uav3"] = short.select(slice(0, len(short) - 17))  # one vehicle with fewer samples
+    traj = SwarmTrajectory(tracks, traj.ingest, traj.name, traj.t0)
+    for t0, t1 in [(0.0, 0.0), (3.05, 27.33)]:
+        speed, heading = _series(SimpleNamespace(traj=traj, t_start=t0, t_end=t1, dsl=None))
+        w = traj.window(t0, t1) if t1 > t0 else traj
+        np.testing.assert_array_equal(speed, np.concatenate([tr.speed for tr in w.tracks.values()]))
+        np.testing.assert_array_equal(heading, np.concatenate([tr.heading[tr.horizontal_speed > 0.2]
+                                                               for tr in w.tracks.values()]))
+        assert speed.size > 1000 and heading.size > 1000

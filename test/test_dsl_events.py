@@ -167,3 +167,39 @@ def test_a_segment_shorter_than_a_turn_window_has_no_sharp_turn_and_no_error():
     short = sim.traj.window(11.0, 13.75)
     events = detect_events(short, sim.mission)
     assert not [e for e in events if e.type == "sharp_turn"]
+
+
+@pytest.mark.parametrize("window", [None, (21.2, 27.9), (3.05, 41.33)])
+def test_vehicles_segmented_together_equal_each_vehicle_alone(window):
+    """segment_vehicles classifies a block of vehicles at once: the same segments and headings, bit for bit, as
+    segment_vehicle on fresh kinematics, for a flight and windows with edges on and off the sample grid."""
+    from uav_debate_eval.dsl.segmentation import segment_vehicles
+    from uav_debate_eval.metrics.kinematics import smooth_tracks
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=2, n_uavs=70, duration_s=80.0, faults=["near_miss", "overspeed", "sharp_turn",
+                                                                       "altitude_drop"])
+    traj = sim.traj if window is None else sim.traj.window(*window)
+    together = segment_vehicles(smooth_tracks(list(traj.tracks.values())))
+    fresh = traj.window(traj.t_start, traj.t_end)  # new tracks: nothing cached
+    alone = [segment_vehicle(smooth_kinematics(tr)) for tr in fresh.tracks.values()]
+    assert together == alone
+    kinds = {s.kind for segs in alone for s in segs}
+    assert kinds >= ({"straight", "turn", "climb", "descent"} if window is None else {"straight"})
+    for tr, other in zip(traj.tracks.values(), fresh.tracks.values(), strict=True):
+        np.testing.assert_array_equal(smooth_kinematics(tr).heading(), smooth_kinematics(other).heading())
+
+
+@pytest.mark.parametrize("window", [None, (3.05, 41.33)])
+def test_sharp_turns_of_all_vehicles_at_once_equal_each_vehicle_alone(window):
+    from uav_debate_eval.dsl.events import sharp_turns, sharp_turns_all
+    from uav_debate_eval.metrics.kinematics import smooth_tracks
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=2, n_uavs=70, duration_s=80.0, faults=["sharp_turn", "near_miss"])
+    traj = sim.traj if window is None else sim.traj.window(*window)
+    kins = smooth_tracks(list(traj.tracks.values()))
+    together = sharp_turns_all(kins, 30.0)
+    alone = [sharp_turns(k, 30.0) for k in kins]
+    assert together == alone
+    assert window is not None or sum(len(e) for e in alone) >= 1

@@ -235,3 +235,63 @@ def test_a_whole_flight_safety_result_is_not_used_for_a_window():
     assert a == b
     assert a["details"]["safety"]["constraint_compliance"]["score"] == 1.0
     assert a["details"]["safety"]["separation_margin"]["value"] == pytest.approx(math.hypot(10.0, 0.3), abs=1e-6)
+
+
+@pytest.mark.parametrize("nominal", [False, True])
+def test_formation_errors_do_not_depend_on_the_block_of_steps(monkeypatch, nominal):
+    """Formation errors are computed per block of grid steps (the yaw sums too): any block size gives the same
+    numbers, bit for bit, as one block over the whole grid, with the offsets reference and the swarm's own shape."""
+    from uav_debate_eval.metrics import swarm
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=5, n_uavs=40, duration_s=60.0, faults=["near_miss", "telemetry_dropout"])
+    if nominal:
+        sim.mission.formation_offsets = {}
+    got = {}
+    for size in (7, 64, 100_000):
+        monkeypatch.setattr(swarm, "FORMATION_BLOCK_STEPS", size)
+        snap = sim.traj.window(sim.traj.t_start, sim.traj.t_end).resample(max_gap_s=0.5)  # nothing cached
+        got[size] = swarm._formation_error(snap, sim.mission)
+    assert got[7][1] == ("nominal" if nominal else "offsets")
+    assert np.isfinite(got[7][0]).sum() > 0.9 * got[7][0].size and (got[7][0] > 0).any()
+    for size in (64, 100_000):
+        np.testing.assert_array_equal(got[size][0], got[7][0])
+
+
+def test_waypoint_distances_of_all_waypoints_at_once_equal_one_waypoint_at_a_time():
+    from uav_debate_eval.metrics.coordination import waypoint_status
+    from uav_debate_eval.metrics.vec import norm
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("tracking", seed=1)
+    status = waypoint_status(sim.traj, sim.mission)
+    assert sum(len(s) for s in status.values()) >= 3
+    for u, pts in sim.mission.waypoints.items():
+        tr = sim.traj.tracks[u]
+        one_by_one = [float(np.min(norm(tr.pos - np.asarray(p, dtype=float)))) for p in pts]
+        assert [d for _, d in status[u]] == one_by_one
+        assert [r for r, _ in status[u]] == [d <= sim.mission.waypoint_tolerance_m for d in one_by_one]
+
+
+def test_rate_regularity_of_tracks_taken_together_equals_each_track_alone():
+    """communication_quality takes the interval statistics of gap-free tracks of one length as rows of one array:
+    the same coefficient of variation as np.std / np.mean of each track's own intervals."""
+    from uav_debate_eval.core import SwarmTrajectory
+    from uav_debate_eval.metrics.coordination import _regular_rates
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("grid", seed=4, n_uavs=70, duration_s=40.0).traj
+    rng = np.random.default_rng(2)
+    tracks = {}
+    for u, tr in traj.tracks.items():  # jittered stamps: every track's intervals differ
+        t = tr.t + np.concatenate([[0.0], rng.uniform(-0.01, 0.01, len(tr) - 2), [0.0]])
+        tracks[u] = tr.select(slice(None))
+        tracks[u].t = t
+    tracks["uav7"] = tracks["uav7"].select(np.r_[0:50, 60:len(tracks["uav7"])])  # a gap: its own intervals
+    traj = SwarmTrajectory(tracks, traj.ingest)
+    rates = _regular_rates(list(traj.tracks.values()), 0.5)
+    assert id(traj.tracks["uav7"]) not in rates and len(rates) == 69
+    for tr in traj.tracks.values():
+        if id(tr) in rates:
+            d = np.diff(tr.t)
+            assert rates[id(tr)] == float(np.std(d) / np.mean(d))

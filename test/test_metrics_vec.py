@@ -47,3 +47,39 @@ def test_raw_token_prefixes_stacked_equal_per_track():
         assert tokens._has_prefix(tr)
         assert np.array_equal(tokens._number_prefix(tr), expected)
     assert tokens.raw_tokens(traj) == tokens.count_tokens(tokens.raw_text(traj))
+
+
+def test_number_tokens_by_group_bounds_equal_the_log10_form_and_the_printed_text():
+    """_per_number counts integer digits by comparing with 10**3, 10**6, 10**9 below 10**12: the same integers as
+    the log10 form it replaced, everywhere (boundaries, -0.0, huge values), and as counting the printed numbers."""
+    from uav_debate_eval.dsl import tokens
+
+    def log10_form(v):
+        k = np.rint(np.abs(v) * 10**6).astype(np.int64)
+        whole, frac = np.divmod(k, 10**6)
+        n_int = np.where(whole > 0, np.floor(np.log10(np.maximum(whole, 1))).astype(np.int64) + 1, 1)
+        digits = np.array([len(f"{f:06d}".rstrip("0")) or 1 for f in range(10**6)])
+        return np.signbit(v).astype(np.int64) + (n_int + 2) // 3 + 1 + (digits[frac] + 2) // 3
+
+    rng = np.random.default_rng(9)
+    edges = [0.0, -0.0, 1e-7, 5e-7, 0.9999995, 999.9999994, 999.9999995, 1000.0, 999999.9999996, 1e6, 1e9 - 1e-7,
+             1e9, 1e12 - 1, 1e12, 5e12 - 1e-6, 9.2e12]  # up to what int64 holds at 6 decimals
+    spread = rng.normal(size=20_000) * 10.0 ** rng.integers(-3, 13, 20_000) / 4.0
+    v = np.concatenate([edges, [-e for e in edges], spread, np.round(rng.uniform(-500, 500, 20_000), 3)])
+    got = tokens._per_number(v)
+    assert got.dtype == np.int64 and np.array_equal(got, log10_form(v))
+    small = np.abs(v) < 1e8  # beyond, x * 10**6 rounds before rint (as it did before)
+    assert got[small].tolist() == [tokens.count_tokens(tokens.fmt_raw(x)) for x in v[small]]
+    assert np.array_equal(tokens._per_number(v.reshape(-1, 2)), got.reshape(-1, 2))
+
+
+def test_raw_token_prefixes_in_small_blocks_equal_one_pass(monkeypatch):
+    from uav_debate_eval.dsl import tokens
+    from uav_debate_eval.sim.scenarios import simulate
+
+    traj = simulate("formation", seed=5, duration_s=30).traj
+    expected = [tokens._cumulative_numbers(tr) for tr in traj.tracks.values()]
+    monkeypatch.setattr(tokens, "ROWS_PER_BLOCK", 7)
+    tokens._prime_number_prefixes(list(traj.tracks.values()))
+    for tr, want in zip(traj.tracks.values(), expected, strict=True):
+        assert tokens._has_prefix(tr) and np.array_equal(tokens._number_prefix(tr), want)

@@ -263,3 +263,136 @@ def test_a_large_grid_checked_in_two_halves_equals_one_pass(monkeypatch, tmp_pat
         np.testing.assert_array_equal(other.separation.d_min, one.separation.d_min)
         assert other.separation.pairs == one.separation.pairs
         np.testing.assert_array_equal(other.nearest[1], one.nearest[1])
+
+
+def test_nearest_pair_from_a_known_pair_equals_the_query_of_every_point():
+    """The known-pair shortcut queries only the points with a neighbour within the known pair's distance: the same
+    distance and pair, bit for bit, also with ties (a regular grid) and coincident points."""
+    from scipy.spatial import cKDTree
+
+    from uav_debate_eval.safety.geometry import nearest_pair
+
+    rng = np.random.default_rng(4)
+    grid = np.stack(np.meshgrid(np.arange(12.0), np.arange(12.0), [5.0]), axis=-1).reshape(-1, 3) * 1.7
+    cases = [rng.uniform(0, 30, size=(n, 3)) for n in (2, 3, 40, 700)] + [grid, np.vstack([grid, grid[[5, 77]]])]
+    for pos in cases:
+        tree = cKDTree(pos)
+        full = nearest_pair(pos, tree)
+        for known in [(0, 1), (len(pos) - 1, 0), (full[1], full[2]), tuple(rng.choice(len(pos), 2, replace=False))]:
+            got = nearest_pair(pos, tree, (int(known[0]), int(known[1])))
+            assert got == full and type(got[0]) is float
+
+
+def test_the_grid_pass_with_the_previous_steps_pair_equals_a_full_query_per_step(monkeypatch):
+    """pairs_sparse hands each step the previous step's closest pair; without it every point is queried."""
+    from uav_debate_eval.safety import geometry, grid_pairs
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=1, n_uavs=80, duration_s=60.0, faults=["near_miss", "overspeed", "telemetry_dropout"])
+    fast = check_trajectory(sim.traj, sim.mission)
+    assert any(v.constraint == "min_separation" for v in fast.violations)
+    monkeypatch.setattr(grid_pairs, "nearest_pair", lambda pos, tree=None, known=None: geometry.nearest_pair(pos, tree))
+    slow = check_trajectory(sim.traj, sim.mission)
+    assert fast.to_dict() == slow.to_dict()
+    np.testing.assert_array_equal(fast.separation.d_min, slow.separation.d_min)
+    assert fast.separation.pairs == slow.separation.pairs
+    np.testing.assert_array_equal(fast.nearest[1], slow.nearest[1])
+
+
+def test_the_samples_end_to_end_give_each_vehicles_trusted_rows_and_worst_values():
+    """The checker runs its per-vehicle checks over every vehicle's samples end to end: the trusted rows are
+    Assessment.trusted of each track, the worst values the loop over the vehicles, the jumps those of each track."""
+    from uav_debate_eval.quality import assess
+    from uav_debate_eval.safety.checker import JUMP_FACTOR, _integrity
+    from uav_debate_eval.safety.samples import Samples
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=3, faults=["near_miss", "overspeed", "geofence_exit"])
+    traj = sim.traj
+    n = len(next(iter(traj.tracks.values())))
+    valid = np.ones(traj.n_samples, dtype=bool)
+    valid[n + 40:n + 90] = False  # the second vehicle's estimator is invalid for 50 samples
+    cols = {k: np.concatenate([getattr(tr, k) for tr in traj.tracks.values()]) for k in ("t", "pos", "vel")}
+    ids = np.concatenate([[u] * len(tr) for u, tr in traj.tracks.items()])
+    pos = cols["pos"].copy()
+    pos[2 * n + 30:3 * n] += 6.0  # a position step that persists on the third vehicle
+    traj = SwarmTrajectory.from_columns(cols["t"], ids, pos, vel=cols["vel"], est_valid=valid)
+    quality = assess(traj, sim.mission)
+    assert quality.not_evaluable
+    rows = Samples.of(quality.traj)
+    for name in ("max_speed", "geofence", "min_separation"):
+        ok = rows.trusted(quality, name)
+        np.testing.assert_array_equal(ok, np.concatenate([quality.trusted(name, tr)
+                                                          for tr in quality.traj.tracks.values()]))
+        assert not ok.all()
+        speed = np.linalg.norm(rows.vel, axis=1)
+        worst = 0.0
+        for tr in quality.traj.tracks.values():
+            mask = quality.trusted(name, tr)
+            if mask.any():
+                worst = max(worst, float(tr.speed[mask].max()))
+        assert rows.fold_max(speed, ok, 0.0) == worst
+    faults = _integrity(quality.traj, rows, sim.mission)
+    jumps = [f for f in faults if f["kind"] == "position_jump"]
+    jump = JUMP_FACTOR * sim.mission.constraints.max_speed_mps
+    expected = []
+    for u, tr in quality.traj.tracks.items():
+        implied = np.linalg.norm(np.diff(tr.pos, axis=0), axis=1) / np.diff(tr.t)
+        expected += [(u, float(tr.t[i + 1]), float(implied[i])) for i in np.flatnonzero(implied > jump)]
+    assert jumps and [(f["uavs"][0], f["t"], f["value"]) for f in jumps] == expected
+
+
+def test_fence_distances_folded_per_axis_equal_numpys_max_over_the_axes():
+    """outside_distance and fence_ratio fold their per-axis values with np.maximum: the numbers of the max over the
+    last axis, for points inside, outside and exactly on the walls."""
+    from uav_debate_eval.core.mission import Geofence
+    from uav_debate_eval.safety.geometry import fence_ratio
+
+    fence = Geofence((-40.0, -30.0, 0.0), (40.0, 30.0, 25.0))
+    rng = np.random.default_rng(8)
+    pos = rng.uniform(-60, 60, size=(5000, 3))
+    pos[:100, 0], pos[100:200, 2] = 40.0, 0.0  # on a wall
+    lo, hi = np.array(fence.min), np.array(fence.max)
+    np.testing.assert_array_equal(fence.outside_distance(pos),
+                                  np.max(np.concatenate([lo - pos, pos - hi], axis=-1), axis=-1))
+    centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+    np.testing.assert_array_equal(fence_ratio(pos, fence), (np.abs(pos - centre) / half).max(axis=-1))
+    assert fence.outside_distance(pos.reshape(50, 100, 3)).shape == (50, 100)
+
+
+def test_pointwise_quantities_over_blocks_of_samples_equal_one_call(monkeypatch):
+    from uav_debate_eval.safety import samples
+    from uav_debate_eval.safety.geometry import time_to_box_exit
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("formation", seed=3, faults=["geofence_exit"])
+    rows = samples.Samples.of(sim.traj)
+    fence = sim.mission.constraints.geofence
+    whole = time_to_box_exit(rows.pos, rows.vel, fence)
+    monkeypatch.setattr(samples, "POINTWISE_BLOCK", 97)
+    np.testing.assert_array_equal(rows.pointwise(lambda pos, vel: time_to_box_exit(pos, vel, fence)), whole)
+    np.testing.assert_array_equal(rows.pointwise(lambda pos, _vel: fence.outside_distance(pos)),
+                                  fence.outside_distance(rows.pos))
+    assert len(rows.t) > 10 * 97
+
+
+def test_cpa_speed_bounds_of_all_steps_at_once_change_no_warning(monkeypatch):
+    """The grid pass takes each step's speed bound for the CPA candidate search from step_speed_bounds; the
+    candidates' own bound (computed per step) gives the same warnings, and the bounds agree to rounding."""
+    from uav_debate_eval.safety import geometry, grid_pairs
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=1, n_uavs=80, duration_s=60.0, faults=["near_miss", "overspeed", "telemetry_dropout"])
+    fast = check_trajectory(sim.traj, sim.mission)
+    assert any(w["kind"] == "cpa" for w in fast.warnings)
+    snaps = sim.traj.resample(max_gap_s=sim.mission.constraints.stale_timeout_s)
+    bounds = geometry.step_speed_bounds(snaps.vel, snaps.valid)
+    for s in range(0, len(snaps.t), 7):
+        v = snaps.vel[s, snaps.valid[s]]
+        dev = v - (v.min(axis=0) + v.max(axis=0)) / 2.0
+        own = min(np.sqrt(np.einsum("ij,ij->i", v, v).max()), np.sqrt(np.einsum("ij,ij->i", dev, dev).max()))
+        assert bounds[s] == pytest.approx(own, rel=1e-12)
+    real = geometry.cpa_candidates
+    monkeypatch.setattr(grid_pairs, "cpa_candidates", lambda *a, vmax=None, **k: real(*a, **k))
+    slow = check_trajectory(sim.traj, sim.mission)
+    assert fast.to_dict() == slow.to_dict()

@@ -30,7 +30,12 @@ class Geofence:
     def outside_distance(self, pos: np.ndarray) -> np.ndarray:
         """How far each position (..., 3) lies outside the fence in metres; <= 0 means inside."""
         lo, hi = np.asarray(self.min), np.asarray(self.max)
-        d = np.max(np.concatenate([lo - pos, pos - hi], axis=-1), axis=-1)
+        below, above = lo - pos, pos - hi
+        # the largest of the six wall distances, folded in their order (numpy's max over a last axis of six is ~10x
+        # slower; the maximum of finite numbers is the same number)
+        d = below[..., 0]
+        for part in (below[..., 1], below[..., 2], above[..., 0], above[..., 1], above[..., 2]):
+            d = np.maximum(d, part)
         if self.polygon:
             d = np.maximum(d, _polygon_outside_distance(pos[..., :2], np.asarray(self.polygon)))
         return d

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.records import Finding, NotEvaluable
 
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
@@ -245,8 +246,16 @@ class SwarmTrajectory:
 
     @property
     def sample_period(self) -> float:
-        periods = [tr.sample_period for tr in self.tracks.values() if len(tr) > 1]
-        return float(np.median(periods)) if periods else 0.0
+        """The median of the vehicles' sample periods (kept while the tracks are the same objects: every stage asks)."""
+        tracks = tuple(self.tracks.values())
+        hit = self.__dict__.get("_period")
+        if hit is not None and len(hit[0]) == len(tracks) and all(a is b for a, b in zip(hit[0], tracks, strict=True)):
+            return hit[1]
+        _prime_sample_periods(tracks)
+        periods = [tr.sample_period for tr in tracks if len(tr) > 1]
+        value = float(np.median(periods)) if periods else 0.0
+        self.__dict__["_period"] = (tracks, value)
+        return value
 
     def window(self, t0: float, t1: float) -> SwarmTrajectory:
         """The samples with t0 <= t <= t1; vehicles with no sample there are left out."""
@@ -266,13 +275,14 @@ class SwarmTrajectory:
         grid, pos, vel = self._interpolated(dt)
         ids = self.uav_ids
         valid = np.zeros((len(grid), len(ids)), dtype=bool)
-        for j, u in enumerate(ids):
-            tr = self.tracks[u]
-            inside = (grid >= tr.t[0] - 1e-9) & (grid <= tr.t[-1] + 1e-9)
-            if max_gap_s is not None and len(tr) > 1:
-                k = np.clip(np.searchsorted(tr.t, grid, side="right"), 1, len(tr) - 1)
-                inside &= (tr.t[k] - tr.t[k - 1]) <= max_gap_s
-            valid[:, j] = inside
+        stamps = [self.tracks[u].t for u in ids]
+        for group in same_stamps(stamps):  # a vehicle's validity depends on its stamps only
+            t = stamps[group[0]]
+            inside = (grid >= t[0] - 1e-9) & (grid <= t[-1] + 1e-9)
+            if max_gap_s is not None and len(t) > 1:
+                k = np.clip(np.searchsorted(t, grid, side="right"), 1, len(t) - 1)
+                inside &= (t[k] - t[k - 1]) <= max_gap_s
+            valid[:, group] = inside[:, None]
         return Snapshots(grid, ids, pos, vel, valid)
 
     def _interpolated(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -284,12 +294,9 @@ class SwarmTrajectory:
             return hit[1]
         n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
         grid = self.t_start + dt * np.arange(n)
-        pos = np.zeros((n, len(tracks), 3))
-        vel = np.zeros((n, len(tracks), 3))
-        for j, tr in enumerate(tracks):
-            for c in range(3):
-                pos[:, j, c] = np.interp(grid, tr.t, tr.pos[:, c])
-                vel[:, j, c] = np.interp(grid, tr.t, tr.vel[:, c])
+        stamps = [tr.t for tr in tracks]
+        pos = interp_vehicles(grid, stamps, [tr.pos for tr in tracks])  # np.interp per vehicle and axis
+        vel = interp_vehicles(grid, stamps, [tr.vel for tr in tracks])
         for a in (grid, pos, vel):
             a.setflags(write=False)
         cache[dt] = (tracks, (grid, pos, vel))
@@ -350,24 +357,30 @@ class SwarmTrajectory:
         input_order = np.argsort(code, kind="stable")
         code_sorted = code[input_order]
         same_vehicle = code_sorted[1:] == code_sorted[:-1]
-        report.out_of_order += int((same_vehicle & (np.diff(t[kept[input_order]]) < 0)).sum())
-        by_vehicle_time = np.lexsort((t[kept], code))
+        backwards = int((same_vehicle & (np.diff(t[kept[input_order]]) < 0)).sum())
+        report.out_of_order += backwards
+        # rows in time order within each vehicle already: the stable sort by vehicle is the (vehicle, time) order
+        by_vehicle_time = np.lexsort((t[kept], code)) if backwards else input_order
         order = kept[by_vehicle_time]
         bounds = np.searchsorted(code[by_vehicle_time], np.arange(len(names) + 1))
 
+        # every column gathered once in (vehicle, time) order; a vehicle's rows are then one slice of it
+        t, pos = t[order], pos[order]
+        extras = {key: None if a is None else a[order] for key, a in extras.items()}
         tracks: dict[str, Track] = {}
         for k in sorted(range(len(names)), key=lambda i: _natural_key(str(names[i]))):
             u = str(names[k])
-            rows = order[bounds[k]:bounds[k + 1]]
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            rows: slice | np.ndarray = slice(lo, hi)
             tu = t[rows]
             same_t = np.concatenate([[False], np.diff(tu) == 0])
             if same_t.any():
-                values = np.column_stack([pos[rows]] + [extras[k2][rows].reshape(len(rows), -1)
+                values = np.column_stack([pos[rows]] + [extras[k2][rows].reshape(hi - lo, -1)
                                                         for k2 in ("vel",) if extras[k2] is not None])
                 prev_same = np.concatenate([[False], (values[1:] == values[:-1]).all(axis=1)])
                 report.count("duplicate", int((same_t & prev_same).sum()))
                 report.count("conflicting_duplicate", int((same_t & ~prev_same).sum()))
-                rows = rows[~same_t]
+                rows = lo + np.flatnonzero(~same_t)
                 tu = t[rows]
             cut = {key: None if a is None else a[rows] for key, a in extras.items()}
             tracks[u] = _make_track(u, tu, pos[rows], cut)
@@ -389,15 +402,32 @@ class SwarmTrajectory:
                 self.ingest.silent[u] = float(tr.t[-1])
 
 
+def _prime_sample_periods(tracks: tuple[Track, ...]) -> None:
+    """Track.sample_period of the tracks not asked yet, the tracks of one length in one pass (each row's median
+    is its own track's: the same partition and mean along that row)."""
+    groups: dict[int, list[Track]] = {}
+    for tr in tracks:
+        if len(tr) > 1 and "sample_period" not in tr.__dict__:
+            groups.setdefault(len(tr), []).append(tr)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for a in range(0, len(members), 256):
+            block = members[a:a + 256]
+            medians = np.median(np.diff(np.stack([tr.t for tr in block]), axis=1), axis=1)
+            for tr, m in zip(block, medians.tolist(), strict=True):
+                tr.__dict__["sample_period"] = float(m)
+
+
 def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:
     vel = extras["vel"]
-    derived = finite_difference(pos, t)
     if vel is None:
-        vel, vel_derived = derived, True
+        vel, vel_derived = finite_difference(pos, t), True
     else:
         bad = ~np.isfinite(vel).all(axis=1)
         vel = vel.copy()
-        vel[bad] = derived[bad]
+        if bad.any():  # only then are velocities derived from the positions
+            vel[bad] = finite_difference(pos, t)[bad]
         vel_derived = bool(bad.all())
     opt = {k: extras[k] for k in _OPTIONAL_1D}
     quat = extras["quat"]

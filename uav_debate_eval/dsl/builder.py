@@ -37,9 +37,9 @@ from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.dsl import DEFAULT_BUDGET_TOKENS
 from uav_debate_eval.dsl.events import UNITS, detect_events
-from uav_debate_eval.dsl.segmentation import segment_vehicle
+from uav_debate_eval.dsl.segmentation import segment_vehicles
 from uav_debate_eval.dsl.tokens import count_tokens, raw_tokens
-from uav_debate_eval.metrics.kinematics import smooth_kinematics
+from uav_debate_eval.metrics.kinematics import smooth_tracks
 
 DSL_VERSION = 1
 KIND_ORDER = ("SCORES", "RISK", "DQ", "ATTN", "EVENT", "FORM", "WAYPTS", "SEG")
@@ -335,8 +335,8 @@ def _waypoint_lines(traj: SwarmTrajectory, mission: Mission) -> list[_Line]:
 
 def _segment_lines(traj: SwarmTrajectory) -> list[_Line]:
     segs = []
-    for tr in traj.tracks.values():
-        segs += segment_vehicle(smooth_kinematics(tr))
+    for per_vehicle in segment_vehicles(smooth_tracks(list(traj.tracks.values()))):
+        segs += per_vehicle
     segs.sort(key=lambda s: (s.t_start, s.uav))
     out = []
     for k, s in enumerate(segs, 1):
@@ -428,8 +428,11 @@ def build_dsl(traj: SwarmTrajectory, mission: Mission, metrics=None, safety=None
     kept: list[_Line] = []
     dropped: list[_Line] = []
     for line in candidates:
+        if dropped:  # once one line is dropped, so is every later one (their cost is not needed)
+            dropped.append(line)
+            continue
         cost = count_tokens(line.text + "\n")
-        if not dropped and used + cost + SUMMARY_RESERVE <= budget_tokens:
+        if used + cost + SUMMARY_RESERVE <= budget_tokens:
             kept.append(line)
             used += cost
         else:

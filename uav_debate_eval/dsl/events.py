@@ -31,8 +31,8 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.dsl.segmentation import segment_vehicle
-from uav_debate_eval.metrics.kinematics import Kinematics, runs, smooth_kinematics
+from uav_debate_eval.dsl.segmentation import segment_vehicle, segment_vehicles
+from uav_debate_eval.metrics.kinematics import Kinematics, runs, smooth_tracks
 from uav_debate_eval.metrics.swarm import breach_intervals, close_approaches, formation_error, snapshots
 from uav_debate_eval.metrics.vec import norm
 
@@ -50,27 +50,62 @@ def _r(x: float, nd: int = 3) -> float:
 
 
 def sharp_turns(k: Kinematics, threshold_deg: float) -> list[Event]:
-    n = len(k.t)
-    if n < 3 or k.dt <= 0:
-        return []
-    half = max(2, int(round(TURN_WINDOW_S / 2 / k.dt)))
+    signal = _turn_signal(k.vel, k.dt)
+    return [] if signal is None else _turns(k, *signal, threshold_deg)
+
+
+def sharp_turns_all(kins: list[Kinematics], threshold_deg: float) -> list[list[Event]]:
+    """sharp_turns of every vehicle; the turn angles of vehicles on equally long grids of one step are computed
+    together (every difference and sum runs along each vehicle's own samples: the same numbers)."""
+    out: list[list[Event]] = [[] for _ in kins]
+    groups: dict[tuple[int, float], list[int]] = {}
+    for i, k in enumerate(kins):
+        groups.setdefault((len(k.t), k.dt), []).append(i)
+    for (_, dt), members in groups.items():
+        for a in range(0, len(members), 64):  # 64 vehicles at a time stay within the CPU cache
+            block = members[a:a + 64]
+            signal = _turn_signal(np.stack([kins[i].vel for i in block]), dt)
+            if signal is None:
+                continue
+            angle, moving, half = signal
+            for r, i in enumerate(block):
+                out[i] = _turns(kins[i], angle[r], moving[r], half, threshold_deg)
+    return out
+
+
+def _turn_signal(vel: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(course change angle per sample in degrees, both means fast enough, half window) along the samples axis of
+    (..., samples, 3) velocities; None when no sample has both a "before" and an "after"."""
+    n = vel.shape[-2]
+    if n < 3 or dt <= 0:
+        return None
+    half = max(2, int(round(TURN_WINDOW_S / 2 / dt)))
     if n <= 2 * half:
-        return []  # shorter than one turn window: no sample has both a "before" and an "after"
-    gap = min(half - 1, int(round(TURN_GAP_S / k.dt)))
-    c = np.vstack([np.zeros((1, 2)), np.cumsum(k.vel[:, :2], axis=0)])
+        return None  # shorter than one turn window: no sample has both a "before" and an "after"
+    gap = min(half - 1, int(round(TURN_GAP_S / dt)))
+    c = np.concatenate([np.zeros((*vel.shape[:-2], 1, 2)), np.cumsum(vel[..., :2], axis=-2)], axis=-2)
     idx = np.arange(n)
     full = (idx >= half) & (idx + half <= n - 1)  # the ends have no "before" / "after"
     i = np.clip(idx, half, n - 1 - half)
-    before = (c[i - gap + 1] - c[i - half]) / (half - gap + 1)
-    after = (c[i + half + 1] - c[i + gap]) / (half - gap + 1)
-    cross = before[:, 0] * after[:, 1] - before[:, 1] * after[:, 0]
-    dot = (before * after).sum(axis=1)
+    before = (c[..., i - gap + 1, :] - c[..., i - half, :]) / (half - gap + 1)
+    after = (c[..., i + half + 1, :] - c[..., i + gap, :]) / (half - gap + 1)
+    cross = before[..., 0] * after[..., 1] - before[..., 1] * after[..., 0]
+    dot = (before * after).sum(axis=-1)
     angle = np.degrees(np.abs(np.arctan2(cross, dot)))
     moving = (norm(before) >= TURN_MIN_SPEED) & (norm(after) >= TURN_MIN_SPEED)
     moving &= full
+    return angle, moving, half
+
+
+def _turns(k: Kinematics, angle: np.ndarray, moving: np.ndarray, half: int, threshold_deg: float) -> list[Event]:
+    """One sharp_turn per run of samples turning faster than the threshold."""
+    turning = (angle > threshold_deg) & moving
+    if not turning.any():
+        return []
+    n = len(k.t)
     h = np.degrees(k.heading())
     out = []
-    for a, b in runs((angle > threshold_deg) & moving):
+    for a, b in runs(turning):
         m = a + int(np.argmax(angle[a:b]))
         p, q = max(a - half, 0), min(b - 1 + half, n - 1)
         out.append(Event("", "sharp_turn", _r(k.t[m]), [k.uav_id], _r(k.t[q]), _r(abs(h[q] - h[p]), 1), "deg",
@@ -200,9 +235,9 @@ def detect_events(traj: SwarmTrajectory, mission: Mission, safety=None) -> list[
     th = mission.thresholds
     events: list[Event] = []
     turns: list[Event] = []
-    for tr in traj.tracks.values():
-        k = smooth_kinematics(tr)
-        fast = sharp_turns(k, th.sharp_turn_deg)
+    kins = smooth_tracks(list(traj.tracks.values()))
+    segment_vehicles(kins)  # the slow turns read every vehicle's segments: made together
+    for k, fast in zip(kins, sharp_turns_all(kins, th.sharp_turn_deg), strict=True):
         turns += fast + slow_turns(k, th.sharp_turn_deg, fast)
         events += altitude_rates(k, th.altitude_rate_mps)
     events += merge_swarm_turns(turns, traj.uav_ids)

@@ -13,12 +13,13 @@ from either end so the ramp into a neighbouring segment is not mistaken for one.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
-from uav_debate_eval.metrics.kinematics import Kinematics
+from uav_debate_eval.metrics.kinematics import Kinematics, held_headings
 from uav_debate_eval.metrics.memo import memo
 from uav_debate_eval.metrics.vec import norm
 
@@ -27,6 +28,8 @@ VERTICAL_SPEED = 0.5
 TURN_RATE_DEG_S = 8.0
 SPEED_CHANGE = (0.5, 0.25)  # absolute m/s, relative
 KINDS = ("straight", "turn", "climb", "descent", "hover")
+#: Vehicles whose samples are classified together (the stacked arrays of a block stay within the CPU cache).
+VEHICLE_BLOCK = 32
 
 
 @dataclass
@@ -47,22 +50,28 @@ class Segment:
 
 
 def _classify(k: Kinematics, window_s: float) -> np.ndarray:
-    n = len(k.t)
-    w = max(1, int(round(window_s / k.dt))) if k.dt > 0 else 1
-    speed = uniform_filter1d(k.speed, w, mode="nearest")
-    vz = uniform_filter1d(k.vz, w, mode="nearest")
-    h = k.heading()
+    return _labels(k.speed, k.vz, k.hspeed, k.heading(), k.dt, window_s)
+
+
+def _labels(speed: np.ndarray, vz: np.ndarray, hspeed: np.ndarray, h: np.ndarray, dt: float, window_s: float
+            ) -> np.ndarray:
+    """Each sample's class along the last axis (one vehicle, or a (vehicles, samples) stack on one grid: every
+    filter and difference works along that axis alone, so a row gets exactly the labels of its vehicle alone)."""
+    n = speed.shape[-1]
+    w = max(1, int(round(window_s / dt))) if dt > 0 else 1
+    mean_speed = uniform_filter1d(speed, w, axis=-1, mode="nearest")
+    mean_vz = uniform_filter1d(vz, w, axis=-1, mode="nearest")
     half = w // 2
     idx = np.arange(n)
     hi, lo = np.minimum(idx + half, n - 1), np.maximum(idx - half, 0)
-    span = np.maximum((hi - lo) * k.dt, k.dt)
-    rate = np.degrees(np.abs(h[hi] - h[lo])) / span
-    moving = uniform_filter1d(k.hspeed, w, mode="nearest") >= HOVER_SPEED
-    labels = np.full(n, 0, dtype=int)  # straight
+    span = np.maximum((hi - lo) * dt, dt)
+    rate = np.degrees(np.abs(h[..., hi] - h[..., lo])) / span
+    moving = uniform_filter1d(hspeed, w, axis=-1, mode="nearest") >= HOVER_SPEED
+    labels = np.full(speed.shape, 0, dtype=int)  # straight
     labels[(rate > TURN_RATE_DEG_S) & moving] = 1
-    labels[vz > VERTICAL_SPEED] = 2
-    labels[vz < -VERTICAL_SPEED] = 3
-    labels[speed < HOVER_SPEED] = 4
+    labels[mean_vz > VERTICAL_SPEED] = 2
+    labels[mean_vz < -VERTICAL_SPEED] = 3
+    labels[mean_speed < HOVER_SPEED] = 4
     return labels
 
 
@@ -129,15 +138,52 @@ def segment_vehicle(k: Kinematics, window_s: float = 2.0, min_duration_s: float 
     return list(memo(k, key, (), lambda: _segment_vehicle(k, window_s, min_duration_s)))
 
 
+def segment_vehicles(kins: list[Kinematics], window_s: float = 2.0, min_duration_s: float = 2.0
+                     ) -> list[list[Segment]]:
+    """segment_vehicle of every vehicle; the per-sample work (classes, headings, steps) is done once per group of
+    vehicles on equally long grids of one step instead of once per vehicle (the same numbers, row by row)."""
+    key = ("segments", window_s, min_duration_s)
+    groups: dict[tuple[int, float], list[Kinematics]] = {}
+    for k in kins:
+        if key not in k.__dict__.get("_memo", {}) and len(k.t) >= 2 and k.dt > 0:
+            groups.setdefault((len(k.t), k.dt), []).append(k)
+    blocks = [(dt, g[a:a + VEHICLE_BLOCK]) for (_, dt), g in groups.items() for a in range(0, len(g), VEHICLE_BLOCK)]
+    for dt, group in blocks:
+        if len(group) < 2:
+            continue
+        vel = np.stack([k.vel for k in group])
+        speed = np.stack([k.speed for k in group])
+        hspeed = np.stack([k.hspeed for k in group])
+        headings = held_headings(vel, hspeed)
+        labels = _labels(speed, vel[..., 2], hspeed, headings, dt, window_s)
+        steps = norm(np.diff(np.stack([k.pos for k in group]), axis=1))
+        degrees = np.degrees(headings)
+        for r, k in enumerate(group):
+            k.__dict__.setdefault("_heading", headings[r])
+            segs = _segments(k, labels[r], degrees[r], steps[r], window_s, min_duration_s)
+            memo(k, key, (), functools.partial(_same, segs))
+    return [segment_vehicle(k, window_s, min_duration_s) for k in kins]
+
+
+def _same(value: list[Segment]) -> list[Segment]:
+    return value
+
+
 def _segment_vehicle(k: Kinematics, window_s: float, min_duration_s: float) -> list[Segment]:
     n = len(k.t)
     if n < 2 or k.dt <= 0:
         return []
+    return _segments(k, _classify(k, window_s), np.degrees(k.heading()), norm(np.diff(k.pos, axis=0)), window_s,
+                     min_duration_s)
+
+
+def _segments(k: Kinematics, labels: np.ndarray, h: np.ndarray, step: np.ndarray, window_s: float,
+              min_duration_s: float) -> list[Segment]:
+    """The segments from each sample's class, the heading in degrees and the length of each step."""
+    n = len(k.t)
     min_n = max(1, int(round(min_duration_s / k.dt)))
-    runs = _absorb_short(_runs(_classify(k, window_s)), min_n)
+    runs = _absorb_short(_runs(labels), min_n)
     w = max(1, int(round(window_s / k.dt)))
-    h = np.degrees(k.heading())
-    step = norm(np.diff(k.pos, axis=0))
     out = []
     for label, a, b in runs:
         pieces = _split_speed(k, a, b, w, min_n) if label == 0 else [(a, b)]

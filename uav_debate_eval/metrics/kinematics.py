@@ -24,6 +24,7 @@ import numpy as np
 from scipy.ndimage import convolve1d
 from scipy.signal import savgol_coeffs
 
+from uav_debate_eval.core.interp import VEHICLE_BLOCK, interp_each
 from uav_debate_eval.core.trajectory import Track
 from uav_debate_eval.metrics.vec import norm
 
@@ -68,14 +69,22 @@ class Kinematics:
 
     @functools.cached_property
     def _heading(self) -> np.ndarray:
-        raw = np.arctan2(self.vel[:, 1], self.vel[:, 0])
-        ok = self.hspeed >= HEADING_MIN_SPEED
-        if not ok.any():
-            return np.zeros(len(self.t))
-        idx = np.where(ok, np.arange(len(raw)), -1)
-        idx = np.maximum.accumulate(idx)
-        idx[idx < 0] = int(np.flatnonzero(ok)[0])
-        return np.unwrap(raw[idx])
+        return held_headings(self.vel, self.hspeed)
+
+
+def held_headings(vel: np.ndarray, hspeed: np.ndarray) -> np.ndarray:
+    """Kinematics.heading() along the samples axis of (samples, 3) velocities, or of a (vehicles, samples, 3)
+    stack row by row (each row's numbers are those of its vehicle alone: every step works along that axis)."""
+    raw = np.arctan2(vel[..., 1], vel[..., 0])
+    ok = hspeed >= HEADING_MIN_SPEED
+    n = raw.shape[-1]
+    idx = np.where(ok, np.arange(n), -1)
+    idx = np.maximum.accumulate(idx, axis=-1)
+    first = np.argmax(ok, axis=-1)  # the first sample fast enough (0 where there is none)
+    idx = np.where(idx < 0, first[..., None], idx)
+    out = np.unwrap(np.take_along_axis(raw, idx, axis=-1), axis=-1)
+    out[~ok.any(axis=-1)] = 0.0  # never fast enough: no course
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -114,22 +123,30 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
     derivative over a (vehicles, steps, 3) stack: the same numbers, line by line, as one track at a time)."""
     out: list[Kinematics | None] = []
     groups: dict[tuple, list[tuple[int, Track, tuple]]] = {}
+    for tr in tracks:
+        out.append(tr.__dict__.setdefault("_smoothed", {}).get((window_s, dt)))
+    todo = [i for i, hit in enumerate(out) if hit is None and len(tracks[i]) >= 2]
+    # every track's positions and velocities on its grid, in one pass for the tracks with the same stamps and grid
+    times = [_grid_times(tracks[i], dt)[0] for i in todo]
+    stamps = [tracks[i].t for i in todo]
+    on_grid = dict(zip(todo, zip(interp_each(times, stamps, [tracks[i].pos for i in todo]),
+                                 interp_each(times, stamps, [tracks[i].vel for i in todo]), strict=True), strict=True))
     for i, tr in enumerate(tracks):
-        cache = tr.__dict__.setdefault("_smoothed", {})
-        hit = cache.get((window_s, dt))
-        out.append(hit)
-        if hit is None:
-            grid = _grid(tr, window_s, dt)
+        cache = tr.__dict__["_smoothed"]
+        if out[i] is None:
+            grid = _grid(tr, window_s, dt, on_grid.get(i))
             if isinstance(grid, Kinematics):
                 out[i] = cache[(window_s, dt)] = grid
             else:
                 groups.setdefault((len(grid[0]), *grid[3:]), []).append((i, tr, grid))
-    for (_, step, w, wa, wj), members in groups.items():
-        vel = np.stack([g[2] for _, _, g in members])
-        v_s, acc, jerk = _filtered(vel, step, w, wa, wj, axis=1)
-        for k, (i, tr, (t, pos, _, *_rest)) in enumerate(members):
-            out[i] = tr.__dict__["_smoothed"][(window_s, dt)] = Kinematics(tr.uav_id, t, pos, v_s[k], acc[k],
-                                                                             jerk[k], step)
+    for (_, step, w, wa, wj), group in groups.items():
+        for a in range(0, len(group), VEHICLE_BLOCK):  # a block's stacks stay within the CPU cache
+            members = group[a:a + VEHICLE_BLOCK]
+            vel = np.stack([g[2] for _, _, g in members])
+            v_s, acc, jerk = _filtered(vel, step, w, wa, wj, axis=1)
+            for k, (i, tr, (t, pos, _, *_rest)) in enumerate(members):
+                out[i] = tr.__dict__["_smoothed"][(window_s, dt)] = Kinematics(tr.uav_id, t, pos, v_s[k], acc[k],
+                                                                                 jerk[k], step)
     return out  # type: ignore[return-value]
 
 
@@ -142,20 +159,29 @@ def _smooth(track: Track, window_s: float, dt: float | None) -> Kinematics:
     return Kinematics(track.uav_id, t, pos, v_s, acc, jerk, step)
 
 
-def _grid(track: Track, window_s: float, dt: float | None) -> Kinematics | tuple:
-    """(t, pos, vel, step, w, wa, wj) of the track on its uniform grid, or the finished Kinematics of a track too
-    short to filter."""
-    n_in = len(track)
-    if n_in < 2:
-        z = np.zeros((n_in, 3))
-        return Kinematics(track.uav_id, track.t.copy(), track.pos.copy(), track.vel.copy(), z, z.copy(), 0.0)
+def _grid_times(track: Track, dt: float | None) -> tuple[np.ndarray, float]:
+    """The uniform grid of a track of at least two samples, and its step."""
     span = float(track.t[-1] - track.t[0])
     dt = dt or track.sample_period
     dt = max(dt, span / (MAX_POINTS - 1))
     n = int(np.floor(span / dt + 1e-9)) + 1
-    t = track.t[0] + dt * np.arange(n)
-    pos = np.column_stack([np.interp(t, track.t, track.pos[:, k]) for k in range(3)])
-    vel = np.column_stack([np.interp(t, track.t, track.vel[:, k]) for k in range(3)])
+    return track.t[0] + dt * np.arange(n), dt
+
+
+def _grid(track: Track, window_s: float, dt: float | None, values: tuple[np.ndarray, np.ndarray] | None = None
+          ) -> Kinematics | tuple:
+    """(t, pos, vel, step, w, wa, wj) of the track on its uniform grid, or the finished Kinematics of a track too
+    short to filter. `values`: the positions and velocities on that grid when already interpolated."""
+    n_in = len(track)
+    if n_in < 2:
+        z = np.zeros((n_in, 3))
+        return Kinematics(track.uav_id, track.t.copy(), track.pos.copy(), track.vel.copy(), z, z.copy(), 0.0)
+    t, dt = _grid_times(track, dt)
+    n = len(t)
+    if values is None:
+        values = (np.column_stack([np.interp(t, track.t, track.pos[:, k]) for k in range(3)]),
+                  np.column_stack([np.interp(t, track.t, track.vel[:, k]) for k in range(3)]))
+    pos, vel = values
     w = _odd_window(int(round(window_s / dt)), n, 3)
     if w < 3:
         z = np.zeros_like(vel)

@@ -53,6 +53,8 @@ def duplicates(traj: SwarmTrajectory) -> list[Finding]:
     findings: list[Finding] = []
     ids = traj.uav_ids
     dropped: set[str] = set()
+    if not any(tr.frame == LOCAL for tr in traj.tracks.values()):
+        return findings  # no pair has a track in a local frame
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
             if a in dropped or b in dropped or LOCAL not in (traj.tracks[a].frame, traj.tracks[b].frame):

@@ -22,9 +22,11 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Violation
 from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
+from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.quality import Assessment, assess
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
 from uav_debate_eval.safety.grid_pairs import pairs_dense, pairs_sparse_halves
+from uav_debate_eval.safety.samples import Samples
 
 SNAPSHOT_POLICY_OFFLINE = "common grid at the median sample period, linear interpolation, no data across silences"
 #: An implied speed this many times max_speed_mps (or JUMP_SPEED_MPS without a speed limit) is a position jump.
@@ -140,50 +142,35 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     def margin(name: str, worst: float | None, limit: float, ratio: float | None) -> None:
         margins[name] = {"worst_value": worst, "limit": limit, "ratio": ratio}
 
-    # per-vehicle constraints on the raw samples the estimator vouches for
+    # per-vehicle constraints on the raw samples the estimator vouches for: every vehicle's samples end to end, each
+    # check pointwise (the numbers of one vehicle at a time), the worst values folded in vehicle order as before
+    rows = Samples.of(traj)
     per_vehicle = [
-        ("max_speed", c.max_speed_mps, lambda tr: tr.speed),
-        ("max_vertical_speed", c.max_vertical_speed_mps, lambda tr: np.abs(tr.vel[:, 2])),
+        ("max_speed", c.max_speed_mps, lambda r: norm(r.vel)),  # np.linalg.norm(vel, axis=1), bit for bit
+        ("max_vertical_speed", c.max_vertical_speed_mps, lambda r: np.abs(r.vel[:, 2])),
     ]
     for name, limit, quantity in per_vehicle:
         if limit is None:
             continue
-        keys, ts, vals = [], [], []
-        worst = 0.0
-        for k, u in enumerate(ids):
-            tr = traj.tracks[u]
-            ok = quality.trusted(name, tr)
-            q = quantity(tr)
-            if ok.any():
-                worst = max(worst, float(q[ok].max()))
-            bad = (q > limit) & ok
-            keys.append(np.full(int(bad.sum()), k))
-            ts.append(tr.t[bad])
-            vals.append(q[bad])
-        for k, t0, t1, w, _, n in merge_runs(np.concatenate(keys), np.concatenate(ts), np.concatenate(vals), gap):
+        ok = rows.trusted(quality, name)
+        q = quantity(rows)
+        worst = rows.fold_max(q, ok, 0.0)
+        bad = (q > limit) & ok
+        for k, t0, t1, w, _, n in merge_runs(rows.key[bad], rows.t[bad], q[bad], gap):
             detail = f"{ids[k]} {w:.3f} m/s > {limit:g} m/s" + _step_note(quality, ids[k], t0, t1)
             violations.append((Violation(name, t0, t1, [ids[k]], w, limit, detail, n), t1 + period))
         margin(name, worst, limit, worst / limit)
 
+    outside = None
     if c.geofence is not None:
-        keys, ts, vals = [], [], []
-        worst_out, worst_ratio = -math.inf, 0.0
-        for k, u in enumerate(ids):
-            tr = traj.tracks[u]
-            ok = quality.trusted("geofence", tr)
-            if not ok.any():
-                continue
-            out = c.geofence.outside_distance(tr.pos)
-            worst_out = max(worst_out, float(out[ok].max()))
-            worst_ratio = max(worst_ratio, float(fence_ratio(tr.pos[ok], c.geofence).max()))
-            bad = (out > 0) & ok
-            keys.append(np.full(int(bad.sum()), k))
-            ts.append(tr.t[bad])
-            vals.append(out[bad])
-        if keys:
-            for k, t0, t1, w, _, n in merge_runs(np.concatenate(keys), np.concatenate(ts), np.concatenate(vals), gap):
-                v = Violation("geofence", t0, t1, [ids[k]], w, 0.0, f"{ids[k]} {w:.3f} m outside the geofence", n)
-                violations.append((v, t1 + period))
+        ok = rows.trusted(quality, "geofence")
+        outside = rows.pointwise(lambda pos, _vel: c.geofence.outside_distance(pos))
+        worst_out = rows.fold_max(outside, ok, -math.inf)
+        worst_ratio = rows.fold_max(rows.pointwise(lambda pos, _vel: fence_ratio(pos, c.geofence)), ok, 0.0)
+        bad = (outside > 0) & ok
+        for k, t0, t1, w, _, n in merge_runs(rows.key[bad], rows.t[bad], outside[bad], gap):
+            v = Violation("geofence", t0, t1, [ids[k]], w, 0.0, f"{ids[k]} {w:.3f} m outside the geofence", n)
+            violations.append((v, t1 + period))
         if math.isfinite(worst_out):
             margin("geofence", worst_out, 0.0, worst_ratio)
 
@@ -210,7 +197,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     separation_lost = any(ne.constraint == "min_separation" and len(ne.uavs) == len(ids) and ne.t_start is not None
                           and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
                           for ne in quality.not_evaluable)
-    separation, sep_viol, warnings, nearest = _pairwise(traj, mission, gap, quality, skip_limit=separation_lost,
+    separation, sep_viol, warnings, nearest = _pairwise(traj, mission, gap, quality, rows, skip_limit=separation_lost,
                                                         predict=predict)
     violations.extend(sep_viol)
     if c.min_separation_m is not None and not separation_lost:
@@ -218,7 +205,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         ratio = None if worst is None else 2.0 - worst / c.min_separation_m
         margin("min_separation", worst, c.min_separation_m, ratio)
     if c.geofence is not None:
-        warnings.extend(_fence_warnings(traj, mission, gap) if predict else [])
+        warnings.extend(_fence_warnings(rows, outside, mission, gap) if predict else [])
     warnings.sort(key=lambda w: (w["t"], w["kind"], w["uavs"]))
 
     violations.sort(key=lambda vr: (vr[0].t_start, vr[0].constraint, vr[0].uavs))
@@ -233,7 +220,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         label = "borderline"
     else:
         label = "safe"
-    return SafetyResult(viol, warnings, _integrity(traj, mission), margins, separation, vetoes, label,
+    return SafetyResult(viol, warnings, _integrity(traj, rows, mission), margins, separation, vetoes, label,
                         data_quality=quality.data_quality(traj, checked), nearest=nearest)
 
 
@@ -246,8 +233,8 @@ def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
     return ""
 
 
-def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, skip_limit: bool = False,
-              predict: bool = True
+def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, rows: Samples,
+              skip_limit: bool = False, predict: bool = True
               ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], tuple | None]:
     """Separation timeline, min_separation intervals, CPA warnings and (kd-tree path) the grid with each step's
     closest pair (SafetyResult.nearest) over the common grid.
@@ -258,11 +245,11 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     c, th = mission.constraints, mission.thresholds
     ids = traj.uav_ids
     snaps = traj.resample(max_gap_s=c.stale_timeout_s)
-    for j, u in enumerate(ids):
-        ok = quality.trusted("min_separation", traj.tracks[u])
-        if not ok.all():
-            k = np.clip(np.searchsorted(traj.tracks[u].t, snaps.t), 0, len(ok) - 1)
-            snaps.valid[:, j] &= ok[k]
+    trusted = rows.trusted(quality, "min_separation")
+    for j in rows.vehicles_with(~trusted):  # grid points where a vehicle's separation is not evaluable
+        ok = trusted[rows.bounds[j]:rows.bounds[j + 1]]
+        k = np.clip(np.searchsorted(traj.tracks[ids[j]].t, snaps.t), 0, len(ok) - 1)
+        snaps.valid[:, j] &= ok[k]
     period = float(snaps.t[1] - snaps.t[0]) if len(snaps.t) > 1 else traj.sample_period or 0.1
     T, N = snaps.valid.shape
     d_min = np.full(T, np.nan)
@@ -305,20 +292,18 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
 DENSE_MAX_VEHICLES = 64
 
 
-def _fence_warnings(traj: SwarmTrajectory, mission: Mission, gap: float) -> list[dict]:
+def _fence_warnings(rows: Samples, outside: np.ndarray, mission: Mission, gap: float) -> list[dict]:
     """Time-to-geofence warnings: inside now, but leaving within the prediction horizon at current velocity."""
     fence, horizon = mission.constraints.geofence, mission.thresholds.prediction_horizon_s
+    tte_all = rows.pointwise(lambda pos, vel: time_to_box_exit(pos, vel, fence))
+    hit_all = (outside <= 0) & (tte_all <= horizon)
     out = []
-    for u, tr in traj.tracks.items():
-        inside = fence.outside_distance(tr.pos) <= 0
-        tte = time_to_box_exit(tr.pos, tr.vel, fence)
-        hit = inside & (tte <= horizon)
-        if not hit.any():
-            continue
-        for _, t0, _t1, _w, _, _n in merge_runs(np.zeros(int(hit.sum()), dtype=int), tr.t[hit], tte[hit], gap,
-                                                "min"):
-            k = int(np.searchsorted(tr.t, t0))
-            out.append({"t": t0, "kind": "time_to_geofence", "uavs": [u], "value": _r(tte[k]),
+    for j in rows.vehicles_with(hit_all):
+        sl = slice(rows.bounds[j], rows.bounds[j + 1])
+        t, tte, hit = rows.t[sl], tte_all[sl], hit_all[sl]
+        for _, t0, _t1, _w, _, _n in merge_runs(np.zeros(int(hit.sum()), dtype=int), t[hit], tte[hit], gap, "min"):
+            k = int(np.searchsorted(t, t0))
+            out.append({"t": t0, "kind": "time_to_geofence", "uavs": [rows.ids[j]], "value": _r(tte[k]),
                         "limit": horizon, "t_predicted": _r(t0 + tte[k])})
     return out
 
@@ -335,7 +320,7 @@ def _veto_intervals(spans: list[tuple[float, float]], hold: float, t_end: float)
     return [(_r(a), _r(b)) for a, b in out]
 
 
-def _integrity(traj: SwarmTrajectory, mission: Mission) -> list[dict]:
+def _integrity(traj: SwarmTrajectory, rows: Samples, mission: Mission) -> list[dict]:
     """Data-integrity faults (reported apart from the hard constraints): dropped rows, order, jumps."""
     ing = traj.ingest
     faults: list[dict] = [{"kind": f"dropped_{reason}", "count": n} for reason, n in sorted(ing.dropped.items())]
@@ -345,13 +330,12 @@ def _integrity(traj: SwarmTrajectory, mission: Mission) -> list[dict]:
         faults.append({"kind": "gap", "uavs": [g.uav], "t_start": g.t_start, "t_end": g.t_end})
     limit = mission.constraints.max_speed_mps
     jump = JUMP_FACTOR * limit if limit else JUMP_SPEED_MPS
-    for u, tr in traj.tracks.items():
-        if len(tr) < 2:
-            continue
-        dt = np.diff(tr.t)
-        implied = np.linalg.norm(np.diff(tr.pos, axis=0), axis=1) / dt
-        for i in np.flatnonzero(implied > jump):
-            faults.append({"kind": "position_jump", "uavs": [u], "t": float(tr.t[i + 1]),
-                           "value": float(implied[i]), "limit": jump,
-                           "detail": f"{u} moved {implied[i] * dt[i]:.2f} m in {dt[i]:.3f} s"})
+    dt = np.diff(rows.t)
+    with np.errstate(divide="ignore", invalid="ignore"):  # from one vehicle's last sample to the next one's first
+        implied = norm(np.diff(rows.pos, axis=0)) / dt  # np.linalg.norm(..., axis=1), bit for bit
+    for i in np.flatnonzero((rows.key[1:] == rows.key[:-1]) & (implied > jump)):  # within one vehicle
+        u = rows.ids[rows.key[i]]
+        faults.append({"kind": "position_jump", "uavs": [u], "t": float(rows.t[i + 1]),
+                       "value": float(implied[i]), "limit": jump,
+                       "detail": f"{u} moved {implied[i] * dt[i]:.2f} m in {dt[i]:.3f} s"})
     return faults

@@ -54,15 +54,30 @@ def naive_close_pairs(pos: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray
     return i[keep], j[keep], d[keep]
 
 
-def nearest_pair(pos: np.ndarray, tree: cKDTree | None = None) -> tuple[float, int, int]:
-    """The globally closest pair (distance, i, j) from each point's nearest neighbour; inf when N < 2."""
+def nearest_pair(pos: np.ndarray, tree: cKDTree | None = None, known: tuple[int, int] | None = None
+                 ) -> tuple[float, int, int]:
+    """The globally closest pair (distance, i, j) from each point's nearest neighbour; inf when N < 2.
+
+    `known`: any pair (i, j) of `pos` (e.g. the previous step's closest pair). The closest pair is no further
+    apart, so only the points with a neighbour within that distance are queried: each point's query is
+    independent of the others, and those points include every one whose nearest neighbour is the closest, so the
+    answer is the one the query of every point gives (same tree, same first point at the minimum), at half the cost.
+    """
     if len(pos) < 2:
         return float("inf"), -1, -1
     tree = tree if tree is not None else cKDTree(pos)
-    d, k = tree.query(pos, k=2)
-    a = int(np.argmin(d[:, 1]))
-    b = int(k[a, 1])
-    return float(d[a, 1]), min(a, b), max(a, b)
+    query = pos
+    if known is not None:
+        dp = pos[known[0]] - pos[known[1]]
+        # a relative 1e-9 so the tree's own rounding of the known pair's distance cannot leave it out
+        bound = max(float(np.sqrt(dp @ dp)) * (1.0 + 1e-9), 1e-12)
+        cand = np.unique(tree.query_pairs(bound, output_type="ndarray"))
+        query = pos[cand] if len(cand) else pos
+    d, k = tree.query(query, k=2)
+    m = int(np.argmin(d[:, 1]))
+    a = int(cand[m]) if query is not pos else m
+    b = int(k[m, 1])
+    return float(d[m, 1]), min(a, b), max(a, b)
 
 
 def closest_approach(dp: np.ndarray, dv: np.ndarray, horizon: float) -> tuple[np.ndarray, np.ndarray]:
@@ -77,8 +92,8 @@ def closest_approach(dp: np.ndarray, dv: np.ndarray, horizon: float) -> tuple[np
     return t, np.sqrt((closest * closest).sum(axis=1))
 
 
-def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: float, relative: bool = False
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: float, relative: bool = False,
+                   vmax: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (i < j) that could come closer than `limit` within `horizon` at constant velocity.
 
     Sound pruning: over [0, H] a pair's relative position stays within |dv| H / 2 <= v_max H of its
@@ -88,16 +103,35 @@ def cpa_candidates(pos: np.ndarray, vel: np.ndarray, limit: float, horizon: floa
     `relative`: the same bound with velocities taken relative to the centre c of their bounding box (|dv| <=
     2 max|v - c| as well), whichever is smaller: a swarm moving together then has few candidates (the offline
     checker, which keeps only the pairs predicted below the limit; the live monitor also reads the current
-    distances of the zero-centred set). Returns (i, j, current distance).
+    distances of the zero-centred set). `vmax`: that speed bound when already known (step_speed_bounds).
+    Returns (i, j, current distance).
     """
     if len(pos) < 2:
         return _EMPTY_I, _EMPTY_I, _EMPTY_F
-    vmax = float(np.sqrt(np.einsum("ij,ij->i", vel, vel).max()))
-    if relative:
-        dev = vel - (vel.min(axis=0) + vel.max(axis=0)) / 2.0
-        vmax = min(vmax, float(np.sqrt(np.einsum("ij,ij->i", dev, dev).max())))
+    if vmax is None:
+        vmax = float(np.sqrt(np.einsum("ij,ij->i", vel, vel).max()))
+        if relative:
+            dev = vel - (vel.min(axis=0) + vel.max(axis=0)) / 2.0
+            vmax = min(vmax, float(np.sqrt(np.einsum("ij,ij->i", dev, dev).max())))
     i, j = _pair_indices(pos + vel * (horizon / 2.0), (limit + vmax * horizon) * (1.0 + 1e-9))
     return i, j, _distance(pos, i, j) if len(i) else _EMPTY_F
+
+
+def step_speed_bounds(vel: np.ndarray, valid: np.ndarray, block: int = 256) -> np.ndarray:
+    """cpa_candidates' relative speed bound of every step of a grid (T, N, 3) over its valid vehicles, for all
+    steps at once (NaN with no valid vehicle). The bound only sets how far the candidate search reaches, with a
+    relative 1e-9 to spare, so its last bit cannot change which pairs are predicted below a limit."""
+    out = np.full(len(vel), np.nan)
+    for a in range(0, len(vel), block):
+        v, ok = vel[a:a + block], valid[a:a + block, :, None]
+        lo = np.where(ok, v, np.inf).min(axis=1)
+        hi = np.where(ok, v, -np.inf).max(axis=1)
+        dev = v - ((lo + hi) / 2.0)[:, None]
+        own = np.where(ok[..., 0], (v * v).sum(axis=2), -np.inf).max(axis=1)
+        rel = np.where(ok[..., 0], (dev * dev).sum(axis=2), -np.inf).max(axis=1)
+        with np.errstate(invalid="ignore"):
+            out[a:a + block] = np.sqrt(np.minimum(own, rel))
+    return out
 
 
 def time_to_box_exit(pos: np.ndarray, vel: np.ndarray, fence: Geofence) -> np.ndarray:
@@ -118,7 +152,8 @@ def fence_ratio(pos: np.ndarray, fence: Geofence) -> np.ndarray:
     """
     lo, hi = np.asarray(fence.min, dtype=float), np.asarray(fence.max, dtype=float)
     centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
-    ratio = (np.abs(pos - centre) / half).max(axis=-1)
+    per_axis = np.abs(pos - centre) / half
+    ratio = np.maximum(np.maximum(per_axis[..., 0], per_axis[..., 1]), per_axis[..., 2])  # .max(axis=-1), faster
     if fence.polygon:
         from uav_debate_eval.core.mission import _polygon_outside_distance
 

@@ -8,7 +8,13 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.trajectory import Snapshots
-from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, nearest_pair
+from uav_debate_eval.safety.geometry import (
+    close_pairs,
+    closest_approach,
+    cpa_candidates,
+    nearest_pair,
+    step_speed_bounds,
+)
 
 #: Pairs x steps per dense block (bounds memory to a few tens of MB).
 DENSE_BLOCK = 400_000
@@ -58,20 +64,33 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
     below the limit, CPA candidates."""
     ids, (hv, ht, hd), (wk, wt, wd, wtp) = snaps.uav_ids, hits, warns
     T, N = snaps.valid.shape
-    for s in range(T) if steps is None else steps:
-        idx = np.flatnonzero(snaps.valid[s])
-        if len(idx) < 2:
-            continue
-        p = snaps.pos[s, idx]
+    where = np.full(N, -1)  # a vehicle's row in this step's points (-1: not valid)
+    last: tuple[int, int] | None = None  # the previous step's closest pair (vehicle indexes)
+    everyone, full = np.arange(N), snaps.valid.all(axis=1)  # steps with every vehicle valid use the grid row itself
+    span = range(T) if steps is None else steps
+    speeds = None if limit is None or horizon is None else step_speed_bounds(snaps.vel[span.start:span.stop],
+                                                                             snaps.valid[span.start:span.stop])
+    for s in span:
+        if full[s] and N >= 2:
+            idx, p, known = everyone, snaps.pos[s], last
+        else:
+            idx = np.flatnonzero(snaps.valid[s])
+            if len(idx) < 2:
+                continue
+            p = snaps.pos[s, idx]
+            where[:] = -1
+            where[idx] = np.arange(len(idx))
+            known = None if last is None or min(where[last[0]], where[last[1]]) < 0 else (where[last[0]],
+                                                                                          where[last[1]])
         tree = cKDTree(p)
-        d, a, b = nearest_pair(p, tree)
+        d, a, b = nearest_pair(p, tree, known)
+        last = int(idx[a]), int(idx[b])
         d_min[s] = d
         closest[s] = (ids[idx[a]], ids[idx[b]])
         pair_index[s] = idx[a], idx[b]
         if limit is None:
             continue
         t = float(snaps.t[s])
-        v = snaps.vel[s, idx]
         if d < limit:
             i, j, dist = close_pairs(p, limit, tree)
             key = idx[i] * N + idx[j]
@@ -81,7 +100,8 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
             hd.append(dist[bad])
         if horizon is None:  # no predictions asked for
             continue
-        i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True)
+        v = snaps.vel[s] if idx is everyone else snaps.vel[s, idx]
+        i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True, vmax=float(speeds[s - span.start]))
         ok = dist >= limit
         if ok.any():
             tc, dc = closest_approach(p[j[ok]] - p[i[ok]], v[j[ok]] - v[i[ok]], horizon)

@@ -65,11 +65,11 @@ def _per_number(v: np.ndarray) -> np.ndarray:
     # tokens of the integer part: its digits in groups of 3, i.e. (floor(log10(whole)) + 1 + 2) // 3 (1 for 0);
     # below 10**12 that is the number of group bounds reached (log10 of an integer that small is never rounded
     # across an integer), above it the log10 form itself
-    int_tokens = np.searchsorted(_GROUP_BOUNDS, whole, side="right") + 1
+    int_tokens = np.asarray(np.searchsorted(_GROUP_BOUNDS, whole, side="right")) + 1
     big = whole >= _BIG
     if big.any():
         int_tokens[big] = (np.floor(np.log10(whole[big])).astype(np.int64) + 3) // 3
-    return np.signbit(v).astype(np.int64) + int_tokens + 1 + _FRACTION_TOKENS()[frac]
+    return np.signbit(v).astype(np.int64) + int_tokens + 1 + _fraction_tokens()[frac]
 
 
 _GROUP_BOUNDS = np.array([10**3, 10**6, 10**9], dtype=np.int64)
@@ -77,7 +77,7 @@ _BIG = 10**12
 
 
 @functools.cache
-def _FRACTION_TOKENS() -> np.ndarray:  # noqa: N802 - a constant table, built on first use
+def _fraction_tokens() -> np.ndarray:  # a constant table, built on first use
     """Tokens of the printed fraction of every 6-decimal fraction 0..999999: its digits (6 minus its trailing zeros,
     1 for 0, "x.0") in groups of 3; one table lookup per number instead of five integer divisions."""
     frac = np.arange(10**RAW_DECIMALS)

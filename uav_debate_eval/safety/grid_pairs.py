@@ -66,7 +66,8 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
     T, N = snaps.valid.shape
     where = np.full(N, -1)  # a vehicle's row in this step's points (-1: not valid)
     last: tuple[int, int] | None = None  # the previous step's closest pair (vehicle indexes)
-    everyone, full = np.arange(N), snaps.valid.all(axis=1)  # steps with every vehicle valid use the grid row itself
+    # steps with every vehicle valid use the grid row itself
+    everyone, full = np.arange(N), np.asarray(snaps.valid.all(axis=1))
     span = range(T) if steps is None else steps
     speeds = None if limit is None or horizon is None else step_speed_bounds(snaps.vel[span.start:span.stop],
                                                                              snaps.valid[span.start:span.stop])
@@ -98,7 +99,7 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
             hv.append(key[bad])
             ht.append(np.full(int(bad.sum()), t))
             hd.append(dist[bad])
-        if horizon is None:  # no predictions asked for
+        if horizon is None or speeds is None:  # no predictions asked for
             continue
         v = snaps.vel[s] if idx is everyone else snaps.vel[s, idx]
         i, j, dist = cpa_candidates(p, v, limit, horizon, relative=True, vmax=float(speeds[s - span.start]))

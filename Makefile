@@ -37,7 +37,7 @@ typecheck: setup
 	$(PY) -m mypy
 
 test: setup lint typecheck
-	$(PY) -m pytest -q -rsR test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+	$(PY) -m pytest -q -rs test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
 # The learned debate topology (optional `train` extra: torch CPU + stable-baselines3); a few minutes on 2 cores.
 train-topology: setup

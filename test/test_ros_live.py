@@ -318,10 +318,6 @@ def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path):
     assert (out / "latest" / "report.json").is_file()
 
 
-# Still misses about 1 full `make test` in 4 (cause not found): the verifier tracked all five vehicles before the
-# outage and raised no stale_data during it. Rerun until the cause is found; the failure message says what the
-# verifier's clock and its silence values did.
-@pytest.mark.flaky(reruns=2)
 def test_silent_vehicle_goes_stale_pipeline_continues_and_trigger_answers(tmp_path: Path):
     duration = 24.0
     with _live_flight(tmp_path, 50, ["telemetry_dropout"], duration) as flight:

@@ -19,7 +19,7 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.live import workers
 from uav_debate_eval.live.config import find_config, mission_from_param, read_params_file
 from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment, write_rotated
-from uav_debate_eval.live.segments import SegmentCutter
+from uav_debate_eval.live.segments import SegmentCutter, announced_end, end_message
 from uav_debate_eval.live.veto import VetoEpisode, VetoEvidence, apply_live_veto
 from uav_debate_eval.report.schema import validate_report
 
@@ -35,6 +35,25 @@ def test_window_mode_cuts_back_to_back_windows():
     assert cut.on_idle(36.0) is None  # shorter than min_segment_s: merged into the next one
     end = cut.on_idle(36.0, "end")  # the flight is over: no next segment to merge into
     assert (end.id, end.t_start, end.t_end, end.reason) == ("S5", 35.0, 36.0, "end")
+
+
+def test_an_announced_end_waits_for_the_poses_that_it_overtook():
+    """The end-of-flight message names the last poses' stamp; poses still queued behind it must end up in the
+    last segment, so it closes when the stream reaches that stamp, not at the newest pose seen so far."""
+    cut = SegmentCutter("window", window_s=10.0, min_segment_s=2.0, max_segment_s=60.0)
+    for t in np.arange(20.0, 28.01, 0.5):
+        assert cut.on_time(float(t)) is None
+    assert announced_end(end_message(30.0)) == 30.0
+    assert cut.on_end(30.0, newest=28.0) is None and not cut.end_due(29.5)
+    assert cut.on_time(29.5) is None
+    assert cut.end_due(30.0)
+    end = cut.on_idle(30.0, "end")
+    assert (end.t_start, end.t_end, end.reason) == (20.0, 30.0, "end") and cut.end_t is None
+    # an end the stream has already reached, or one that names no time, closes at once
+    assert cut.on_time(31.0) is None
+    assert cut.on_end(31.5, newest=33.0).t_end == 33.0
+    for text in ("{}", "not json", '{"t_end": "nan"}', '{"t_end": null}'):
+        assert announced_end(text) is None
 
 
 def test_veto_mode_closes_on_the_falling_edge_and_at_max_length():

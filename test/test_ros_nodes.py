@@ -73,6 +73,38 @@ def test_backwards_clock_jump_resets_once_and_is_logged_once(ros_context):
 
 
 @pytest.mark.ros
+def test_builder_closes_the_last_segment_at_the_announced_end_not_before(ros_context):
+    """The simulator's end message overtook its last poses (a busy machine): the last segment still ends at the
+    announced stamp, with those poses in it, once they have arrived."""
+    from rclpy.parameter import Parameter
+    from std_msgs.msg import String
+
+    from uav_debate_eval.live.segments import end_message
+    from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
+    node = DslBuilderNode(parameter_overrides=[Parameter("uav_names", value=["a", "b"]),
+                                               Parameter("window_s", value=50.0)])
+    closed = []
+    node.segment_listeners.append(lambda seg, traj: closed.append((seg, traj)))
+    try:
+        def poses(k0: int, k1: int) -> None:
+            for k in range(k0, k1):
+                node._on_pose("a", 100.0 + k * 0.1, (0.0, 0.0, 10.0))
+                node._on_pose("b", 100.0 + k * 0.1, (3.0, 0.0, 10.0))
+            node._on_timer()
+
+        poses(0, 1)  # the timer sees the stream start
+        poses(1, 81)  # up to t=108.0
+        node._on_flight_end(String(data=end_message(110.0)))
+        assert not closed and node.cutter.end_t == 110.0
+        poses(81, 101)  # the rest, up to t=110.0
+        assert [(seg.reason, seg.t_start, seg.t_end) for seg, _ in closed] == [("end", 100.0, pytest.approx(110.0))]
+        t = closed[0][1].tracks["a"].t  # the poses after the announcement are in it
+        assert len(t) == 101 and t[-1] - t[0] == pytest.approx(10.0)
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.ros
 def test_builder_hands_segments_to_an_in_process_panel(ros_context, tmp_path: Path):
     from rclpy.parameter import Parameter
 

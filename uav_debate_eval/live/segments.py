@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 
 from uav_debate_eval.core.mission import Mission
@@ -12,6 +13,8 @@ MODES = ("window", "phase", "veto")
 #: At the end of a flight or session a segment this long is still evaluated (min_segment_s would merge it
 #: into a next one that never comes).
 END_MIN_S = 0.5
+#: Stream time within which an announced end of flight counts as reached (stamps are rounded to ns).
+END_TOLERANCE_S = 1e-6
 
 
 @dataclass
@@ -40,11 +43,26 @@ class SegmentCutter:
         self.start: float | None = None
         self.count = 0
         self._veto = False
+        self.end_t: float | None = None  # an announced end of flight the stream has not reached yet
 
     def reset(self) -> None:
         """After a backwards time jump: forget the open segment (its samples are gone)."""
         self.start = None
         self._veto = False
+        self.end_t = None
+
+    def on_end(self, t_end: float | None, newest: float) -> Segment | None:
+        """The publisher announced the end of its flight at stream time t_end (None: unknown). The announcement
+        travels on its own topic and can overtake the last poses, so the segment closes once the stream has
+        reached t_end (`end_due`), not at the newest pose received so far."""
+        if t_end is None or newest >= t_end - END_TOLERANCE_S:
+            return self.on_idle(newest, "end")
+        self.end_t = t_end
+        return None
+
+    def end_due(self, newest: float) -> bool:
+        """Whether the stream has reached an announced end of flight (close with on_idle(newest, 'end'))."""
+        return self.end_t is not None and newest >= self.end_t - END_TOLERANCE_S
 
     def _close(self, t_end: float, reason: str, min_s: float | None = None) -> Segment | None:
         if self.start is None or t_end - self.start < (self.min_segment_s if min_s is None else min_s):
@@ -79,7 +97,22 @@ class SegmentCutter:
     def on_idle(self, t: float, reason: str = "idle") -> Segment | None:
         """The stream went quiet (or the flight was declared over: reason `end`): close what is open so the
         end of a flight is evaluated too."""
+        self.end_t = None
         return self._close(t, reason, min(END_MIN_S, self.min_segment_s) if reason == "end" else None)
+
+
+def end_message(t_end: float) -> str:
+    """The simulator's end-of-flight announcement (/swarm/sim/end): the stamp of its last poses."""
+    return json.dumps({"t_end": t_end})
+
+
+def announced_end(text: str) -> float | None:
+    """The stream time an end-of-flight announcement names (None when it names none: close at once)."""
+    try:
+        t_end = float(json.loads(text)["t_end"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    return t_end if math.isfinite(t_end) else None
 
 
 def segment_dsl(traj: SwarmTrajectory, mission: Mission, budget_tokens: int) -> tuple[str, int]:

@@ -26,7 +26,7 @@ from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.dsl.segments import mission_segments
 from uav_debate_eval.live.config import mission_from_param
-from uav_debate_eval.live.segments import Segment, SegmentCutter, segment_dsl
+from uav_debate_eval.live.segments import Segment, SegmentCutter, announced_end, segment_dsl
 from uav_debate_eval.live.workers import stop_pool, worker_pool
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput
@@ -100,8 +100,13 @@ class DslBuilderNode(Node):
             self._emit(self.cutter.on_veto(bool(msg.data), self.swarm.newest_t))
 
     def _on_flight_end(self, msg: String) -> None:
-        """The simulator's flight is over: close the open segment now (no idle wait)."""
-        self.close_segment("end")
+        """The simulator's flight is over: close the open segment once its last poses are in (no idle wait)."""
+        t_end = announced_end(msg.data)
+        if t_end is not None and math.isfinite(self.swarm.newest_t) and self.swarm.newest_t < t_end:
+            self.get_logger().info(f"flight end announced at t={t_end:.2f}: closing once the poses up to it are in")
+        if math.isfinite(self.swarm.newest_t) and (seg := self.cutter.on_end(t_end, self.swarm.newest_t)):
+            self._emit(seg)
+            self._last_sample_wall = math.inf
 
     def close_segment(self, reason: str) -> Segment | None:
         """Close the open segment at the newest stream time (the end of a flight or of the session)."""
@@ -113,6 +118,9 @@ class DslBuilderNode(Node):
     def _on_timer(self) -> None:
         t = self.swarm.newest_t
         if not math.isfinite(t):
+            return
+        if self.cutter.end_due(t):
+            self.close_segment("end")
             return
         if time.monotonic() - self._last_sample_wall > self.idle_flush_s:
             self._emit(self.cutter.on_idle(t))

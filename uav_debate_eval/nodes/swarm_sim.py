@@ -26,6 +26,7 @@ from std_msgs.msg import String
 
 from uav_debate_eval.core.mission import Mission, mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.live.segments import end_message
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import pose_qos
 from uav_debate_eval.nodes.run import run_node
@@ -167,7 +168,7 @@ class SwarmSimNode(Node):
         if self._pending is None and not self.finished:
             self.finished = True
             self.finished_at = now
-            self._end_pub.publish(String(data=json.dumps({"t_end": self.stamp_base + self._last_t})))
+            self._end_pub.publish(String(data=end_message(self.stamp_base + self._last_t)))
             self.get_logger().info(f"scenario finished: {self.published} poses published")
 
     def _publish(self, t: float, batch: list) -> None:

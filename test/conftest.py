@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from ros_domain import leased_domain
 
 os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -10,11 +11,25 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 @pytest.fixture
-def ctx(request):
-    """A fresh rclpy context on the test module's own DDS domain (its ROS_DOMAIN_BASE + pid % 60)."""
+def ros_domain():
+    """A DDS domain id no other test process holds while this test runs (test/ros_domain.py)."""
+    with leased_domain() as domain:
+        yield domain
+
+
+@pytest.fixture
+def ros_env(ros_domain, monkeypatch):
+    """This process's ROS_DOMAIN_ID set to the test's leased domain (restored afterwards)."""
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(ros_domain))
+    return ros_domain
+
+
+@pytest.fixture
+def ctx(ros_domain):
+    """A fresh rclpy context on the test's own leased DDS domain."""
     import rclpy
 
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=getattr(request.module, "ROS_DOMAIN_BASE", 101) + os.getpid() % 60)
+    rclpy.init(context=context, domain_id=ros_domain)
     yield context
     rclpy.try_shutdown(context=context)

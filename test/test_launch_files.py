@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ros_domain import leased_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
@@ -140,13 +141,17 @@ def test_console_scripts_resolve():
 @pytest.fixture(scope="module")
 def declared(tmp_path_factory) -> dict[str, set[str]]:
     """executable -> parameter names its node declares, from instantiating each node class."""
+    with leased_domain() as domain, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ROS_DOMAIN_ID", str(domain))
+        return _declared_parameters(tmp_path_factory.mktemp("panel"))
+
+
+def _declared_parameters(out_dir: Path) -> dict[str, set[str]]:
     import rclpy
     from rclpy.node import Node
     from rclpy.parameter import Parameter
 
-    os.environ["ROS_DOMAIN_ID"] = str(120 + os.getpid() % 60)
     rclpy.init(args=[])
-    out_dir = tmp_path_factory.mktemp("panel")
     result: dict[str, set[str]] = {}
     try:
         for name, target in console_scripts().items():

@@ -19,8 +19,8 @@ from uav_debate_eval.viz.scene import TOPICS
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
-def test_foxglove_client_sees_the_near_miss_veto(tmp_path: Path):
-    env = {**_env(47), "COLUMNS": "250"}
+def test_foxglove_client_sees_the_near_miss_veto(tmp_path: Path, ros_domain: int):
+    env = {**_env(ros_domain), "COLUMNS": "250"}
     config, scenario = _write_config(tmp_path, ["near_miss"], 30.0)
     near = next(f for f in scenario["truth"] if f["kind"] == "near_miss")
     out, log = tmp_path / "out", tmp_path / "live.log"

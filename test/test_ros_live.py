@@ -1,7 +1,7 @@
 """The live pipeline end to end over real DDS, three processes: swarm_sim -> `live` (monitor) -> this test.
 
 The simulator plays a short formation flight in real time with /clock; the monitor runs with
-use_sim_time and the rules backend. Each test gets its own ROS_DOMAIN_ID (from the pid) so concurrent
+use_sim_time and the rules backend. Each test gets its own leased ROS_DOMAIN_ID (conftest `ros_domain`) so concurrent
 test runs of other helpers cannot cross-talk.
 """
 
@@ -42,13 +42,10 @@ CLEAR_SLACK_S = 3.0
 STALE_S = 1.0
 
 
-def _domain(offset: int) -> str:
-    return str(1 + (os.getpid() * 7 + offset) % 100)
-
-
-def _env(offset: int) -> dict[str, str]:
-    # the same discovery settings as this process (conftest), so the three processes see each other
-    return {**os.environ, "ROS_DOMAIN_ID": _domain(offset), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+def _env(domain: int) -> dict[str, str]:
+    """The child processes' environment on the test's leased domain (conftest `ros_domain`), with the same
+    discovery settings as this process (conftest), so the processes see each other and nobody else."""
+    return {**os.environ, "ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
             "ROS_LOCALHOST_ONLY": os.environ.get("ROS_LOCALHOST_ONLY", "1"), "PYTHONUNBUFFERED": "1",
             "MPLBACKEND": "Agg"}
 
@@ -243,11 +240,11 @@ def _live_flight(tmp_path: Path, domain: int, faults: list[str], duration: float
         flight.rec.close()
 
 
-def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path):
+def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path, ros_domain: int):
     from uav_debate_eval.report.schema import validate_report
 
     duration = 30.0
-    with _live_flight(tmp_path, 0, ["near_miss"], duration) as flight:
+    with _live_flight(tmp_path, ros_domain, ["near_miss"], duration) as flight:
         rec, base, out = flight.rec, flight.base, flight.out
         # all of the flight played, and the last segment (idle flush) was reported
         rec.wait(lambda: rec.clock is not None and rec.clock >= base + duration - 0.5, 40 + duration / SPEED,
@@ -318,9 +315,9 @@ def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path):
     assert (out / "latest" / "report.json").is_file()
 
 
-def test_silent_vehicle_goes_stale_pipeline_continues_and_trigger_answers(tmp_path: Path):
+def test_silent_vehicle_goes_stale_pipeline_continues_and_trigger_answers(tmp_path: Path, ros_domain: int):
     duration = 24.0
-    with _live_flight(tmp_path, 50, ["telemetry_dropout"], duration) as flight:
+    with _live_flight(tmp_path, ros_domain, ["telemetry_dropout"], duration) as flight:
         rec, base, scenario = flight.rec, flight.base, flight.scenario
         drop = next(f for f in scenario["truth"] if f["kind"] == "telemetry_dropout")
         rec.wait(lambda: rec.clock is not None and rec.clock >= base + drop["t_end"] + 6.0, 40 + duration / SPEED,
@@ -382,18 +379,19 @@ def node_processes(tmp_path: Path, env: dict[str, str], config: Path):
         rec.close()
 
 
-def test_each_node_in_its_own_process_and_a_killed_panel_rejoins(tmp_path: Path):
+def test_each_node_in_its_own_process_and_a_killed_panel_rejoins(tmp_path: Path, ros_domain: int):
     """The panel is killed mid-flight and restarted alone."""
     duration = 40.0
     config, scenario = _write_config(tmp_path, [], duration)
-    with node_processes(tmp_path, _env(25), config) as (rec, procs):
+    with node_processes(tmp_path, _env(ros_domain), config) as (rec, procs):
         rec.wait(lambda: rec.truth is not None, 30, "the simulator's latched truth")
         base = rec.truth["stamp_base"]
         rec.wait(lambda: len(rec.segments) >= 1, 60, "the first segment")
         procs["debate_panel"].kill()  # no clean shutdown
         procs["debate_panel"].wait()
         killed_at = rec.clock
-        procs["debate_panel"] = _start(_node_cmd("debate_panel", config), _env(25), tmp_path / "debate_panel2.log")
+        procs["debate_panel"] = _start(_node_cmd("debate_panel", config), _env(ros_domain),
+                                       tmp_path / "debate_panel2.log")
         try:
             rec.wait(lambda: any(r["live"]["segment"]["t_start"] >= killed_at for r in rec.reports), 120,
                      "a report from the restarted panel")

@@ -58,8 +58,8 @@ def _live_sim(config: Path, out: Path, env: dict, log: Path, *extra: str) -> sub
     return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def test_ctrl_c_on_live_writes_the_flight_report_and_exits_0(tmp_path: Path):
-    env = _env(41)
+def test_ctrl_c_on_live_writes_the_flight_report_and_exits_0(tmp_path: Path, ros_domain: int):
+    env = _env(ros_domain)
     config, _ = _write_config(tmp_path, ["near_miss"], 60.0)
     out, log = tmp_path / "out", tmp_path / "live.log"
     live = _live_sim(config, out, env, log)
@@ -88,10 +88,10 @@ def test_ctrl_c_on_live_writes_the_flight_report_and_exits_0(tmp_path: Path):
     assert not _gone(children, 10.0), "a child process outlived `live`"
 
 
-def test_announced_end_of_the_flight_closes_it_without_a_stale_veto(tmp_path: Path):
+def test_announced_end_of_the_flight_closes_it_without_a_stale_veto(tmp_path: Path, ros_domain: int):
     """The simulator says its flight is over: the last segment closes at once ('end'), no vehicle is called
     stale when the poses stop, `live` exits 0 by itself."""
-    env = _env(43)
+    env = _env(ros_domain)
     config, scenario = _write_config(tmp_path, [], 14.0)
     out, log = tmp_path / "out", tmp_path / "live.log"
     rec = Recorder(env)
@@ -115,9 +115,9 @@ def test_announced_end_of_the_flight_closes_it_without_a_stale_veto(tmp_path: Pa
     assert set(report["mission"]["uavs"]) == set(scenario["names"])
 
 
-def test_a_sigkilled_panel_leaves_no_worker_behind(tmp_path: Path):
+def test_a_sigkilled_panel_leaves_no_worker_behind(tmp_path: Path, ros_domain: int):
     config, _ = _write_config(tmp_path, [], 40.0)
-    with node_processes(tmp_path, _env(45), config) as (rec, procs):
+    with node_processes(tmp_path, _env(ros_domain), config) as (rec, procs):
         rec.wait(lambda: len(rec.reports) >= 1, 90, "the panel's first report")  # its worker process exists
         workers = _descendants(procs["debate_panel"].pid)
         assert workers, "the panel evaluates in a worker process"
@@ -127,8 +127,8 @@ def test_a_sigkilled_panel_leaves_no_worker_behind(tmp_path: Path):
     assert not left, f"orphan worker(s) {left} after the panel was SIGKILLed"
 
 
-def test_a_sigkilled_live_leaves_no_simulator_or_worker_behind(tmp_path: Path):
-    env = _env(49)
+def test_a_sigkilled_live_leaves_no_simulator_or_worker_behind(tmp_path: Path, ros_domain: int):
+    env = _env(ros_domain)
     config, _ = _write_config(tmp_path, [], 40.0)
     out, log = tmp_path / "out", tmp_path / "live.log"
     live = _live_sim(config, out, env, log)

@@ -19,9 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # -- parameter files ------------------------------------------------------------------------------------------
 
-def test_live_command_rejects_unknown_parameters(tmp_path: Path, capsys):
+def test_live_command_rejects_unknown_parameters(tmp_path: Path, capsys, ros_env):
     from uav_debate_eval.cli import main
-    os.environ["ROS_DOMAIN_ID"] = str(150 + os.getpid() % 50)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"dsl_builder": {"ros__parameters": {"windw_s": 5.0}}}))
     assert main(["live", "--config", str(path), "--out", str(tmp_path / "out"), "--duration", "0.1"]) == 2
@@ -40,9 +39,8 @@ def test_demo_mission_matches_the_simulated_demo_flight():
 # -- nodes in one process (no spinning needed) --------------------------------------------------------------
 
 @pytest.fixture
-def ros_context():
+def ros_context(ros_env):
     import rclpy
-    os.environ["ROS_DOMAIN_ID"] = str(150 + os.getpid() % 50)
     rclpy.init(args=[])
     yield
     rclpy.shutdown()

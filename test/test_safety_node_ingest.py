@@ -7,7 +7,6 @@ import time
 import pytest
 
 pytestmark = pytest.mark.ros
-ROS_DOMAIN_BASE = 111  # the `ctx` fixture's domain: 111 + pid % 60
 
 rclpy = pytest.importorskip("rclpy")
 

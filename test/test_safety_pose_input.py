@@ -6,7 +6,6 @@ import time
 import pytest
 
 pytestmark = pytest.mark.ros
-ROS_DOMAIN_BASE = 101  # the `ctx` fixture's domain: 101 + pid % 60
 
 rclpy = pytest.importorskip("rclpy")
 

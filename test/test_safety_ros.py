@@ -67,9 +67,9 @@ SUBSCRIBER = textwrap.dedent("""
 """)
 
 
-def _env() -> dict:
+def _env(domain: int) -> dict:
     env = dict(os.environ)
-    env["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+    env["ROS_DOMAIN_ID"] = str(domain)
     env["ROS_LOCALHOST_ONLY"] = "1"
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env["PYTHONUNBUFFERED"] = "1"
@@ -86,11 +86,11 @@ def _messages(lines: list[str]) -> list[tuple[float, bool]]:
     return [(float(t), v == "1") for t, v in (ln.split() for ln in lines if ln and ln[0].isdigit())]
 
 
-def test_veto_rises_clears_after_hold_and_latches_for_late_joiners(tmp_path):
+def test_veto_rises_clears_after_hold_and_latches_for_late_joiners(tmp_path, ros_domain):
     pub_py, sub_py = tmp_path / "pub.py", tmp_path / "sub.py"
     pub_py.write_text(PUBLISHER)
     sub_py.write_text(SUBSCRIBER)
-    env, py = _env(), sys.executable
+    env, py = _env(ros_domain), sys.executable
     hold = 0.5
     # names and veto topic unique to this run: other suites' verifiers may share the DDS domain
     uavs = [f"t{os.getpid()}{u}" for u in "abc"]
@@ -143,7 +143,7 @@ def test_veto_rises_clears_after_hold_and_latches_for_late_joiners(tmp_path):
     assert late_msgs and late_msgs[0][1] is True and late_msgs[0][0] < fall, (late_lines, edges, marks)
 
 
-def test_status_markers_and_sim_time_clock_jump_in_process():
+def test_status_markers_and_sim_time_clock_jump_in_process(ros_domain):
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from rclpy.executors import SingleThreadedExecutor
@@ -155,7 +155,7 @@ def test_status_markers_and_sim_time_clock_jump_in_process():
     from uav_debate_eval.nodes.topics import MARKERS_TOPIC, STATUS_TOPIC
 
     ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=161 + os.getpid() % 60)
+    rclpy.init(context=ctx, domain_id=ros_domain)
     try:
         iso = f"/t{os.getpid()}"  # remapped: other suites' nodes may share the DDS domain
         remap = ["--ros-args", "-r", f"{STATUS_TOPIC}:={iso}/status", "-r", f"{MARKERS_TOPIC}:={iso}/markers",

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import median_filter
 
+from uav_debate_eval.metrics.vec import norm
+
 #: Updates on each side of the rolling median; an excursion of up to this many updates can be recognised.
 WINDOW = 3
 #: An excursion longer than this (s) is not a glitch.
@@ -43,8 +45,9 @@ def excursions(t: np.ndarray, pos: np.ndarray, a_max: float) -> list[Excursion]:
     n = len(t)
     if n < 2 * WINDOW + 1:
         return []
-    med = np.column_stack([median_filter(pos[:, k], size=2 * WINDOW + 1, mode="nearest") for k in range(3)])
-    dev = np.linalg.norm(pos - med, axis=1)
+    # one call along the time axis only (a (2W+1, 1) footprint): the median of each column, as three 1-D calls give
+    med = median_filter(pos, size=(2 * WINDOW + 1, 1), mode="nearest")
+    dev = norm(pos - med)
     dt = float(np.median(np.diff(t)))
     noise = 6.0 * 1.4826 * float(np.median(dev))
     allowed = 0.5 * a_max * (WINDOW * dt) ** 2 + max(NOISE_FLOOR_M, noise)

@@ -199,7 +199,7 @@ def _vehicle_groups(uav_id: np.ndarray | list[str] | VehicleCodes, kept: np.ndar
     if isinstance(uav_id, VehicleCodes):
         names = np.asarray(uav_id.names, dtype=str)
         if len(np.unique(names)) == len(names):
-            present = np.unique(uav_id.codes[kept])
+            present = np.flatnonzero(np.bincount(uav_id.codes[kept], minlength=len(names)))  # np.unique, one pass
             order = np.argsort(names[present], kind="stable")
             rank = np.zeros(len(names), dtype=np.intp)
             rank[present[order]] = np.arange(len(order))
@@ -354,7 +354,8 @@ class SwarmTrajectory:
         # vehicle, equal stamps keep their input order so "keep the first" is well defined.
         kept = np.flatnonzero(ok)
         names, code = _vehicle_groups(uav_id, kept)
-        input_order = np.argsort(code, kind="stable")
+        # the same stable order either way; on 16-bit codes numpy's stable sort is a radix sort (~3x faster)
+        input_order = np.argsort(code.astype(np.uint16) if len(names) <= 1 << 16 else code, kind="stable")
         code_sorted = code[input_order]
         same_vehicle = code_sorted[1:] == code_sorted[:-1]
         backwards = int((same_vehicle & (np.diff(t[kept[input_order]]) < 0)).sum())

@@ -52,7 +52,8 @@ def _stacked_values(kins: list[Kinematics]) -> list[dict[str, float]]:
     Every quantity is a reduction along each row, so a swarm costs a few numpy calls instead of a few per vehicle.
     """
     n, dt = len(kins[0].t), kins[0].dt
-    jerk = _rms_rows(norm(np.stack([k.jerk for k in kins])))
+    # norms row by row, then stacked: the same values without a (vehicles, steps, 3) copy of fresh memory
+    jerk = _rms_rows(np.stack([norm(k.jerk) for k in kins]))
     z = np.stack([k.pos[:, 2] for k in kins])
     w = int(round(ALT_TREND_S / dt)) | 1 if dt > 0 else 0
     if w >= 5 and n >= w:
@@ -64,7 +65,7 @@ def _stacked_values(kins: list[Kinematics]) -> list[dict[str, float]]:
         speed = uniform_filter1d(speed, max(1, int(round(SPEED_WINDOW_S / dt))), axis=-1)
     cv = np.std(speed, axis=-1) / np.maximum(np.mean(speed, axis=-1), CV_MIN_SPEED) if n else np.zeros(len(kins))
     dist = np.sum(speed, axis=-1) * dt
-    work = np.sum(norm(np.stack([k.acc for k in kins])) * speed, axis=-1) * dt
+    work = np.sum(np.stack([norm(k.acc) for k in kins]) * speed, axis=-1) * dt
     return [{"smoothness": float(jerk[i]), "altitude_stability": float(alt[i]), "speed_consistency": float(cv[i]),
              "energy_efficiency": float(work[i]) / float(dist[i]) if dist[i] > 1e-9 else 0.0}
             for i in range(len(kins))]

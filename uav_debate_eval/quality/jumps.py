@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import median_filter
 
+from uav_debate_eval.metrics.vec import norm
+
 #: Updates on each side of the rolling median; an excursion of up to this many updates can be recognised.
 WINDOW = 3
 #: An excursion longer than this (s) is not a glitch.
@@ -43,8 +45,9 @@ def excursions(t: np.ndarray, pos: np.ndarray, a_max: float) -> list[Excursion]:
     n = len(t)
     if n < 2 * WINDOW + 1:
         return []
+    # one 1-D filter per coordinate: scipy's 1-D rank filter is ~4x faster than one (2W+1, 1) footprint on the track
     med = np.column_stack([median_filter(pos[:, k], size=2 * WINDOW + 1, mode="nearest") for k in range(3)])
-    dev = np.linalg.norm(pos - med, axis=1)
+    dev = norm(pos - med)
     dt = float(np.median(np.diff(t)))
     noise = 6.0 * 1.4826 * float(np.median(dev))
     allowed = 0.5 * a_max * (WINDOW * dt) ** 2 + max(NOISE_FLOOR_M, noise)

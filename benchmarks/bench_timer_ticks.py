@@ -11,19 +11,25 @@ One process: a node publishes /clock (sim time = 1 s + wall time since start) at
 on a topic; the probe node (use_sim_time on or off) has a 20 Hz timer and a subscription whose callback keeps
 the thread busy `--busy-ms` per message. Printed per executor and clock: timer ticks against the expected
 number, the largest gap between ticks in the timer's own clock, and ticks at the same instant as the previous.
-A timer is regular with >= 95 % of its ticks and no gap over 0.25 s (5 periods). Measured here (2 cores,
-20 s, 1,000 msg/s x 0.8 ms): EventsExecutor 38/400 ticks under sim time (largest gap 2.3 s, 10 duplicates)
-and 168/400 under wall time (1.5 s); SingleThreadedExecutor 399/400 and 400/400 (0.10 / 0.06 s).
+`--load K` runs K CPU-bound processes alongside (default 2, one per core here: a full test run or a flight
+computer's other work): the irregularity needs a thread that is both busy and short of CPU. A timer is regular
+with >= 95 % of its ticks and no gap over 0.25 s (5 periods). Measured here (2 cores, defaults): EventsExecutor
+225/400 ticks under sim time (largest gap 0.95 s, 65 ticks at the same instant) and 201/400 under wall time
+(0.63 s); SingleThreadedExecutor 365/400 (0.20 s) and 401/400 (0.06 s). While other test runs shared the machine
+the EventsExecutor fell to 38/400 under sim time (2.3 s). On an idle machine (--load 0) all four were regular.
 
-    python benchmarks/bench_timer_ticks.py [--seconds 20] [--rate 1000] [--busy-ms 0.8]
+    python benchmarks/bench_timer_ticks.py [--seconds 20] [--rate 1000] [--busy-ms 0.8] [--load 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import threading
 import time
+
+from bench_veto_latency import burn
 
 PERIOD_S = 0.05  # the timer: one tick per /clock step (a sim-time timer cannot tick faster than its clock)
 CLOCK_HZ = 20.0
@@ -94,6 +100,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--rate", type=float, default=1000.0, help="messages per second on the busy subscription")
     ap.add_argument("--busy-ms", type=float, default=0.8, help="thread time each message takes, ms")
+    ap.add_argument("--load", type=int, default=2, help="CPU-bound processes to run alongside")
     args = ap.parse_args()
     from uav_debate_eval.nodes.executors import events_executor_available
 
@@ -101,6 +108,12 @@ def main() -> None:
     print(f"20 Hz timer beside {args.rate:g} msg/s x {args.busy_ms:g} ms, {args.seconds:g} s; "
           f"regular: >= {REGULAR_TICKS:.0%} of {expected} ticks, largest gap <= {REGULAR_GAP_S:g} s")
     kinds = ["events", "single"] if events_executor_available() else ["single"]
+    runs = len(kinds) * 2
+    burners = [multiprocessing.get_context("fork").Process(target=burn, args=(runs * (args.seconds + 2.0),),
+                                                           daemon=True) for _ in range(args.load)]
+    for burner in burners:
+        burner.start()
+    print(f"{args.load} CPU-bound process(es) alongside")
     for kind in kinds:
         for sim_time in (True, False):
             n, gap, same = run(kind, sim_time, args.seconds, args.rate, args.busy_ms)
@@ -108,6 +121,8 @@ def main() -> None:
             print(f"  {kind:6s} {'sim time' if sim_time else 'wall time':9s}: {n:4d}/{expected} ticks "
                   f"({n / expected:.0%}), largest gap {gap:.2f} s, {same} at the same instant  "
                   f"{'regular' if regular else 'IRREGULAR'}")
+    for burner in burners:
+        burner.terminate()
 
 
 if __name__ == "__main__":

@@ -101,12 +101,13 @@ class DslBuilderNode(Node):
 
     def _on_flight_end(self, msg: String) -> None:
         """The simulator's flight is over: close the open segment once its last poses are in (no idle wait)."""
-        t_end = announced_end(msg.data)
-        if t_end is not None and math.isfinite(self.swarm.newest_t) and self.swarm.newest_t < t_end:
-            self.get_logger().info(f"flight end announced at t={t_end:.2f}: closing once the poses up to it are in")
-        if math.isfinite(self.swarm.newest_t) and (seg := self.cutter.on_end(t_end, self.swarm.newest_t)):
+        if not math.isfinite(self.swarm.newest_t):
+            return  # no pose yet: nothing to close
+        if seg := self.cutter.on_end(announced_end(msg.data), self.swarm.newest_t):
             self._emit(seg)
             self._last_sample_wall = math.inf
+        elif self.cutter.end_t is not None:
+            self.get_logger().info(f"flight end announced at t={self.cutter.end_t:.2f}: closing once its poses are in")
 
     def close_segment(self, reason: str) -> Segment | None:
         """Close the open segment at the newest stream time (the end of a flight or of the session)."""

@@ -139,8 +139,9 @@ class SafetyVerifierNode(Node):
         elif time.monotonic() >= self._check_due:
             # The check timer is late. rclpy's EventsExecutor (7.1) queues timers behind the poses already
             # waiting, and under use_sim_time it dispatched a timer several times at once, then not at all for
-            # over 1 s of sim time beside a half-busy pose stream (benchmarks/bench_timer_ticks.py):
-            # long enough to miss a vehicle's silence. The poses of the others keep it checked.
+            # up to 2 s of sim time beside a busy pose stream on a loaded machine
+            # (benchmarks/bench_timer_ticks.py): long enough to miss a vehicle's silence. The poses of the
+            # others keep it checked.
             self.check()
 
     def check(self) -> SafetyState:

@@ -40,20 +40,8 @@ def interp_columns(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
 
 
 def same_stamps(stamps: Sequence[np.ndarray]) -> list[list[int]]:
-    """Indexes of the arrays in `stamps`, grouped by equal contents (first occurrence order); the last answer is
-    kept for the same array objects (a trajectory's grid, validity and smoothing ask for its tracks' stamps)."""
-    global _last
-    key, (seen, groups) = tuple(stamps), _last  # one read of the pair: another thread may replace it meanwhile
-    if not (len(seen) == len(key) and all(a is b for a, b in zip(seen, key, strict=True))):
-        groups = _group_equal(stamps)
-        _last = (key, groups)
-    return [list(g) for g in groups]
-
-
-_last: tuple[tuple, list[list[int]]] = ((), [])  # (the arrays, their groups) of the last same_stamps call
-
-
-def _group_equal(stamps: Sequence[np.ndarray]) -> list[list[int]]:
+    """Indexes of the arrays in `stamps`, grouped by equal contents (first occurrence order). A caller that
+    interpolates the same stamps more than once computes this once and passes it on (`groups`)."""
     groups: list[list[int]] = []
     by_key: dict[tuple, list[int]] = {}
     for i, t in enumerate(stamps):
@@ -68,11 +56,13 @@ def _group_equal(stamps: Sequence[np.ndarray]) -> list[list[int]]:
     return groups
 
 
-def interp_vehicles(x: np.ndarray, stamps: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> np.ndarray:
-    """(len(x), vehicles, k): np.interp(x, stamps[v], values[v][:, c]) for every vehicle v and component c."""
+def interp_vehicles(x: np.ndarray, stamps: Sequence[np.ndarray], values: Sequence[np.ndarray],
+                    groups: list[list[int]] | None = None) -> np.ndarray:
+    """(len(x), vehicles, k): np.interp(x, stamps[v], values[v][:, c]) for every vehicle v and component c;
+    `groups`: same_stamps(stamps), when the caller has it."""
     k = values[0].shape[1] if values else 0
     out = np.empty((len(x), len(values), k))
-    for group in same_stamps(stamps):
+    for group in same_stamps(stamps) if groups is None else groups:
         for a in range(0, len(group), VEHICLE_BLOCK):
             sel = group[a:a + VEHICLE_BLOCK]
             cols = slice(sel[0], sel[-1] + 1) if sel[-1] - sel[0] == len(sel) - 1 else sel  # usually a run
@@ -80,12 +70,13 @@ def interp_vehicles(x: np.ndarray, stamps: Sequence[np.ndarray], values: Sequenc
     return out
 
 
-def interp_each(xs: Sequence[np.ndarray], stamps: Sequence[np.ndarray], values: Sequence[np.ndarray]
-                ) -> list[np.ndarray]:
+def interp_each(xs: Sequence[np.ndarray], stamps: Sequence[np.ndarray], values: Sequence[np.ndarray],
+                groups: list[list[int]] | None = None) -> list[np.ndarray]:
     """Per vehicle v, (len(xs[v]), k): np.interp(xs[v], stamps[v], values[v][:, c]) for each component c; the
-    vehicles with the same stamps and the same x in one pass (each result a C-contiguous array of its own)."""
+    vehicles with the same stamps and the same x in one pass (each result a C-contiguous array of its own);
+    `groups`: same_stamps(stamps), when the caller has it."""
     out: list[np.ndarray] = [np.empty(0)] * len(values)
-    for group in same_stamps(stamps):
+    for group in same_stamps(stamps) if groups is None else groups:
         for sub in same_stamps([xs[v] for v in group]):
             members = [group[i] for i in sub]
             for a in range(0, len(members), VEHICLE_BLOCK):

@@ -15,6 +15,7 @@ import numpy as np
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.interp import interp_vehicles, same_stamps
+from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.records import Finding, NotEvaluable
 
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
@@ -248,14 +249,13 @@ class SwarmTrajectory:
     def sample_period(self) -> float:
         """The median of the vehicles' sample periods (kept while the tracks are the same objects: every stage asks)."""
         tracks = tuple(self.tracks.values())
-        hit = self.__dict__.get("_period")
-        if hit is not None and len(hit[0]) == len(tracks) and all(a is b for a, b in zip(hit[0], tracks, strict=True)):
-            return hit[1]
-        _prime_sample_periods(tracks)
-        periods = [tr.sample_period for tr in tracks if len(tr) > 1]
-        value = float(np.median(periods)) if periods else 0.0
-        self.__dict__["_period"] = (tracks, value)
-        return value
+
+        def median() -> float:
+            _prime_sample_periods(tracks)
+            periods = [tr.sample_period for tr in tracks if len(tr) > 1]
+            return float(np.median(periods)) if periods else 0.0
+
+        return memo(self, "sample_period", tracks, median)
 
     def window(self, t0: float, t1: float) -> SwarmTrajectory:
         """The samples with t0 <= t <= t1; vehicles with no sample there are left out."""
@@ -276,7 +276,7 @@ class SwarmTrajectory:
         ids = self.uav_ids
         valid = np.zeros((len(grid), len(ids)), dtype=bool)
         stamps = [self.tracks[u].t for u in ids]
-        for group in same_stamps(stamps):  # a vehicle's validity depends on its stamps only
+        for group in self._stamp_groups():  # a vehicle's validity depends on its stamps only
             t = stamps[group[0]]
             inside = (grid >= t[0] - 1e-9) & (grid <= t[-1] + 1e-9)
             if max_gap_s is not None and len(t) > 1:
@@ -285,22 +285,26 @@ class SwarmTrajectory:
             valid[:, group] = inside[:, None]
         return Snapshots(grid, ids, pos, vel, valid)
 
-    def _interpolated(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(grid, positions, velocities) at step dt, cached while the tracks are the same objects."""
-        cache = self.__dict__.setdefault("_grids", {})
+    def _stamp_groups(self) -> list[list[int]]:
+        """core.interp.same_stamps of the tracks' stamps (in track order), kept while the tracks are the same."""
         tracks = tuple(self.tracks.values())
-        hit = cache.get(dt)
-        if hit is not None and len(hit[0]) == len(tracks) and all(a is b for a, b in zip(hit[0], tracks, strict=True)):
-            return hit[1]
-        n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
-        grid = self.t_start + dt * np.arange(n)
-        stamps = [tr.t for tr in tracks]
-        pos = interp_vehicles(grid, stamps, [tr.pos for tr in tracks])  # np.interp per vehicle and axis
-        vel = interp_vehicles(grid, stamps, [tr.vel for tr in tracks])
-        for a in (grid, pos, vel):
-            a.setflags(write=False)
-        cache[dt] = (tracks, (grid, pos, vel))
-        return grid, pos, vel
+        return memo(self, "stamp_groups", tracks, lambda: same_stamps([tr.t for tr in tracks]))
+
+    def _interpolated(self, dt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(grid, positions, velocities) at step dt, kept while the tracks are the same objects."""
+        tracks = tuple(self.tracks.values())
+
+        def interpolate() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
+            grid = self.t_start + dt * np.arange(n)
+            stamps, groups = [tr.t for tr in tracks], self._stamp_groups()
+            pos = interp_vehicles(grid, stamps, [tr.pos for tr in tracks], groups)  # np.interp per vehicle and axis
+            vel = interp_vehicles(grid, stamps, [tr.vel for tr in tracks], groups)
+            for a in (grid, pos, vel):
+                a.setflags(write=False)
+            return grid, pos, vel
+
+        return memo(self, ("grid", dt), tracks, interpolate)
 
     @classmethod
     def from_columns(

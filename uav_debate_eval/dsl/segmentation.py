@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
+from uav_debate_eval.core.memo import memo
 from uav_debate_eval.metrics.kinematics import Kinematics, held_headings
-from uav_debate_eval.metrics.memo import memo
 from uav_debate_eval.metrics.vec import norm
 
 HOVER_SPEED = 0.3

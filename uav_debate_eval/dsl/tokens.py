@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
-from uav_debate_eval.metrics.memo import memo
 
 #: Samples whose numbers are counted at a time.
 ROWS_PER_BLOCK = 32_768

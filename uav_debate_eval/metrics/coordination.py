@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import correlate, correlation_lags, savgol_filter
 
+from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
-from uav_debate_eval.metrics.memo import memo
 from uav_debate_eval.metrics.scoring import detail, rational
 from uav_debate_eval.metrics.swarm import formation_error
 from uav_debate_eval.metrics.vec import norm

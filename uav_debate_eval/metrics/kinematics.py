@@ -24,7 +24,7 @@ import numpy as np
 from scipy.ndimage import convolve1d
 from scipy.signal import savgol_coeffs
 
-from uav_debate_eval.core.interp import VEHICLE_BLOCK, interp_each
+from uav_debate_eval.core.interp import VEHICLE_BLOCK, interp_each, same_stamps
 from uav_debate_eval.core.trajectory import Track
 from uav_debate_eval.metrics.vec import norm
 
@@ -129,8 +129,10 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
     # every track's positions and velocities on its grid, in one pass for the tracks with the same stamps and grid
     times = [_grid_times(tracks[i], dt)[0] for i in todo]
     stamps = [tracks[i].t for i in todo]
-    on_grid = dict(zip(todo, zip(interp_each(times, stamps, [tracks[i].pos for i in todo]),
-                                 interp_each(times, stamps, [tracks[i].vel for i in todo]), strict=True), strict=True))
+    by_stamps = same_stamps(stamps)
+    on_grid = dict(zip(todo, zip(interp_each(times, stamps, [tracks[i].pos for i in todo], by_stamps),
+                                 interp_each(times, stamps, [tracks[i].vel for i in todo], by_stamps), strict=True),
+                       strict=True))
     for i, tr in enumerate(tracks):
         cache = tr.__dict__["_smoothed"]
         if out[i] is None:

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
 from uav_debate_eval.metrics.kinematics import runs
-from uav_debate_eval.metrics.memo import memo
 from uav_debate_eval.metrics.vec import norm
 
 #: Longest common grid used for pairwise geometry.

@@ -50,12 +50,16 @@ class Assessment:
 
     def trusted(self, constraint: str, track: Track) -> np.ndarray:
         """Samples of `track` on which `constraint` can be checked (not listed as not evaluable for it)."""
-        ok = np.ones(len(track), dtype=bool)
+        return self.trusted_at(constraint, track.uav_id, track.t)
+
+    def trusted_at(self, constraint: str, uav: str, t: np.ndarray) -> np.ndarray:
+        """Which of vehicle `uav`'s sample times `t` `constraint` can be checked at."""
+        ok = np.ones(len(t), dtype=bool)
         for ne in self.not_evaluable:
-            if ne.constraint == constraint and track.uav_id in ne.uavs:
+            if ne.constraint == constraint and uav in ne.uavs:
                 lo = -np.inf if ne.t_start is None else ne.t_start
                 hi = np.inf if ne.t_end is None else ne.t_end
-                ok &= ~((track.t >= lo) & (track.t <= hi))
+                ok &= ~((t >= lo) & (t <= hi))
         return ok
 
     def material_gaps(self, traj: SwarmTrajectory, checked: list[str]) -> list[str]:

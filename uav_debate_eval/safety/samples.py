@@ -36,18 +36,13 @@ class Samples:
                    np.concatenate([tr.vel for tr in tracks]))
 
     def trusted(self, quality: Assessment, constraint: str) -> np.ndarray:
-        """Assessment.trusted of every vehicle's samples, end to end."""
+        """Assessment.trusted of every vehicle's samples, end to end (asked only for the vehicles it names)."""
         ok = np.ones(len(self.t), dtype=bool)
-        index = {u: j for j, u in enumerate(self.ids)}
-        for ne in quality.not_evaluable:
-            if ne.constraint != constraint:
-                continue
-            lo = -np.inf if ne.t_start is None else ne.t_start
-            hi = np.inf if ne.t_end is None else ne.t_end
-            for u in ne.uavs:
-                if u in index:
-                    sl = slice(self.bounds[index[u]], self.bounds[index[u] + 1])
-                    ok[sl] &= ~((self.t[sl] >= lo) & (self.t[sl] <= hi))
+        named = {u for ne in quality.not_evaluable if ne.constraint == constraint for u in ne.uavs}
+        for j, u in enumerate(self.ids):
+            if u in named:
+                sl = slice(self.bounds[j], self.bounds[j + 1])
+                ok[sl] = quality.trusted_at(constraint, u, self.t[sl])
         return ok
 
     def pointwise(self, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:

@@ -16,10 +16,19 @@ T = TypeVar("T")
 
 def memo(owner: Any, key: Hashable, deps: tuple, compute: Callable[[], T]) -> T:
     """compute(), cached on `owner` under `key` while `deps` are the same objects (checked by identity)."""
-    cache = owner.__dict__.setdefault("_memo", {})
-    hit = cache.get(key)
-    if hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps, strict=True)):
-        return hit[1]
+    if memo_hit(owner, key, deps):
+        return owner.__dict__["_memo"][key][1]
     value = compute()
-    cache[key] = (deps, value)
+    remember(owner, key, deps, value)
     return value
+
+
+def memo_hit(owner: Any, key: Hashable, deps: tuple) -> bool:
+    """Whether `owner` keeps a value under `key` for these `deps` (memo would not compute)."""
+    hit = owner.__dict__.get("_memo", {}).get(key)
+    return hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps, strict=True))
+
+
+def remember(owner: Any, key: Hashable, deps: tuple, value: Any) -> None:
+    """Keep `value` as memo's answer for `owner`, `key` and `deps` (computed for many owners at once)."""
+    owner.__dict__.setdefault("_memo", {})[key] = (deps, value)

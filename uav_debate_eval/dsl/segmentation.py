@@ -13,13 +13,12 @@ from either end so the ramp into a neighbouring segment is not mistaken for one.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
-from uav_debate_eval.core.memo import memo
+from uav_debate_eval.core.memo import memo, memo_hit, remember
 from uav_debate_eval.metrics.kinematics import Kinematics, held_headings
 from uav_debate_eval.metrics.vec import norm
 
@@ -145,7 +144,7 @@ def segment_vehicles(kins: list[Kinematics], window_s: float = 2.0, min_duration
     key = ("segments", window_s, min_duration_s)
     groups: dict[tuple[int, float], list[Kinematics]] = {}
     for k in kins:
-        if key not in k.__dict__.get("_memo", {}) and len(k.t) >= 2 and k.dt > 0:
+        if not memo_hit(k, key, ()) and len(k.t) >= 2 and k.dt > 0:
             groups.setdefault((len(k.t), k.dt), []).append(k)
     blocks = [(dt, g[a:a + VEHICLE_BLOCK]) for (_, dt), g in groups.items() for a in range(0, len(g), VEHICLE_BLOCK)]
     for dt, group in blocks:
@@ -161,12 +160,8 @@ def segment_vehicles(kins: list[Kinematics], window_s: float = 2.0, min_duration
         for r, k in enumerate(group):
             k.__dict__.setdefault("_heading", headings[r])
             segs = _segments(k, labels[r], degrees[r], steps[r], window_s, min_duration_s)
-            memo(k, key, (), functools.partial(_same, segs))
+            remember(k, key, (), segs)
     return [segment_vehicle(k, window_s, min_duration_s) for k in kins]
-
-
-def _same(value: list[Segment]) -> list[Segment]:
-    return value
 
 
 def _segment_vehicle(k: Kinematics, window_s: float, min_duration_s: float) -> list[Segment]:

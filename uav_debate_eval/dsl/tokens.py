@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from uav_debate_eval.core.memo import memo
+from uav_debate_eval.core.memo import memo, memo_hit, remember
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
 
 #: Samples whose numbers are counted at a time.
@@ -121,16 +121,11 @@ def _prime_number_prefixes(tracks: list[Track]) -> None:
     bounds = np.cumsum([0] + [len(tr) for tr in todo])
     for tr, a, b in zip(todo, bounds[:-1], bounds[1:], strict=True):
         prefix = np.concatenate([[0], np.cumsum(per_row[a:b])])
-        memo(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), functools.partial(_same, prefix))
-
-
-def _same(value: np.ndarray) -> np.ndarray:
-    return value
+        remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), prefix)
 
 
 def _has_prefix(track: Track) -> bool:
-    hit = track.__dict__.get("_memo", {}).get("raw_number_tokens")
-    return hit is not None and all(a is b for a, b in zip(hit[0], (track.t, track.pos, track.vel), strict=True))
+    return memo_hit(track, "raw_number_tokens", (track.t, track.pos, track.vel))
 
 
 def raw_tokens(traj: SwarmTrajectory, t_range: tuple[float, float] | None = None) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.memo import memo
@@ -410,18 +411,14 @@ class SwarmTrajectory:
 def _prime_sample_periods(tracks: tuple[Track, ...]) -> None:
     """Track.sample_period of the tracks not asked yet, the tracks of one length in one pass (each row's median
     is its own track's: the same partition and mean along that row)."""
-    groups: dict[int, list[Track]] = {}
-    for tr in tracks:
-        if len(tr) > 1 and "sample_period" not in tr.__dict__:
-            groups.setdefault(len(tr), []).append(tr)
-    for members in groups.values():
-        if len(members) < 2:
+    todo = [len(tr) if len(tr) > 1 and "sample_period" not in tr.__dict__ else None for tr in tracks]
+    for block in equal_blocks(todo, 256):
+        if len(block) < 2:  # one track alone: its own sample_period when asked
             continue
-        for a in range(0, len(members), 256):
-            block = members[a:a + 256]
-            medians = np.median(np.diff(np.stack([tr.t for tr in block]), axis=1), axis=1)
-            for tr, m in zip(block, medians.tolist(), strict=True):
-                tr.__dict__["sample_period"] = float(m)
+        rows = [tracks[i] for i in block]
+        medians = np.median(np.diff(np.stack([tr.t for tr in rows]), axis=1), axis=1)
+        for tr, m in zip(rows, medians.tolist(), strict=True):
+            tr.__dict__["sample_period"] = float(m)
 
 
 def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.metrics.vec import norm
 
 
@@ -84,16 +85,11 @@ def _series(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
 def _courses(tracks: list) -> list[np.ndarray]:
     """Track.heading of each track; the tracks of one length unwrapped together, row by row."""
     out: list[np.ndarray] = [np.zeros(0)] * len(tracks)
-    groups: dict[int, list[int]] = {}
-    for i, tr in enumerate(tracks):
-        groups.setdefault(len(tr), []).append(i)
-    for members in groups.values():
-        for a in range(0, len(members), 64):  # 64 vehicles at a time stay within the CPU cache
-            block = members[a:a + 64]
-            vel = np.stack([tracks[i].vel for i in block])
-            rows = np.unwrap(np.arctan2(vel[..., 1], vel[..., 0]), axis=-1)
-            for r, i in enumerate(block):
-                out[i] = rows[r]
+    for block in equal_blocks([len(tr) for tr in tracks], 64):
+        vel = np.stack([tracks[i].vel for i in block])
+        rows = np.unwrap(np.arctan2(vel[..., 1], vel[..., 0]), axis=-1)
+        for r, i in enumerate(block):
+            out[i] = rows[r]
     return out
 
 

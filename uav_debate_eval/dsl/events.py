@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
@@ -58,18 +59,13 @@ def sharp_turns_all(kins: list[Kinematics], threshold_deg: float) -> list[list[E
     """sharp_turns of every vehicle; the turn angles of vehicles on equally long grids of one step are computed
     together (every difference and sum runs along each vehicle's own samples: the same numbers)."""
     out: list[list[Event]] = [[] for _ in kins]
-    groups: dict[tuple[int, float], list[int]] = {}
-    for i, k in enumerate(kins):
-        groups.setdefault((len(k.t), k.dt), []).append(i)
-    for (_, dt), members in groups.items():
-        for a in range(0, len(members), 64):  # 64 vehicles at a time stay within the CPU cache
-            block = members[a:a + 64]
-            signal = _turn_signal(np.stack([kins[i].vel for i in block]), dt)
-            if signal is None:
-                continue
-            angle, moving, half = signal
-            for r, i in enumerate(block):
-                out[i] = _turns(kins[i], angle[r], moving[r], half, threshold_deg)
+    for block in equal_blocks([(len(k.t), k.dt) for k in kins], 64):
+        signal = _turn_signal(np.stack([kins[i].vel for i in block]), kins[block[0]].dt)
+        if signal is None:
+            continue
+        angle, moving, half = signal
+        for r, i in enumerate(block):
+            out[i] = _turns(kins[i], angle[r], moving[r], half, threshold_deg)
     return out
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
+from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.memo import memo, memo_hit, remember
 from uav_debate_eval.metrics.kinematics import Kinematics, held_headings
 from uav_debate_eval.metrics.vec import norm
@@ -142,14 +143,12 @@ def segment_vehicles(kins: list[Kinematics], window_s: float = 2.0, min_duration
     """segment_vehicle of every vehicle; the per-sample work (classes, headings, steps) is done once per group of
     vehicles on equally long grids of one step instead of once per vehicle (the same numbers, row by row)."""
     key = ("segments", window_s, min_duration_s)
-    groups: dict[tuple[int, float], list[Kinematics]] = {}
-    for k in kins:
-        if not memo_hit(k, key, ()) and len(k.t) >= 2 and k.dt > 0:
-            groups.setdefault((len(k.t), k.dt), []).append(k)
-    blocks = [(dt, g[a:a + VEHICLE_BLOCK]) for (_, dt), g in groups.items() for a in range(0, len(g), VEHICLE_BLOCK)]
-    for dt, group in blocks:
-        if len(group) < 2:
+    shapes = [(len(k.t), k.dt) if not memo_hit(k, key, ()) and len(k.t) >= 2 and k.dt > 0 else None for k in kins]
+    for block in equal_blocks(shapes, VEHICLE_BLOCK):
+        if len(block) < 2:  # one vehicle alone: segment_vehicle below
             continue
+        group = [kins[i] for i in block]
+        dt = group[0].dt
         vel = np.stack([k.vel for k in group])
         speed = np.stack([k.speed for k in group])
         hspeed = np.stack([k.hspeed for k in group])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import correlate, correlation_lags, savgol_filter
 
+from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
@@ -92,19 +93,14 @@ def _regular_rates(tracks: list, limit: float) -> dict[int, float]:
     `limit`), the tracks of one length as rows of one array: each row's mean and deviation are its own
     (np.std / np.mean along the row, the same sums as on the track alone)."""
     out: dict[int, float] = {}  # by id() of the track
-    groups: dict[int, list] = {}
-    for tr in tracks:
-        if len(tr) > 2:
-            groups.setdefault(len(tr), []).append(tr)
-    for members in groups.values():
-        for a in range(0, len(members), 256):
-            block = members[a:a + 256]
-            d = np.diff(np.stack([tr.t for tr in block]), axis=1)
-            mean, std = np.mean(d, axis=1), np.std(d, axis=1)
-            whole = (d <= limit).all(axis=1) & (mean > 0)  # otherwise the track's own intervals are used
-            for tr, ok, m, sd in zip(block, whole.tolist(), mean.tolist(), std.tolist(), strict=True):
-                if ok:
-                    out[id(tr)] = float(np.float64(sd) / np.float64(m))
+    for block in equal_blocks([len(tr) if len(tr) > 2 else None for tr in tracks], 256):
+        rows = [tracks[i] for i in block]
+        d = np.diff(np.stack([tr.t for tr in rows]), axis=1)
+        mean, std = np.mean(d, axis=1), np.std(d, axis=1)
+        whole = (d <= limit).all(axis=1) & (mean > 0)  # otherwise the track's own intervals are used
+        for tr, ok, m, sd in zip(rows, whole.tolist(), mean.tolist(), std.tolist(), strict=True):
+            if ok:
+                out[id(tr)] = float(np.float64(sd) / np.float64(m))
     return out
 
 

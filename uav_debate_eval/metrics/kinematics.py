@@ -24,6 +24,7 @@ import numpy as np
 from scipy.ndimage import convolve1d
 from scipy.signal import savgol_coeffs
 
+from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.interp import VEHICLE_BLOCK, interp_each, same_stamps
 from uav_debate_eval.core.trajectory import Track
 from uav_debate_eval.metrics.vec import norm
@@ -122,7 +123,7 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
     """smooth_kinematics of every track, the tracks on the same grid filtered together (one convolution per
     derivative over a (vehicles, steps, 3) stack: the same numbers, line by line, as one track at a time)."""
     out: list[Kinematics | None] = []
-    groups: dict[tuple, list[tuple[int, Track, tuple]]] = {}
+    pending: list[tuple[int, Track, tuple]] = []  # (index, track, its grid) of the tracks left to filter
     for tr in tracks:
         out.append(tr.__dict__.setdefault("_smoothed", {}).get((window_s, dt)))
     todo = [i for i, hit in enumerate(out) if hit is None and len(tracks[i]) >= 2]
@@ -140,15 +141,16 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
             if isinstance(grid, Kinematics):
                 out[i] = cache[(window_s, dt)] = grid
             else:
-                groups.setdefault((len(grid[0]), *grid[3:]), []).append((i, tr, grid))
-    for (_, step, w, wa, wj), group in groups.items():
-        for a in range(0, len(group), VEHICLE_BLOCK):  # a block's stacks stay within the CPU cache
-            members = group[a:a + VEHICLE_BLOCK]
-            vel = np.stack([g[2] for _, _, g in members])
-            v_s, acc, jerk = _filtered(vel, step, w, wa, wj, axis=1)
-            for k, (i, tr, (t, pos, _, *_rest)) in enumerate(members):
-                out[i] = tr.__dict__["_smoothed"][(window_s, dt)] = Kinematics(tr.uav_id, t, pos, v_s[k], acc[k],
-                                                                                 jerk[k], step)
+                pending.append((i, tr, grid))
+    # the tracks of one grid length, step and windows filtered together
+    for block in equal_blocks([(len(g[0]), *g[3:]) for _, _, g in pending], VEHICLE_BLOCK):
+        members = [pending[b] for b in block]
+        step, w, wa, wj = members[0][2][3:]
+        vel = np.stack([g[2] for _, _, g in members])
+        v_s, acc, jerk = _filtered(vel, step, w, wa, wj, axis=1)
+        for k, (i, tr, (t, pos, *_rest)) in enumerate(members):
+            out[i] = tr.__dict__["_smoothed"][(window_s, dt)] = Kinematics(tr.uav_id, t, pos, v_s[k], acc[k],
+                                                                             jerk[k], step)
     return out  # type: ignore[return-value]
 
 

@@ -190,23 +190,20 @@ class Row:
 
 
 def build_contexts(traj: Any, mission: Any) -> tuple[list[SegmentContext], Any]:
-    """Per mission segment: its DSL, its own metrics and the flight's safety result (as the pipeline does)."""
-    from uav_debate_eval.dsl.builder import build_dsl
+    """Per mission segment: its DSL, its own metrics and the flight's safety result (the pipeline's
+    segment_work.segment_context, at the DSL's default budget)."""
+    from uav_debate_eval.dsl import DEFAULT_BUDGET_TOKENS
     from uav_debate_eval.dsl.events import detect_events
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.metrics.compute import compute_metrics
     from uav_debate_eval.safety.checker import check_trajectory
+    from uav_debate_eval.segment_work import segment_context
 
     safety = check_trajectory(traj, mission)
     metrics = compute_metrics(traj, mission, safety)
     events = detect_events(traj, mission, safety)
-    out = []
-    for seg in mission_segments(traj, mission, safety=safety):
-        window = traj.window(seg.t_start, seg.t_end)
-        seg_metrics = compute_metrics(window, mission, safety) if window.tracks else metrics
-        dsl = build_dsl(traj, mission, seg_metrics, safety, t_range=(seg.t_start, seg.t_end), events=events)
-        out.append(SegmentContext(seg.id, seg.t_start, seg.t_end, dsl, seg_metrics, safety, window))
-    return out, safety
+    return [segment_context(traj, mission, seg, safety, metrics, events, DEFAULT_BUDGET_TOKENS)
+            for seg in mission_segments(traj, mission, safety=safety)], safety
 
 
 def parse_suite_entry(entry: str) -> tuple[str, list[str]]:

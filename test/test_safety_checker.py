@@ -262,7 +262,7 @@ def test_a_large_grid_checked_in_two_halves_equals_one_pass(monkeypatch, tmp_pat
         assert other.to_dict() == one.to_dict()
         np.testing.assert_array_equal(other.separation.d_min, one.separation.d_min)
         assert other.separation.pairs == one.separation.pairs
-        np.testing.assert_array_equal(other.nearest[1], one.nearest[1])
+        np.testing.assert_array_equal(other.nearest.pair_index, one.nearest.pair_index)
 
 
 def test_nearest_pair_from_a_known_pair_equals_the_query_of_every_point():
@@ -296,7 +296,7 @@ def test_the_grid_pass_with_the_previous_steps_pair_equals_a_full_query_per_step
     assert fast.to_dict() == slow.to_dict()
     np.testing.assert_array_equal(fast.separation.d_min, slow.separation.d_min)
     assert fast.separation.pairs == slow.separation.pairs
-    np.testing.assert_array_equal(fast.nearest[1], slow.nearest[1])
+    np.testing.assert_array_equal(fast.nearest.pair_index, slow.nearest.pair_index)
 
 
 def test_the_samples_end_to_end_give_each_vehicles_trusted_rows_and_worst_values():

@@ -225,6 +225,8 @@ class SwarmTrajectory:
     #: the data-quality assessment this trajectory is the clean result of (quality.Assessment), kept by windows
     #: so a segment is checked with the flight's findings instead of being assessed again
     assessment: Any = field(default=None, repr=False, compare=False)
+    #: the whole flight a window was cut from (None for a flight): a window is evaluated on the flight's time grid
+    flight: SwarmTrajectory | None = field(default=None, repr=False, compare=False)
 
     @property
     def uav_ids(self) -> list[str]:
@@ -248,21 +250,28 @@ class SwarmTrajectory:
 
     @property
     def sample_period(self) -> float:
-        """The median of the vehicles' sample periods (kept while the tracks are the same objects: every stage asks)."""
+        """The median of the vehicles' sample periods (kept while the tracks are the same objects: every stage asks);
+        a window's is its flight's, the step of the grid it is evaluated on."""
+        if self.flight is not None:
+            return self.flight.sample_period
         tracks = tuple(self.tracks.values())
 
         def median() -> float:
-            _prime_sample_periods(tracks)
+            prime_sample_periods(tracks)
             periods = [tr.sample_period for tr in tracks if len(tr) > 1]
             return float(np.median(periods)) if periods else 0.0
 
         return memo(self, "sample_period", tracks, median)
 
     def window(self, t0: float, t1: float) -> SwarmTrajectory:
-        """The samples with t0 <= t <= t1; vehicles with no sample there are left out."""
+        """The samples with t0 <= t <= t1; vehicles with no sample there are left out.
+
+        A window keeps its flight: its common grid is the flight's steps within it (same period, same instants), so
+        each step's positions, distances and formation errors in a segment are the flight's own at that instant.
+        """
         tracks = {u: tr.slice(t0, t1) for u, tr in self.tracks.items()}
         return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name, self.t0,
-                               self.assessment)
+                               self.assessment, self.flight if self.flight is not None else self)
 
     def resample(self, dt: float | None = None, max_gap_s: float | None = None) -> Snapshots:
         """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid.
@@ -296,6 +305,18 @@ class SwarmTrajectory:
         tracks = tuple(self.tracks.values())
 
         def interpolate() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            if self.flight is not None:  # the flight's steps within this window, its vehicles' columns
+                grid, pos, vel = self.flight._interpolated(dt)
+                a = int(np.searchsorted(grid, self.t_start - 1e-9, side="left"))
+                b = int(np.searchsorted(grid, self.t_end + 1e-9, side="right"))
+                if list(self.tracks) == self.flight.uav_ids:
+                    return grid[a:b], pos[a:b], vel[a:b]
+                column = {u: k for k, u in enumerate(self.flight.tracks)}
+                cols = [column[u] for u in self.tracks]
+                pos, vel = pos[a:b][:, cols], vel[a:b][:, cols]
+                pos.setflags(write=False)
+                vel.setflags(write=False)
+                return grid[a:b], pos, vel
             n = int(np.floor((self.t_end - self.t_start) / dt + 1e-9)) + 1
             grid = self.t_start + dt * np.arange(n)
             stamps, groups = [tr.t for tr in tracks], self._stamp_groups()
@@ -408,7 +429,7 @@ class SwarmTrajectory:
                 self.ingest.silent[u] = float(tr.t[-1])
 
 
-def _prime_sample_periods(tracks: tuple[Track, ...]) -> None:
+def prime_sample_periods(tracks: tuple[Track, ...]) -> None:
     """Track.sample_period of the tracks not asked yet, the tracks of one length in one pass (each row's median
     is its own track's: the same partition and mean along that row)."""
     todo = [len(tr) if len(tr) > 1 and "sample_period" not in tr.__dict__ else None for tr in tracks]

@@ -40,13 +40,14 @@ class MetricsResult:
         }
 
 
-def run_checker(traj: SwarmTrajectory, mission: Mission, predict: bool = True):
-    """The deterministic safety checker's result, or None when the safety package is not installed."""
+def run_checker(traj: SwarmTrajectory, mission: Mission, predict: bool = True, flight=None):
+    """The deterministic safety checker's result, or None when the safety package is not installed; `flight`: the
+    result of the flight `traj` is a window of (its grid steps are shared)."""
     try:
         from uav_debate_eval.safety.checker import check_trajectory
     except ModuleNotFoundError:
         return None
-    return check_trajectory(traj, mission, predict=predict)
+    return check_trajectory(traj, mission, predict=predict, flight=flight)
 
 
 def overall(scores: dict[str, float | None], weights: dict[str, float]) -> float | None:
@@ -75,8 +76,8 @@ def compute_metrics(traj: SwarmTrajectory, mission: Mission, safety=None) -> Met
     `safety` is the checker's SafetyResult for this trajectory; when None, or when it covers a
     different time span (a whole-flight result with a segment window), the checker is run on `traj`.
     """
-    if safety is None or not covers_same_span(safety, traj):
-        safety = run_checker(traj, mission, predict=False)  # the metrics read no predictive warning
+    if safety is None or not covers_same_span(safety, traj):  # the metrics read no predictive warning
+        safety = run_checker(traj, mission, predict=False, flight=safety)
     kins = smooth_tracks(list(traj.tracks.values()))
     multi = len(traj.tracks) >= 2
     snap = snapshots(traj) if multi else None

@@ -18,12 +18,12 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import correlate, correlation_lags, savgol_filter
 
 from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
+from uav_debate_eval.metrics.filters import correlate_full, correlation_lags, savgol_filter
 from uav_debate_eval.metrics.scoring import detail, rational
 from uav_debate_eval.metrics.swarm import formation_error
 from uav_debate_eval.metrics.vec import norm
@@ -114,7 +114,7 @@ def coordination_delay(snap: Snapshots) -> dict:
     w = max(5, w)
     if w > T:
         return detail(None, None, "s", formula)
-    acc = savgol_filter(snap.vel[..., :2], w, 2, deriv=1, delta=dt, axis=0, mode="interp")
+    acc = savgol_filter(snap.vel[..., :2], w, 2, deriv=1, delta=dt, axis=0)
     acc = np.where(snap.valid[..., None], acc, 0.0)
     total = acc.sum(axis=1)
     count = snap.valid.sum(axis=1)
@@ -127,8 +127,8 @@ def coordination_delay(snap: Snapshots) -> dict:
         own = acc[:, i]
         if _rms(own) < MANOEUVRE_MIN_ACC or _rms(ref) < MANOEUVRE_MIN_ACC:
             continue
-        c = sum(correlate(own[:, k], ref[:, k], mode="full", method="fft") for k in range(2))
-        lag_axis = correlation_lags(T, T, mode="full")
+        c = sum(correlate_full(own[:, k], ref[:, k]) for k in range(2))
+        lag_axis = correlation_lags(T, T)
         keep = np.abs(lag_axis) <= max_lag
         c, lag_axis = c[keep], lag_axis[keep]
         best = int(lag_axis[np.argmax(c - 1e-9 * np.abs(lag_axis))])

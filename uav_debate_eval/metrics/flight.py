@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.ndimage import uniform_filter1d
-from scipy.signal import savgol_filter
 
+from uav_debate_eval.metrics.filters import savgol_filter
 from uav_debate_eval.metrics.kinematics import Kinematics
 from uav_debate_eval.metrics.scoring import detail, rational
 from uav_debate_eval.metrics.vec import norm
@@ -57,7 +57,7 @@ def _stacked_values(kins: list[Kinematics]) -> list[dict[str, float]]:
     z = np.stack([k.pos[:, 2] for k in kins])
     w = int(round(ALT_TREND_S / dt)) | 1 if dt > 0 else 0
     if w >= 5 and n >= w:
-        alt = _rms_rows(z - savgol_filter(z, w, 2, mode="interp", axis=-1))
+        alt = _rms_rows(z - savgol_filter(z, w, 2, axis=-1))
     else:
         alt = np.std(z, axis=-1) if n else np.zeros(len(kins))
     speed = np.stack([k.speed for k in kins])

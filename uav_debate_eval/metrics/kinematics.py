@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.ndimage import convolve1d
-from scipy.signal import savgol_coeffs
 
 from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.interp import VEHICLE_BLOCK, interp_each, same_stamps
-from uav_debate_eval.core.trajectory import Track
+from uav_debate_eval.core.trajectory import Track, prime_sample_periods
+from uav_debate_eval.metrics.filters import savgol_coeffs
 from uav_debate_eval.metrics.vec import norm
 
 #: Savitzky-Golay windows (seconds) for velocity, acceleration and jerk.
@@ -90,7 +90,7 @@ def held_headings(vel: np.ndarray, hspeed: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=64)
 def _coeffs(window: int, order: int, deriv: int, delta: float) -> np.ndarray:
-    return savgol_coeffs(window, order, deriv=deriv, delta=delta, use="conv")
+    return savgol_coeffs(window, order, deriv=deriv, delta=delta)
 
 
 def savgol(x: np.ndarray, window: int, order: int, deriv: int = 0, delta: float = 1.0, axis: int = 0) -> np.ndarray:
@@ -127,6 +127,7 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
     for tr in tracks:
         out.append(tr.__dict__.setdefault("_smoothed", {}).get((window_s, dt)))
     todo = [i for i, hit in enumerate(out) if hit is None and len(tracks[i]) >= 2]
+    prime_sample_periods(tuple(tracks[i] for i in todo))  # a window's tracks: their own periods, in one pass
     # every track's positions and velocities on its grid, in one pass for the tracks with the same stamps and grid
     times = [_grid_times(tracks[i], dt)[0] for i in todo]
     stamps = [tracks[i].t for i in todo]

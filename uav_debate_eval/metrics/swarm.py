@@ -125,7 +125,7 @@ def adopt_checker_pairs(snap: Snapshots, safety) -> None:
     nearest = getattr(safety, "nearest", None)
     if nearest is None or "_checker_pairs" in snap.__dict__:
         return
-    grid, pair_index = nearest
+    grid, pair_index = nearest.snaps, nearest.pair_index
     if grid is snap or (np.array_equal(grid.t, snap.t) and grid.uav_ids == snap.uav_ids
                         and np.array_equal(grid.valid, snap.valid)
                         and (grid.pos is snap.pos or np.array_equal(grid.pos, snap.pos))):

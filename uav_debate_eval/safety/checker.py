@@ -21,11 +21,11 @@ import numpy as np
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Violation
-from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
+from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.quality import Assessment, assess
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
-from uav_debate_eval.safety.grid_pairs import pairs_dense, pairs_sparse_halves
+from uav_debate_eval.safety.grid_pairs import GridPairs, pairs_dense, pairs_shared, pairs_sparse_halves
 from uav_debate_eval.safety.samples import Samples
 
 SNAPSHOT_POLICY_OFFLINE = "common grid at the median sample period, linear interpolation, no data across silences"
@@ -54,9 +54,10 @@ class SafetyResult:
     snapshot_policy: str = SNAPSHOT_POLICY_OFFLINE
     notes: list[str] = field(default_factory=list)
     data_quality: DataQuality = field(default_factory=DataQuality)
-    #: (grid, (T, 2) vehicle indexes of each step's closest pair) when the separation came from a kd-tree per grid
-    #: step, so the metrics' pass over the very same grid reuses those closest pairs (metrics.swarm); not pickled
-    nearest: tuple[Snapshots, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    #: each grid step's closest pair and close pairs when the separation came from a kd-tree per grid step, so the
+    #: metrics' pass over the very same grid (metrics.swarm) and the checks of the flight's segment windows reuse
+    #: them; not pickled
+    nearest: GridPairs | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "nearest": None}
@@ -119,12 +120,15 @@ def merge_runs(key: np.ndarray, t: np.ndarray, value: np.ndarray, gap: float, wo
 
 
 def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: float = 2.0,
-                     quality: Assessment | None = None, predict: bool = True) -> SafetyResult:
+                     quality: Assessment | None = None, predict: bool = True,
+                     flight: SafetyResult | None = None) -> SafetyResult:
     """Run every hard constraint of the mission over the trajectory (see module docstring).
 
     `quality` is the data assessment of `traj` (made here when not given); the checks run on its clean trajectory.
     `predict=False` leaves out the predictive warnings (CPA, time to the geofence): the metrics of a segment
     window read only its separations, violations, margins and integrity faults.
+    `flight`: the result of the flight `traj` is a window of; without predictions, the grid steps the window shares
+    with the flight take the flight's closest and close pairs (the same numbers, computed once).
     """
     if quality is None:  # a window of an assessed flight keeps the flight's assessment
         quality = traj.assessment.for_window(traj) if traj.assessment is not None else assess(traj, mission)
@@ -198,7 +202,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
                           and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
                           for ne in quality.not_evaluable)
     separation, sep_viol, warnings, nearest = _pairwise(traj, mission, gap, quality, rows, skip_limit=separation_lost,
-                                                        predict=predict)
+                                                        predict=predict, flight=flight)
     violations.extend(sep_viol)
     if c.min_separation_m is not None and not separation_lost:
         worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
@@ -234,8 +238,8 @@ def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
 
 
 def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, rows: Samples,
-              skip_limit: bool = False, predict: bool = True
-              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], tuple | None]:
+              skip_limit: bool = False, predict: bool = True, flight: SafetyResult | None = None
+              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], GridPairs | None]:
     """Separation timeline, min_separation intervals, CPA warnings and (kd-tree path) the grid with each step's
     closest pair (SafetyResult.nearest) over the common grid.
 
@@ -263,8 +267,12 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
         pairs_dense(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
     else:
         pair_index = np.full((T, 2), -1, dtype=int)
-        pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
-        nearest = (snaps, pair_index)
+        shared = horizon is None and pairs_shared(snaps, None if flight is None else flight.nearest, limit, d_min,
+                                                  closest, (hv, ht, hd), pair_index)
+        if not shared:
+            pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
+        hits = tuple(np.concatenate(h) if h else np.zeros(0) for h in (hv, ht, hd))
+        nearest = GridPairs(snaps, pair_index, d_min, closest, limit, hits)
     timeline = SeparationTimeline(snaps.t, d_min, closest)
     violations: list[tuple[Violation, float]] = []
     warnings: list[dict] = []

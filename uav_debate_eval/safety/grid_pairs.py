@@ -1,8 +1,11 @@
 """The checker's pass over the common grid: each step's closest pair, the pairs below the separation limit and the
 CPA predictions. Up to DENSE_MAX_VEHICLES (safety.checker) all pairs of a block of steps at once with numpy,
-above it a kd-tree per step; a large grid's second half in a forked child (uav_debate_eval.forked)."""
+above it a kd-tree per step; a large grid's second half in a forked child (uav_debate_eval.forked). A segment
+window's grid is its flight's steps within it, so its check takes the flight's results for the steps it shares."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -20,6 +23,54 @@ from uav_debate_eval.safety.geometry import (
 DENSE_BLOCK = 400_000
 #: From this many vehicle-steps on, the kd-tree pass over the grid runs its second half in a forked child.
 SPLIT_MIN_VEHICLE_STEPS = 300_000
+
+
+@dataclass
+class GridPairs:
+    """The kd-tree pass's results per step of a grid: each step's closest pair and distance, and the pairs below the
+    limit (a key i * N + j of vehicle indexes, the step's time, the distance). Each step's results depend on that
+    step's positions and valid vehicles only (the closest pair is the one the query of every point finds, whatever
+    the previous step's pair), so a window on the same grid may take them over for the steps it shares."""
+
+    snaps: Snapshots
+    pair_index: np.ndarray  # (T, 2)
+    d_min: np.ndarray  # (T,)
+    closest: list
+    limit: float | None
+    hits: tuple[np.ndarray, np.ndarray, np.ndarray]  # keys, times, distances
+
+
+def pairs_shared(snaps: Snapshots, flight: GridPairs | None, limit: float | None, d_min: np.ndarray, closest: list,
+                 hits: tuple[list, list, list], pair_index: np.ndarray) -> bool:
+    """:func:`pairs_sparse` without predictions for a window of the flight's grid: the steps whose positions and valid
+    vehicles are the flight's take the flight's results, the others (e.g. where a data gap begins at the window's
+    edge) are computed. False (nothing done) when the window is not on the flight's grid with its vehicles."""
+    if flight is None or snaps.uav_ids != flight.snaps.uav_ids or not len(snaps.t) or (
+            limit is not None and flight.limit != limit):
+        return False
+    a = int(np.searchsorted(flight.snaps.t, snaps.t[0]))
+    b = a + len(snaps.t)
+    if b > len(flight.snaps.t) or not (np.array_equal(flight.snaps.t[a:b], snaps.t)
+                                       and np.array_equal(flight.snaps.pos[a:b], snaps.pos)):
+        return False
+    same = (flight.snaps.valid[a:b] == snaps.valid).all(axis=1)
+    rows = np.flatnonzero(same)
+    d_min[rows] = flight.d_min[a + rows]
+    pair_index[rows] = flight.pair_index[a + rows]
+    for r in rows.tolist():
+        closest[r] = flight.closest[a + r]
+    if limit is not None:
+        keys, t, dist = flight.hits
+        step = np.searchsorted(flight.snaps.t, t) - a  # the times are the grid's own values
+        take = (step >= 0) & (step < len(same))
+        take[take] = same[step[take]]
+        hits[0].append(keys[take])
+        hits[1].append(t[take])
+        hits[2].append(dist[take])
+    edges = np.flatnonzero(np.diff(np.concatenate([[1], same.view(np.int8), [1]])))  # runs of steps not shared
+    for start, stop in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+        pairs_sparse(snaps, limit, None, d_min, closest, hits, ([], [], [], []), pair_index, range(start, stop))
+    return True
 
 
 def pairs_sparse_halves(snaps: Snapshots, limit: float | None, horizon: float | None, d_min: np.ndarray,

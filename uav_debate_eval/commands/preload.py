@@ -1,4 +1,4 @@
-"""Load the evaluation stages while a large input is parsed: about a second of imports (scipy and the stages)
+"""Load the evaluation stages while a large input is parsed: about 0.3 s of imports (scipy and the stages)
 overlaps the read, whose parsers (pyarrow's CSV reader, numpy's sorts) run without the GIL. The thread is joined
 before the evaluation starts (and so before any fork: a child must not inherit a half-held import lock)."""
 
@@ -10,11 +10,12 @@ from typing import Any
 #: Inputs of at least this many bytes are parsed while the evaluation stages load in a thread (the parsers release
 #: the GIL); a small input is read first, so bad input is reported before anything heavy loads.
 PRELOAD_MIN_BYTES = 8_000_000
-#: What the evaluation needs before its segments go to two cores (scipy and the checker, metrics and DSL stages:
-#: about a second). The debate, findings and report modules load later, beside the segment child's work, and
-#: matplotlib only in the figure child (report/figure_job.py).
+#: What the evaluation needs (scipy and the checker, metrics, DSL and debate stages: about 0.3 s), loaded before the
+#: segments go to two cores, where each import would cost CPU the two processes need; matplotlib loads only in the
+#: figure child (report/figure_job.py).
 _STAGES = ("uav_debate_eval.quality", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
-           "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.segment_work")
+           "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.segment_work",
+           "uav_debate_eval.debate.engine")
 
 
 def preload_stages(paths: list[Path]) -> Any:

@@ -39,15 +39,17 @@ def test_vehicles_with_their_own_stamps_a_single_sample_and_non_finite_values():
 
 
 def test_a_swarms_common_grid_is_the_one_np_interp_gives():
-    """SwarmTrajectory.resample on a simulated swarm (one stamp array for every vehicle) and on a window."""
+    """SwarmTrajectory.resample on a simulated swarm (one stamp array for every vehicle) and on a window, whose steps
+    are the flight's: np.interp of the flight's samples at those instants (at an edge step a hair beyond the window's
+    last sample that is the flight's value there, not the window's last sample held)."""
     from uav_debate_eval.sim.scenarios import simulate
 
     traj = simulate("grid", seed=0, n_uavs=70, duration_s=40.0).traj
+    stamps = [tr.t for tr in traj.tracks.values()]
     for part in (traj, traj.window(3.05, 27.33)):
         snaps = part.resample()
-        stamps = [tr.t for tr in part.tracks.values()]
-        np.testing.assert_array_equal(snaps.pos, _reference(snaps.t, stamps, [tr.pos for tr in part.tracks.values()]))
-        np.testing.assert_array_equal(snaps.vel, _reference(snaps.t, stamps, [tr.vel for tr in part.tracks.values()]))
+        np.testing.assert_array_equal(snaps.pos, _reference(snaps.t, stamps, [tr.pos for tr in traj.tracks.values()]))
+        np.testing.assert_array_equal(snaps.vel, _reference(snaps.t, stamps, [tr.vel for tr in traj.tracks.values()]))
 
 
 @pytest.mark.parametrize("window", [None, (3.05, 27.33)])

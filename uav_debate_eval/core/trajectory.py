@@ -266,8 +266,9 @@ class SwarmTrajectory:
     def window(self, t0: float, t1: float) -> SwarmTrajectory:
         """The samples with t0 <= t <= t1; vehicles with no sample there are left out.
 
-        A window keeps its flight: its common grid is the flight's steps within it (same period, same instants), so
-        each step's positions, distances and formation errors in a segment are the flight's own at that instant.
+        A window keeps its flight: its sample period is the flight's, and its common grid at that period is the
+        flight's steps within it (same instants, the flight's interpolated values), so each step of a segment has
+        the flight's positions and distances at that instant. A coarser grid (very long windows) is its own.
         """
         tracks = {u: tr.slice(t0, t1) for u, tr in self.tracks.items()}
         return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name, self.t0,
@@ -305,7 +306,7 @@ class SwarmTrajectory:
         tracks = tuple(self.tracks.values())
 
         def interpolate() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            if self.flight is not None:  # the flight's steps within this window, its vehicles' columns
+            if self.flight is not None and dt == self.flight.sample_period:  # the flight's steps within the window
                 grid, pos, vel = self.flight._interpolated(dt)
                 a = int(np.searchsorted(grid, self.t_start - 1e-9, side="left"))
                 b = int(np.searchsorted(grid, self.t_end + 1e-9, side="right"))

@@ -136,7 +136,8 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
         tick("safety", 1, 1)
         segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
                                                          safety=safety))
-        work = SegmentWork(traj, mission, segments, safety, cfg.segment_dsl_budget)  # a large flight: a child
+        work = stage("metrics", lambda: SegmentWork(traj, mission, segments, safety,  # a large flight: a child
+                                                    cfg.segment_dsl_budget))
         metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
         tick("metrics", 1, 1)
         events = stage("dsl", lambda: detect_events(traj, mission, safety))

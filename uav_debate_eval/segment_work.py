@@ -6,6 +6,11 @@ events (and its metrics, for a window without samples), which the child is sent 
 processes then take the remaining segments one at a time from a shared counter, longest first (the child starts
 on the longest window, which would otherwise be left for last). Same code on the same data in both: the contexts
 are the ones one process would make. Should the child fail, its segments are evaluated here.
+
+The windows are on the flight's grid, so the per-step work they share with the flight is done once: right after the
+fork this process computes the flight's formation errors and raw-token prefix sums (its own metrics and DSL need
+them too) and sends them; the child's windows take their rows (metrics.swarm, dsl.tokens), waiting for them if
+they come later than the child asks.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.forked import Forked, can_fork, cores
+from uav_debate_eval.forked import ChildLost, Forked, can_fork, cores
 
 #: From this many samples on, a flight's segments are evaluated on two cores (below, a child costs more than it saves).
 PARALLEL_MIN_SAMPLES = 50_000
@@ -75,12 +80,24 @@ class SegmentWork:
         if traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1 and cores() > 1 and can_fork():
             self.counter = multiprocessing.get_context("fork").Value("i", 0)
             self.child = Forked(_child, *self.args, self.counter)
+            self._send_shared_steps(traj, mission)
+
+    def _send_shared_steps(self, traj: SwarmTrajectory, mission: Mission) -> None:
+        """The flight's per-step results its windows share, to the child as soon as they exist."""
+        from uav_debate_eval.dsl.tokens import number_prefixes
+        from uav_debate_eval.metrics.swarm import formation_error, snapshots
+
+        assert self.child is not None
+        with contextlib.suppress(OSError):  # the child is gone: contexts() makes its segments here
+            self.child.send(("formation", formation_error(snapshots(traj), mission) if len(traj.tracks) > 1
+                             else None))
+            self.child.send(("prefixes", number_prefixes(list(traj.tracks.values()))))
 
     def flight_ready(self, metrics: Any, events: list) -> None:
         """The flight's metrics and events, which the windows' DSL needs: to the child at once."""
         if self.child is not None:
             with contextlib.suppress(OSError):  # the child is gone: contexts() makes its segments here
-                self.child.send((metrics, events))
+                self.child.send(("flight", (metrics, events)))
 
     def contexts(self, metrics: Any, events: list, tick: Callable[[int, int], None]) -> list:
         """Every segment's context in segment order; tick(done, total) after each."""
@@ -142,29 +159,59 @@ def _longest_first(segments: list) -> list[int]:
     return sorted(range(len(segments)), key=lambda i: (-(segments[i].t_end - segments[i].t_start), i))
 
 
+class _Inbox:
+    """The parent's tagged messages, kept by tag as they arrive (each tag is sent once)."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+        self.got: dict[str, Any] = {}
+
+    def has(self, tag: str) -> bool:
+        while tag not in self.got and self.conn.poll():
+            self._read()
+        return tag in self.got
+
+    def wait(self, tag: str) -> Any:
+        """The message `tag`, waiting for it; None when the parent is gone before sending it."""
+        try:
+            while tag not in self.got:
+                self._read()
+        except (EOFError, OSError):
+            return None
+        return self.got[tag]
+
+    def _read(self) -> None:
+        tag, value = self.conn.recv()
+        self.got[tag] = value
+
+
 def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int,
            counter: Any) -> list[tuple[int, Any, Any]]:
     """Child side: claim segments; their windows' metrics at once, their DSL once the flight's events came.
     Returns (index, metrics, DSL) per segment (the parent cuts the window again rather than receive it)."""
-    flight: tuple[Any, list] | None = None
+    from uav_debate_eval.dsl.tokens import defer_number_prefixes
+    from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
+
+    messages = _Inbox(inbox)
+    if len(traj.tracks) > 1:
+        defer_formation_error(snapshots(traj), mission, lambda: messages.wait("formation"))
+    defer_number_prefixes(list(traj.tracks.values()), lambda: messages.wait("prefixes"))
     waiting: list[tuple[int, SwarmTrajectory, Any]] = []
     out: list[tuple[int, Any, Any]] = []
 
     def finish() -> None:
-        assert flight is not None
+        metrics, events = messages.got["flight"]
         for i, window, seg_metrics in waiting:
-            out.append((i, *_evidence(traj, mission, segments[i], safety, flight[0], flight[1], budget_tokens,
-                                      window, seg_metrics)))
+            out.append((i, *_evidence(traj, mission, segments[i], safety, metrics, events, budget_tokens, window,
+                                      seg_metrics)))
         waiting.clear()
 
     while (i := _claim(counter, segments)) is not None:
         waiting.append((i, *window_metrics(traj, mission, segments[i], safety)))
-        if flight is None and inbox.poll():
-            flight = inbox.recv()
-        if flight is not None:
+        if messages.has("flight"):
             finish()
     if waiting:
-        if flight is None:
-            flight = inbox.recv()
+        if messages.wait("flight") is None:
+            raise ChildLost("the parent ended before sending the flight's metrics")
         finish()
     return out

@@ -3,7 +3,8 @@
 The metrics, the events, the mission segmentation and every DSL (flight and per segment) ask for
 the same snapshots, pair distances, formation errors and segmentations of the same trajectory;
 trajectories, tracks and snapshots are not mutated after ingest, so the first answer is kept on
-the object (like the smoothed kinematics on a Track) and the others reuse it.
+the object (like the smoothed kinematics on a Track) and the others reuse it. A value another process computes
+is kept as a `Deferred` until it is first asked for.
 """
 
 from __future__ import annotations
@@ -14,10 +15,24 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+class Deferred:
+    """A memo value that arrives from elsewhere (another process): `fetch()` waits for it, None if it will not come
+    (then memo computes it here)."""
+
+    def __init__(self, fetch: Callable[[], Any]):
+        self.fetch = fetch
+
+
 def memo(owner: Any, key: Hashable, deps: tuple, compute: Callable[[], T]) -> T:
     """compute(), cached on `owner` under `key` while `deps` are the same objects (checked by identity)."""
     if memo_hit(owner, key, deps):
-        return owner.__dict__["_memo"][key][1]
+        value = owner.__dict__["_memo"][key][1]
+        if not isinstance(value, Deferred):
+            return value
+        value = value.fetch()
+        if value is not None:
+            remember(owner, key, deps, value)
+            return value
     value = compute()
     remember(owner, key, deps, value)
     return value

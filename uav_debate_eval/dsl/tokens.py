@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from uav_debate_eval.core.memo import memo, memo_hit, remember
+from uav_debate_eval.core.memo import Deferred, memo, memo_hit, remember
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
 
 #: Samples whose numbers are counted at a time.
@@ -123,6 +123,26 @@ def _prime_number_prefixes(tracks: list[Track]) -> None:
     for tr, a, b in zip(todo, bounds[:-1], bounds[1:], strict=True):
         prefix = np.concatenate([[0], np.cumsum(per_row[a:b])])
         remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), prefix)
+
+
+def number_prefixes(tracks: list[Track]) -> list[np.ndarray]:
+    """Every track's cumulative number tokens (what raw_tokens counts from), for another process to adopt."""
+    _prime_number_prefixes(tracks)
+    return [_number_prefix(tr) for tr in tracks]
+
+
+def defer_number_prefixes(tracks: list[Track], fetch: Callable[[], list[np.ndarray] | None]) -> None:
+    """The tracks' number prefixes will be fetch()'s (number_prefixes of the same tracks in another process; None:
+    counted here), fetched once when a first track's is asked for."""
+    got: list = []
+
+    def one(k: int) -> np.ndarray | None:
+        if not got:
+            got.append(fetch())
+        return None if got[0] is None else got[0][k]
+
+    for k, tr in enumerate(tracks):
+        remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), Deferred(functools.partial(one, k)))
 
 
 def _has_prefix(track: Track) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from uav_debate_eval.core.memo import memo
+from uav_debate_eval.core.memo import Deferred, memo, memo_hit, remember
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
 from uav_debate_eval.metrics.kinematics import runs
@@ -39,7 +39,16 @@ def snapshots(traj: SwarmTrajectory) -> Snapshots:
 def _snapshots(traj: SwarmTrajectory) -> Snapshots:
     dt = max(traj.sample_period or 0.1, traj.duration / (MAX_STEPS - 1) if traj.duration > 0 else 0.0)
     gap = max(MIN_GAP_S, GAP_FACTOR * (traj.sample_period or 0.0))
-    return traj.resample(dt=dt, max_gap_s=gap)
+    snap = traj.resample(dt=dt, max_gap_s=gap)
+    flight = traj.flight
+    if flight is not None and memo_hit(flight, ("snapshots", tuple(flight.tracks)), tuple(flight.tracks.values())):
+        whole = snapshots(flight)  # a window on its flight's grid: its steps are rows of the flight's snapshots
+        a = int(np.searchsorted(whole.t, snap.t[0])) if len(snap.t) else 0
+        rows = slice(a, a + len(snap.t))
+        if whole.uav_ids == snap.uav_ids and np.array_equal(whole.t[rows], snap.t) and (
+                np.array_equal(whole.pos[rows], snap.pos)):
+            snap.__dict__["_flight_rows"] = (whole, a)
+    return snap
 
 
 @dataclass
@@ -222,6 +231,11 @@ def formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str 
     return memo(snap, "formation_error", (mission,), lambda: _formation_error(snap, mission))
 
 
+def defer_formation_error(snap: Snapshots, mission: Mission, fetch) -> None:
+    """formation_error(snap, mission) will be fetch() (computed by another process; None: computed here)."""
+    remember(snap, "formation_error", (mission,), Deferred(fetch))
+
+
 def _formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str | None]:
     T, N = snap.valid.shape
     err = np.full((T, N), np.nan)
@@ -233,12 +247,11 @@ def _formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str
         off = np.array([mission.formation_offsets[snap.uav_ids[j]] for j in cols], dtype=float)
         every = len(cols) == N  # then cols is 0..N-1: the grid itself, not a copy
         p, valid = (snap.pos, snap.valid) if every else (snap.pos[:, cols], snap.valid[:, cols])
-        cos, sin = _yaw_aligned(p, valid, off)
-        partners = _partners(off)
-        for a, b in _chunks(T):
-            pair = _partner_norms(p[a:b], partners, _rotated(off, cos[a:b], sin[a:b]))
-            ok = valid[a:b, :, None] & valid[a:b, partners] & (partners >= 0)[None]
-            err[a:b, cols] = _lower_median(pair, ok, valid[a:b])
+        todo = _flights_rows(snap, mission, err)
+        if todo is None:
+            err[:, cols] = _offset_errors(p, valid, off)
+        elif len(todo):
+            err[np.ix_(todo, cols)] = _offset_errors(p[todo], valid[todo], off)
         return err, ref
     k0 = _reference_step(snap)
     partners = _partners(snap.pos[k0])
@@ -256,6 +269,36 @@ def _formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str
         d, ok = pair_distances(slice(a, b))
         err[a:b] = _lower_median(np.abs(d - nominal[None]), ok, snap.valid[a:b])
     return err, ref
+
+
+def _offset_errors(p: np.ndarray, valid: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """The offsets reference's error (T, M) of each step of positions p (T, M, 3): every number is one step's own
+    (the yaw, the partners' distances and their median use that step's positions and valid vehicles only)."""
+    cos, sin = _yaw_aligned(p, valid, off)
+    partners = _partners(off)
+    err = np.empty(valid.shape)
+    for a, b in _chunks(len(p)):
+        pair = _partner_norms(p[a:b], partners, _rotated(off, cos[a:b], sin[a:b]))
+        ok = valid[a:b, :, None] & valid[a:b, partners] & (partners >= 0)[None]
+        err[a:b] = _lower_median(pair, ok, valid[a:b])
+    return err
+
+
+def _flights_rows(snap: Snapshots, mission: Mission, err: np.ndarray) -> np.ndarray | None:
+    """For a window on its flight's grid whose flight has its offsets-reference errors (computed, or on their way
+    from another process): those errors copied into `err` for every step whose valid vehicles are the flight's,
+    and the steps left to compute (a data gap at the window's edge); None when there is nothing to take over."""
+    link = snap.__dict__.get("_flight_rows")
+    if link is None or not memo_hit(link[0], "formation_error", (mission,)):
+        return None
+    whole, a = link
+    flight_err, ref = formation_error(whole, mission)
+    if ref != "offsets":
+        return None
+    rows = slice(a, a + len(snap.t))
+    same = (whole.valid[rows] == snap.valid).all(axis=1)
+    err[same] = flight_err[rows][same]
+    return np.flatnonzero(~same)
 
 
 def _partner_norms(p: np.ndarray, partners: np.ndarray, o: np.ndarray | None = None) -> np.ndarray:

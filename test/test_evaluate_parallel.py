@@ -34,16 +34,16 @@ def _sections(ev) -> dict:
 
 
 def _child_claims_first(monkeypatch):
-    """The parent hands over the flight's results only once the child has claimed a segment (deterministic test)."""
-    real = segment_work.SegmentWork.flight_ready
+    """The parent hands over the flight's events only once the child has claimed a segment (deterministic test)."""
+    real = segment_work.SegmentWork.events_ready
 
-    def ready(self, metrics, events):
+    def ready(self, events):
         deadline = time.monotonic() + 20
         while self.child is not None and self.counter.value < 1 and time.monotonic() < deadline:
             time.sleep(0.005)
-        real(self, metrics, events)
+        real(self, events)
 
-    monkeypatch.setattr(segment_work.SegmentWork, "flight_ready", ready)
+    monkeypatch.setattr(segment_work.SegmentWork, "events_ready", ready)
 
 
 def test_segments_in_a_child_equal_one_process(flight, monkeypatch, tmp_path):
@@ -87,14 +87,18 @@ def test_a_lost_segment_child_is_made_up_here(flight, monkeypatch, child):
     assert _sections(_evaluate(traj, mission)) == _sections(serial)
 
 
-def test_figures_drawn_beside_equal_figures_drawn_after(flight, tmp_path):
+def test_figures_drawn_beside_equal_figures_drawn_after(flight, tmp_path, monkeypatch):
+    from uav_debate_eval.report import figures
     from uav_debate_eval.report.writer import write_reports
 
     traj, mission = flight
     ev = _evaluate(traj, mission, figures=True)
     assert ev.figure_job is not None and ev.figure_job.child is not None
     expected = render_figures(ev)
+    drawn_here: list = []  # the child was forked before this: only a fallback in this process would call it
+    monkeypatch.setattr(figures, "render_figures", lambda *a, **k: drawn_here.append(a) or {})
     write_reports(ev, tmp_path / "out")
+    assert not drawn_here, "the figure child failed: the figures were drawn here instead"
     assert ev.figure_job is None
     written = {p.stem: p.read_bytes() for p in (tmp_path / "out" / "figures").glob("*.png")}
     assert set(written) == set(FIGURES)

@@ -66,3 +66,22 @@ def test_every_figure_renders(ev):
     pngs = figures.render_figures(ev)
     assert list(pngs) == list(CAPTIONS)
     assert all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs.values())
+
+
+@pytest.mark.parametrize("size", ["few", "swarm"])
+def test_each_figure_needs_only_what_figures_needs_says(ev, size):
+    """The figure child draws a figure as soon as the inputs figures.NEEDS names exist: each figure is drawn from a
+    view holding only those (a missing one would be a KeyError or an AttributeError on None)."""
+    from types import SimpleNamespace
+
+    if size == "few":
+        sim = simulate("formation", seed=0, faults=["near_miss"])
+        full = evaluate(sim.traj, sim.mission)
+    else:
+        full = ev
+    for name, fn in figures.FIGURES.items():
+        needs = figures.NEEDS[name]
+        view = SimpleNamespace(traj=full.traj, mission=full.mission,
+                               safety=full.safety if "safety" in needs else None,
+                               report={k: v for k, v in full.report.items() if k in needs})
+        plt.close(fn(view))

@@ -124,27 +124,33 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
         finally:
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
-    quality = stage("safety", lambda: assess(traj, mission))
-    traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
     figure_job = work = None
-    if figures:  # a child loads the plotting library while the flight is checked, then draws
-        from uav_debate_eval.report.figure_job import start_figure_job
-
-        figure_job = start_figure_job(traj, mission)
     try:
+        if figures:  # a child loads the plotting library, cleans the trajectory itself, draws as results come
+            from uav_debate_eval.report.figure_job import start_figure_job
+
+            figure_job = start_figure_job(traj, mission)
+        quality = stage("safety", lambda: assess(traj, mission))
+        traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
         safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
         tick("safety", 1, 1)
+        if figure_job is not None:
+            figure_job.safety_ready(traj, safety)
         segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
                                                          safety=safety))
         work = stage("metrics", lambda: SegmentWork(traj, mission, segments, safety,  # a large flight: a child
                                                     cfg.segment_dsl_budget))
+        # the events first: the windows' DSL (segment child) and two figures need them, not the metrics
+        events = stage("dsl", lambda: detect_events(traj, mission, safety))
+        work.events_ready(events)
+        if figure_job is not None:
+            figure_job.events_ready(events)
         metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))
         tick("metrics", 1, 1)
-        events = stage("dsl", lambda: detect_events(traj, mission, safety))
-        work.flight_ready(metrics, events)
-        dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety, events=events))
+        work.metrics_ready(metrics)
         if figure_job is not None:
-            figure_job.flight_ready(safety, metrics, dsl.events)
+            figure_job.scores_ready(metrics)
+        dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety, events=events))
         contexts = stage("dsl", lambda: work.contexts(metrics, dsl.events,
                                                       lambda done, total: tick("segments", done, total)))
         evaluation = _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg,

@@ -1,8 +1,8 @@
 """The mission segments' evidence (each window's own metrics and DSL), on two cores for a large flight.
 
 A forked child (uav_debate_eval.forked) starts on the windows' metrics as soon as the checker has cut the mission
-segments, while this process computes the flight's metrics, events and DSL. The windows' DSL needs the flight's
-events (and its metrics, for a window without samples), which the child is sent as soon as they exist. Both
+segments, while this process computes the flight's events, metrics and DSL. The windows' DSL needs the flight's
+events (and its metrics, for a window without samples), which the child is sent as soon as each exists. Both
 processes then take the remaining segments one at a time from a shared counter, longest first (the child starts
 on the longest window, which would otherwise be left for last). Same code on the same data in both: the contexts
 are the ones one process would make. Should the child fail, its segments are evaluated here.
@@ -93,11 +93,18 @@ class SegmentWork:
                              else None))
             self.child.send(("prefixes", number_prefixes(list(traj.tracks.values()))))
 
-    def flight_ready(self, metrics: Any, events: list) -> None:
-        """The flight's metrics and events, which the windows' DSL needs: to the child at once."""
+    def events_ready(self, events: list) -> None:
+        """The flight's events, which every window's DSL cites: to the child at once."""
+        self._send("events", events)
+
+    def metrics_ready(self, metrics: Any) -> None:
+        """The flight's metrics, which a window without samples reports: to the child at once."""
+        self._send("metrics", metrics)
+
+    def _send(self, tag: str, value: Any) -> None:
         if self.child is not None:
             with contextlib.suppress(OSError):  # the child is gone: contexts() makes its segments here
-                self.child.send(("flight", (metrics, events)))
+                self.child.send((tag, value))
 
     def contexts(self, metrics: Any, events: list, tick: Callable[[int, int], None]) -> list:
         """Every segment's context in segment order; tick(done, total) after each."""
@@ -200,18 +207,18 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
     out: list[tuple[int, Any, Any]] = []
 
     def finish() -> None:
-        metrics, events = messages.got["flight"]
         for i, window, seg_metrics in waiting:
-            out.append((i, *_evidence(traj, mission, segments[i], safety, metrics, events, budget_tokens, window,
-                                      seg_metrics)))
+            flight_metrics = messages.wait("metrics") if seg_metrics is None else None  # an empty window's
+            out.append((i, *_evidence(traj, mission, segments[i], safety, flight_metrics, messages.got["events"],
+                                      budget_tokens, window, seg_metrics)))
         waiting.clear()
 
     while (i := _claim(counter, segments)) is not None:
         waiting.append((i, *window_metrics(traj, mission, segments[i], safety)))
-        if messages.has("flight"):
+        if messages.has("events"):
             finish()
     if waiting:
-        if messages.wait("flight") is None:
-            raise ChildLost("the parent ended before sending the flight's metrics")
+        if messages.wait("events") is None:
+            raise ChildLost("the parent ended before sending the flight's events")
         finish()
     return out

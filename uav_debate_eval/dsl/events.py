@@ -34,7 +34,13 @@ from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.dsl.segmentation import segment_vehicle, segment_vehicles
 from uav_debate_eval.metrics.kinematics import Kinematics, runs, smooth_tracks
-from uav_debate_eval.metrics.swarm import breach_intervals, close_approaches, formation_error, snapshots
+from uav_debate_eval.metrics.swarm import (
+    adopt_checker_pairs,
+    breach_intervals,
+    close_approaches,
+    formation_error,
+    snapshots,
+)
 from uav_debate_eval.metrics.vec import norm
 
 TURN_WINDOW_S = 3.0
@@ -155,10 +161,11 @@ def data_gaps(traj: SwarmTrajectory) -> list[Event]:
     return out
 
 
-def pairwise_events(traj: SwarmTrajectory, mission: Mission) -> list[Event]:
+def pairwise_events(traj: SwarmTrajectory, mission: Mission, safety=None) -> list[Event]:
     if len(traj.tracks) < 2:
         return []
     snap = snapshots(traj)
+    adopt_checker_pairs(snap, safety)  # the close approaches' kd-trees only where the checker saw a pair come close
     ids = snap.uav_ids
     out = [
         Event("", "proximity", _r(c.t_start), [ids[c.i], ids[c.j]], _r(c.t_end), _r(c.d_min, 2), "m",
@@ -237,5 +244,5 @@ def detect_events(traj: SwarmTrajectory, mission: Mission, safety=None) -> list[
         turns += fast + slow_turns(k, th.sharp_turn_deg, fast)
         events += altitude_rates(k, th.altitude_rate_mps)
     events += merge_swarm_turns(turns, traj.uav_ids)
-    events += pairwise_events(traj, mission) + link_losses(traj) + data_gaps(traj) + violation_events(safety)
+    events += pairwise_events(traj, mission, safety) + link_losses(traj) + data_gaps(traj) + violation_events(safety)
     return number_events(events)

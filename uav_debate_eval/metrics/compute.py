@@ -87,9 +87,9 @@ def compute_metrics(traj: SwarmTrajectory, mission: Mission, safety=None) -> Met
     approaches = close_approaches(snap, mission.thresholds.proximity(mission.constraints)) if snap is not None else []
     sep = separation(snap) if snap is not None else None
     details: dict[str, dict[str, dict]] = {"flight_control": flight_control(kins)}
-    coord = coordination(traj, mission, snap)
-    details["coordination"] = coord or {}
-    details["safety"] = safety_details(traj, mission, sep, approaches, safety)
+    safety_part = safety_details(traj, mission, sep, approaches, safety)
+    details["coordination"] = coordination(traj, mission, snap) or {}  # last: see coordination()
+    details["safety"] = safety_part
     scores: dict[str, float | None] = {c: mean_score(details[c]) for c in CATEGORIES}
     scores["overall"] = overall(scores, mission.weights)
     return MetricsResult(scores, details)

@@ -179,9 +179,8 @@ def coordination(traj: SwarmTrajectory, mission: Mission, snap: Snapshots | None
     """The coordination details, or None for fewer than two vehicles."""
     if len(traj.tracks) < 2 or snap is None:
         return None
-    return {
-        "formation_stability": formation_stability(snap, mission),
-        "communication_quality": communication_quality(traj),
-        "coordination_delay": coordination_delay(snap),
-        "task_completion": task_completion(traj, mission),
-    }
+    # the formation last: a segment child's windows take the flight's formation errors, which may still be on
+    # their way from the parent (segment_work)
+    others = {"communication_quality": communication_quality(traj), "coordination_delay": coordination_delay(snap),
+              "task_completion": task_completion(traj, mission)}
+    return {"formation_stability": formation_stability(snap, mission), **others}

@@ -1,11 +1,12 @@
 """The report figures drawn on the second core while the segments are evaluated and the panel debates.
 
-Drawing a large swarm's figures takes about a second of matplotlib (half of it loading the library); the five
-figures that do not need the debate only need the trajectory, the safety result, the metrics' scores and the
-flight's events, all known once the flight's DSL is built. A forked child (uav_debate_eval.forked), started as
-soon as the trajectory is clean, loads matplotlib while the flight is checked, receives those results (the same
-objects the report is built from, pickled), draws, then waits for the debate's report section to draw the last
-figure. Should the child fail, the parent draws the figures itself, so a report never lacks them.
+Drawing a large swarm's figures takes about a second of matplotlib (half of it loading the library); each figure
+needs the trajectory and some of: the safety result, the violations and events, the metrics' scores, the debate
+(figures.NEEDS). A forked child (uav_debate_eval.forked), started with the trajectory as read, loads matplotlib
+and cleans the trajectory itself (quality.assess, the same result as here) while this process does the same on
+the other core, then receives each result as soon as it exists (the same objects the report is built from,
+pickled) and draws every figure whose inputs are complete. Should the child fail, the parent draws the figures
+itself, so a report never lacks them.
 """
 
 from __future__ import annotations
@@ -17,23 +18,37 @@ from uav_debate_eval.forked import Forked, can_fork
 
 
 class FigureJob:
-    """Figures drawn in a forked child: started once the trajectory is clean (the child loads matplotlib while the
-    flight is checked), `flight_ready` hands it the flight's results, `pngs(debate)` the debate section and returns
-    {name: PNG}."""
+    """Figures drawn in a forked child, started with the trajectory as read (the child cleans it with
+    quality.assess itself, beside this process, and loads matplotlib meanwhile). Each result goes to the child as
+    soon as it exists (`safety_ready`, `events_ready`, `scores_ready`), and the child draws every figure whose
+    inputs are complete; `pngs(debate)` hands it the debate section and returns {name: PNG}."""
 
     def __init__(self, traj: Any, mission: Any):
         self.view = SimpleNamespace(traj=traj, mission=mission, safety=None, report={})
         self.child: Forked | None = Forked(_draw, traj, mission)
 
-    def flight_ready(self, safety: Any, metrics: Any, events: list) -> None:
-        scores = {k: metrics.scores.get(k) for k in ("flight_control", "coordination", "safety", "overall")}
+    def safety_ready(self, traj: Any, safety: Any) -> None:
+        """The clean trajectory (for drawing here should the child fail) and the checker's result."""
+        self.view.traj, self.view.safety = traj, safety
+        self._send("safety", safety)
         # the same values build_report puts in the report for these keys
-        self.view.safety = safety
-        self.view.report = {"violations": [v.to_dict() for v in safety.violations],
-                            "events": [e.to_dict() for e in events], "scores": scores}
+        self._report({"violations": [v.to_dict() for v in safety.violations]})
+
+    def events_ready(self, events: list) -> None:
+        self._report({"events": [e.to_dict() for e in events]})
+
+    def scores_ready(self, metrics: Any) -> None:
+        self._report({"scores": {k: metrics.scores.get(k) for k in ("flight_control", "coordination", "safety",
+                                                                    "overall")}})
+
+    def _report(self, part: dict) -> None:
+        self.view.report = {**self.view.report, **part}
+        self._send("report", part)
+
+    def _send(self, tag: str, value: Any) -> None:
         if self.child is not None:
             try:
-                self.child.send((safety, self.view.report))
+                self.child.send((tag, value))
             except OSError:  # the child is gone: pngs() draws here
                 self.cancel()
 
@@ -41,7 +56,7 @@ class FigureJob:
         child, self.child = self.child, None
         if child is not None:
             try:
-                child.send(debate)
+                child.send(("report", {"debate": debate}))
                 return child.result()
             except Exception:  # noqa: BLE001 - the parent draws them instead; nothing is lost
                 child.cancel()
@@ -62,11 +77,19 @@ def start_figure_job(traj: Any, mission: Any) -> FigureJob | None:
 
 
 def _draw(inbox: Any, traj: Any, mission: Any) -> dict[str, bytes]:
-    from uav_debate_eval.report.figures import DEBATE_FIGURES, FIGURES, render_figures
+    from uav_debate_eval.quality import assess
+    from uav_debate_eval.report.figures import FIGURES, NEEDS, render_figures
 
-    safety, report = inbox.recv()
-    view = SimpleNamespace(traj=traj, mission=mission, safety=safety, report=report)
-    early = render_figures(view, tuple(n for n in FIGURES if n not in DEBATE_FIGURES))
-    view.report = {**report, "debate": inbox.recv()}
-    late = render_figures(view, DEBATE_FIGURES)
-    return {name: early[name] if name in early else late[name] for name in FIGURES}
+    view = SimpleNamespace(traj=assess(traj, mission).traj, mission=mission, safety=None, report={})
+    known: set[str] = set()
+    drawn: dict[str, bytes] = {}
+    while len(drawn) < len(FIGURES):
+        tag, value = inbox.recv()
+        if tag == "safety":
+            view.safety = value
+            known.add("safety")
+        else:
+            view.report = {**view.report, **value}
+            known.update(value)
+        drawn.update(render_figures(view, tuple(n for n in FIGURES if n not in drawn and NEEDS[n] <= known)))
+    return {name: drawn[name] for name in FIGURES}

@@ -276,8 +276,11 @@ FIGURES = {"trajectory_xy": trajectory_xy, "trajectory_3d": trajectory_3d, "sepa
            "altitude_speed": altitude_speed, "scores": scores, "debate_rounds": debate_rounds}
 
 
-#: The figures that need the debate (the others can be drawn while it runs: report/figure_job.py).
-DEBATE_FIGURES = ("debate_rounds",)
+#: What each figure needs besides the trajectory and the mission: the safety result and report sections (the figure
+#: child draws each one as soon as these exist: report/figure_job.py).
+NEEDS = {"trajectory_xy": {"safety", "violations", "events"}, "trajectory_3d": {"safety", "violations", "events"},
+         "separation": {"safety"}, "altitude_speed": {"safety", "violations"}, "scores": {"scores"},
+         "debate_rounds": {"debate"}}
 
 
 def render_figures(ev: Any, names: tuple[str, ...] | None = None) -> dict[str, bytes]:

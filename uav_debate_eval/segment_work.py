@@ -7,10 +7,10 @@ processes then take the remaining segments one at a time from a shared counter, 
 on the longest window, which would otherwise be left for last). Same code on the same data in both: the contexts
 are the ones one process would make. Should the child fail, its segments are evaluated here.
 
-The windows are on the flight's grid, so the per-step work they share with the flight is done once: right after the
-fork this process computes the flight's formation errors and raw-token prefix sums (its own metrics and DSL need
-them too) and sends them; the child's windows take their rows (metrics.swarm, dsl.tokens), waiting for them if
-they come later than the child asks.
+The windows are on the flight's grid, so the per-step formation errors they share with the flight are computed
+once: right after the fork this process computes the flight's (its metrics need them too) and sends them; the
+child's windows take their rows (metrics.swarm), waiting for them should they come later than the child asks.
+While the flight's events are not there yet, the child does the parts of its windows' DSL that need none.
 """
 
 from __future__ import annotations
@@ -83,15 +83,10 @@ class SegmentWork:
             self._send_shared_steps(traj, mission)
 
     def _send_shared_steps(self, traj: SwarmTrajectory, mission: Mission) -> None:
-        """The flight's per-step results its windows share, to the child as soon as they exist."""
-        from uav_debate_eval.dsl.tokens import number_prefixes
+        """The flight's per-step formation errors, which its windows share: to the child as soon as they exist."""
         from uav_debate_eval.metrics.swarm import formation_error, snapshots
 
-        assert self.child is not None
-        with contextlib.suppress(OSError):  # the child is gone: contexts() makes its segments here
-            self.child.send(("formation", formation_error(snapshots(traj), mission) if len(traj.tracks) > 1
-                             else None))
-            self.child.send(("prefixes", number_prefixes(list(traj.tracks.values()))))
+        self._send("formation", formation_error(snapshots(traj), mission) if len(traj.tracks) > 1 else None)
 
     def events_ready(self, events: list) -> None:
         """The flight's events, which every window's DSL cites: to the child at once."""
@@ -196,13 +191,12 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
            counter: Any) -> list[tuple[int, Any, Any]]:
     """Child side: claim segments; their windows' metrics at once, their DSL once the flight's events came.
     Returns (index, metrics, DSL) per segment (the parent cuts the window again rather than receive it)."""
-    from uav_debate_eval.dsl.tokens import defer_number_prefixes
+    from uav_debate_eval.dsl.builder import prepare_dsl
     from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
 
     messages = _Inbox(inbox)
     if len(traj.tracks) > 1:
         defer_formation_error(snapshots(traj), mission, lambda: messages.wait("formation"))
-    defer_number_prefixes(list(traj.tracks.values()), lambda: messages.wait("prefixes"))
     waiting: list[tuple[int, SwarmTrajectory, Any]] = []
     out: list[tuple[int, Any, Any]] = []
 
@@ -217,6 +211,8 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
         waiting.append((i, *window_metrics(traj, mission, segments[i], safety)))
         if messages.has("events"):
             finish()
+        else:  # the flight's events are still being computed: what the window's DSL needs besides them
+            prepare_dsl(traj, waiting[-1][1])
     if waiting:
         if messages.wait("events") is None:
             raise ChildLost("the parent ended before sending the flight's events")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from uav_debate_eval.core.memo import Deferred, memo, memo_hit, remember
+from uav_debate_eval.core.memo import memo, memo_hit, remember
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
 
 #: Samples whose numbers are counted at a time.
@@ -125,24 +125,9 @@ def _prime_number_prefixes(tracks: list[Track]) -> None:
         remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), prefix)
 
 
-def number_prefixes(tracks: list[Track]) -> list[np.ndarray]:
-    """Every track's cumulative number tokens (what raw_tokens counts from), for another process to adopt."""
-    _prime_number_prefixes(tracks)
-    return [_number_prefix(tr) for tr in tracks]
-
-
-def defer_number_prefixes(tracks: list[Track], fetch: Callable[[], list[np.ndarray] | None]) -> None:
-    """The tracks' number prefixes will be fetch()'s (number_prefixes of the same tracks in another process; None:
-    counted here), fetched once when a first track's is asked for."""
-    got: list = []
-
-    def one(k: int) -> np.ndarray | None:
-        if not got:
-            got.append(fetch())
-        return None if got[0] is None else got[0][k]
-
-    for k, tr in enumerate(tracks):
-        remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), Deferred(functools.partial(one, k)))
+def prime_raw_tokens(traj: SwarmTrajectory) -> None:
+    """Count the raw numbers of the trajectory's samples now (raw_tokens of it or of any window then only adds)."""
+    _prime_number_prefixes(list(traj.tracks.values()))
 
 
 def _has_prefix(track: Track) -> bool:

@@ -396,3 +396,26 @@ def test_cpa_speed_bounds_of_all_steps_at_once_change_no_warning(monkeypatch):
     monkeypatch.setattr(grid_pairs, "cpa_candidates", lambda *a, vmax=None, **k: real(*a, **k))
     slow = check_trajectory(sim.traj, sim.mission)
     assert fast.to_dict() == slow.to_dict()
+
+
+def test_step_speed_bounds_of_fully_valid_blocks_are_the_masked_formulas_bit_for_bit():
+    """A block of steps with every vehicle valid takes the per-component path; it must give the masked formula's
+    floats exactly (the bound decides which pairs are CPA candidates)."""
+    from uav_debate_eval.safety import geometry
+
+    rng = np.random.default_rng(7)
+    vel = rng.normal(scale=3.0, size=(700, 90, 3))
+    valid = np.ones((700, 90), dtype=bool)
+    valid[300:310, 4] = False  # the second block of 256 takes the masked path
+
+    def masked(v, ok):
+        ok = ok[..., None]
+        lo, hi = np.where(ok, v, np.inf).min(axis=1), np.where(ok, v, -np.inf).max(axis=1)
+        dev = v - ((lo + hi) / 2.0)[:, None]
+        own = np.where(ok[..., 0], (v * v).sum(axis=2), -np.inf).max(axis=1)
+        rel = np.where(ok[..., 0], (dev * dev).sum(axis=2), -np.inf).max(axis=1)
+        return np.sqrt(np.minimum(own, rel))
+
+    got = geometry.step_speed_bounds(vel, valid)
+    want = np.concatenate([masked(vel[a:a + 256], valid[a:a + 256]) for a in range(0, 700, 256)])
+    np.testing.assert_array_equal(got, want)

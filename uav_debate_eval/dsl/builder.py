@@ -27,7 +27,10 @@ until the next item would not fit; everything after it is dropped and counted in
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -110,15 +113,24 @@ class DslDocument:
 
 
 class _Line:
-    """One item being printed; every number goes through `num` so values match the text."""
+    """One item being printed; every number goes through `num` so values match the text. `fill(line)`, when given,
+    prints the item only once its text is asked for: a large swarm has thousands of SEG candidates, and every one
+    after the first over the budget is only counted in a SUMMARY line (by kind and group)."""
 
     def __init__(self, item_id: str, kind: str, uavs=(), t_start=None, t_end=None, priority=0, rank=0.0,
-                 group: str = ""):
+                 group: str = "", fill: Callable[[_Line], Any] | None = None):
         self.id, self.kind, self.uavs = item_id, kind, list(uavs)
         self.t_start, self.t_end = t_start, t_end
         self.priority, self.rank, self.group = priority, rank, group
         self.parts: list[str] = [item_id]
         self.values: dict[str, float] = {}
+        self._fill = fill
+
+    def _printed(self) -> _Line:
+        if self._fill is not None:
+            fill, self._fill = self._fill, None
+            fill(self)
+        return self
 
     def lit(self, s: str) -> _Line:
         if not self.group:
@@ -144,10 +156,11 @@ class _Line:
 
     @property
     def text(self) -> str:
-        return " ".join(self.parts)
+        return " ".join(self._printed().parts)
 
     def item(self) -> DslItem:
-        return DslItem(self.id, self.kind, self.t_start, self.t_end, self.uavs, dict(self.values), self.text)
+        return DslItem(self.id, self.kind, self.t_start, self.t_end, self.uavs, dict(self._printed().values),
+                       self.text)
 
 
 def _uavs(uavs: list[str], limit: int = 6) -> str:
@@ -345,21 +358,21 @@ def _segment_lines(traj: SwarmTrajectory) -> list[_Line]:
     for per_vehicle in segment_vehicles(smooth_tracks(list(traj.tracks.values()))):
         segs += per_vehicle
     segs.sort(key=lambda s: (s.t_start, s.uav))
-    out = []
-    for k, s in enumerate(segs, 1):
-        routine = s.kind in ("straight", "hover")
-        line = _Line(f"SEG[{k}]", "SEG", [s.uav], s.t_start, s.t_end, priority=8 if routine else 7,
-                     rank=-s.duration, group=s.kind).lit(s.uav).lit(s.kind).span(s.t_start, s.t_end)
-        line.num("v", s.mean_speed, "m/s")
-        if s.kind != "hover":
-            line.num("hdg", s.heading_deg, "deg", 0)
-        if s.kind == "turn" or abs(s.turn_deg) >= 5.0:
-            line.num("turn", s.turn_deg, "deg", 0)
-        if s.kind in ("climb", "descent") or abs(s.dz) >= 0.5:
-            line.num("dz", s.dz, "m", 1)
-        line.num("len", s.length, "m", 1)
-        out.append(line)
-    return out
+    return [_Line(f"SEG[{k}]", "SEG", [s.uav], s.t_start, s.t_end, priority=8 if s.kind in ("straight", "hover") else 7,
+                  rank=-s.duration, group=s.kind, fill=functools.partial(_print_segment, s))
+            for k, s in enumerate(segs, 1)]
+
+
+def _print_segment(s: Any, line: _Line) -> None:
+    line.lit(s.uav).lit(s.kind).span(s.t_start, s.t_end)
+    line.num("v", s.mean_speed, "m/s")
+    if s.kind != "hover":
+        line.num("hdg", s.heading_deg, "deg", 0)
+    if s.kind == "turn" or abs(s.turn_deg) >= 5.0:
+        line.num("turn", s.turn_deg, "deg", 0)
+    if s.kind in ("climb", "descent") or abs(s.dz) >= 0.5:
+        line.num("dz", s.dz, "m", 1)
+    line.num("len", s.length, "m", 1)
 
 
 def _scores_line(metrics) -> _Line:

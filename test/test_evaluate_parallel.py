@@ -37,11 +37,11 @@ def _child_claims_first(monkeypatch):
     """The parent hands over the flight's events only once the child has claimed a segment (deterministic test)."""
     real = segment_work.SegmentWork.events_ready
 
-    def ready(self, events):
+    def ready(self, traj, events):
         deadline = time.monotonic() + 20
         while self.child is not None and self.counter.value < 1 and time.monotonic() < deadline:
             time.sleep(0.005)
-        real(self, events)
+        real(self, traj, events)
 
     monkeypatch.setattr(segment_work.SegmentWork, "events_ready", ready)
 
@@ -103,6 +103,32 @@ def test_figures_drawn_beside_equal_figures_drawn_after(flight, tmp_path, monkey
     written = {p.stem: p.read_bytes() for p in (tmp_path / "out" / "figures").glob("*.png")}
     assert set(written) == set(FIGURES)
     assert written == expected  # byte for byte: the child drew from the same data
+
+
+def test_a_figure_child_cleans_a_trajectory_the_assessment_changed(flight, tmp_path, monkeypatch):
+    """A one-frame position excursion is left out by the assessment: the child, forked with the trajectory as read,
+    must clean it itself and draw what this process draws from the clean trajectory."""
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.report import figures
+    from uav_debate_eval.report.writer import write_reports
+
+    traj, mission = flight
+    tracks = dict(traj.tracks)
+    u = next(iter(tracks))
+    pos = tracks[u].pos.copy()
+    pos[len(pos) // 2] += (40.0, 0.0, 0.0)  # a motion-capture swap for one frame
+    tracks[u] = tracks[u].select(slice(None))
+    tracks[u].pos = pos
+    raw = SwarmTrajectory(tracks, traj.ingest, traj.name, traj.t0)
+    ev = _evaluate(raw, mission, figures=True)
+    assert any(f.kind == "position_jump" for f in ev.safety.data_quality.findings)
+    assert ev.traj.tracks[u] is not raw.tracks[u]
+    expected = render_figures(ev)
+    drawn_here: list = []
+    monkeypatch.setattr(figures, "render_figures", lambda *a, **k: drawn_here.append(a) or {})
+    write_reports(ev, tmp_path / "out")
+    assert not drawn_here
+    assert {p.stem: p.read_bytes() for p in (tmp_path / "out" / "figures").glob("*.png")} == expected
 
 
 def test_a_killed_figure_child_costs_no_figure(flight, tmp_path):

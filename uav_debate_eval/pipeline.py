@@ -132,17 +132,19 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
             figure_job = start_figure_job(traj, mission)
         quality = stage("safety", lambda: assess(traj, mission))
         traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
+        if figure_job is not None:
+            figure_job.clean_ready(traj)
         safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
         tick("safety", 1, 1)
         if figure_job is not None:
-            figure_job.safety_ready(traj, safety)
+            figure_job.safety_ready(safety)
         segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
                                                          safety=safety))
         work = stage("metrics", lambda: SegmentWork(traj, mission, segments, safety,  # a large flight: a child
                                                     cfg.segment_dsl_budget))
         # the events first: the windows' DSL (segment child) and two figures need them, not the metrics
         events = stage("dsl", lambda: detect_events(traj, mission, safety))
-        work.events_ready(events)
+        work.events_ready(traj, events)
         if figure_job is not None:
             figure_job.events_ready(events)
         metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))

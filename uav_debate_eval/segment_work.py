@@ -10,7 +10,8 @@ are the ones one process would make. Should the child fail, its segments are eva
 The windows are on the flight's grid, so the per-step formation errors they share with the flight are computed
 once: right after the fork this process computes the flight's (its metrics need them too) and sends them; the
 child's windows take their rows (metrics.swarm), waiting for them should they come later than the child asks.
-While the flight's events are not there yet, the child does the parts of its windows' DSL that need none.
+While the flight's events are not there yet, the child does the parts of its windows' DSL that need none; the
+flight's raw-token counts follow the events (the child counts them itself should they come after its first DSL).
 """
 
 from __future__ import annotations
@@ -88,9 +89,14 @@ class SegmentWork:
 
         self._send("formation", formation_error(snapshots(traj), mission) if len(traj.tracks) > 1 else None)
 
-    def events_ready(self, events: list) -> None:
-        """The flight's events, which every window's DSL cites: to the child at once."""
+    def events_ready(self, traj: SwarmTrajectory, events: list) -> None:
+        """The flight's events, which every window's DSL cites, to the child at once; then the flight's raw-token
+        counts (the flight's DSL needs them too), which spare the child counting them (it does if they come late)."""
         self._send("events", events)
+        if self.child is not None:
+            from uav_debate_eval.dsl.tokens import number_prefixes
+
+            self._send("prefixes", number_prefixes(traj))
 
     def metrics_ready(self, metrics: Any) -> None:
         """The flight's metrics, which a window without samples reports: to the child at once."""
@@ -192,15 +198,20 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
     """Child side: claim segments; their windows' metrics at once, their DSL once the flight's events came.
     Returns (index, metrics, DSL) per segment (the parent cuts the window again rather than receive it)."""
     from uav_debate_eval.dsl.builder import prepare_dsl
+    from uav_debate_eval.dsl.tokens import adopt_number_prefixes
     from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
 
     messages = _Inbox(inbox)
+    adopted: list[bool] = []
     if len(traj.tracks) > 1:
         defer_formation_error(snapshots(traj), mission, lambda: messages.wait("formation"))
     waiting: list[tuple[int, SwarmTrajectory, Any]] = []
     out: list[tuple[int, Any, Any]] = []
 
     def finish() -> None:
+        if messages.has("prefixes") and not adopted:  # else the first window's DSL counts them here
+            adopt_number_prefixes(traj, messages.got["prefixes"])
+            adopted.append(True)
         for i, window, seg_metrics in waiting:
             flight_metrics = messages.wait("metrics") if seg_metrics is None else None  # an empty window's
             out.append((i, *_evidence(traj, mission, segments[i], safety, flight_metrics, messages.got["events"],
@@ -212,7 +223,7 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
         if messages.has("events"):
             finish()
         else:  # the flight's events are still being computed: what the window's DSL needs besides them
-            prepare_dsl(traj, waiting[-1][1])
+            prepare_dsl(waiting[-1][1])
     if waiting:
         if messages.wait("events") is None:
             raise ChildLost("the parent ended before sending the flight's events")

@@ -41,7 +41,7 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.dsl import DEFAULT_BUDGET_TOKENS
 from uav_debate_eval.dsl.events import UNITS, detect_events
 from uav_debate_eval.dsl.segmentation import segment_vehicles
-from uav_debate_eval.dsl.tokens import count_tokens, prime_raw_tokens, raw_tokens
+from uav_debate_eval.dsl.tokens import count_tokens, raw_tokens
 from uav_debate_eval.metrics.kinematics import smooth_tracks
 
 DSL_VERSION = 1
@@ -346,11 +346,10 @@ def _waypoint_lines(traj: SwarmTrajectory, mission: Mission) -> list[_Line]:
     return out
 
 
-def prepare_dsl(traj: SwarmTrajectory, part: SwarmTrajectory) -> None:
-    """Compute now what build_dsl(traj, ..., part=part) needs besides the metrics and the flight's events (kept on the
-    objects): the part's vehicle segments and the flight's raw-token counts."""
+def prepare_dsl(part: SwarmTrajectory) -> None:
+    """Compute now the costly part of build_dsl(..., part=part) that needs neither the metrics nor the flight's
+    events: the part's vehicle segments (kept on its kinematics)."""
     segment_vehicles(smooth_tracks(list(part.tracks.values())))
-    prime_raw_tokens(traj)
 
 
 def _segment_lines(traj: SwarmTrajectory) -> list[_Line]:

@@ -125,9 +125,17 @@ def _prime_number_prefixes(tracks: list[Track]) -> None:
         remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), prefix)
 
 
-def prime_raw_tokens(traj: SwarmTrajectory) -> None:
-    """Count the raw numbers of the trajectory's samples now (raw_tokens of it or of any window then only adds)."""
-    _prime_number_prefixes(list(traj.tracks.values()))
+def number_prefixes(traj: SwarmTrajectory) -> list[np.ndarray]:
+    """Every track's cumulative number tokens (what raw_tokens of it or of any window adds up), counted now."""
+    tracks = list(traj.tracks.values())
+    _prime_number_prefixes(tracks)
+    return [_number_prefix(tr) for tr in tracks]
+
+
+def adopt_number_prefixes(traj: SwarmTrajectory, prefixes: list[np.ndarray]) -> None:
+    """number_prefixes of the same trajectory counted elsewhere (another process): raw_tokens uses them."""
+    for tr, prefix in zip(traj.tracks.values(), prefixes, strict=True):
+        remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), prefix)
 
 
 def _has_prefix(track: Track) -> bool:

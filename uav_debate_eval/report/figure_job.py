@@ -3,9 +3,10 @@
 Drawing a large swarm's figures takes about a second of matplotlib (half of it loading the library); each figure
 needs the trajectory and some of: the safety result, the violations and events, the metrics' scores, the debate
 (figures.NEEDS). A forked child (uav_debate_eval.forked), started with the trajectory as read, loads matplotlib
-and cleans the trajectory itself (quality.assess, the same result as here) while this process does the same on
-the other core, then receives each result as soon as it exists (the same objects the report is built from,
-pickled) and draws every figure whose inputs are complete. Should the child fail, the parent draws the figures
+while this process cleans the trajectory (quality.assess); when the assessment changed no track (the usual clean
+recording) the child draws the trajectory it has, else it cleans it itself (the same result as here). It then
+receives each result as soon as it exists (the same objects the report is built from, pickled) and draws every
+figure whose inputs are complete. Should the child fail, the parent draws the figures
 itself, so a report never lacks them.
 """
 
@@ -27,9 +28,16 @@ class FigureJob:
         self.view = SimpleNamespace(traj=traj, mission=mission, safety=None, report={})
         self.child: Forked | None = Forked(_draw, traj, mission)
 
-    def safety_ready(self, traj: Any, safety: Any) -> None:
-        """The clean trajectory (for drawing here should the child fail) and the checker's result."""
-        self.view.traj, self.view.safety = traj, safety
+    def clean_ready(self, clean: Any) -> None:
+        """The assessed trajectory (drawn here should the child fail); the child learns whether it differs from the
+        trajectory as read."""
+        same = clean.tracks.keys() == self.view.traj.tracks.keys() and all(
+            tr is self.view.traj.tracks[u] for u, tr in clean.tracks.items())
+        self.view.traj = clean
+        self._send("clean", same)
+
+    def safety_ready(self, safety: Any) -> None:
+        self.view.safety = safety
         self._send("safety", safety)
         # the same values build_report puts in the report for these keys
         self._report({"violations": [v.to_dict() for v in safety.violations]})
@@ -80,7 +88,8 @@ def _draw(inbox: Any, traj: Any, mission: Any) -> dict[str, bytes]:
     from uav_debate_eval.quality import assess
     from uav_debate_eval.report.figures import FIGURES, NEEDS, render_figures
 
-    view = SimpleNamespace(traj=assess(traj, mission).traj, mission=mission, safety=None, report={})
+    _, same = inbox.recv()  # ("clean", whether the assessment left every track as read)
+    view = SimpleNamespace(traj=traj if same else assess(traj, mission).traj, mission=mission, safety=None, report={})
     known: set[str] = set()
     drawn: dict[str, bytes] = {}
     while len(drawn) < len(FIGURES):

@@ -63,9 +63,10 @@ def _per_number(v: np.ndarray) -> np.ndarray:
     k = np.rint(np.abs(v) * scale).astype(np.int64)
     whole, frac = np.divmod(k, scale)
     # tokens of the integer part: its digits in groups of 3, i.e. (floor(log10(whole)) + 1 + 2) // 3 (1 for 0);
-    # below 10**12 that is the number of group bounds reached (log10 of an integer that small is never rounded
+    # below 10**12 that is 1 + the number of group bounds reached (log10 of an integer that small is never rounded
     # across an integer), above it the log10 form itself
-    int_tokens = np.asarray(np.searchsorted(_GROUP_BOUNDS, whole, side="right")) + 1
+    int_tokens = 1 + (whole >= _GROUP_BOUNDS[0]).astype(np.int64) + (whole >= _GROUP_BOUNDS[1]) + (
+        whole >= _GROUP_BOUNDS[2])
     big = whole >= _BIG
     if big.any():
         int_tokens[big] = (np.floor(np.log10(whole[big])).astype(np.int64) + 3) // 3

@@ -18,12 +18,13 @@ WINDOW = (9.0, 19.0)
 
 @pytest.fixture(scope="module")
 def flight():
-    """80 vehicles (the kd-tree path) with a near miss, uav2 silent for 0.5 s across the window's start (within the
-    stale timeout: the flight interpolates across it, the window has no uav2 before its first sample)."""
+    """80 vehicles (the kd-tree path) with a near miss, uav2 silent for 0.2 s across the window's start (within the
+    stale timeout and the metrics' gap limit: the flight interpolates across it, the window has no uav2 before its
+    first sample)."""
     sim = simulate("grid", seed=0, n_uavs=80, duration_s=30.0, faults=["near_miss"])
     tracks = dict(sim.traj.tracks)
     tr = tracks["uav2"]
-    tracks["uav2"] = tr.select(~((tr.t > 8.8) & (tr.t < 9.3)))
+    tracks["uav2"] = tr.select(~((tr.t > 8.97) & (tr.t < 9.13)))
     traj = SwarmTrajectory(tracks, sim.traj.ingest, sim.traj.name, sim.traj.t0)
     quality = assess(traj, sim.mission)
     return quality.traj, sim.mission, check_trajectory(quality.traj, sim.mission, quality=quality)
@@ -69,3 +70,25 @@ def test_a_window_with_other_vehicles_is_checked_on_its_own(flight):
     window = fewer.window(*WINDOW)
     result = check_trajectory(window, mission, predict=False, flight=safety)
     assert result.to_dict() == check_trajectory(window, mission, predict=False).to_dict()
+
+
+def test_a_windows_formation_errors_are_the_flights_rows_and_its_own_at_the_edge(flight):
+    """Offsets-reference formation errors are per step: a window on the flight's grid takes the flight's rows where
+    its valid vehicles are the flight's, and computes the others (uav2's gap at its start); the same numbers as the
+    window computed alone."""
+    from dataclasses import replace
+
+    from uav_debate_eval.metrics import swarm
+
+    traj, mission, _ = flight
+    whole = swarm.snapshots(traj)
+    err, ref = swarm.formation_error(whole, mission)
+    assert ref == "offsets"
+    snap = swarm.snapshots(traj.window(*WINDOW))
+    assert snap.__dict__["_flight_rows"][0] is whole
+    alone = replace(snap)  # the same arrays, without the link to the flight
+    assert "_flight_rows" not in alone.__dict__
+    left = swarm._flights_rows(snap, mission, np.full(snap.valid.shape, np.nan))
+    assert left is not None and 0 < len(left) < len(snap.t) // 4  # the edge steps are computed, the rest taken
+    got, want = swarm.formation_error(snap, mission)[0], swarm._formation_error(alone, mission)[0]
+    np.testing.assert_array_equal(got, want)

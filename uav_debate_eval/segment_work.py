@@ -197,7 +197,7 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
            counter: Any) -> list[tuple[int, Any, Any]]:
     """Child side: claim segments; their windows' metrics at once, their DSL once the flight's events came.
     Returns (index, metrics, DSL) per segment (the parent cuts the window again rather than receive it)."""
-    from uav_debate_eval.dsl.builder import prepare_dsl
+    from uav_debate_eval.dsl.lines import prepare_dsl
     from uav_debate_eval.dsl.tokens import adopt_number_prefixes
     from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
 

@@ -12,7 +12,7 @@ _EXPORTS = {
     "parse_mission": "mission",
     "Event": "records", "Violation": "records",
     "StreamingSwarm": "streaming", "VehicleRing": "streaming",
-    "IngestReport": "trajectory", "SwarmTrajectory": "trajectory", "Track": "trajectory",
+    "IngestReport": "records", "SwarmTrajectory": "trajectory", "Track": "trajectory",
 }
 
 __all__ = sorted(_EXPORTS)

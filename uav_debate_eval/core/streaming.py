@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from uav_debate_eval.core.trajectory import IngestReport, SwarmTrajectory
+from uav_debate_eval.core.records import IngestReport
+from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 #: Columns of one stored sample: t, x, y, z, vx, vy, vz (velocity NaN when the source has none).
 _COLS = 7

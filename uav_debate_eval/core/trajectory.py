@@ -17,71 +17,11 @@ from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.memo import memo
-from uav_debate_eval.core.records import Finding, NotEvaluable
+from uav_debate_eval.core.records import Gap, IngestReport
 
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
 GAP_FACTOR = 5.0
 MIN_GAP_S = 0.2
-
-
-@dataclass
-class Gap:
-    uav: str
-    t_start: float
-    t_end: float
-
-    @property
-    def duration(self) -> float:
-        return self.t_end - self.t_start
-
-
-@dataclass
-class IngestReport:
-    """What ingest dropped or noticed, counted per reason, so nothing is lost silently."""
-
-    rows_in: int = 0
-    rows_kept: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
-    out_of_order: int = 0
-    gaps: list[Gap] = field(default_factory=list)
-    silent: dict[str, float] = field(default_factory=dict)  # uav -> last stamp, for vehicles that stopped early
-    notes: list[str] = field(default_factory=list)
-    #: data-quality findings ingest can already tell (frames, duplicate tracks, what is not a vehicle, ...)
-    findings: list[Finding] = field(default_factory=list)
-    not_evaluable: list[NotEvaluable] = field(default_factory=list)
-    #: what was taken as a vehicle and why: [{"uav", "source", "vehicle": bool, "why"}]
-    vehicles: list[dict] = field(default_factory=list)
-
-    def count(self, reason: str, n: int) -> None:
-        if n:
-            self.dropped[reason] = self.dropped.get(reason, 0) + int(n)
-
-    def merge(self, other: IngestReport) -> None:
-        self.rows_in += other.rows_in
-        self.rows_kept += other.rows_kept
-        for k, v in other.dropped.items():
-            self.count(k, v)
-        self.out_of_order += other.out_of_order
-        self.gaps.extend(other.gaps)
-        self.silent.update(other.silent)
-        self.notes.extend(other.notes)
-        self.findings.extend(other.findings)
-        self.not_evaluable.extend(other.not_evaluable)
-
-    def to_dict(self) -> dict:
-        return {
-            "rows_in": self.rows_in,
-            "rows_kept": self.rows_kept,
-            "dropped": dict(self.dropped),
-            "out_of_order": self.out_of_order,
-            "gaps": [
-                {"uav": g.uav, "t_start": g.t_start, "t_end": g.t_end, "duration_s": round(g.duration, 6)}
-                for g in self.gaps
-            ],
-            "silent": dict(self.silent),
-            "notes": list(self.notes),
-            "vehicles": list(self.vehicles),
-        }
 
 
 def finite_difference(values: np.ndarray, t: np.ndarray) -> np.ndarray:

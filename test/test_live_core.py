@@ -37,6 +37,21 @@ def test_window_mode_cuts_back_to_back_windows():
     assert (end.id, end.t_start, end.t_end, end.reason) == ("S5", 35.0, 36.0, "end")
 
 
+def test_the_first_segment_starts_at_the_first_sample_however_late_the_timer_ticks():
+    """A node's timer may fire seconds after the first poses (an executor under load): the first segment still
+    starts at the first sample's stamp, and again at the first sample after a reset."""
+    cut = SegmentCutter("window", window_s=10.0, min_segment_s=2.0, max_segment_s=60.0)
+    for t in np.arange(0.0, 1.81, 0.1):
+        cut.on_sample(float(t))
+    assert cut.on_time(1.8) is None and cut.start == 0.0
+    seg = cut.on_time(10.2)
+    assert (seg.id, seg.t_start, seg.t_end) == ("S1", 0.0, 10.0)
+    cut.reset()
+    cut.on_sample(3.0)
+    cut.on_sample(3.1)
+    assert cut.on_time(4.9) is None and cut.start == 3.0
+
+
 def test_an_announced_end_waits_for_the_poses_that_it_overtook():
     """The end-of-flight message names the last poses' stamp; poses still queued behind it must end up in the
     last segment, so it closes when the stream reaches that stamp, not at the newest pose seen so far."""

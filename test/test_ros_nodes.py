@@ -129,6 +129,28 @@ def test_builder_hands_segments_to_an_in_process_panel(ros_context, tmp_path: Pa
 
 
 @pytest.mark.ros
+def test_builder_starts_the_first_segment_at_the_first_pose_when_its_timer_is_late(ros_context, tmp_path: Path):
+    """No timer tick for the first 1.8 s of poses (as an executor under load does): the first window still
+    starts at the first pose, so the first segment covers the flight from its start."""
+    from rclpy.parameter import Parameter
+
+    from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
+    builder = DslBuilderNode(parameter_overrides=[Parameter("uav_names", value=["a", "b"]),
+                                                  Parameter("window_s", value=5.0)])
+    got: list = []
+    builder._emit = lambda seg: got.append(seg) if seg else None
+    try:
+        for k in range(61):
+            builder._on_pose("a", k * 0.1, (0.0, 0.0, 10.0))
+            builder._on_pose("b", k * 0.1, (3.0, 0.0, 10.0))
+            if k * 0.1 >= 1.8:  # the timer's first tick comes late
+                builder._on_timer()
+        assert [(s.id, s.t_start, s.t_end) for s in got] == [("S1", 0.0, 5.0)]
+    finally:
+        builder.destroy_node()
+
+
+@pytest.mark.ros
 def test_builder_takes_the_verifier_poses_and_a_failing_listener_is_detached(ros_context):
     """In `live` the builder listens to the verifier's pose input (one subscription per topic for both); the
     verifier sees every pose first, and a listener that raises is detached without stopping it."""

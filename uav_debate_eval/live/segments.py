@@ -45,6 +45,13 @@ class SegmentCutter:
         self._veto = False
         self.end_t: float | None = None  # an announced end of flight the stream has not reached yet
 
+    def on_sample(self, t: float) -> None:
+        """A pose stamped t arrived: the first one (of the stream, or after a reset) opens the first segment at its
+        own stamp. Waiting for the next on_time would start it wherever the stream is when the node's timer fires,
+        and an executor under load can hold a timer back for seconds."""
+        if self.start is None:
+            self.start = t
+
     def reset(self) -> None:
         """After a backwards time jump: forget the open segment (its samples are gone)."""
         self.start = None

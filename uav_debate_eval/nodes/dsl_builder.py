@@ -94,6 +94,7 @@ class DslBuilderNode(Node):
         self._last_sample_wall = time.monotonic()
         if self.jumps.check(self.swarm.resets, self.swarm.newest_t):
             self.cutter.reset()
+        self.cutter.on_sample(t)
 
     def _on_veto(self, msg: Bool) -> None:
         if math.isfinite(self.swarm.newest_t):

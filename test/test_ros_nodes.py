@@ -57,14 +57,15 @@ def test_backwards_clock_jump_resets_once_and_is_logged_once(ros_context):
         for k in range(100):  # 10 s at 10 Hz
             node._on_pose("a", 100.0 + k * 0.1, (0.0, 0.0, 10.0))
             node._on_pose("b", 100.0 + k * 0.1, (3.0, 0.0, 10.0))
-        node.cutter.on_time(node.swarm.newest_t)
-        assert node.cutter.start == pytest.approx(109.9)
+        first = node.cutter.on_time(node.swarm.newest_t)  # the first segment opened at the first pose, t=100
+        assert (first.t_start, first.t_end) == (100.0, 105.0) and node.cutter.start == pytest.approx(105.0)
         for k in range(20):  # the bag loops: back to t=100
             node._on_pose("a", 100.0 + k * 0.1, (0.0, 0.0, 10.0))
             node._on_pose("b", 100.0 + k * 0.1, (3.0, 0.0, 10.0))
         assert node.swarm.resets == 1 and node.jumps.jumps == 1  # one warning for the whole jump, not per message
         assert node.jumps.last_message.startswith("time jumped backwards (bag or sim loop, now t=100.000)")
-        assert node.cutter.start is None  # the open segment was dropped with its samples
+        # the open segment was dropped with its samples; the first pose after the jump opened the next one
+        assert node.cutter.start == pytest.approx(100.0) and node.cutter.count == 1
         assert len(node.swarm.rings["a"]) == 20
     finally:
         node.destroy_node()

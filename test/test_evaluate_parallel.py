@@ -37,11 +37,11 @@ def _child_claims_first(monkeypatch):
     """The parent hands over the flight's events only once the child has claimed a segment (deterministic test)."""
     real = segment_work.SegmentWork.events_ready
 
-    def ready(self, traj, events):
+    def ready(self, events):
         deadline = time.monotonic() + 20
         while self.child is not None and self.counter.value < 1 and time.monotonic() < deadline:
             time.sleep(0.005)
-        real(self, traj, events)
+        real(self, events)
 
     monkeypatch.setattr(segment_work.SegmentWork, "events_ready", ready)
 

@@ -144,7 +144,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
                                                     cfg.segment_dsl_budget))
         # the events first: the windows' DSL (segment child) and two figures need them, not the metrics
         events = stage("dsl", lambda: detect_events(traj, mission, safety))
-        stage("dsl", lambda: work.events_ready(traj, events))  # with the flight's raw-token counts
+        stage("dsl", lambda: work.events_ready(events))  # with the flight's raw-token counts
         if figure_job is not None:
             figure_job.events_ready(events)
         metrics = stage("metrics", lambda: compute_metrics(traj, mission, safety))

@@ -89,14 +89,14 @@ class SegmentWork:
 
         self._send("formation", formation_error(snapshots(traj), mission) if len(traj.tracks) > 1 else None)
 
-    def events_ready(self, traj: SwarmTrajectory, events: list) -> None:
+    def events_ready(self, events: list) -> None:
         """The flight's events, which every window's DSL cites, to the child at once; then the flight's raw-token
         counts (the flight's DSL needs them too), which spare the child counting them (it does if they come late)."""
         self._send("events", events)
         if self.child is not None:
             from uav_debate_eval.dsl.tokens import number_prefixes
 
-            self._send("prefixes", number_prefixes(traj))
+            self._send("prefixes", number_prefixes(self.args[0]))
 
     def metrics_ready(self, metrics: Any) -> None:
         """The flight's metrics, which a window without samples reports: to the child at once."""
@@ -202,16 +202,14 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
     from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
 
     messages = _Inbox(inbox)
-    adopted: list[bool] = []
     if len(traj.tracks) > 1:
         defer_formation_error(snapshots(traj), mission, lambda: messages.wait("formation"))
     waiting: list[tuple[int, SwarmTrajectory, Any]] = []
     out: list[tuple[int, Any, Any]] = []
 
     def finish() -> None:
-        if messages.has("prefixes") and not adopted:  # else the first window's DSL counts them here
-            adopt_number_prefixes(traj, messages.got["prefixes"])
-            adopted.append(True)
+        if messages.has("prefixes"):  # once (taken out); if they come later, the first window's DSL counts them
+            adopt_number_prefixes(traj, messages.got.pop("prefixes"))
         for i, window, seg_metrics in waiting:
             flight_metrics = messages.wait("metrics") if seg_metrics is None else None  # an empty window's
             out.append((i, *_evidence(traj, mission, segments[i], safety, flight_metrics, messages.got["events"],

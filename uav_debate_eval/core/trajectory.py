@@ -117,6 +117,15 @@ class Snapshots:
     vel: np.ndarray  # (T, N, 3)
     valid: np.ndarray  # (T, N) bool
 
+    def first_row_in(self, whole: Snapshots) -> int | None:
+        """The row of `whole` these steps begin at when they are rows of it (the same vehicles, instants and
+        positions: a segment window's grid on its flight's), else None. Validity may differ (a window's edges)."""
+        if self.uav_ids != whole.uav_ids or not len(self.t):
+            return None
+        a = int(np.searchsorted(whole.t, self.t[0]))
+        rows = slice(a, a + len(self.t))
+        return a if np.array_equal(whole.t[rows], self.t) and np.array_equal(whole.pos[rows], self.pos) else None
+
 
 _OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct", "est_valid")
 

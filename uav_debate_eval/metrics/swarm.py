@@ -43,10 +43,8 @@ def _snapshots(traj: SwarmTrajectory) -> Snapshots:
     flight = traj.flight
     if flight is not None and memo_hit(flight, ("snapshots", tuple(flight.tracks)), tuple(flight.tracks.values())):
         whole = snapshots(flight)  # a window on its flight's grid: its steps are rows of the flight's snapshots
-        a = int(np.searchsorted(whole.t, snap.t[0])) if len(snap.t) else 0
-        rows = slice(a, a + len(snap.t))
-        if whole.uav_ids == snap.uav_ids and np.array_equal(whole.t[rows], snap.t) and (
-                np.array_equal(whole.pos[rows], snap.pos)):
+        a = snap.first_row_in(whole)
+        if a is not None:
             snap.__dict__["_flight_rows"] = (whole, a)
     return snap
 

@@ -6,8 +6,8 @@ needs the trajectory and some of: the safety result, the violations and events, 
 while this process cleans the trajectory (quality.assess); when the assessment changed no track (the usual clean
 recording) the child draws the trajectory it has, else it cleans it itself (the same result as here). It then
 receives each result as soon as it exists (the same objects the report is built from, pickled) and draws every
-figure whose inputs are complete. Should the child fail, the parent draws the figures
-itself, so a report never lacks them.
+figure whose inputs are complete. Should the child fail, the parent draws the figures itself, so a report never
+lacks them.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from uav_debate_eval.forked import Forked, can_fork
 
 
 class FigureJob:
-    """Figures drawn in a forked child, started with the trajectory as read (the child cleans it with
-    quality.assess itself, beside this process, and loads matplotlib meanwhile). Each result goes to the child as
-    soon as it exists (`safety_ready`, `events_ready`, `scores_ready`), and the child draws every figure whose
-    inputs are complete; `pngs(debate)` hands it the debate section and returns {name: PNG}."""
+    """Figures drawn in a forked child, started with the trajectory as read (it loads matplotlib while this process
+    assesses the trajectory; `clean_ready` tells it whether it must clean its copy too). Each result goes to the
+    child as soon as it exists (`safety_ready`, `events_ready`, `scores_ready`), and the child draws every figure
+    whose inputs are complete; `pngs(debate)` hands it the debate section and returns {name: PNG}."""
 
     def __init__(self, traj: Any, mission: Any):
         self.view = SimpleNamespace(traj=traj, mission=mission, safety=None, report={})

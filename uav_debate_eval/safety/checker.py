@@ -261,7 +261,6 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     limit = None if skip_limit else c.min_separation_m
     hv, ht, hd = [], [], []  # violating pairs: key, t, distance
     wk, wt, wd, wtp = [], [], [], []  # CPA warnings: key, t, predicted distance, predicted time
-    nearest = None
     horizon = th.prediction_horizon_s if predict else None
     if N <= DENSE_MAX_VEHICLES:
         pairs_dense(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
@@ -271,17 +270,16 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
                                                   closest, (hv, ht, hd), pair_index)
         if not shared:
             pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
-        hits = tuple(np.concatenate(h) if h else np.zeros(0) for h in (hv, ht, hd))
-        nearest = GridPairs(snaps, pair_index, d_min, closest, limit, hits)
+    hits = tuple(np.concatenate(h) if h else np.zeros(0) for h in (hv, ht, hd))
+    nearest = GridPairs(snaps, pair_index, d_min, closest, limit, hits) if N > DENSE_MAX_VEHICLES else None
     timeline = SeparationTimeline(snaps.t, d_min, closest)
     violations: list[tuple[Violation, float]] = []
     warnings: list[dict] = []
     if limit is None:
         return timeline, violations, warnings, nearest
     grid_gap = max(gap, 2.0 * period + 1e-9)
-    if hv:
-        for key, t0, t1, w, _, n in merge_runs(np.concatenate(hv), np.concatenate(ht), np.concatenate(hd),
-                                               grid_gap, worst="min"):
+    if len(hits[0]):
+        for key, t0, t1, w, _, n in merge_runs(*hits, grid_gap, worst="min"):
             pair = sorted((ids[key // N], ids[key % N]))
             v = Violation("min_separation", t0, t1, pair, w, limit, f"{pair[0]}-{pair[1]} {w:.3f} m < {limit:g} m", n)
             violations.append((v, t1 + period))

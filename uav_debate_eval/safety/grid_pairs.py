@@ -45,14 +45,12 @@ def pairs_shared(snaps: Snapshots, flight: GridPairs | None, limit: float | None
     """:func:`pairs_sparse` without predictions for a window of the flight's grid: the steps whose positions and valid
     vehicles are the flight's take the flight's results, the others (e.g. where a data gap begins at the window's
     edge) are computed. False (nothing done) when the window is not on the flight's grid with its vehicles."""
-    if flight is None or snaps.uav_ids != flight.snaps.uav_ids or not len(snaps.t) or (
-            limit is not None and flight.limit != limit):
+    if flight is None or (limit is not None and flight.limit != limit):
         return False
-    a = int(np.searchsorted(flight.snaps.t, snaps.t[0]))
+    a = snaps.first_row_in(flight.snaps)
+    if a is None:
+        return False
     b = a + len(snaps.t)
-    if b > len(flight.snaps.t) or not (np.array_equal(flight.snaps.t[a:b], snaps.t)
-                                       and np.array_equal(flight.snaps.pos[a:b], snaps.pos)):
-        return False
     same = (flight.snaps.valid[a:b] == snaps.valid).all(axis=1)
     rows = np.flatnonzero(same)
     d_min[rows] = flight.d_min[a + rows]

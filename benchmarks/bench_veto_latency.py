@@ -1,5 +1,11 @@
 """End-to-end veto latency over real DDS, three processes: pose publisher -> safety_verifier -> subscriber.
 
+Two graphs, one after the other (``--graph`` picks one): the verifier alone in its own process, then the
+verifier where `uav-debate-eval live` runs it, in one process with dsl_builder, debate_panel and the Foxglove
+view, with the publisher also sending /clock as a bag replay with ``--clock`` does (segments are cut every
+10 s and evaluated in the worker process meanwhile). There, a node whose thread holds the GIL shows up as
+veto latency and dropped poses: the panel's MultiThreadedExecutor, which busy-looped, made p99 412 ms.
+
 The publisher sends 100 vehicles (PoseStamped each, sensor-data QoS) at 50 Hz on a 3 m grid and
 repeatedly moves one vehicle 0.3 m next to its neighbour for 0.1 s. Latency = arrival of the veto
 rising edge at the subscriber (wall clock) minus the header stamp of the first breaking pose (the
@@ -7,10 +13,9 @@ publisher stamps with the same wall clock). Messages/s and drops come from the v
 ``poses_received`` count on /swarm/safety/status versus the publisher's sent count.
 
 Edge accounting: each rising edge is matched to the break window it falls in ([break, next break)).
-The publisher stops before the subscriber does, so every vehicle goes silent and the verifier rightly
-raises a stale_data veto about stale_timeout_s later: that edge is reported apart, not as a break's
-(it made an earlier version count 41 edges for 40 breaks). ``--load K`` runs K CPU-bound processes
-alongside, to see the pipeline on a loaded machine.
+The publisher stops before the subscriber does, so every vehicle goes silent together: the verifier takes
+that as the end of the flight (close_on_quiet), not as stale data, and an edge after it is reported apart.
+``--load K`` runs K CPU-bound processes alongside, to see the pipeline on a loaded machine.
 Target (issue 3): p99 < 10 ms.
 """
 
@@ -20,31 +25,40 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 N_UAVS, RATE_HZ, CYCLE_S, NEAR_S, HOLD_S, STALE_S = 100, 50.0, 0.6, 0.1, 0.2, 1.0
+VERIFIER_PARAMS = {"min_separation_m": 0.5, "hold_time_s": HOLD_S, "stale_timeout_s": STALE_S, "max_speed_mps": 20.0,
+                   "check_rate_hz": 50.0, "status_rate_hz": 2.0}
 
 
-def publisher(duration: float) -> None:
+def publisher(duration: float, sim_time: bool) -> None:
     import rclpy
     from geometry_msgs.msg import PoseStamped
     from rclpy.qos import qos_profile_sensor_data
+    from rosgraph_msgs.msg import Clock
 
     rclpy.init()
     node = rclpy.create_node("bench_pose_pub")
     names = [f"uav{k}" for k in range(N_UAVS)]
     pubs = [node.create_publisher(PoseStamped, f"/{u}/pose", qos_profile_sensor_data) for u in names]
+    clock = node.create_publisher(Clock, "/clock", 10) if sim_time else None
     grid = [(3.0 * (k % 10), 3.0 * (k // 10), 10.0) for k in range(N_UAVS)]
     msgs = [PoseStamped() for _ in names]
     for m in msgs:
         m.header.frame_id = "map"
         m.pose.orientation.w = 1.0
-    time.sleep(3.0)  # discovery
+    end = time.time() + 60.0  # discovery: every pose topic matched by the verifier (`live` starts slower)
+    while any(p.get_subscription_count() < 1 for p in pubs) and time.time() < end:
+        time.sleep(0.1)
+    time.sleep(0.5)
     t0 = time.time()
     sent, breaks, tick, was_near, last = 0, [], 0, False, t0
     period = 1.0 / RATE_HZ
@@ -53,6 +67,8 @@ def publisher(duration: float) -> None:
         near = el - cycle * CYCLE_S < NEAR_S and el > 1.0
         mover = 1 + 2 * (cycle % 45)  # uav1, uav3, ... each next to its left neighbour
         order = [mover] + [k for k in range(N_UAVS) if k != mover]  # the breaking pose goes out first
+        if clock is not None:  # like `ros2 bag play --clock`: the tick's time first
+            clock.publish(Clock(clock=node.get_clock().now().to_msg()))
         for k in order:
             x, y, z = grid[k]
             if near and k == mover:
@@ -119,6 +135,57 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def start_verifier(graph: str, env: dict, out: Path, sim_time: bool) -> subprocess.Popen:
+    """The standalone safety_verifier, or `uav-debate-eval live --foxglove 0` (verifier, builder, panel and the
+    Foxglove view in one process) with the same verifier settings; either logs on stderr."""
+    names = [f"uav{k}" for k in range(N_UAVS)]
+    if graph == "verifier":
+        return subprocess.Popen(
+            [sys.executable, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
+             "-p", f"uav_names:=[{', '.join(names)}]", "--log-level", "info",
+             *[a for k, v in VERIFIER_PARAMS.items() for a in ("-p", f"{k}:={v}")],
+             "-p", f"use_sim_time:={str(sim_time).lower()}"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    config = out / "live.yaml"
+    config.write_text(json.dumps({  # JSON is YAML
+        "/**": {"ros__parameters": {"uav_names": names, "pose_qos": "sensor_data", "use_sim_time": sim_time}},
+        "/**/safety_verifier": {"ros__parameters": VERIFIER_PARAMS},
+        "/**/dsl_builder": {"ros__parameters": {"segment_mode": "window", "window_s": 10.0}},
+        "/**/debate_panel": {"ros__parameters": {"llm_backend": "rules", "keep_reports": 2}}}))
+    return subprocess.Popen([sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config),
+                             "--out", str(out / "reports"), "--quiet", "--foxglove", "0"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def run(graph: str, args: argparse.Namespace) -> tuple[dict, dict, float, str, float]:
+    """One measurement: the publisher's and the subscriber's records, the verifier process's CPU share, its
+    log and the load average at the start."""
+    me = [sys.executable, __file__]
+    sim_time = args.sim_time or graph == "live"
+    burners = [subprocess.Popen(me + ["--role", "burn", "--duration", str(args.duration + 12.0)])
+               for _ in range(args.load)]
+    env = dict(os.environ, ROS_DOMAIN_ID=str(150 + os.getpid() % 50),
+               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+    with tempfile.TemporaryDirectory(prefix="bench_veto_") as tmp:
+        verifier = start_verifier(graph, env, Path(tmp), sim_time)
+        sub = subprocess.Popen(me + ["--role", "sub", "--duration", str(args.duration + 12.0)], env=env,
+                               stdout=subprocess.PIPE, text=True)
+        pub = subprocess.Popen(me + ["--role", "pub", "--duration", str(args.duration)] + ["--sim-time"] * sim_time,
+                               env=env, stdout=subprocess.PIPE, text=True)  # it waits for the verifier
+        load0, cpu0 = os.getloadavg()[0], cpu_seconds(verifier.pid)
+        try:
+            p = json.loads(pub.communicate(timeout=args.duration + 90)[0].strip().splitlines()[-1])
+            cpu = (cpu_seconds(verifier.pid) - cpu0) / p["elapsed"]
+            s = json.loads(sub.communicate(timeout=args.duration + 30)[0].strip().splitlines()[-1])
+        finally:
+            for proc in (pub, sub, *burners):
+                if proc.poll() is None:
+                    proc.kill()
+            verifier.send_signal(signal.SIGINT)  # (`live`: Ctrl-C; it evaluates the open segment, then exits)
+            log = verifier.communicate(timeout=120)[1]
+    return p, s, cpu, log, load0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--duration", type=float, default=25.0, help="publishing time, s")
@@ -127,44 +194,29 @@ def main() -> int:
                     help="niceness of the three processes (negative needs root): on a machine shared with other "
                          "jobs, shows the latency the pipeline itself can reach")
     ap.add_argument("--load", type=int, default=0, help="CPU-bound processes to run alongside")
+    ap.add_argument("--graph", choices=["verifier", "live", "both"], default="both",
+                    help="the verifier alone (its own process), inside `uav-debate-eval live`, or both in turn")
+    ap.add_argument("--sim-time", action="store_true",
+                    help="the verifier alone uses /clock too (the live graph always does)")
     ap.add_argument("--role", choices=["pub", "sub", "burn"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.role:
-        {"pub": publisher, "sub": subscriber, "burn": burn}[args.role](args.duration)
+        if args.role == "pub":
+            publisher(args.duration, args.sim_time)
+        else:
+            {"sub": subscriber, "burn": burn}[args.role](args.duration)
         return 0
-    me = [sys.executable, __file__]
-    burners = [subprocess.Popen(me + ["--role", "burn", "--duration", str(args.duration + 12.0)])
-               for _ in range(args.load)]  # started first: they keep the default niceness
     if args.nice:
-        os.nice(args.nice)  # inherited by the three processes
+        os.nice(args.nice)  # inherited by the processes (the burners too)
     os.environ.pop("ROS_LOCALHOST_ONLY", None)  # deprecated; the discovery range says the same
-    env = dict(os.environ, ROS_DOMAIN_ID=str(150 + os.getpid() % 50),
-               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
-    names = ", ".join(f"uav{k}" for k in range(N_UAVS))
-    verifier = subprocess.Popen(
-        [sys.executable, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
-         "-p", f"uav_names:=[{names}]", "-p", "min_separation_m:=0.5", "-p", f"hold_time_s:={HOLD_S}",
-         "-p", f"stale_timeout_s:={STALE_S}", "-p", "max_speed_mps:=20.0", "-p", "check_rate_hz:=50.0",
-         "-p", "status_rate_hz:=2.0", "--log-level", "info"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
-    sub = subprocess.Popen(me + ["--role", "sub", "--duration", str(args.duration + 6.0)], env=env,
-                           stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    pub = subprocess.Popen(me + ["--role", "pub", "--duration", str(args.duration)], env=env,
-                           stdout=subprocess.PIPE, text=True)
-    load0, cpu0 = os.getloadavg()[0], cpu_seconds(verifier.pid)
-    try:
-        p = json.loads(pub.communicate(timeout=args.duration + 30)[0].strip().splitlines()[-1])
-        cpu = (cpu_seconds(verifier.pid) - cpu0) / p["elapsed"]
-        s = json.loads(sub.communicate(timeout=args.duration + 30)[0].strip().splitlines()[-1])
-    finally:
-        for proc in (pub, sub, *burners):
-            if proc.poll() is None:
-                proc.kill()
-        verifier.terminate()
-        log = verifier.communicate(timeout=15)[1]
-    if args.verbose:
+    codes = [report(graph, *run(graph, args), verbose=args.verbose)
+             for graph in (["verifier", "live"] if args.graph == "both" else [args.graph])]
+    return max(codes)
+
+
+def report(graph: str, p: dict, s: dict, cpu: float, log: str, load0: float, verbose: bool) -> int:
+    """Print one graph's figures next to the targets; 0 when every break got its veto and no edge was spurious."""
+    if verbose:
         print("\n".join(ln for ln in log.splitlines() if "VETO" in ln or "cleared" in ln or "reset" in ln))
     raised = [(float(t), why) for t, why in re.findall(r"VETO at ([0-9.]+): (.*)", log)]  # verifier's clock
     veto = s["veto"]
@@ -189,6 +241,8 @@ def main() -> int:
     lat = np.array(lat)
     rate = p["sent"] / p["elapsed"]
     drops = p["sent"] - s["poses_received"]
+    print("graph: " + ("the verifier alone" if graph == "verifier" else
+                       "uav-debate-eval live (verifier, builder, panel, Foxglove view; /clock)"))
     print(f"{N_UAVS} vehicles at {RATE_HZ:g} Hz for {p['elapsed']:.1f} s, {len(p['breaks'])} injected breaks; "
           f"machine load average {load0:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
           f"niceness {os.nice(0)}")
@@ -203,12 +257,13 @@ def main() -> int:
     print(f"{'rising edges while publishing':<34} {len(rises) - len(after):>12d}   = breaks ({len(p['breaks'])})")
     print(f"{'  of them not a break (spurious)':<34} {len(extra):>12d}   0"
           + (f"  ({', '.join(why(r) for r in extra)})" if extra else ""))
-    print(f"{'rising edges after publishing':<34} {len(after):>12d}   1 (every vehicle silent > {STALE_S:g} s: "
-          f"{', '.join(why(r) for r in after) or 'none'})")
+    print(f"{'rising edges after publishing':<34} {len(after):>12d}   0 (every vehicle quiet together: the end"
+          + (f"; {', '.join(why(r) for r in after)})" if after else ")"))
     print(f"{'poses sent per second':<34} {rate:>12.0f}   {N_UAVS * RATE_HZ:g}")
     print(f"{'poses sent / received':<34} {p['sent']:>6d}/{s['poses_received']:<6d}")
     print(f"{'dropped poses (sent - received)':<34} {drops:>12d}   0 ({100.0 * drops / max(p['sent'], 1):.2f} %)")
-    print(f"{'safety_verifier CPU (% of one core)':<34} {100 * cpu:>12.0f}")
+    print(f"{'verifier process CPU (% of one core)':<34} {100 * cpu:>12.0f}")
+    print()
     return 0 if len(lat) and not missed and not extra else 1
 
 

@@ -3,6 +3,7 @@ simulator's playback order and the demo's mission file (their ROS-free core: tes
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -127,6 +128,73 @@ def test_builder_hands_segments_to_an_in_process_panel(ros_context, tmp_path: Pa
     finally:
         panel.destroy_node()
         builder.destroy_node()
+
+
+def _thread_cpu_s(name: str) -> float:
+    """CPU seconds (user + system) the live thread called `name` has used so far (Linux /proc)."""
+    import threading
+
+    tid = next(t.native_id for t in threading.enumerate() if t.name == name)
+    fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.ros
+def test_a_waiting_trigger_holds_up_no_panel_callback_and_the_panel_thread_idles(ros_context, tmp_path: Path):
+    """The trigger waits 2 s for its evaluation while status messages arrive at 50 Hz: the panel keeps taking
+    them, and its thread sleeps between them. (On a MultiThreadedExecutor the panel's thread spun and held the
+    GIL; in `live` the verifier's pose callbacks then stalled for up to 2 s.)"""
+    from concurrent.futures import Future
+
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from std_srvs.srv import Trigger
+
+    from uav_debate_eval.nodes.debate_panel import DebatePanelNode
+    from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
+    from uav_debate_eval.nodes.executors import spin_nodes
+    from uav_debate_eval.nodes.topics import STATUS_TOPIC, TRIGGER_SERVICE
+
+    builder = DslBuilderNode(parameter_overrides=[Parameter("uav_names", value=["a", "b"])])
+    panel = DebatePanelNode(builder=builder, parameter_overrides=[Parameter("output_dir", value=str(tmp_path))])
+    for k in range(20):
+        builder._on_pose("a", k * 0.1, (0.0, 0.0, 10.0))
+        builder._on_pose("b", k * 0.1, (3.0, 0.0, 10.0))
+    statuses: list[float] = []
+    on_status = panel.vetoes.on_status
+    panel.vetoes.on_status = lambda *args: (statuses.append(time.monotonic()), on_status(*args))
+    evaluation: Future = Future()
+    panel.submit = lambda *args: evaluation
+    feeder = Node("status_feeder")
+    pub = feeder.create_publisher(DiagnosticArray, STATUS_TOPIC, 10)
+    status = DiagnosticArray(status=[DiagnosticStatus(name="safety_verifier: min_separation", level=b"\x00")])
+    feeder.create_timer(0.02, lambda: pub.publish(status))
+    client = feeder.create_client(Trigger, TRIGGER_SERVICE)
+    calls: list = []
+    cpu: dict[str, float] = {}
+
+    def tick() -> None:
+        now = time.monotonic()
+        if not calls and client.service_is_ready() and len(statuses) > 5:
+            calls.append((now, client.call_async(Trigger.Request())))
+            cpu["start"] = _thread_cpu_s("spin_debate_panel")
+        elif calls and now - calls[0][0] > 2.0 and not evaluation.done():
+            cpu["waited"] = _thread_cpu_s("spin_debate_panel") - cpu["start"]
+            evaluation.set_result({"verdict": "safe"})
+
+    try:
+        spin_nodes([feeder, builder, panel, panel.trigger_server], duration_s=6.0, on_tick=tick)
+        assert calls and calls[0][1].done(), "the trigger was not answered"
+        assert calls[0][1].result().success and json.loads(calls[0][1].result().message) == {"verdict": "safe"}
+        t_call = calls[0][0]
+        during = [t for t in statuses if t_call < t < t_call + 2.0]
+        assert cpu["waited"] < 0.3, f"the panel's thread used {cpu['waited']:.2f} s of CPU in 2 s of waiting"
+        assert len(during) >= 50, f"{len(during)} status messages taken while the trigger waited (50 Hz for 2 s)"
+    finally:
+        panel.destroy_node()
+        builder.destroy_node()
+        feeder.destroy_node()
 
 
 @pytest.mark.ros

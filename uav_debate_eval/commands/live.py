@@ -169,7 +169,8 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
                           f"(backend {panel.backend}), reports in {out}")
             done = StopWhenFlown(sim, nodes[1], panel, stop)
-            spin_nodes(nodes, duration_s=duration, stop=stop, on_tick=done.check, executor=executor)
+            spin_nodes([*nodes, panel.trigger_server], duration_s=duration, stop=stop, on_tick=done.check,
+                       executor=executor)
             if sim is not None and sim.poll() not in (None, 0):
                 console.print(f"[red]swarm_sim failed (exit {sim.returncode}):[/] "
                               + _last_line(out / "swarm_sim.log"))

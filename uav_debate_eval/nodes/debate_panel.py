@@ -17,8 +17,6 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
@@ -30,6 +28,7 @@ from uav_debate_eval.live.evaluator import SegmentEvaluator
 from uav_debate_eval.live.segment_job import PanelSettings
 from uav_debate_eval.live.segments import Segment
 from uav_debate_eval.live.veto import VetoHistory, status_evidence
+from uav_debate_eval.nodes.executors import BlockingServiceNode, spin_nodes
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput
 from uav_debate_eval.nodes.run import ClockJumpGuard, add_heap_trim, run_node
@@ -37,11 +36,8 @@ from uav_debate_eval.nodes.topics import REPORT_TOPIC, SEGMENT_TOPIC, STATUS_TOP
 
 
 class DebatePanelNode(Node):
-    """Runs the evaluation on each closed segment and on /swarm/evaluation/trigger."""
-
-    #: The Trigger service waits for its evaluation; a second executor thread keeps veto, status and segments
-    #: flowing meanwhile (used by main() and by `live`).
-    EXECUTOR_THREADS = 2
+    """Runs the evaluation on each closed segment and on /swarm/evaluation/trigger (served by `trigger_server`,
+    which whoever spins the panel spins too: main() and `live`)."""
 
     def __init__(self, builder=None, **kwargs):
         """`builder`: a DslBuilderNode in the same process to share poses and segments with (see `live`)."""
@@ -90,9 +86,8 @@ class DebatePanelNode(Node):
             builder.segment_listeners.append(self._on_builder_segment)
         self.create_subscription(Bool, VETO_TOPIC, self._on_veto, latched())
         self.create_subscription(DiagnosticArray, STATUS_TOPIC, self._on_status, 10)
-        # The trigger waits for the worker: on its own group, so poses keep flowing meanwhile.
-        self.create_service(Trigger, TRIGGER_SERVICE, self._on_trigger,
-                            callback_group=MutuallyExclusiveCallbackGroup())
+        # the trigger waits for its evaluation: on a node (and so a thread) of its own, it holds up nothing else
+        self.trigger_server = BlockingServiceNode(self, Trigger, TRIGGER_SERVICE, self.on_trigger)
         self.get_logger().info(f"panel backend {self.backend}, reports in {self.output_dir} "
                                f"(keep {self.settings.keep_reports}), mission {self.mission.name!r}")
 
@@ -126,7 +121,7 @@ class DebatePanelNode(Node):
         if self.evaluator.admit(seg_id, t0):
             self.submit(seg_id, t0, t1, reason, traj)
 
-    def _on_trigger(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def on_trigger(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         t1 = self.swarm.newest_t
         if not math.isfinite(t1):
             response.success, response.message = False, "no poses received yet"
@@ -168,16 +163,12 @@ class DebatePanelNode(Node):
         if (where := self.evaluator.close()) is not None:
             # (after SIGTERM rclpy's context is down and /rosout gone: the line goes to stderr)
             print(f"[debate_panel] flight report: {where}", file=sys.stderr)
+        self.trigger_server.destroy_node()
         super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:
-    def spin(node: Node) -> None:
-        executor = MultiThreadedExecutor(num_threads=DebatePanelNode.EXECUTOR_THREADS)
-        executor.add_node(node)
-        executor.spin()
-
-    run_node("debate_panel", DebatePanelNode, spin, args)
+    run_node("debate_panel", DebatePanelNode, lambda node: spin_nodes([node, node.trigger_server]), args)
 
 
 if __name__ == "__main__":

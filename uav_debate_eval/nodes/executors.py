@@ -1,37 +1,33 @@
-"""Executors of the live graph: one single-threaded executor per node, each on its own thread (`spin_nodes`)."""
+"""Executors of the live graph: one single-threaded executor per node, each on its own thread (`spin_nodes`),
+and the node that gives a blocking service a thread of its own (`BlockingServiceNode`)."""
 
 from __future__ import annotations
 
 import io
-import math
 import threading
 import time
 from collections.abc import Callable
 
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
-from rclpy.logging import get_logger
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from uav_debate_eval.core.errors import InputError
 
 
-class DrainingExecutor(MultiThreadedExecutor):
-    """A MultiThreadedExecutor whose shutdown lets the callbacks already handed to its threads finish first.
+class BlockingServiceNode(Node):
+    """Serves one service of `owner` whose callback blocks (waits for other work), on a node of its own: given
+    to `spin_nodes` beside its owner, it gets a thread of its own, and the wait holds up none of the owner's
+    callbacks.
 
-    rclpy (Jazzy) destroys the executor's guard condition at shutdown without waiting for them (its wait is
-    skipped), and a callback finishing afterwards fails on triggering it; as nobody retrieves that failure,
-    rclpy prints "The following exception was never retrieved: cannot use Destroyable ..." at exit.
+    Not a MultiThreadedExecutor for the owner: rclpy's (Jazzy) busy-loops while a ready entity waits for its
+    callback group and rescans its futures on every turn. For debate_panel in `live` that thread held the GIL
+    in ~96 % of samples, and the verifier's pose callbacks in the same process stalled for up to 2 s.
     """
 
-    def shutdown(self, timeout_sec: float | None = None) -> bool:
-        end = time.monotonic() + (timeout_sec if timeout_sec is not None and timeout_sec >= 0 else math.inf)
-        tasks = list(self._futures)  # rclpy keeps no public list of the callbacks in flight
-        while not all(t.done() for t in tasks) and time.monotonic() < end:
-            time.sleep(0.01)
-        for task in tasks:
-            if task.done() and (exc := task.exception()) is not None:  # spin_once would have raised it
-                get_logger("live").warning(f"callback failed while stopping: {exc!r}")
-        return super().shutdown(timeout_sec=0) and all(t.done() for t in tasks)
+    def __init__(self, owner: Node, srv_type, name: str, callback: Callable):
+        super().__init__(f"{owner.get_name()}_{name.rsplit('/', 1)[-1]}", namespace=owner.get_namespace(),
+                         context=owner.context)
+        self.create_service(srv_type, name, callback)
 
 
 #: Executor kinds of `spin_nodes` (and `live --executor`).
@@ -72,12 +68,11 @@ def spin_nodes(nodes: list[Node], *, duration_s: float | None = None, stop: thre
     that overhead alone took a whole core, the pose stream stalled for over a second and the verifier
     declared every vehicle stale. A SingleThreadedExecutor per node sleeps in the wait set until there is
     work, and the verifier's thread never waits behind another node's callback. `executor` picks its kind
-    (see `node_executor`). A node whose callbacks may block (the panel's Trigger service waits for its
-    evaluation) sets `EXECUTOR_THREADS` > 1 and gets a small multi-threaded executor of its own.
+    (see `node_executor`). A callback that must block (the panel's Trigger service waits for its evaluation)
+    goes on a node of its own, so it blocks only that node's thread (`BlockingServiceNode`).
     """
     stopping = threading.Event()
-    executors = [DrainingExecutor(num_threads=n) if (n := getattr(node, "EXECUTOR_THREADS", 1)) > 1
-                 else node_executor(executor) for node in nodes]
+    executors = [node_executor(executor) for _ in nodes]
     failures: list[BaseException] = []
 
     def spin(executor) -> None:

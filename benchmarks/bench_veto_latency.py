@@ -41,9 +41,12 @@ VERIFIER_PARAMS = {"min_separation_m": 0.5, "hold_time_s": HOLD_S, "stale_timeou
 
 def publisher(duration: float, sim_time: bool) -> None:
     import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import PoseStamped
     from rclpy.qos import qos_profile_sensor_data
     from rosgraph_msgs.msg import Clock
+
+    from uav_debate_eval.nodes.topics import STATUS_TOPIC
 
     rclpy.init()
     node = rclpy.create_node("bench_pose_pub")
@@ -55,10 +58,15 @@ def publisher(duration: float, sim_time: bool) -> None:
     for m in msgs:
         m.header.frame_id = "map"
         m.pose.orientation.w = 1.0
-    end = time.time() + 60.0  # discovery: every pose topic matched by the verifier (`live` starts slower)
-    while any(p.get_subscription_count() < 1 for p in pubs) and time.time() < end:
-        time.sleep(0.1)
-    time.sleep(0.5)
+    # Start once the verifier's executor runs (its first status message; `live` builds all its nodes first, and
+    # the poses that arrive before would overflow the subscription queues) and every pose topic is matched.
+    spinning: list[bool] = []
+    node.create_subscription(DiagnosticArray, STATUS_TOPIC, lambda _msg: spinning.append(True), 10)
+    end = time.time() + 60.0
+    while not (spinning and all(p.get_subscription_count() for p in pubs)) and time.time() < end:
+        if clock is not None:  # (with /clock the verifier's status timer runs on it)
+            clock.publish(Clock(clock=node.get_clock().now().to_msg()))
+        rclpy.spin_once(node, timeout_sec=0.1)
     t0 = time.time()
     sent, breaks, tick, was_near, last = 0, [], 0, False, t0
     period = 1.0 / RATE_HZ

@@ -37,6 +37,7 @@ import numpy as np
 N_UAVS, RATE_HZ, CYCLE_S, NEAR_S, HOLD_S, STALE_S = 100, 50.0, 0.6, 0.1, 0.2, 1.0
 VERIFIER_PARAMS = {"min_separation_m": 0.5, "hold_time_s": HOLD_S, "stale_timeout_s": STALE_S, "max_speed_mps": 20.0,
                    "check_rate_hz": 50.0, "status_rate_hz": 2.0}
+NAMES = [f"uav{k}" for k in range(N_UAVS)]
 
 
 def publisher(duration: float, sim_time: bool) -> None:
@@ -50,11 +51,15 @@ def publisher(duration: float, sim_time: bool) -> None:
 
     rclpy.init()
     node = rclpy.create_node("bench_pose_pub")
-    names = [f"uav{k}" for k in range(N_UAVS)]
-    pubs = [node.create_publisher(PoseStamped, f"/{u}/pose", qos_profile_sensor_data) for u in names]
+    pubs = [node.create_publisher(PoseStamped, f"/{u}/pose", qos_profile_sensor_data) for u in NAMES]
     clock = node.create_publisher(Clock, "/clock", 10) if sim_time else None
+
+    def send_clock() -> None:  # like `ros2 bag play --clock`: the time first, then that tick's poses
+        if clock is not None:
+            clock.publish(Clock(clock=node.get_clock().now().to_msg()))
+
     grid = [(3.0 * (k % 10), 3.0 * (k // 10), 10.0) for k in range(N_UAVS)]
-    msgs = [PoseStamped() for _ in names]
+    msgs = [PoseStamped() for _ in NAMES]
     for m in msgs:
         m.header.frame_id = "map"
         m.pose.orientation.w = 1.0
@@ -64,8 +69,7 @@ def publisher(duration: float, sim_time: bool) -> None:
     node.create_subscription(DiagnosticArray, STATUS_TOPIC, lambda _msg: spinning.append(True), 10)
     end = time.time() + 60.0
     while not (spinning and all(p.get_subscription_count() for p in pubs)) and time.time() < end:
-        if clock is not None:  # (with /clock the verifier's status timer runs on it)
-            clock.publish(Clock(clock=node.get_clock().now().to_msg()))
+        send_clock()  # (with /clock the verifier's status timer runs on it)
         rclpy.spin_once(node, timeout_sec=0.1)
     t0 = time.time()
     sent, breaks, tick, was_near, last = 0, [], 0, False, t0
@@ -75,8 +79,7 @@ def publisher(duration: float, sim_time: bool) -> None:
         near = el - cycle * CYCLE_S < NEAR_S and el > 1.0
         mover = 1 + 2 * (cycle % 45)  # uav1, uav3, ... each next to its left neighbour
         order = [mover] + [k for k in range(N_UAVS) if k != mover]  # the breaking pose goes out first
-        if clock is not None:  # like `ros2 bag play --clock`: the tick's time first
-            clock.publish(Clock(clock=node.get_clock().now().to_msg()))
+        send_clock()
         for k in order:
             x, y, z = grid[k]
             if near and k == mover:
@@ -146,17 +149,16 @@ def cpu_seconds(pid: int) -> float:
 def start_verifier(graph: str, env: dict, out: Path, sim_time: bool) -> subprocess.Popen:
     """The standalone safety_verifier, or `uav-debate-eval live --foxglove 0` (verifier, builder, panel and the
     Foxglove view in one process) with the same verifier settings; either logs on stderr."""
-    names = [f"uav{k}" for k in range(N_UAVS)]
     if graph == "verifier":
         return subprocess.Popen(
             [sys.executable, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
-             "-p", f"uav_names:=[{', '.join(names)}]", "--log-level", "info",
+             "-p", f"uav_names:=[{', '.join(NAMES)}]", "--log-level", "info",
              *[a for k, v in VERIFIER_PARAMS.items() for a in ("-p", f"{k}:={v}")],
              "-p", f"use_sim_time:={str(sim_time).lower()}"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     config = out / "live.yaml"
     config.write_text(json.dumps({  # JSON is YAML
-        "/**": {"ros__parameters": {"uav_names": names, "pose_qos": "sensor_data", "use_sim_time": sim_time}},
+        "/**": {"ros__parameters": {"uav_names": NAMES, "pose_qos": "sensor_data", "use_sim_time": sim_time}},
         "/**/safety_verifier": {"ros__parameters": VERIFIER_PARAMS},
         "/**/dsl_builder": {"ros__parameters": {"segment_mode": "window", "window_s": 10.0}},
         "/**/debate_panel": {"ros__parameters": {"llm_backend": "rules", "keep_reports": 2}}}))

@@ -15,9 +15,9 @@ import asyncio
 import time
 from collections import Counter
 
-from uav_debate_eval.compare.flights import Flight
-from uav_debate_eval.compare.protocol import ProtocolConfig, compare_pair
-from uav_debate_eval.pipeline import evaluate
+from uav_debate_eval.compare_flights.flights import Flight
+from uav_debate_eval.compare_flights.protocol import ProtocolConfig, compare_pair
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.scenarios import simulate
 
 PAIRS = [("formation", "near_miss"), ("surveillance", "geofence_exit"), ("swap", "overspeed"),

@@ -30,7 +30,7 @@ from uav_debate_eval.core.mission import Constraints, Mission
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.csv_io import read_csv
-from uav_debate_eval.quality import assess
+from uav_debate_eval.quality.assessment import assess
 
 #: Targets as multiples of the flight's real-time sample rate (vehicles x rate):
 #: batch ingest 60x (a 10-minute flight in <= 10 s), CSV reading 6x (<= 100 s),

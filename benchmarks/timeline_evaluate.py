@@ -22,13 +22,13 @@ from pathlib import Path
 
 #: (module, attribute) of the calls on the timeline.
 TRACED = (
-    ("uav_debate_eval.io.loader", "load_inputs"), ("uav_debate_eval.quality", "assess"),
+    ("uav_debate_eval.io.loader", "load_inputs"), ("uav_debate_eval.quality.assessment", "assess"),
     ("uav_debate_eval.safety.checker", "check_trajectory"), ("uav_debate_eval.safety.grid_pairs", "_second_half"),
     ("uav_debate_eval.dsl.segments", "mission_segments"), ("uav_debate_eval.metrics.compute", "compute_metrics"),
     ("uav_debate_eval.dsl.events", "detect_events"), ("uav_debate_eval.dsl.builder", "build_dsl"),
-    ("uav_debate_eval.segment_work", "SegmentWork.contexts"),
-    ("uav_debate_eval.segment_work", "SegmentWork._send_shared_steps"), ("uav_debate_eval.segment_work", "_child"),
-    ("uav_debate_eval.forked", "Forked.result"), ("uav_debate_eval.pipeline", "_run_debate"),
+    ("uav_debate_eval.runner.segment_work", "SegmentWork.contexts"),
+    ("uav_debate_eval.runner.segment_work", "SegmentWork._send_shared_steps"), ("uav_debate_eval.runner.segment_work", "_child"),
+    ("uav_debate_eval.runner.forked", "Forked.result"), ("uav_debate_eval.runner.pipeline", "_run_debate"),
     ("uav_debate_eval.report.figure_job", "_draw"), ("uav_debate_eval.report.figures", "render_figures"),
     ("uav_debate_eval.report.writer", "write_reports"),
 )

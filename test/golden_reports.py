@@ -71,7 +71,7 @@ def evaluate_entry(spec: str, overrides: dict, messy: bool) -> dict:
     """Simulate, write the contract CSV + mission.yaml, and evaluate it as `evaluate CSV` does (no figures)."""
     from uav_debate_eval.commands.evaluate import debate_config
     from uav_debate_eval.io.loader import load_inputs
-    from uav_debate_eval.pipeline import evaluate, load_mission_for
+    from uav_debate_eval.runner.pipeline import evaluate, load_mission_for
     from uav_debate_eval.sim.scenarios import simulate
 
     name, _, faults = spec.partition(":")

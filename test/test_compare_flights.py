@@ -12,16 +12,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from contract import COMPARISON_SCHEMA
 
 from uav_debate_eval.cli import main
-from uav_debate_eval.compare.build import validate_comparison
-from uav_debate_eval.compare.flights import Flight
-from uav_debate_eval.compare.protocol import ProtocolConfig, compare_pair
+from uav_debate_eval.compare_flights.build import validate_comparison
+from uav_debate_eval.compare_flights.flights import Flight
+from uav_debate_eval.compare_flights.protocol import ProtocolConfig, compare_pair
 from uav_debate_eval.debate.llm.base import ChatResult
-from uav_debate_eval.pipeline import evaluate
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.scenarios import simulate
 
-SHARED_SCHEMA = "/work/shared/spec/comparison.schema.json"
+SHARED_SCHEMA = COMPARISON_SCHEMA
 
 
 @pytest.fixture(scope="module")
@@ -285,7 +286,7 @@ def test_outputs_render_and_escape(flights, tmp_path):
 
 
 def test_findings_catalogue_is_used_when_present():
-    from uav_debate_eval.compare.flights import findings_of
+    from uav_debate_eval.compare_flights.flights import findings_of
 
     catalogue = [{"id": "F1", "kind": "near_miss", "severity": "hazard", "sentence": "uav1 and uav2 came close",
                   "t_start": 1.0, "t_end": 2.0, "uavs": ["uav1", "uav2"], "refs": [], "recommendations": []}]
@@ -302,7 +303,7 @@ def test_findings_catalogue_is_used_when_present():
 
 
 def test_alignment_modes(pair_flights):
-    from uav_debate_eval.compare.align import align, takeoff_time
+    from uav_debate_eval.compare_flights.align import align, takeoff_time
 
     evs = [pair_flights["clean"].runs[0], pair_flights["near"].runs[0]]
     phase, fns = align(evs, "phase")
@@ -317,7 +318,7 @@ def test_alignment_modes(pair_flights):
 
 
 def test_a_failed_render_leaves_the_previous_comparison_whole(flights, tmp_path, monkeypatch):
-    from uav_debate_eval.compare import render
+    from uav_debate_eval.compare_flights import render
 
     out = tmp_path / "ab"
     rc, first = _run([flights["clean"], flights["near"], "--out", str(out)])

@@ -6,11 +6,12 @@ import json
 import re
 
 import pytest
+from contract import COMPARISON_SCHEMA
 from browser import needs_chromium, render
 from test_llm_server import server_url  # noqa: F401  (the module-scoped real server fixture)
 
 from uav_debate_eval.cli import main
-from uav_debate_eval.compare.build import validate_comparison
+from uav_debate_eval.compare_flights.build import validate_comparison
 from uav_debate_eval.sim.scenarios import simulate
 
 
@@ -32,7 +33,7 @@ def test_openai_path_against_real_server(server_url, pair, tmp_path, monkeypatch
             "--advocates", "1", "--fail-if-worse", "--quiet"]
     rc = main([*args, "--out", str(tmp_path / "first")])
     doc = json.loads((tmp_path / "first" / "comparison.json").read_text())
-    validate_comparison(doc, "/work/shared/spec/comparison.schema.json")
+    validate_comparison(doc, COMPARISON_SCHEMA)
     assert rc == 5 and doc["winner"] == "A"  # the near miss can never win, whatever the model says
     assert doc["backend"]["name"] == "openai" and doc["backend"]["model"]
     tokens = doc["tokens"]

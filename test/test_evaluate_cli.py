@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from contract import REPORT_SCHEMA
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.report.schema import validate_report
 from uav_debate_eval.sim.scenarios import simulate
 
-CONTRACT_SCHEMA = "/work/shared/spec/report.schema.json"
+CONTRACT_SCHEMA = REPORT_SCHEMA
 PX4 = Path(__file__).parent / "fixtures" / "px4" / "sample_log_small.ulg"
 FORMATS = {"csv": "trajectory.csv", "mcap": "trajectory.mcap", "db3": "trajectory.db3", "bag": "trajectory.bag"}
 

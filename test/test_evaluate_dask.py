@@ -66,7 +66,7 @@ def _die_or_echo(item: str, marker_dir: str) -> dict:
 def test_worker_death_is_retried_or_reported(tmp_path):
     import cloudpickle
 
-    from uav_debate_eval.fleet import run_on_dask
+    from uav_debate_eval.runner.fleet import run_on_dask
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     seen = []

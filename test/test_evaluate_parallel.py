@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from uav_debate_eval import pipeline, segment_work
+from uav_debate_eval.runner import pipeline, segment_work
 from uav_debate_eval.debate.config import DebateConfig
-from uav_debate_eval.forked import ChildLost, Forked
+from uav_debate_eval.runner.forked import ChildLost, Forked
 from uav_debate_eval.report.figures import FIGURES, render_figures
 from uav_debate_eval.sim.scenarios import simulate
 
@@ -167,7 +167,7 @@ def test_forked_child_dies_with_its_parent(tmp_path):
     import sys
 
     pid_file = tmp_path / "child.pid"
-    code = ("import os, time\nfrom uav_debate_eval.forked import Forked\n"
+    code = ("import os, time\nfrom uav_debate_eval.runner.forked import Forked\n"
             f"def wait(_inbox):\n    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(60)\n"
             "c = Forked(wait)\ntime.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", code])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.commands import evaluate as cmd
-from uav_debate_eval.pipeline import evaluate
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.scenarios import simulate
 
 

@@ -14,7 +14,7 @@ from uav_debate_eval.dsl.segmentation import segment_vehicle
 from uav_debate_eval.metrics import swarm
 from uav_debate_eval.metrics.compute import compute_metrics
 from uav_debate_eval.metrics.kinematics import smooth_kinematics
-from uav_debate_eval.pipeline import evaluate
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.safety.checker import check_trajectory
 from uav_debate_eval.sim.scenarios import simulate
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from uav_debate_eval.findings import build_findings, top_findings, verdict_sentence
-from uav_debate_eval.pipeline import evaluate
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.scenarios import simulate
 
 

@@ -20,7 +20,7 @@ from uav_debate_eval.live import workers
 from uav_debate_eval.live.config import find_config, mission_from_param, read_params_file
 from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment, write_rotated
 from uav_debate_eval.live.segments import SegmentCutter, announced_end, end_message
-from uav_debate_eval.live.veto import VetoEpisode, VetoEvidence, apply_live_veto
+from uav_debate_eval.live.veto_history import VetoEpisode, VetoEvidence, apply_live_veto
 from uav_debate_eval.report.schema import validate_report
 
 # -- segment cutter (pure logic) ---------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def test_flight_report_folds_every_segment_and_names_the_worst(tmp_path: Path):
 
 
 def test_veto_history_records_episodes_with_the_verifiers_times():
-    from uav_debate_eval.live.veto import VetoHistory
+    from uav_debate_eval.live.veto_history import VetoHistory
 
     history = VetoHistory()
     sep = VetoEvidence("safety/min_separation", 2, "violated", {"uavs": "a,b", "t": 14.2})
@@ -336,7 +336,7 @@ def test_veto_history_records_episodes_with_the_verifiers_times():
 
 def test_segment_evaluator_skips_duplicates_publishes_and_writes_the_flight(tmp_path: Path):
     from uav_debate_eval.live.evaluator import SegmentEvaluator
-    from uav_debate_eval.live.veto import VetoHistory
+    from uav_debate_eval.live.veto_history import VetoHistory
     from uav_debate_eval.sim.scenarios import simulate
 
     sim = simulate("formation", seed=0, duration_s=12.0)

@@ -12,17 +12,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from contract import REPORT_SCHEMA
 
 from uav_debate_eval.core.mission import Geofence, mission_to_yaml
 from uav_debate_eval.io.csv_io import write_csv
 from uav_debate_eval.io.loader import load_inputs, one_flight
-from uav_debate_eval.pipeline import evaluate
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.report.schema import validate_report
 from uav_debate_eval.sim.recording import EPOCH, write_mavros_bag, write_mocap_bags
 from uav_debate_eval.sim.scenarios import simulate
 
-CONTRACT_SCHEMA = "/work/shared/spec/report.schema.json"
-REAL_PX4 = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real" / "px4_mission_rtl"
+CONTRACT_SCHEMA = REPORT_SCHEMA
+REAL_PX4 = Path(__file__).parent / "fixtures" / "real" / "px4_mission_rtl"
 
 
 def _report(paths, mission, **kw) -> dict:

@@ -17,7 +17,7 @@ from llm_support import require_embedded_model
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.debate.comparison import DEFAULT_SUITE, parse_suite_entry
 from uav_debate_eval.debate.config import DebateConfig
-from uav_debate_eval.pipeline import evaluate
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.report.schema import validate_report
 from uav_debate_eval.sim.scenarios import simulate
 

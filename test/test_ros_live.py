@@ -137,7 +137,7 @@ class Recorder:
             self.veto.append((time.monotonic(), bool(msg.data), self.clock))
 
     def _on_status(self, msg) -> None:
-        from uav_debate_eval.live.veto import level_of, status_evidence
+        from uav_debate_eval.live.veto_history import level_of, status_evidence
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.status += [{**status_evidence(s).to_dict(), "stamp": stamp} for s in msg.status if level_of(s.level) >= 2]
         del self.status[:-5000]

@@ -302,7 +302,7 @@ def test_the_grid_pass_with_the_previous_steps_pair_equals_a_full_query_per_step
 def test_the_samples_end_to_end_give_each_vehicles_trusted_rows_and_worst_values():
     """The checker runs its per-vehicle checks over every vehicle's samples end to end: the trusted rows are
     Assessment.trusted of each track, the worst values the loop over the vehicles, the jumps those of each track."""
-    from uav_debate_eval.quality import assess
+    from uav_debate_eval.quality.assessment import assess
     from uav_debate_eval.safety.checker import JUMP_FACTOR, _integrity
     from uav_debate_eval.safety.samples import Samples
     from uav_debate_eval.sim.scenarios import simulate

@@ -8,7 +8,7 @@ import pytest
 
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.metrics.compute import compute_metrics
-from uav_debate_eval.quality import assess
+from uav_debate_eval.quality.assessment import assess
 from uav_debate_eval.safety import grid_pairs
 from uav_debate_eval.safety.checker import check_trajectory
 from uav_debate_eval.sim.scenarios import simulate

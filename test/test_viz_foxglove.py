@@ -10,7 +10,7 @@ import pytest
 from foxglove_client import FoxgloveClient
 
 from uav_debate_eval.core.mission import parse_mission
-from uav_debate_eval.live.veto import VetoEvidence
+from uav_debate_eval.live.veto_history import VetoEvidence
 from uav_debate_eval.viz.foxglove_live import LiveView
 from uav_debate_eval.viz.scene import TOPICS
 

@@ -37,7 +37,7 @@ Exit status: 0; 5 with --fail-if-worse when B is worse than A; 2 bad input (one 
 
 
 def register(subparsers) -> None:
-    from uav_debate_eval.compare.options import MODES, PROTOCOLS, ProtocolConfig
+    from uav_debate_eval.compare_flights.options import MODES, PROTOCOLS, ProtocolConfig
 
     d = ProtocolConfig()
     p = subparsers.add_parser("compare-flights", help="compare flights (A/B debate, swap audit, CI gate)",
@@ -93,7 +93,7 @@ def _backend(args: argparse.Namespace) -> tuple[Any, str | None]:
 
 
 async def _debate_all(flights: list, cfg: Any, backend: Any) -> list[dict]:
-    from uav_debate_eval.compare.protocol import compare_pair
+    from uav_debate_eval.compare_flights.protocol import compare_pair
 
     try:
         return [await compare_pair(flights[i], flights[j], cfg, backend)
@@ -104,8 +104,8 @@ async def _debate_all(flights: list, cfg: Any, backend: Any) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from uav_debate_eval.compare.flights import evaluate_flight_runs, parse_flight_args
-    from uav_debate_eval.compare.protocol import ProtocolConfig
+    from uav_debate_eval.compare_flights.flights import evaluate_flight_runs, parse_flight_args
+    from uav_debate_eval.compare_flights.protocol import ProtocolConfig
 
     _check(args)
     specs = parse_flight_args(args.flights)
@@ -145,10 +145,10 @@ def write_comparison(flights: list, pairs: list[dict], out: Path, protocol: str,
                      model: str | None, notes: list[str], seed: int) -> dict:
     """Build, validate and write comparison.json/.md/.html, figures/ and the transcript, all at once (a failure
     leaves `out` as it was); returns the document."""
-    from uav_debate_eval.compare.align import align
-    from uav_debate_eval.compare.build import build_comparison, validate_comparison
-    from uav_debate_eval.compare.figures import render_comparison_figures
-    from uav_debate_eval.compare.render import render_html, render_markdown
+    from uav_debate_eval.compare_flights.align import align
+    from uav_debate_eval.compare_flights.build import build_comparison, validate_comparison
+    from uav_debate_eval.compare_flights.figures import render_comparison_figures
+    from uav_debate_eval.compare_flights.render import render_html, render_markdown
     from uav_debate_eval.report.writer import staged, write_pngs
 
     alignment, axes = align([f.runs[0] for f in flights], align_mode)

@@ -176,7 +176,7 @@ def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: 
     """Read, evaluate and write one flight; returns the pipeline Evaluation (compare-flights reads its parts)."""
     from uav_debate_eval.commands.preload import preload_stages
     from uav_debate_eval.io.loader import load_inputs
-    from uav_debate_eval.pipeline import evaluate, load_mission_for
+    from uav_debate_eval.runner.pipeline import evaluate, load_mission_for
 
     t0 = time.perf_counter()
     preload = preload_stages(paths)  # joined once the input is read (or failed), before anything forks
@@ -289,7 +289,7 @@ def run_batch(paths: list[Path], out: Path, opts: dict, jobs: int = 0, quiet: bo
 def _run_on_dask(calls: list[tuple], scheduler: str, tick) -> list[dict]:
     """A local cluster's workers share this directory; a remote cluster's get absolute paths (a shared file system),
     and the summary still names the inputs as given."""
-    from uav_debate_eval.fleet import run_on_dask
+    from uav_debate_eval.runner.fleet import run_on_dask
 
     remote = calls if scheduler == "local" else [
         (str(Path(f).resolve()), str(Path(o).resolve()), _absolute_mission(opts)) for f, o, opts in calls]

@@ -13,8 +13,8 @@ PRELOAD_MIN_BYTES = 8_000_000
 #: What the evaluation needs (scipy and the checker, metrics, DSL and debate stages: about 0.3 s), loaded before the
 #: segments go to two cores, where each import would cost CPU the two processes need; matplotlib loads only in the
 #: figure child (report/figure_job.py).
-_STAGES = ("uav_debate_eval.quality", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
-           "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.segment_work",
+_STAGES = ("uav_debate_eval.quality.assessment", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
+           "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.runner.segment_work",
            "uav_debate_eval.debate.engine")
 
 

@@ -17,7 +17,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.live.flight import FlightRecord, write_flight_report
 from uav_debate_eval.live.segment_job import JobResult, PanelJob, PanelSettings, evaluate_segment, next_seq
-from uav_debate_eval.live.veto import VetoHistory
+from uav_debate_eval.live.veto_history import VetoHistory
 from uav_debate_eval.live.workers import stop_pool, worker_pool
 
 Log = Callable[[str, str], None]  # (logger level, text)

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.live.veto import VetoEpisode, apply_live_veto
+from uav_debate_eval.live.veto_history import VetoEpisode, apply_live_veto
 from uav_debate_eval.report.schema import ReportSchemaError, validate_report
 
 if TYPE_CHECKING:  # the pipeline, debate and figures load in the worker process only (the node stays light)
     from uav_debate_eval.debate.config import DebateConfig
-    from uav_debate_eval.pipeline import Evaluation
+    from uav_debate_eval.runner.pipeline import Evaluation
 
 #: Report folders are named `NNNNN_<segment id>`; `latest` points at the newest.
 REPORT_DIR_GLOB = "[0-9]" * 5 + "_*"
@@ -99,7 +99,7 @@ def debate_config(s: PanelSettings, backend: str) -> DebateConfig:
 
 def evaluate_segment(job: PanelJob) -> JobResult:
     """Worker-process side: evaluate, apply the live veto, validate, write the files (rotated)."""
-    from uav_debate_eval.pipeline import evaluate
+    from uav_debate_eval.runner.pipeline import evaluate
     global _LLM_DOWN
     s, log = job.settings, []
     origin = job.traj.t0  # stream clock at flight time 0: job times are stream times, the report's flight times

@@ -5,7 +5,7 @@ evaluates the window that dsl_builder names on /swarm/segment, so nothing but bo
 between the two nodes. In one process (`uav-debate-eval live`) the builder hands each segment's
 samples over directly instead, so every pose is buffered once. Everything else is the ROS-free core:
 the evaluation service (live.evaluator: one worker process, skips, LLM fallback), the live veto override
-(live.veto) and the flight-level report written to OUTPUT_DIR/flight/ at the end (live.flight).
+(live.veto_history) and the flight-level report written to OUTPUT_DIR/flight/ at the end (live.flight).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from uav_debate_eval.live.config import mission_from_param
 from uav_debate_eval.live.evaluator import SegmentEvaluator
 from uav_debate_eval.live.segment_job import PanelSettings
 from uav_debate_eval.live.segments import Segment
-from uav_debate_eval.live.veto import VetoHistory, status_evidence
+from uav_debate_eval.live.veto_history import VetoHistory, status_evidence
 from uav_debate_eval.nodes.executors import BlockingServiceNode, spin_nodes
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput

@@ -10,7 +10,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_msgs.msg import Bool, String
 
-from uav_debate_eval.live.veto import VetoEvidence, status_evidence
+from uav_debate_eval.live.veto_history import VetoEvidence, status_evidence
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput
 from uav_debate_eval.nodes.topics import DSL_TOPIC, REPORT_TOPIC, STATUS_TOPIC, VETO_TOPIC, latched

@@ -9,7 +9,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from std_msgs.msg import Bool, String
 
-from uav_debate_eval.live.veto import status_evidence
+from uav_debate_eval.live.veto_history import status_evidence
 from uav_debate_eval.nodes.topics import REPORT_TOPIC, SEGMENT_TOPIC, STATUS_TOPIC, TRUTH_TOPIC, VETO_TOPIC, latched
 
 

@@ -2,7 +2,7 @@
 
 Drawing a large swarm's figures takes about a second of matplotlib (half of it loading the library); each figure
 needs the trajectory and some of: the safety result, the violations and events, the metrics' scores, the debate
-(figures.NEEDS). A forked child (uav_debate_eval.forked), started with the trajectory as read, loads matplotlib
+(figures.NEEDS). A forked child (uav_debate_eval.runner.forked), started with the trajectory as read, loads matplotlib
 while this process cleans the trajectory (quality.assess); when the assessment changed no track (the usual clean
 recording) the child draws the trajectory it has, else it cleans it itself (the same result as here). It then
 receives each result as soon as it exists (the same objects the report is built from, pickled) and draws every
@@ -15,7 +15,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from uav_debate_eval.forked import Forked, can_fork
+from uav_debate_eval.runner.forked import Forked, can_fork
 
 
 class FigureJob:
@@ -85,7 +85,7 @@ def start_figure_job(traj: Any, mission: Any) -> FigureJob | None:
 
 
 def _draw(inbox: Any, traj: Any, mission: Any) -> dict[str, bytes]:
-    from uav_debate_eval.quality import assess
+    from uav_debate_eval.quality.assessment import assess
     from uav_debate_eval.report.figures import FIGURES, NEEDS, render_figures
 
     _, same = inbox.recv()  # ("clean", whether the assessment left every track as read)

@@ -23,7 +23,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Violation
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.metrics.vec import norm
-from uav_debate_eval.quality import Assessment, assess
+from uav_debate_eval.quality.assessment import Assessment, assess
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
 from uav_debate_eval.safety.grid_pairs import GridPairs, pairs_dense, pairs_shared, pairs_sparse_halves
 from uav_debate_eval.safety.samples import Samples

@@ -1,6 +1,6 @@
 """The checker's pass over the common grid: each step's closest pair, the pairs below the separation limit and the
 CPA predictions. Up to DENSE_MAX_VEHICLES (safety.checker) all pairs of a block of steps at once with numpy,
-above it a kd-tree per step; a large grid's second half in a forked child (uav_debate_eval.forked). A segment
+above it a kd-tree per step; a large grid's second half in a forked child (uav_debate_eval.runner.forked). A segment
 window's grid is its flight's steps within it, so its check takes the flight's results for the steps it shares."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def pairs_sparse_halves(snaps: Snapshots, limit: float | None, horizon: float | 
                         pair_index: np.ndarray) -> None:
     """:func:`pairs_sparse` over every step, the second half of a large grid in a forked child (the steps are
     independent; the child's rows follow this process's, so the lists are the ones one loop makes)."""
-    from uav_debate_eval.forked import Forked, can_fork, cores
+    from uav_debate_eval.runner.forked import Forked, can_fork, cores
 
     T, N = snaps.valid.shape
     mid = T // 2

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.quality import Assessment
+from uav_debate_eval.quality.assessment import Assessment
 
 #: Samples per block of a pointwise computation.
 POINTWISE_BLOCK = 65_536

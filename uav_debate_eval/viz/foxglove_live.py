@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import foxglove
 
 from uav_debate_eval.core.mission import Mission
-from uav_debate_eval.live.veto import VetoEvidence
+from uav_debate_eval.live.veto_history import VetoEvidence
 from uav_debate_eval.viz import scene
 from uav_debate_eval.viz.channels import Channels
 from uav_debate_eval.viz.relay import SubprotocolRelay

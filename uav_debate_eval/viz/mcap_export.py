@@ -16,7 +16,7 @@ import foxglove
 import numpy as np
 from foxglove.messages import Log, LogLevel
 
-from uav_debate_eval.pipeline import Evaluation
+from uav_debate_eval.runner.pipeline import Evaluation
 from uav_debate_eval.viz import scene
 from uav_debate_eval.viz.channels import Channels
 

@@ -1,6 +1,6 @@
 """The mission segments' evidence (each window's own metrics and DSL), on two cores for a large flight.
 
-A forked child (uav_debate_eval.forked) starts on the windows' metrics as soon as the checker has cut the mission
+A forked child (uav_debate_eval.runner.forked) starts on the windows' metrics as soon as the checker has cut the mission
 segments, while this process computes the flight's events, metrics and DSL. The windows' DSL needs the flight's
 events (and its metrics, for a window without samples), which the child is sent as soon as each exists. Both
 processes then take the remaining segments one at a time from a shared counter, longest first (the child starts
@@ -23,7 +23,7 @@ from typing import Any
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.forked import ChildLost, Forked, can_fork, cores
+from uav_debate_eval.runner.forked import ChildLost, Forked, can_fork, cores
 
 #: From this many samples on, a flight's segments are evaluated on two cores (below, a child costs more than it saves).
 PARALLEL_MIN_SAMPLES = 50_000

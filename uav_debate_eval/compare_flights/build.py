@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 
 from uav_debate_eval import __version__
-from uav_debate_eval.compare.deltas import category_scores, metric_deltas
+from uav_debate_eval.compare_flights.deltas import category_scores, metric_deltas
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "comparison.schema.json"
@@ -130,7 +130,7 @@ def _rel(flight: Any, i: int) -> str:
     if len(flight.runs) == 1:
         return f"{flight.key}/report.json"
     from uav_debate_eval.commands.evaluate import _sub_names
-    from uav_debate_eval.compare.flights import runs_of
+    from uav_debate_eval.compare_flights.flights import runs_of
 
     names = _sub_names([r[0] for r in runs_of([Path(p) for p in flight.inputs])])
     return f"{flight.key}/{names[i]}/report.json"

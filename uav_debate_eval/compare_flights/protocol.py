@@ -18,10 +18,10 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from typing import Any
 
-from uav_debate_eval.compare import roles
-from uav_debate_eval.compare.brief import FLIGHTS, Brief, build_brief, swap_text
-from uav_debate_eval.compare.flights import Flight
-from uav_debate_eval.compare.options import PROTOCOLS, ProtocolConfig  # noqa: F401 (re-exported)
+from uav_debate_eval.compare_flights import roles
+from uav_debate_eval.compare_flights.brief import FLIGHTS, Brief, build_brief, swap_text
+from uav_debate_eval.compare_flights.flights import Flight
+from uav_debate_eval.compare_flights.options import PROTOCOLS, ProtocolConfig  # noqa: F401 (re-exported)
 from uav_debate_eval.debate.llm.base import ChatRequest, ChatResult
 from uav_debate_eval.dsl.tokens import count_tokens
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 
-from uav_debate_eval.compare.figures import CAPTIONS
+from uav_debate_eval.compare_flights.figures import CAPTIONS
 from uav_debate_eval.report.escape import h, md
 from uav_debate_eval.report.html import _COLORS, _CSS
 

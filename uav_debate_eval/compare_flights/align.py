@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from uav_debate_eval.compare.options import MODES  # noqa: F401 (re-exported)
+from uav_debate_eval.compare_flights.options import MODES  # noqa: F401 (re-exported)
 
 TAKEOFF_CLIMB_M = 0.3
 TAKEOFF_SPEED_MPS = 0.3

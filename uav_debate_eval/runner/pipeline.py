@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission, load_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.segment_work import SegmentWork
+from uav_debate_eval.runner.segment_work import SegmentWork
 
 if TYPE_CHECKING:  # the stages load on first use (the CLI starts fast; live nodes never load the debate)
     from uav_debate_eval.debate.engine import DebateResult
@@ -94,7 +94,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     from uav_debate_eval.dsl.events import detect_events
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.metrics.compute import compute_metrics
-    from uav_debate_eval.quality import assess
+    from uav_debate_eval.quality.assessment import assess
     from uav_debate_eval.safety.checker import check_trajectory
 
     if not traj.tracks:

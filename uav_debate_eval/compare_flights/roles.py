@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from uav_debate_eval.compare.brief import FLIGHTS, KIND_CATEGORY, Brief
-from uav_debate_eval.compare.deltas import CATEGORIES
+from uav_debate_eval.compare_flights.brief import FLIGHTS, KIND_CATEGORY, Brief
+from uav_debate_eval.compare_flights.deltas import CATEGORIES
 from uav_debate_eval.debate.llm.structured import plain_string
 
 ADVOCATE_PERSONAS = ("flight_control", "coordination", "safety")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from uav_debate_eval.compare.deltas import CATEGORIES, metric_deltas
-from uav_debate_eval.compare.flights import Flight, flight_findings
+from uav_debate_eval.compare_flights.deltas import CATEGORIES, metric_deltas
+from uav_debate_eval.compare_flights.flights import Flight, flight_findings
 
 FLIGHTS = ("Flight 1", "Flight 2")
 #: Which judge category a finding kind weighs on (anything else: safety).
@@ -85,7 +85,7 @@ def build_brief(first: Flight, second: Flight, seed: int = 0, compact: bool = Fa
     most = MAX_FINDINGS_COMPACT if compact else MAX_FINDINGS
     findings = [_anonymised(flight_findings(fl), fl, p)[:most] for p, fl in enumerate((first, second))]
     shown = _ranked_deltas(deltas)[: MAX_DELTAS_COMPACT if compact else MAX_DELTAS]
-    from uav_debate_eval.compare.deltas import category_scores
+    from uav_debate_eval.compare_flights.deltas import category_scores
 
     return Brief((first.key, second.key), deltas, findings,
                  [category_scores(first.reports), category_scores(second.reports)], [first.label, second.label],

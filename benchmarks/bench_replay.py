@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from uav_debate_eval.io.rosbag_read import read_bag  # noqa: E402
+from uav_debate_eval.io.rosbag import read_bag  # noqa: E402
 from uav_debate_eval.io.rosbag_write import write_bag  # noqa: E402
 from uav_debate_eval.runner.pipeline import evaluate  # noqa: E402
 from uav_debate_eval.report.writer import write_reports  # noqa: E402

@@ -11,7 +11,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io.loader import load_inputs
-from uav_debate_eval.io.rosbag_read import read_bag, vehicle_from_topic
+from uav_debate_eval.io.rosbag import read_bag, vehicle_from_topic
 from uav_debate_eval.sim import recording
 
 TS2 = get_typestore(Stores.ROS2_JAZZY)

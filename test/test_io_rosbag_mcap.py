@@ -14,8 +14,7 @@ from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.typesys import Stores, get_typestore
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.io import rosbag_read
-from uav_debate_eval.io.rosbag_read import read_bag
+from uav_debate_eval.io.rosbag import raw_messages, read_bag
 
 TS = get_typestore(Stores.ROS2_JAZZY)
 POSE = "geometry_msgs/msg/PoseStamped"
@@ -62,7 +61,7 @@ def _flight(n: int = 4000) -> list:
 
 def _library(monkeypatch, path, **kw):
     with monkeypatch.context() as m:
-        m.setattr(rosbag_read, "_mcap_raws", lambda *a: None)
+        m.setattr(raw_messages, "_mcap_raws", lambda *a: None)
         return read_bag(path, **kw)
 
 
@@ -74,7 +73,7 @@ def _same(a, b) -> None:
     assert a.ingest.to_dict() == b.ingest.to_dict()
 
 
-def _no_whole_chunk_walk(data, a, b, walk=rosbag_read._walk):
+def _no_whole_chunk_walk(data, a, b, walk=raw_messages._walk):
     assert (a, b) != (0, len(data)), "a chunk was walked record by record"
     return walk(data, a, b)
 
@@ -93,8 +92,8 @@ def test_chunk_reader_equals_library_iterator(bag, monkeypatch):
     assert len(reader.chunks) >= 2
     reader.close()
     with monkeypatch.context() as m:  # the chunk reader, from the message indexes, for the folder and the file
-        m.setattr(rosbag_read, "_library_raws", None)
-        m.setattr(rosbag_read, "_walk", _no_whole_chunk_walk)
+        m.setattr(raw_messages, "_library_raws", None)
+        m.setattr(raw_messages, "_walk", _no_whole_chunk_walk)
         fast, fast_file = read_bag(bag), read_bag(storage)
     assert fast.ingest.out_of_order > 0 and fast.ingest.dropped
     assert any("header stamps are zero" in n for n in fast.ingest.notes)
@@ -115,7 +114,7 @@ def test_bad_message_index_falls_back_to_walking_the_records(bag, tmp_path, monk
     broken = tmp_path / "broken.mcap"
     broken.write_bytes(bytes(raw))
     whole = []  # chunks walked record by record from start to end
-    monkeypatch.setattr(rosbag_read, "_walk", lambda data, a, b, walk=rosbag_read._walk:
+    monkeypatch.setattr(raw_messages, "_walk", lambda data, a, b, walk=raw_messages._walk:
                         whole.append((a, b) == (0, len(data))) or walk(data, a, b))
     _same(read_bag(broken), _library(monkeypatch, storage))
     assert whole.count(True) == 1
@@ -145,6 +144,6 @@ def test_compressed_bags_read_the_same(tmp_path, monkeypatch, mode):
     _write(path, _flight(300), mode)
     with monkeypatch.context() as m:
         if mode != CompressionMode.MESSAGE:  # chunk or file compression: still the chunk reader
-            m.setattr(rosbag_read, "_library_raws", None)
+            m.setattr(raw_messages, "_library_raws", None)
         fast = read_bag(path)
     _same(fast, _library(monkeypatch, path))

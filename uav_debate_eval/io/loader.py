@@ -65,7 +65,7 @@ def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] 
         from uav_debate_eval.io.ulog import read_ulogs
 
         return read_ulogs([path], names=names)
-    from uav_debate_eval.io.rosbag_read import read_bag
+    from uav_debate_eval.io.rosbag import read_bag
 
     return read_bag(path, topics=topics, names=names)
 
@@ -176,7 +176,7 @@ def _span(path: Path) -> tuple[float, float, list[str]]:
     """(first, last stamp on the input's own clock, vehicle ids), as cheaply as the format allows."""
     kind = input_kind(path)
     if kind in ("rosbag2", "ros1"):
-        from uav_debate_eval.io.rosbag_read import bag_span
+        from uav_debate_eval.io.rosbag import bag_span
 
         return bag_span(path)
     traj = _read_one(path, kind, None, None)

@@ -1,0 +1,72 @@
+"""MAVROS pairing: a vehicle's measured velocity replaces the derived one (world frame before body frame), and
+global position fixes put several vehicles' local frames into one world frame."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from uav_debate_eval.core.frames import rotate_many
+from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
+from uav_debate_eval.io.rosbag.topics import TF_STATIC, TWIST
+
+if TYPE_CHECKING:
+    from rosbags.highlevel import AnyReader
+
+    from uav_debate_eval.io.rosbag.raw_messages import Raw
+
+
+def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[str, str], raws: dict[str, Raw],
+                     cols: Columns, notes: list[str]) -> None:
+    """Measured velocity replaces derived velocity (local beats body); a local frame's first global fix is kept
+    for `place_by_fix`."""
+    for comp, topic in sorted(companions.items(), key=lambda kv: "velocity_body" in kv[0]):
+        if comp == TF_STATIC:
+            continue
+        raw = raws.get(comp)
+        if topic not in cols.block_of or raw is None or not len(raw):
+            continue
+        k, uav = cols.block_of[topic]
+        meta = cols.meta[uav]
+        msgs: list[Any] = [reader.deserialize(raw.message(i), types[comp]) for i in range(len(raw))]
+        header = np.array([stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
+        t, keep = stamps(notes, comp, header, raw.recv)
+        t = t[keep]
+        msgs = [m for m, ok in zip(msgs, keep, strict=True) if ok]
+        if len(t) < 2:
+            continue
+        if types[comp] == TWIST:
+            if meta.velocity:
+                continue
+            v = np.array([(m.twist.linear.x, m.twist.linear.y, m.twist.linear.z) for m in msgs])
+            order = np.argsort(t, kind="stable")
+            vel = np.column_stack([np.interp(cols.t[k], t[order], v[order, c]) for c in range(3)])
+            if comp.endswith("velocity_body"):
+                vel = rotate_many(cols.quat[k], vel)
+            cols.vel[k] = vel
+            meta.velocity = comp
+            notes.append(f"{uav}: velocity measured by {comp}")
+        elif meta.frame == "local":
+            fix = np.array([(m.latitude, m.longitude, m.altitude) for m in msgs])
+            ok = np.isfinite(fix).all(axis=1) & (np.abs(fix[:, 0]) > 1e-6)
+            if ok.any():
+                meta.fix = (float(t[ok][0]), fix[ok][0])
+
+
+def place_by_fix(cols: Columns, notes: list[str]) -> None:
+    """Put every local frame with a global fix into the first such vehicle's local frame (the world frame)."""
+    from uav_debate_eval.io.ulog import geodetic_to_enu
+
+    fixed = [(k, u, fix) for k, u in cols.block_of.values() if (fix := cols.meta[u].fix) is not None]
+    if len(fixed) < 2:
+        return
+    k0, u0, (t0, anchor) = fixed[0]
+    origin = np.array([np.interp(t0, cols.t[k0], cols.pos[k0][:, c]) for c in range(3)])
+    for k, u, (t_fix, geo) in fixed:
+        here = geodetic_to_enu(*geo, *anchor) + origin
+        local = np.array([np.interp(t_fix, cols.t[k], cols.pos[k][:, c]) for c in range(3)])
+        cols.pos[k] = cols.pos[k] + (here - local)
+        cols.meta[u].frame = ""
+        notes.append(f"{u}: local frame placed in {u0}'s by the global position fixes (offset "
+                     f"E{here[0] - local[0]:+.2f} N{here[1] - local[1]:+.2f} U{here[2] - local[2]:+.2f} m)")

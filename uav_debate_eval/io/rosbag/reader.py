@@ -1,0 +1,133 @@
+"""The reader facade: one bag (rosbag2 folder, .mcap, .db3, ROS 1 .bag) -> a SwarmTrajectory, with `rosbags`
+(no ROS install).
+
+Steps, each in its own module: pick the topics and their companions (topics), fetch their serialised messages
+(raw_messages), decode each message family (stamped, transforms, pose_array), pair MAVROS velocity and fixes and
+place frames (mavros, transforms), then the mission's vehicle names (io.names).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.names import apply_names
+from uav_debate_eval.io.rosbag import mavros, raw_messages
+from uav_debate_eval.io.rosbag.columns import Columns
+from uav_debate_eval.io.rosbag.pose_array import decode_pose_array
+from uav_debate_eval.io.rosbag.stamped import decode_stamped
+from uav_debate_eval.io.rosbag.topics import (
+    ODOM,
+    POSE,
+    POSE_ARRAY,
+    TF,
+    TF_STATIC,
+    TRANSFORM,
+    companions,
+    parse_topic_args,
+    pose_vehicles,
+    select_topics,
+)
+from uav_debate_eval.io.rosbag.transforms import decode_tf, decode_transform, place_by_tf_static
+
+if TYPE_CHECKING:
+    from rosbags.highlevel import AnyReader
+
+    from uav_debate_eval.io.rosbag.raw_messages import Raw
+
+
+def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str] | None = None) -> SwarmTrajectory:
+    """Read one bag into a SwarmTrajectory; `topics` restricts (and may name: `/t=uav1`), `names` are
+    the mission's vehicles (PoseArray order, and the subset/renaming applied at the end)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    is_ros1 = _is_ros1(path)
+    wanted = parse_topic_args(topics)
+    cols = Columns()
+    notes: list[str] = []
+    try:
+        with _open(path) as reader:
+            types = {c.topic: c.msgtype for c in reader.connections}
+            selected = select_topics(path, types, wanted)
+            extra = companions(selected, types)
+            raws = raw_messages.read_raws(reader, [*selected, *extra], types)
+            for topic in selected:
+                if not len(raws[topic]):
+                    notes.append(f"topic {topic} has no messages")
+                    continue
+                _decode_topic(reader, topic, types[topic], selected[topic], raws[topic], is_ros1, names, cols, notes)
+            mavros.apply_companions(reader, extra, types, raws, cols, notes)
+            if TF_STATIC in extra:
+                place_by_tf_static(reader, raws[TF_STATIC], cols, notes)
+            mavros.place_by_fix(cols, notes)
+    except InputError:
+        raise
+    except Exception as exc:  # corrupt or truncated files raise many library-specific types; all mean bad input
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: cannot read bag ({type(exc).__name__}: {reason})") from None
+    return apply_names(_trajectory(path, cols, notes), names, str(path))
+
+
+def bag_span(path: Path) -> tuple[float, float, list[str]]:
+    """The bag's recorded span (receive clock, s) and the vehicles its pose topics name, without reading messages."""
+    try:
+        with _open(path) as reader:
+            types = {c.topic: c.msgtype for c in reader.connections}
+            start, end = reader.start_time / 1e9, reader.end_time / 1e9
+    except Exception as exc:  # corrupt files raise library-specific types; all mean bad input
+        raise InputError(f"{path}: cannot read bag ({type(exc).__name__}: {exc})") from exc
+    return start, end, pose_vehicles(types)
+
+
+def _is_ros1(path: Path) -> bool:
+    return path.suffix.lower() == ".bag" and path.is_file()
+
+
+def _open(path: Path) -> AnyReader:
+    """rosbags' reader with the type store of the bag's ROS version (messages without embedded definitions)."""
+    try:
+        from rosbags.highlevel import AnyReader
+        from rosbags.typesys import Stores, get_typestore
+    except ImportError as exc:  # pragma: no cover - rosbags is a hard dependency
+        raise InputError(f"{path}: reading bags needs the 'rosbags' package ({exc})") from None
+    store = get_typestore(Stores.ROS1_NOETIC if _is_ros1(path) else Stores.ROS2_JAZZY)
+    return AnyReader([path], default_typestore=store)
+
+
+def _decode_topic(reader: AnyReader, topic: str, msgtype: str, explicit: str | None, raw: Raw, is_ros1: bool,
+                  names: list[str] | None, cols: Columns, notes: list[str]) -> None:
+    if msgtype in (POSE, ODOM):
+        decode_stamped(reader, topic, msgtype, explicit, raw, is_ros1, cols, notes)
+    elif msgtype == TRANSFORM:
+        decode_transform(reader, topic, explicit, raw, cols, notes)
+    elif msgtype == POSE_ARRAY:
+        decode_pose_array(reader, topic, raw, names, cols, notes)
+    elif msgtype == TF:
+        decode_tf(reader, topic, raw, cols, notes)
+
+
+def _trajectory(path: Path, cols: Columns, notes: list[str]) -> SwarmTrajectory:
+    """The decoded samples as one trajectory; each track says where its poses came from."""
+    if not cols.t:
+        raise InputError(f"{path}: no pose samples in the selected topics")
+    t_all = np.concatenate(cols.t)
+    traj = SwarmTrajectory.from_columns(
+        t_all, np.concatenate(cols.ids).astype(str), np.concatenate(cols.pos),
+        vel=np.concatenate(cols.vel), quat=np.concatenate(cols.quat), est_valid=np.concatenate(cols.valid),
+        name=path.name.split(".")[0] or path.name)
+    traj.ingest.notes.extend(notes)
+    end = float(np.nanmax(t_all)) - traj.t0  # this file's recorder ran until its last message
+    for uav, tr in traj.tracks.items():
+        meta = cols.meta.get(uav)
+        tr.source = meta.source if meta is not None else str(path)
+        tr.receive_time = meta.receive_time if meta is not None else False
+        tr.frame = meta.frame if meta is not None else ""
+        tr.recording_end = end
+        if tr.est_valid is not None and tr.est_valid.all():
+            tr.est_valid = None
+    return traj

@@ -1,0 +1,113 @@
+"""Which topics of a bag are read: the pose topics (by type, or as `--topics` names them), the vehicle each one
+is, and the MAVROS and /tf_static topics that complete them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from uav_debate_eval.core.errors import InputError
+
+POSE = "geometry_msgs/msg/PoseStamped"
+ODOM = "nav_msgs/msg/Odometry"
+POSE_ARRAY = "geometry_msgs/msg/PoseArray"
+TF = "tf2_msgs/msg/TFMessage"
+TF_STATIC = "/tf_static"
+TRANSFORM = "geometry_msgs/msg/TransformStamped"
+TWIST = "geometry_msgs/msg/TwistStamped"
+FIX = "sensor_msgs/msg/NavSatFix"
+#: Preferred first when one vehicle has several pose topics.
+SUPPORTED = (POSE, ODOM, TRANSFORM, POSE_ARRAY, TF)
+WORLD_FRAMES = {"world", "map", "odom", "earth", "enu"}
+#: Namespaces of autopilot drivers (`/mavros/local_position/pose` alone is one unnamed vehicle) and of
+#: motion-capture bridges (`/vicon/cf3/cf3`: the next level names the body).
+_DRIVER_NS = {"mavros", "fmu", "px4"}
+_MOCAP_NS = {"vicon", "vrpn_client_node", "natnet", "optitrack", "qualisys", "mocap", "motion_capture_tracking"}
+#: MAVROS topics beside a pose topic: measured velocity (world frame first, then body frame) and the global fix.
+_MAVROS_COMPANIONS = (("/local_position/velocity_local", TWIST), ("/local_position/velocity_body", TWIST),
+                      ("/global_position/global", FIX))
+
+
+def vehicle_from_topic(topic: str) -> str:
+    """`/uav1/pose` -> `uav1`; `/vicon/cf3/cf3` -> `cf3`; `/mavros/local_position/pose` -> `uav`; `/pose` -> `pose`."""
+    parts = [p for p in topic.split("/") if p]
+    if len(parts) >= 2 and parts[0] in _MOCAP_NS:
+        return parts[1]
+    if len(parts) >= 2 and parts[0] not in _DRIVER_NS:
+        return parts[0]
+    if len(parts) >= 2:
+        return "uav"
+    return parts[0] if parts else "uav"
+
+
+def frame_vehicle(frame: str) -> str:
+    """tf child frame `uav1/base_link` or `/uav1` -> `uav1`."""
+    parts = [p for p in frame.split("/") if p]
+    if not parts:
+        return frame
+    if len(parts) >= 2 and re.fullmatch(r"base_link|base_footprint|body|fcu|imu", parts[-1]):
+        return parts[-2]
+    return parts[0]
+
+
+def parse_topic_args(topics: list[str] | None) -> dict[str, str | None]:
+    """`--topics /a/pose /b/pose=uav2` -> {topic: explicit vehicle name or None}."""
+    out: dict[str, str | None] = {}
+    for item in topics or []:
+        for part in item.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            topic, _, name = part.partition("=")
+            out[topic if topic.startswith("/") else "/" + topic] = name or None
+    return out
+
+
+def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | None]) -> dict[str, str | None]:
+    """Topics to read, each with its explicit vehicle name (None: from namespace / frame)."""
+    if wanted:
+        missing = [t for t in wanted if t not in types]
+        if missing:
+            raise InputError(f"{path}: topic(s) not in bag: {', '.join(missing)} (has: {', '.join(sorted(types))})")
+        bad = [f"{t} ({types[t]})" for t in wanted if types[t] not in SUPPORTED]
+        if bad:
+            raise InputError(f"{path}: unsupported pose topic type: {', '.join(bad)}; expected one of "
+                             f"{', '.join(SUPPORTED)}")
+        return dict(wanted)
+    found = {t: ty for t, ty in types.items() if ty in SUPPORTED}
+    if not found:
+        listed = ", ".join(f"{t} ({ty})" for t, ty in sorted(types.items())[:8]) or "none"
+        raise InputError(f"{path}: no pose topic (PoseStamped, Odometry, PoseArray or TFMessage); topics: {listed}")
+    direct = {t: ty for t, ty in found.items() if ty in (POSE, ODOM)}
+    if direct:
+        # One topic per vehicle: PoseStamped before Odometry, then the shortest name.
+        best: dict[str, str] = {}
+        for t in sorted(direct, key=lambda t: (SUPPORTED.index(direct[t]), len(t), t)):
+            best.setdefault(vehicle_from_topic(t), t)
+        return {t: None for t in sorted(best.values())}
+    arrays = sorted(t for t, ty in found.items() if ty == POSE_ARRAY)
+    if arrays:
+        return {arrays[0]: None}
+    return {t: None for t in sorted(found)}
+
+
+def companions(selected: dict[str, str | None], types: dict[str, str]) -> dict[str, str]:
+    """Companion topic -> the pose topic it completes: MAVROS velocity (world or body) and global fix of the same
+    namespace, and /tf_static (-> itself) when the bag has it and it is not read as poses."""
+    out = {}
+    for topic in selected:
+        if "/mavros/" not in topic + "/":
+            continue
+        ns = topic[:topic.index("/mavros") + len("/mavros")] if "/mavros" in topic else ""
+        for suffix, kind in _MAVROS_COMPANIONS:
+            cand = ns + suffix
+            if types.get(cand) == kind:
+                out[cand] = topic
+    if types.get(TF_STATIC) == TF and TF_STATIC not in selected:
+        out[TF_STATIC] = TF_STATIC
+    return out
+
+
+def pose_vehicles(types: dict[str, str]) -> list[str]:
+    """The vehicles a bag's one-body-per-topic pose topics name (without reading a message)."""
+    return sorted({vehicle_from_topic(t) for t, ty in types.items() if ty in (POSE, ODOM, TRANSFORM)})

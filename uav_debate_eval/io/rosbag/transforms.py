@@ -1,0 +1,81 @@
+"""Transforms as poses: TransformStamped topics (vicon_bridge, motion_capture_tracking: one body per topic),
+TFMessage topics (every child of a world frame is a vehicle), and /tf_static placing a vehicle's frame."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from uav_debate_eval.core.frames import rotate_many
+from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
+from uav_debate_eval.io.rosbag.topics import TF, TRANSFORM, WORLD_FRAMES, frame_vehicle, vehicle_from_topic
+
+if TYPE_CHECKING:
+    from rosbags.highlevel import AnyReader
+
+    from uav_debate_eval.io.rosbag.raw_messages import Raw
+
+
+def decode_transform(reader: AnyReader, topic: str, explicit: str | None, raw: Raw, cols: Columns,
+                     notes: list[str]) -> None:
+    """geometry_msgs/TransformStamped: the vehicle `explicit` names, else the namespace, else the child frame."""
+    msgs: list[Any] = [reader.deserialize(raw.message(i), TRANSFORM) for i in range(len(raw))]
+    header = np.array([stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
+    t, keep = stamps(notes, topic, header, raw.recv)
+    pos = np.array([(m.transform.translation.x, m.transform.translation.y, m.transform.translation.z) for m in msgs])
+    quat = np.array([(m.transform.rotation.x, m.transform.rotation.y, m.transform.rotation.z, m.transform.rotation.w)
+                     for m in msgs])
+    uav = explicit or vehicle_from_topic(topic)
+    if uav in ("uav", topic.strip("/")) and msgs and msgs[0].child_frame_id.strip("/"):
+        uav = frame_vehicle(msgs[0].child_frame_id)
+    cols.add(t[keep], uav, pos[keep], quat[keep], source=topic, receive_time=bool((header == 0).all()))
+
+
+def decode_tf(reader: AnyReader, topic: str, raw: Raw, cols: Columns, notes: list[str]) -> None:
+    """tf2_msgs/TFMessage: every transform from a world frame is a pose of the vehicle its child frame names."""
+    rows: list[tuple[Any, ...]] = []
+    for i in range(len(raw)):
+        m: Any = reader.deserialize(raw.message(i), TF)
+        for tr in m.transforms:
+            parent = tr.header.frame_id.strip("/")
+            if parent not in WORLD_FRAMES:
+                continue
+            ns = stamp_ns(tr.header.stamp)
+            tv, q = tr.transform.translation, tr.transform.rotation
+            rows.append((ns if ns else None, int(raw.recv[i]), frame_vehicle(tr.child_frame_id),
+                         tv.x, tv.y, tv.z, q.x, q.y, q.z, q.w))
+    if not rows:
+        notes.append(f"{topic}: no transform from a world frame ({', '.join(sorted(WORLD_FRAMES))})")
+        return
+    header = np.asarray([r[0] or 0 for r in rows], dtype=np.int64)
+    t, keep = stamps(notes, topic, header, np.asarray([r[1] for r in rows], dtype=np.int64))
+    vals = np.asarray([r[3:] for r in rows], dtype=float)
+    ids = np.asarray([r[2] for r in rows], dtype=object)
+    notes.append(f"{topic}: vehicles from tf child frames: {', '.join(sorted(set(ids.tolist())))}")
+    cols.add(t[keep], ids[keep], vals[keep, :3], vals[keep, 3:])
+
+
+def place_by_tf_static(reader: AnyReader, raw: Raw, cols: Columns, notes: list[str]) -> None:
+    """A static transform from a world frame to the frame a vehicle's poses are stamped in places that frame."""
+    static: dict[str, tuple[np.ndarray, np.ndarray, str]] = {}
+    for i in range(len(raw)):
+        m: Any = reader.deserialize(raw.message(i), TF)
+        for tr in m.transforms:
+            parent, child = tr.header.frame_id.strip("/"), tr.child_frame_id.strip("/")
+            if parent in WORLD_FRAMES and child not in WORLD_FRAMES:
+                tv, q = tr.transform.translation, tr.transform.rotation
+                static[child] = (np.array([tv.x, tv.y, tv.z]), np.array([q.x, q.y, q.z, q.w]), parent)
+    for k, uav in cols.block_of.values():
+        meta = cols.meta[uav]
+        if meta.frame_id not in static:
+            continue
+        offset, quat, parent = static[meta.frame_id]
+        rot = np.broadcast_to(quat, (len(cols.pos[k]), 4))
+        cols.pos[k] = rotate_many(rot, cols.pos[k]) + offset
+        if np.isfinite(cols.vel[k]).all():
+            cols.vel[k] = rotate_many(rot, cols.vel[k])
+        meta.frame = ""
+        meta.fix = None  # placed: a global fix need not place it again
+        notes.append(f"{uav}: frame {meta.frame_id} placed in {parent} by /tf_static (offset "
+                     f"{', '.join(f'{x:+.2f}' for x in offset)} m)")

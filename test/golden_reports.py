@@ -69,9 +69,9 @@ def _messy_csv(path: Path) -> None:
 
 def evaluate_entry(spec: str, overrides: dict, messy: bool) -> dict:
     """Simulate, write the contract CSV + mission.yaml, and evaluate it as `evaluate CSV` does (no figures)."""
-    from uav_debate_eval.commands.evaluate import debate_config
     from uav_debate_eval.io.loader import load_inputs
-    from uav_debate_eval.runner.pipeline import evaluate, load_mission_for
+    from uav_debate_eval.runner.job import JobOptions, debate_config, load_mission_for
+    from uav_debate_eval.runner.pipeline import evaluate
     from uav_debate_eval.sim.scenarios import simulate
 
     name, _, faults = spec.partition(":")
@@ -83,7 +83,7 @@ def evaluate_entry(spec: str, overrides: dict, messy: bool) -> dict:
             _messy_csv(csv_path)
         mission, notes = load_mission_for([csv_path], None)
         traj = load_inputs([csv_path], names=mission.uavs or None)
-        ev = evaluate(traj, mission, debate_config({"llm": "rules", "no_cache": True}), inputs=[str(csv_path)],
+        ev = evaluate(traj, mission, debate_config(JobOptions(no_cache=True)), inputs=[str(csv_path)],
                       notes=notes)
         return canonical(ev.report, tmp)
 

@@ -86,18 +86,18 @@ def test_unreachable_scheduler_is_bad_input(batch_inputs, tmp_path, capsys):
     assert "cannot reach the Dask scheduler" in capsys.readouterr().err
 
 
-def _die_on_bad(path: str, out: str, opts: dict) -> dict:
-    if path.endswith("bad.csv"):
+def _die_on_bad(flight, out, options) -> dict:
+    if str(flight.paths[0]).endswith("bad.csv"):
         os._exit(1)
-    from uav_debate_eval.commands.evaluate import _failed_row
+    from uav_debate_eval.runner.summary import failed_row
 
-    return {**_failed_row(path, "ok", ""), "label": "safe", "violations": 0}
+    return {**failed_row(flight, "ok", ""), "label": "safe", "violations": 0}
 
 
 def test_jobs_worker_death_is_an_error_row_not_a_lost_batch(batch_inputs, tmp_path, monkeypatch):
-    from uav_debate_eval.commands import evaluate
+    from uav_debate_eval.runner import batch
 
-    monkeypatch.setattr(evaluate, "_batch_one", _die_on_bad)
+    monkeypatch.setattr(batch, "evaluate_one", _die_on_bad)
     out = tmp_path / "jobs"
     assert main(["evaluate", *batch_inputs, "--out", str(out), "--jobs", "2", "--quiet"]) == 1
     rows = _summary(out)

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from uav_debate_eval.runner import pipeline, segment_work
 from uav_debate_eval.debate.config import DebateConfig
-from uav_debate_eval.runner.forked import ChildLost, Forked
 from uav_debate_eval.report.figures import FIGURES, render_figures
+from uav_debate_eval.runner import pipeline, segment_work
+from uav_debate_eval.runner.forked import ChildLost, Forked
 from uav_debate_eval.sim.scenarios import simulate
 
 
@@ -196,7 +196,7 @@ def test_stages_load_beside_the_read_of_a_large_input_only(tmp_path, monkeypatch
     import json
 
     from uav_debate_eval.cli import main
-    from uav_debate_eval.commands import preload
+    from uav_debate_eval.runner import preload
 
     sim = simulate("formation", seed=0, duration_s=20.0)
     sim.write(tmp_path / "f", formats=("csv",))

@@ -1,6 +1,6 @@
 """`uav-debate-eval compare-flights A B [C ...] --out DIR`: which flight is better, and may B replace A (CONTRACT §4).
 
-Each flight is evaluated by the evaluate command's code (its report in DIR/<key>/); then a D3 debate on the
+Each flight is evaluated by the offline job, as `evaluate` runs it (its report in DIR/<key>/); then a D3 debate on the
 metric deltas and findings (MORE or SAMRE, optional jury, position-swap audit) decides, the safety verifier having
 the last word. Writes DIR/comparison.json (validated), comparison.md, comparison.html, figures/ and
 comparison_transcript.jsonl.
@@ -26,7 +26,7 @@ Flights: each FLIGHT is an input as `evaluate` takes it (CSV, rosbag2 dir/.mcap/
 KEY=f1,f2 to name it and give several files. Several .ulg files are one flight (one log per vehicle); several
 other files are repeated runs of one mission (deltas then carry effect sizes with bootstrap intervals).
 Flights without KEY= are A, B, C, ... in order; each flight's own report goes to DIR/<key>/.
-Mission: --mission FILE for every flight; otherwise each uses the mission.yaml beside its input.
+Mission: --mission FILE for every flight; otherwise each uses its nearest mission.yaml (beside its input, then above).
 Debate: --protocol more (k advocates per flight, one round; default: as accurate and swap-consistent as samre on
 the built-in pairs for ~30-45 % fewer tokens, benchmarks/bench_compare.py) or samre (one advocate per flight over
 rounds, budgeted stopping); --jury adds 3 jurors. Prompts call the flights "Flight 1"/"Flight 2" in an order drawn from
@@ -106,14 +106,14 @@ async def _debate_all(flights: list, cfg: Any, backend: Any) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from uav_debate_eval.compare_flights.flights import evaluate_flight_runs, parse_flight_args
     from uav_debate_eval.compare_flights.protocol import ProtocolConfig
+    from uav_debate_eval.runner.job import JobOptions, ReadOptions
 
     _check(args)
     specs = parse_flight_args(args.flights)
     out = Path(args.out)
-    opts = {"mission": args.mission, "llm": args.flight_llm, "model": None, "base_url": None, "topics": None,
-            "segment_mode": "phase", "window": 30.0, "no_cache": args.no_cache}
-    if args.flight_llm != "rules":
-        opts.update(model=args.model, base_url=args.base_url)
+    llm = args.flight_llm != "rules"
+    opts = JobOptions(read=ReadOptions(mission=args.mission), llm=args.flight_llm, no_cache=args.no_cache,
+                      model=args.model if llm else None, base_url=args.base_url if llm else None)
     flights = [evaluate_flight_runs(key, paths, out, opts) for key, paths in specs]
     backend, fallback = _backend(args)
     cfg = ProtocolConfig(protocol=args.protocol, advocates=args.advocates, jury=args.jury, max_rounds=args.max_rounds,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from uav_debate_eval.commands.metrics import MISSION_HELP, load_flight
+from uav_debate_eval.commands import add_read_options
+from uav_debate_eval.commands.metrics import load_flight
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.dsl import DEFAULT_BUDGET_TOKENS
 
@@ -12,7 +13,7 @@ from uav_debate_eval.dsl import DEFAULT_BUDGET_TOKENS
 def register(subparsers) -> None:
     p = subparsers.add_parser("dsl", help="print the trajectory DSL of a flight and its token counts")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV, rosbag2 dir/.mcap/.db3, .bag or .ulg files")
-    p.add_argument("--mission", help=MISSION_HELP)
+    add_read_options(p)
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET_TOKENS, metavar="N",
                    help=f"token budget of the DSL (default {DEFAULT_BUDGET_TOKENS})")
     p.add_argument("--json", action="store_true", help="print the DSL document (text, index, events) as JSON")
@@ -24,8 +25,8 @@ def run(args) -> int:
 
     if args.budget <= 0:
         raise InputError(f"--budget must be a positive number of tokens, got {args.budget}")
-    traj, mission = load_flight(args.inputs, args.mission)
-    doc = build_dsl(traj, mission, budget_tokens=args.budget)
+    flight = load_flight(args)
+    doc = build_dsl(flight.traj, flight.mission, budget_tokens=args.budget)
     if args.json:
         print(json.dumps(doc.to_dict(), indent=2))
         return 0

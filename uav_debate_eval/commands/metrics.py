@@ -2,35 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.commands import add_read_options, read_options
 
 if TYPE_CHECKING:  # the data model loads with the command, not with --help
-    from uav_debate_eval.core.mission import Mission
-    from uav_debate_eval.core.trajectory import SwarmTrajectory
-
-MISSION_HELP = "mission YAML (default: mission.yaml beside the input, else no constraints)"
+    from uav_debate_eval.runner.job import LoadedFlight
 
 
-def load_flight(inputs: list[str], mission_path: str | None,
-                topics: list[str] | None = None) -> tuple[SwarmTrajectory, Mission]:
-    """The trajectory (io.loader.load_inputs) and the mission: --mission, else mission.yaml beside the input."""
-    from uav_debate_eval.core.mission import Mission, load_mission
-    from uav_debate_eval.io.loader import load_inputs
+def load_flight(args: argparse.Namespace) -> LoadedFlight:
+    """The flight as `evaluate` reads it (runner.job.read_flight): same mission, same vehicles."""
+    from uav_debate_eval.runner.job import read_flight
 
-    traj = load_inputs(inputs, topics=topics)
-    if mission_path is not None:
-        mission = load_mission(mission_path)
-    else:
-        first = Path(inputs[0])
-        beside = (first if first.is_dir() else first.parent) / "mission.yaml"
-        mission = load_mission(beside) if beside.is_file() else Mission(name=traj.name or "unnamed")
-    if not traj.tracks:
-        raise InputError(f"{inputs[0]}: no vehicle samples")
-    return traj, mission
+    return read_flight([Path(p) for p in args.inputs], read_options(args))
 
 
 def format_metrics(result) -> str:
@@ -52,7 +39,7 @@ def format_metrics(result) -> str:
 def register(subparsers) -> None:
     p = subparsers.add_parser("metrics", help="print the metric scores of a flight")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV, rosbag2 dir/.mcap/.db3, .bag or .ulg files")
-    p.add_argument("--mission", help=MISSION_HELP)
+    add_read_options(p)
     p.add_argument("--json", action="store_true", help="print JSON (scores and details) instead of text")
     p.set_defaults(func=run)
 
@@ -60,7 +47,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from uav_debate_eval.metrics.compute import compute_metrics
 
-    traj, mission = load_flight(args.inputs, args.mission)
-    result = compute_metrics(traj, mission)
+    flight = load_flight(args)
+    result = compute_metrics(flight.traj, flight.mission)
     print(json.dumps(result.to_dict(), indent=2) if args.json else format_metrics(result))
     return 0

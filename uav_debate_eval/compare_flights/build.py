@@ -129,11 +129,9 @@ def build_comparison(flights: list[Any], pairs: list[dict], protocol: str, align
 def _rel(flight: Any, i: int) -> str:
     if len(flight.runs) == 1:
         return f"{flight.key}/report.json"
-    from uav_debate_eval.commands.evaluate import _sub_names
-    from uav_debate_eval.compare_flights.flights import runs_of
+    from uav_debate_eval.compare_flights.flights import run_folders
 
-    names = _sub_names([r[0] for r in runs_of([Path(p) for p in flight.inputs])])
-    return f"{flight.key}/{names[i]}/report.json"
+    return f"{flight.key}/{run_folders([Path(p) for p in flight.inputs])[i]}/report.json"
 
 
 def _summary(flights: list[Any], pairs: list[dict], winner: str, claims: list[dict]) -> str:

@@ -2,7 +2,7 @@
 
 A flight is one or more runs. Several `.ulg` files are one run (one log per vehicle, as `evaluate` reads them);
 any other several files of one flight are repeated runs of the same mission, each evaluated on its own, so the
-deltas can carry effect sizes. Each run's own report is written by the evaluate command's code under DIR/KEY/.
+deltas can carry effect sizes. Each run's own report is written by the offline job (runner.job) under DIR/KEY/.
 """
 
 from __future__ import annotations
@@ -11,9 +11,12 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uav_debate_eval.core.errors import InputError
+
+if TYPE_CHECKING:
+    from uav_debate_eval.runner.job import JobOptions
 
 HARD_SEVERITY = "hazard"
 _KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
@@ -78,16 +81,22 @@ def runs_of(paths: list[Path]) -> list[list[Path]]:
     return [[p] for p in paths]
 
 
-def evaluate_flight_runs(key: str, paths: list[Path], out: Path, opts: dict) -> Flight:
-    """Evaluate each run with the evaluate command's code; reports in out/KEY/ (out/KEY/<run>/ for several)."""
-    from uav_debate_eval.commands.evaluate import _sub_names, evaluate_and_write
+def run_folders(paths: list[Path]) -> list[str]:
+    """Each run's report folder below DIR/KEY/ when the flight has several runs (named as a batch names them)."""
+    from uav_debate_eval.runner.discover import folder_names
+
+    return folder_names([run[0].name for run in runs_of(paths)])
+
+
+def evaluate_flight_runs(key: str, paths: list[Path], out: Path, options: JobOptions) -> Flight:
+    """Evaluate each run with the offline job (runner.job); reports in out/KEY/ (out/KEY/<run>/ for several)."""
+    from uav_debate_eval.runner.job import evaluate_flight
 
     runs = runs_of(paths)
     flight = Flight(key, [str(p) for p in paths])
-    names = _sub_names([r[0] for r in runs])
-    for run, name in zip(runs, names, strict=True):
+    for run, name in zip(runs, run_folders(paths), strict=True):
         target = out / key if len(runs) == 1 else out / key / name
-        flight.runs.append(evaluate_and_write(run, target, opts))
+        flight.runs.append(evaluate_flight(run, target, options))
     return flight
 
 

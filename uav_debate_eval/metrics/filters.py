@@ -3,7 +3,7 @@ the very operations scipy.signal (1.17) performs for float64 numpy input, so eve
 (test_metrics_filters.py compares them with scipy.signal itself).
 
 Why not scipy.signal: importing it loads scipy.stats, 0.28 s of the 0.5 s the evaluation stages take to import, and
-that import runs beside the read of a large flight (commands/preload.py), where it cost a 1,024-vehicle flight
+that import runs beside the read of a large flight (runner/preload.py), where it cost a 1,024-vehicle flight
 about 0.2 s of wall time. The parts used here need only scipy.linalg, scipy.ndimage and scipy.fft.
 """
 

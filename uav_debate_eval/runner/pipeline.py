@@ -10,11 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.mission import Mission, load_mission
+from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.runner.segment_work import SegmentWork
 
@@ -59,24 +58,6 @@ class Evaluation:
     @property
     def n_violations(self) -> int:
         return len(self.report["violations"])
-
-
-def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) -> tuple[Mission, list[str]]:
-    """The mission to evaluate against and notes on where it came from.
-
-    Without --mission, a `mission.yaml` beside the (first) input is used (the simulator writes one);
-    otherwise a default mission with no constraints, so nothing is checked, which the report says.
-    """
-    if mission_path:
-        return load_mission(mission_path), []
-    if inputs:
-        first = Path(inputs[0])
-        for cand in (first.parent / "mission.yaml", first / "mission.yaml" if first.is_dir() else None):
-            if cand is not None and cand.is_file():
-                return load_mission(cand), [f"mission file found beside the input: {cand}"]
-    name = Path(inputs[0]).name.split(".")[0] if inputs else "unnamed"
-    return Mission(name=name, source=""), ["no mission file: no constraints were given, so no hard constraint "
-                                           "was checked (a 'safe' label means nothing was checked)"]
 
 
 def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None, *, segment_mode: str = "phase",

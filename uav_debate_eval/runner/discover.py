@@ -1,0 +1,174 @@
+"""Which flights the command line names (CONTRACT.md §4), and where each one's report goes.
+
+An input is a recording (a file `evaluate` reads, or a rosbag2 folder), a glob, or a folder of flights as
+operators keep them: recordings at its top are one flight each, and any folder below that holds recordings is
+one flight when they overlap in time (per-vehicle bags recorded together; io.loader.one_flight), else one
+flight per recording; to any depth. Each flight is evaluated against its nearest mission.yaml (runner.job).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from uav_debate_eval.core.errors import InputError
+
+
+@dataclass(frozen=True)
+class FlightInputs:
+    """One flight to evaluate: its recordings, its name (its path relative to the folder of flights given, else
+    the input as given), the folder below --out its report goes to, and the mission file it will use."""
+
+    name: str
+    paths: tuple[Path, ...]
+    folder: str
+    mission: Path | None = None
+
+
+@dataclass
+class Plan:
+    """The flights, whether they are a batch (one report folder each and a summary) and what to tell the user."""
+
+    flights: list[FlightInputs]
+    batch: bool
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Group:
+    """Recordings found together: explicit inputs, the top of a folder of flights, or a flight's own folder."""
+
+    paths: list[Path]
+    names: list[str]  #: each recording's name (relative to the folder of flights, or as given)
+    folders: list[str]  #: each recording's report folder (before `folder_names`)
+    name: str = ""  #: a flight's own folder (relative): its recordings are one flight if they overlap
+    each: bool = True  #: every recording is a flight of its own
+
+
+def is_recording(path: Path) -> bool:
+    """A file of a kind `evaluate` reads, or a rosbag2 folder (it always has metadata.yaml)."""
+    from uav_debate_eval.io.loader import input_kind
+
+    if path.is_dir():
+        return (path / "metadata.yaml").is_file()
+    try:
+        input_kind(path)
+    except InputError:
+        return False
+    return True
+
+
+def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False, mission: str | None = None,
+                 out: Path | None = None) -> Plan:
+    """The flights of the command line's inputs. `each` / `one_flight` force every recording to be its own flight /
+    all to be one; `mission` (--mission) is every flight's mission; `out` is never searched for flights."""
+    from uav_debate_eval.io.loader import input_kind
+    from uav_debate_eval.io.loader import one_flight as overlap
+
+    groups: list[_Group] = []
+    explicit: list[Path] = []
+    shaped = False  # a folder or glob: a batch whatever the spans
+    for item in raw:
+        path = Path(item)
+        if not path.exists() and any(ch in item for ch in "*?["):
+            matches = sorted(Path(m) for m in glob.glob(item))
+            if not matches:
+                raise InputError(f"{item}: pattern matches no file")
+            shaped = True
+            for m in matches:
+                if m.is_dir() and not is_recording(m):
+                    groups.extend(_folder_groups(m, out))
+                else:
+                    input_kind(m)
+                    groups.append(_Group([m], [str(m)], [m.name]))
+        elif path.is_dir() and not is_recording(path):
+            shaped = True
+            groups.extend(_folder_groups(path, out))
+        else:
+            input_kind(path)  # raises InputError for missing paths and unknown types
+            explicit.append(path)
+            groups.append(_Group([path], [str(path)], [path.name]))
+    messages: list[str] = []
+    every = [p for g in groups for p in g.paths]
+    if one_flight:
+        return Plan([_flight(every, " ".join(map(str, every)), "", mission)], False, messages)
+    if not shaped and not each:
+        if len(explicit) == 1:
+            return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
+        together, why = overlap(explicit)
+        messages.append(f"{len(explicit)} inputs: {'one flight' if together else 'evaluated one by one'} ({why}); "
+                        f"{'--each' if together else '--one-flight'} overrides")
+        if together:
+            return Plan([_flight(explicit, " ".join(map(str, explicit)), "", mission)], False, messages)
+    flights: list[tuple[list[Path], str, str]] = []  # (recordings, name, report folder)
+    for g in groups:
+        if not (g.each or each):
+            together, why = (True, "") if len(g.paths) == 1 else overlap(g.paths)
+            if together:
+                flights.append((g.paths, g.name, g.name))
+                continue
+            messages.append(f"{g.name}: {len(g.paths)} recordings evaluated one by one ({why})")
+        flights.extend(([p], name, folder) for p, name, folder in zip(g.paths, g.names, g.folders, strict=True))
+    folders = folder_names([folder for _, _, folder in flights])
+    return Plan([_flight(paths, name, folder, mission)
+                 for (paths, name, _), folder in zip(flights, folders, strict=True)], True, messages)
+
+
+def _folder_groups(root: Path, out: Path | None) -> list[_Group]:
+    """The recordings of a folder of flights, folder by folder (to any depth): its top's, then each folder's."""
+    skip = {os.path.abspath(out)} if out is not None else set()
+    groups = []
+    for folder, recordings in _walk(root, skip, set()):
+        rel = [p.relative_to(root).as_posix() for p in recordings]
+        if folder == root:
+            groups.append(_Group(recordings, rel, rel))
+        else:
+            name = folder.relative_to(root).as_posix()
+            groups.append(_Group(recordings, rel, rel, name=name, each=False))
+    if not groups:
+        raise InputError(f"{root}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg or rosbag2 folder, "
+                         "at any depth)")
+    return groups
+
+
+def _walk(folder: Path, skip: set[str], seen: set[str]) -> Iterator[tuple[Path, list[Path]]]:
+    """(folder, its recordings) for the folder and every folder below it, in name order; hidden folders (a
+    report being written), --out and a folder met twice through a link are left out."""
+    real = os.path.realpath(folder)
+    if real in seen:
+        return
+    seen.add(real)
+    recordings, below = [], []
+    for p in sorted(folder.iterdir(), key=lambda p: p.name):
+        if p.name.startswith(".") or os.path.abspath(p) in skip:
+            continue
+        if is_recording(p):
+            recordings.append(p)
+        elif p.is_dir():
+            below.append(p)
+    if recordings:
+        yield folder, recordings
+    for sub in below:
+        yield from _walk(sub, skip, seen)
+
+
+def _flight(paths: list[Path], name: str, folder: str, mission: str | None) -> FlightInputs:
+    from uav_debate_eval.runner.job import nearest_mission
+
+    return FlightInputs(name, tuple(paths), folder, Path(mission) if mission else nearest_mission(paths[0]))
+
+
+def folder_names(folders: list[str]) -> list[str]:
+    """Report folders below --out: `near.csv` -> `near_csv`, `site/f1.d` -> `site/f1_d`; the second of equal
+    names gets `_2`, the third `_3`."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for folder in folders:
+        base = "/".join(part.replace(".", "_") for part in Path(folder).parts) or "input"
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.append(base if n == 0 else f"{base}_{n + 1}")
+    return out

@@ -1,0 +1,168 @@
+"""The offline job of one flight: find its mission, read its inputs, evaluate it, write its reports.
+
+`read_flight` is the one way a recorded flight is read (evaluate, metrics, dsl and compare-flights all use it), so
+every command sees the same vehicles; `evaluate_flight` is the one entry to the whole job. Both take typed
+options; the commands only turn their arguments into them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from uav_debate_eval.core.errors import InputError
+
+if TYPE_CHECKING:  # the data model and the stages load with the job, not with the command line's --help
+    from uav_debate_eval.core.mission import Mission
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.debate.config import DebateConfig
+    from uav_debate_eval.runner.pipeline import Evaluation, ProgressFn
+
+MISSION_FILE = "mission.yaml"
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a flight's inputs are read."""
+
+    mission: str | None = None  #: --mission: this file for every flight (else each flight's nearest mission.yaml)
+    topics: tuple[str, ...] = ()  #: --topics: the pose topics to read from bags (TOPIC or TOPIC=name)
+    vehicles: str | None = None  #: --vehicles: which pose sources are vehicles (regex); else the mission's globs
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Everything one flight's offline job needs besides its inputs and output folder."""
+
+    read: ReadOptions = field(default_factory=ReadOptions)
+    llm: str = "rules"  #: the panel's backend: rules, local or openai
+    model: str | None = None
+    base_url: str | None = None
+    no_cache: bool = False  #: do not use the LLM response cache
+    segment_mode: str = "phase"  #: mission segments by flight phase or fixed windows
+    window_s: float = 30.0  #: window length for segment_mode "window"
+    mcap_out: str | None = None  #: also write the evaluated flight as an annotated MCAP
+
+    def __post_init__(self) -> None:
+        if self.window_s <= 0:
+            raise InputError(f"--window: must be > 0 s, got {self.window_s:g}")
+
+
+@dataclass
+class LoadedFlight:
+    """A flight as read: its trajectory (vehicles selected), its mission and where the mission came from."""
+
+    traj: SwarmTrajectory
+    mission: Mission
+    notes: list[str]
+
+
+def nearest_mission(path: Path) -> Path | None:
+    """The mission.yaml nearest to an input: inside it (a folder), beside it, then in each folder above."""
+    return next((c for c in (f / MISSION_FILE for f in _folders_up(path)) if c.is_file()), None)
+
+
+def _start_folder(path: Path) -> Path:
+    """The folder the search starts in, written as the input is (relative inputs give relative missions)."""
+    path = Path(path)
+    start = path if path.is_dir() else path.parent
+    return Path(os.path.abspath(start)) if ".." in start.parts else start
+
+
+def _folders_up(path: Path) -> Iterator[Path]:
+    start = _start_folder(path)
+    yield start
+    yield from start.parents
+    if not start.is_absolute():
+        yield from Path.cwd().parents
+
+
+def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) -> tuple[Mission, list[str]]:
+    """The mission to evaluate against and notes on where it came from.
+
+    --mission wins; else the mission.yaml nearest to the (first) input (the simulator writes one beside its
+    recordings, operators keep one per flight folder or per campaign); else a default mission with no
+    constraints, so nothing is checked, which the report says.
+    """
+    from uav_debate_eval.core.mission import Mission, load_mission
+
+    if mission_path:
+        return load_mission(mission_path), []
+    found = nearest_mission(Path(inputs[0])) if inputs else None
+    if found is not None:
+        beside = found.parent == _start_folder(Path(inputs[0]))
+        where = "beside the input" if beside else "in a folder above the input"
+        return load_mission(found), [f"mission file found {where}: {found}"]
+    name = Path(inputs[0]).name.split(".")[0] if inputs else "unnamed"
+    return Mission(name=name, source=""), ["no mission file: no constraints were given, so no hard constraint "
+                                           "was checked (a 'safe' label means nothing was checked)"]
+
+
+def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
+    """Read one flight: its mission first (vehicle names, the `vehicles:` selection), then its inputs."""
+    from uav_debate_eval.io.loader import load_inputs
+
+    if not paths:
+        raise InputError("no input given")
+    inputs: list[str | Path] = list(paths)
+    mission, notes = load_mission_for(inputs, options.mission)
+    traj = load_inputs(inputs, topics=list(options.topics) or None, names=mission.uavs or None,
+                       vehicles=mission.vehicles, vehicle_regex=options.vehicles)
+    if not traj.tracks:
+        raise InputError(f"{paths[0]}: no vehicle samples")
+    return LoadedFlight(traj, mission, notes)
+
+
+def debate_config(options: JobOptions) -> DebateConfig:
+    """The panel's config; the rules backend needs no LLM config (so the LLM client libraries never load)."""
+    from uav_debate_eval.debate.config import DebateConfig
+
+    if options.llm == "rules":
+        return DebateConfig(backend="rules", model=options.model)
+    from uav_debate_eval.debate.llm.factory import LLMConfig
+
+    llm = LLMConfig(backend=options.llm, model=options.model, base_url=options.base_url,
+                    use_cache=not options.no_cache)
+    return DebateConfig(backend=options.llm, model=options.model, llm=llm)
+
+
+def evaluate_flight(paths: list[Path], out: Path, options: JobOptions,
+                    progress: ProgressFn | None = None) -> Evaluation:
+    """Read, evaluate and write one flight into `out`; returns the pipeline's Evaluation. Raises InputError for
+    bad input. `progress(stage, done, total)` also hears "read" and "write"."""
+    from uav_debate_eval.runner.pipeline import evaluate
+    from uav_debate_eval.runner.preload import preload_stages
+
+    tick = progress or _silent
+    t0 = time.perf_counter()
+    tick("read", 0, 1)
+    preload = preload_stages(paths)  # joined once the input is read (or failed), before anything forks
+    try:
+        flight = read_flight(paths, options.read)
+    finally:
+        if preload is not None:
+            preload.join()
+    tick("read", 1, 1)
+    read_s = time.perf_counter() - t0
+    ev = evaluate(flight.traj, flight.mission, debate_config(options), segment_mode=options.segment_mode,
+                  window_s=options.window_s, progress=progress, inputs=[str(p) for p in paths],
+                  notes=flight.notes, figures=True)
+    ev.report["timing"] = {"read": round(read_s, 4), **ev.report.get("timing", {})}
+    tick("write", 0, 1)
+    from uav_debate_eval.report.writer import write_reports  # matplotlib loads once there is a flight to draw
+
+    write_reports(ev, out)
+    if options.mcap_out:
+        from uav_debate_eval.viz.mcap_export import write_mcap
+
+        write_mcap(ev, Path(options.mcap_out))
+    tick("write", 1, 1)
+    return ev
+
+
+def _silent(stage: str, done: int, total: int) -> None:
+    return None

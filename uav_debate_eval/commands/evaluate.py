@@ -16,9 +16,9 @@ from uav_debate_eval.commands import add_llm_options, add_read_options, read_opt
 from uav_debate_eval.core.errors import InputError
 
 if TYPE_CHECKING:  # the runner loads with the command, not with --help
-    from uav_debate_eval.runner.discover import FlightInputs
     from rich.progress import Progress
 
+    from uav_debate_eval.runner.discover import FlightInputs
     from uav_debate_eval.runner.job import JobOptions
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_VIOLATION, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4

@@ -40,7 +40,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("metrics", help="print the metric scores of a flight")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV, rosbag2 dir/.mcap/.db3, .bag or .ulg files")
     add_read_options(p)
-    p.add_argument("--json", action="store_true", help="print JSON (scores and details) instead of text")
+    p.add_argument("--json", action="store_true", help="print JSON (vehicles, scores and details) instead of text")
     p.set_defaults(func=run)
 
 
@@ -49,5 +49,9 @@ def run(args) -> int:
 
     flight = load_flight(args)
     result = compute_metrics(flight.traj, flight.mission)
-    print(json.dumps(result.to_dict(), indent=2) if args.json else format_metrics(result))
+    vehicles = flight.traj.uav_ids
+    if args.json:
+        print(json.dumps({"vehicles": vehicles, **result.to_dict()}, indent=2))
+    else:
+        print(format_metrics(result) + f"\nvehicles: {', '.join(vehicles)}")
     return 0

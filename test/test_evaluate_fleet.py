@@ -132,3 +132,22 @@ def test_metrics_dsl_and_evaluate_see_the_same_vehicles(tmp_path, capsys):
     assert set(re.findall(r"\buav\d\b", capsys.readouterr().out)) == {"uav1", "uav2"}
     assert main(["dsl", str(bag), "--vehicles", "uav[34]"]) == 0  # the flags are the same too
     assert set(re.findall(r"\buav\d\b", capsys.readouterr().out)) == {"uav3", "uav4"}
+
+
+def test_flights_of_several_folders_globs_each_and_one_flight(fleet):
+    from uav_debate_eval.runner.discover import plan_flights
+
+    by_name = plan_flights([str(fleet / "site_a"), str(fleet / "site_b")])
+    assert by_name.batch and [f.name for f in by_name.flights] == ["site_a/calm", "site_a/near", "site_b/days/a.csv",
+                                                                  "site_b/days/b.csv"]
+    assert [f.folder for f in by_name.flights] == ["site_a/calm", "site_a/near", "site_b/days/a_csv",
+                                                   "site_b/days/b_csv"]
+    assert [f.mission for f in by_name.flights] == [fleet / "site_a" / "mission.yaml",
+                                                    fleet / "site_a" / "near" / "mission.yaml",
+                                                    fleet / "mission.yaml", fleet / "mission.yaml"]
+    assert plan_flights([str(fleet / "site_*")]).flights == by_name.flights
+    each = plan_flights([str(fleet / "site_a")], each=True)
+    assert [f.name for f in each.flights] == ["calm/flight.mcap", "near/uav1.bag", "near/uav2.bag", "near/uav3.bag"]
+    one = plan_flights([str(fleet)], one_flight=True)
+    assert not one.batch and len(one.flights) == 1 and len(one.flights[0].paths) == 7
+    assert one.flights[0].mission == fleet / "mission.yaml"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.runner.job import nearest_mission
 
 
 @dataclass(frozen=True)
@@ -68,29 +69,37 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     from uav_debate_eval.io.loader import input_kind
     from uav_debate_eval.io.loader import one_flight as overlap
 
-    groups: list[_Group] = []
+    items: list[tuple[Path, bool, bool]] = []  # (input, is a folder of flights, given by name)
     explicit: list[Path] = []
     shaped = False  # a folder or glob: a batch whatever the spans
     for item in raw:
         path = Path(item)
         if not path.exists() and any(ch in item for ch in "*?["):
-            matches = sorted(Path(m) for m in glob.glob(item))
+            matches = [m for m in sorted(Path(m) for m in glob.glob(item)) if m.is_dir() or is_recording(m)]
             if not matches:
-                raise InputError(f"{item}: pattern matches no file")
+                raise InputError(f"{item}: pattern matches no input")
             shaped = True
-            for m in matches:
-                if m.is_dir() and not is_recording(m):
-                    groups.extend(_folder_groups(m, out))
-                else:
-                    input_kind(m)
-                    groups.append(_Group([m], [str(m)], [m.name]))
+            items.extend((m, not is_recording(m), False) for m in matches)
         elif path.is_dir() and not is_recording(path):
             shaped = True
-            groups.extend(_folder_groups(path, out))
+            items.append((path, True, True))
         else:
             input_kind(path)  # raises InputError for missing paths and unknown types
             explicit.append(path)
+            items.append((path, False, True))
+    several = sum(folder for _, folder, _ in items) > 1  # several folders of flights: names start with the folder's
+    groups: list[_Group] = []
+    for path, folder, named in items:
+        if folder:
+            found = _folder_groups(path, out, path.name if several else "")
+            if not found and named:
+                raise InputError(f"{path}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg or rosbag2 folder, "
+                                 "at any depth)")
+            groups.extend(found)
+        else:
             groups.append(_Group([path], [str(path)], [path.name]))
+    if not groups:
+        raise InputError(f"{' '.join(raw)}: no input found (.csv, .mcap, .db3, .bag, .ulg or rosbag2 folder)")
     messages: list[str] = []
     every = [p for g in groups for p in g.paths]
     if one_flight:
@@ -117,20 +126,19 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                  for (paths, name, _), folder in zip(flights, folders, strict=True)], True, messages)
 
 
-def _folder_groups(root: Path, out: Path | None) -> list[_Group]:
-    """The recordings of a folder of flights, folder by folder (to any depth): its top's, then each folder's."""
+def _folder_groups(root: Path, out: Path | None, prefix: str) -> list[_Group]:
+    """The recordings of a folder of flights, folder by folder (to any depth): its top's, then each folder's;
+    named by their path relative to the folder (after `prefix/`, when several folders are given)."""
     skip = {os.path.abspath(out)} if out is not None else set()
+    base = Path(prefix)
     groups = []
     for folder, recordings in _walk(root, skip, set()):
-        rel = [p.relative_to(root).as_posix() for p in recordings]
+        rel = [(base / p.relative_to(root)).as_posix() for p in recordings]
         if folder == root:
             groups.append(_Group(recordings, rel, rel))
         else:
-            name = folder.relative_to(root).as_posix()
+            name = (base / folder.relative_to(root)).as_posix()
             groups.append(_Group(recordings, rel, rel, name=name, each=False))
-    if not groups:
-        raise InputError(f"{root}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg or rosbag2 folder, "
-                         "at any depth)")
     return groups
 
 
@@ -156,8 +164,6 @@ def _walk(folder: Path, skip: set[str], seen: set[str]) -> Iterator[tuple[Path, 
 
 
 def _flight(paths: list[Path], name: str, folder: str, mission: str | None) -> FlightInputs:
-    from uav_debate_eval.runner.job import nearest_mission
-
     return FlightInputs(name, tuple(paths), folder, Path(mission) if mission else nearest_mission(paths[0]))
 
 

@@ -100,6 +100,21 @@ def test_mission_beside_input_and_explicit(tmp_path):
     assert m.name == "explicit" and notes == []
 
 
+def test_nearest_mission_is_searched_upwards(tmp_path, monkeypatch):
+    (tmp_path / "mission.yaml").write_text("mission: {name: campaign}\n")
+    flight = tmp_path / "day1" / "f1"
+    flight.mkdir(parents=True)
+    m, notes = load_mission_for([flight / "x.csv"], None)
+    assert m.name == "campaign" and notes == [f"mission file found in a folder above the input: "
+                                              f"{tmp_path / 'mission.yaml'}"]
+    monkeypatch.chdir(tmp_path / "day1")  # a relative input: relative missions below the working directory
+    m, notes = load_mission_for([Path("f1/x.csv")], None)
+    assert m.name == "campaign" and notes[0].endswith(f"above the input: {tmp_path / 'mission.yaml'}")
+    (flight / "mission.yaml").write_text("mission: {name: own}\n")
+    m, notes = load_mission_for([Path("f1/x.csv")], None)
+    assert m.name == "own" and notes == ["mission file found beside the input: f1/mission.yaml"]
+
+
 def test_bad_segment_arguments():
     from uav_debate_eval.core.errors import InputError
 

@@ -1,5 +1,13 @@
 """Sub-commands of the `uav-debate-eval` CLI; each module exposes `register(subparsers)`."""
 
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from uav_debate_eval.runner.job import ReadOptions
+
 #: The debate backends a command can pick with --llm.
 LLM_BACKENDS = ("rules", "local", "openai")
 
@@ -12,7 +20,7 @@ def add_llm_options(parser, what: str) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible server URL")
 
 
-def add_read_options(parser) -> None:
+def add_read_options(parser: argparse.ArgumentParser) -> None:
     """--mission, --topics and --vehicles: how a flight is read (runner.job.ReadOptions), the same in every command."""
     parser.add_argument("--mission", help="mission YAML (default: the nearest mission.yaml: beside the input, then in "
                         "the folders above; else no constraint is checked)")
@@ -24,7 +32,7 @@ def add_read_options(parser) -> None:
                         "default: the mission's `vehicles:` globs, else every source)")
 
 
-def read_options(args):
+def read_options(args: argparse.Namespace) -> ReadOptions:
     """The ReadOptions of the arguments add_read_options declared."""
     from uav_debate_eval.runner.job import ReadOptions
 

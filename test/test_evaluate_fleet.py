@@ -151,3 +151,7 @@ def test_flights_of_several_folders_globs_each_and_one_flight(fleet):
     one = plan_flights([str(fleet)], one_flight=True)
     assert not one.batch and len(one.flights) == 1 and len(one.flights[0].paths) == 7
     assert one.flights[0].mission == fleet / "mission.yaml"
+    alone = plan_flights([str(fleet / "site_a" / "near")])  # one flight's folder given alone
+    assert [f.name for f in alone.flights] == ["uav1.bag", "uav2.bag", "uav3.bag"]
+    assert any("--one-flight reads them as one flight" in m for m in alone.messages)
+    assert len(plan_flights([str(fleet / "site_a" / "near")], one_flight=True).flights[0].paths) == 3

@@ -35,7 +35,8 @@ One flight or a batch:
     and summary.md in --out. --one-flight forces one flight. The terminal says which it chose.
   * a folder of flights, as operators keep them: each recording at its top is a flight, and each
     folder below (to any depth) holding recordings is one flight when they overlap in time (else
-    one flight per recording); summary.csv names each flight by its path in the folder.
+    one flight per recording); summary.csv names each flight by its path in the folder. One
+    flight's own folder given alone is a folder of flights too: add --one-flight to read it as one.
 Vehicles: every pose source counts, unless the mission's `vehicles:` globs or --vehicles REGEX
 (matched against the vehicle id and the source topic or frame) say which; the report lists what was
 taken and why.

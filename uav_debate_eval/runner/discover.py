@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind
+from uav_debate_eval.io.loader import one_flight as overlap
 from uav_debate_eval.runner.job import nearest_mission
 
 
@@ -47,12 +49,11 @@ class _Group:
     folders: list[str]  #: each recording's report folder (before `folder_names`)
     name: str = ""  #: a flight's own folder (relative): its recordings are one flight if they overlap
     each: bool = True  #: every recording is a flight of its own
+    top: str = ""  #: the folder of flights whose top these recordings are
 
 
 def is_recording(path: Path) -> bool:
     """A file of a kind `evaluate` reads, or a rosbag2 folder (it always has metadata.yaml)."""
-    from uav_debate_eval.io.loader import input_kind
-
     if path.is_dir():
         return (path / "metadata.yaml").is_file()
     try:
@@ -66,9 +67,6 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                  out: Path | None = None) -> Plan:
     """The flights of the command line's inputs. `each` / `one_flight` force every recording to be its own flight /
     all to be one; `mission` (--mission) is every flight's mission; `out` is never searched for flights."""
-    from uav_debate_eval.io.loader import input_kind
-    from uav_debate_eval.io.loader import one_flight as overlap
-
     items: list[tuple[Path, bool, bool]] = []  # (input, is a folder of flights, given by name)
     explicit: list[Path] = []
     shaped = False  # a folder or glob: a batch whatever the spans
@@ -120,10 +118,20 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                 flights.append((g.paths, g.name, g.name))
                 continue
             messages.append(f"{g.name}: {len(g.paths)} recordings evaluated one by one ({why})")
+        elif g.top and not each and _one_flight_of_bags(g.paths):
+            messages.append(f"{g.top}: its {len(g.paths)} bags overlap in time like one flight's (one per vehicle), "
+                            "but the top of a folder of flights holds one flight per recording: --one-flight reads "
+                            "them as one flight")
         flights.extend(([p], name, folder) for p, name, folder in zip(g.paths, g.names, g.folders, strict=True))
     folders = folder_names([folder for _, _, folder in flights])
     return Plan([_flight(paths, name, folder, mission)
                  for (paths, name, _), folder in zip(flights, folders, strict=True)], True, messages)
+
+
+def _one_flight_of_bags(paths: list[Path]) -> bool:
+    """Whether several bags (their spans are cheap to read) would be one flight by the overlap rule."""
+    bags = len(paths) > 1 and all(p.is_dir() or p.suffix.lower() in BAG_SUFFIXES for p in paths)
+    return bags and overlap(paths)[0]
 
 
 def _folder_groups(root: Path, out: Path | None, prefix: str) -> list[_Group]:
@@ -135,7 +143,7 @@ def _folder_groups(root: Path, out: Path | None, prefix: str) -> list[_Group]:
     for folder, recordings in _walk(root, skip, set()):
         rel = [(base / p.relative_to(root)).as_posix() for p in recordings]
         if folder == root:
-            groups.append(_Group(recordings, rel, rel))
+            groups.append(_Group(recordings, rel, rel, top=str(root)))
         else:
             name = (base / folder.relative_to(root)).as_posix()
             groups.append(_Group(recordings, rel, rel, name=name, each=False))

@@ -19,10 +19,11 @@ from uav_debate_eval.commands import add_llm_options
 from uav_debate_eval.core.errors import InputError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_VIOLATION, EXIT_INCONCLUSIVE = 0, 1, 2, 3, 4
-_KNOWN_SUFFIXES = (".csv", ".mcap", ".db3", ".bag", ".ulg")
+_KNOWN_SUFFIXES = (".csv", ".mcap", ".db3", ".bag", ".ulg", ".bin", ".tlog")
 
 HELP = """\
-Inputs: trajectory CSV files, rosbag2 (directory, .mcap, .db3), ROS 1 .bag, PX4 .ulg.
+Inputs: trajectory CSV files, rosbag2 (directory, .mcap, .db3), ROS 1 .bag, PX4 .ulg, ArduPilot DataFlash .bin
+and MAVLink .tlog.
 
 One flight or a batch:
   * several inputs whose time spans overlap are ONE flight on one clock (per-drone bags, CSVs or
@@ -48,7 +49,8 @@ non-zero only for internal errors.
 def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="evaluate recorded flights and write reports",
                               description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV, rosbag2 dir/.mcap/.db3, .bag, .ulg, folder, glob")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="CSV, rosbag2 dir/.mcap/.db3, .bag, .ulg, .bin, .tlog, folder, glob")
     p.add_argument("--out", required=True, help="report directory (created; a batch gets one sub-directory each)")
     p.add_argument("--mission", help="mission YAML (constraints, thresholds, vehicle names)")
     add_llm_options(p, "panel")
@@ -93,7 +95,8 @@ def expand_inputs(raw: list[str]) -> tuple[list[Path], bool]:
             found = sorted(p for p in path.iterdir() if (p.is_file() and p.suffix.lower() in _KNOWN_SUFFIXES)
                            or (p.is_dir() and _is_rosbag2_dir(p)))
             if not found:
-                raise InputError(f"{path}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg or rosbag2 folder)")
+                raise InputError(f"{path}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg, .bin, .tlog or "
+                                 "rosbag2 folder)")
             out.extend(found)
             batch = True
         else:

@@ -30,7 +30,7 @@ constraints:
   min_separation_m: 2.0
   max_speed_mps: 5.0
   max_vertical_speed_mps: 3.0
-  geofence: {min: [-50.0, -50.0, -1.0], max: [100.0, 200.0, 30.0]}
+  geofence: {min: [-50.0, -50.0, -5.0], max: [100.0, 200.0, 30.0]}
   stale_timeout_s: 2.0
 """
 

@@ -50,8 +50,9 @@ def _sentence(e: Any) -> tuple[str, str, float] | None:
         mode, reason = str(e.extra.get("mode", "")), str(e.extra.get("reason", ""))
         if mode not in RECOVERY_MODES and "failsafe" not in reason:
             return None
-        return (f"{who} switched to {mode} at {when} ({reason.replace('_', ' ')}; flight_mode {e.id}).",
-                f"Recommend reviewing the {reason.replace('_', ' ')} that sent {who} to {mode} at {when}.", 0.55)
+        why = reason.replace("_", " ")
+        return (f"{who} switched to {mode} at {when} ({why + '; ' if why else ''}flight_mode {e.id}).",
+                f"Recommend reviewing why {who} switched to {mode} at {when}" + (f" ({why})." if why else "."), 0.55)
     if e.type == "autopilot_event" and label in _WARNING_LOG_EVENTS:
         return (f"{who}'s autopilot logged {label} at {when} (autopilot_event {e.id}).",
                 f"Recommend checking the estimator inputs of {who} around {when} ({label}).", 0.5)

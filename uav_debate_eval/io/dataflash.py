@@ -98,8 +98,8 @@ def read_dataflash(path: str | Path, name: str) -> VehicleLog:
 def _read(reader, path: Path, name: str) -> VehicleLog:
     sparse = _sparse(reader)
     params = dict(reader.params)
-    pos_type, status_type = next(((p, s) for p, s in POSITION_TYPES if p in reader.name_to_id), (None, None))
-    if pos_type is None:
+    pos_type, status_type = next(((p, s) for p, s in POSITION_TYPES if p in reader.name_to_id), ("", ""))
+    if not pos_type:
         raise InputError(f"{path}: no EKF position in the log (none of XKF1, NKF1, EKF1; "
                          f"{len(reader.name_to_id)} message types, {reader._count} messages)")
     ekf = columns(reader, pos_type, ["TimeUS", "TimeMS", "C", "PN", "PE", "PD", "VN", "VE", "VD"])
@@ -115,8 +115,8 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     _gps(log, gps)
     _origin(log, sparse)
     _events(log, sparse, reader)
-    end = reader.offsets[reader.name_to_id[pos_type]][-1] + reader.formats[reader.name_to_id[pos_type]].len
-    if end > reader.data_len:
+    ends = [offs[-1] + reader.formats[k].len for k, offs in enumerate(reader.offsets) if offs and k in reader.formats]
+    if max(ends) > reader.data_len:
         log.notes.append(f"{path.name}: the log ends inside a message (truncated); read up to its last whole message")
     return log
 

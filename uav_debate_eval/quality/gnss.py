@@ -51,6 +51,6 @@ def gnss_glitches(traj: SwarmTrajectory, mission: Mission, found: list[Finding])
             out.append(Finding(
                 "gps_glitch", [u], a, b,
                 f"{u}'s GPS jumped {step:.1f} m between fixes at {a:.1f}-{b:.1f} s, more than a "
-                f"{mission.vehicle_class} can move (a_max {a_max:g} m/s^2): a GPS glitch; the checks use the estimate, which its "
-                "validity flags vouch for", ["geofence", "max_speed"], {"jump_m": round(step, 2)}))
+                f"{mission.vehicle_class} can move (a_max {a_max:g} m/s^2): a GPS glitch; the checks use the "
+                "estimate, which its validity flags vouch for", ["geofence", "max_speed"], {"jump_m": round(step, 2)}))
     return out

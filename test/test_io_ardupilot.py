@@ -1,0 +1,177 @@
+"""ArduPilot reader (issue 27): DataFlash .bin and MAVLink .tlog written by the tests (test/ardupilot_logs.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from ardupilot_logs import (
+    GPS_EPOCH_UTC_S,
+    GPS_MS0,
+    GPS_WEEK,
+    Vehicle,
+    swarm,
+    write_bin,
+    write_mission,
+    write_swarm_bins,
+    write_tlog,
+)
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.mission import load_mission
+from uav_debate_eval.io.ardupilot import read_ardupilot_logs
+from uav_debate_eval.io.dataflash import columns, open_dataflash
+from uav_debate_eval.io.loader import load_inputs, one_flight
+from uav_debate_eval.quality.assessment import assess
+from uav_debate_eval.quality.gnss import jumps
+
+T0_UTC = GPS_EPOCH_UTC_S + GPS_WEEK * 604800 + GPS_MS0 / 1000
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ardupilot")
+    bins = write_swarm_bins(root)
+    return {"root": root, "bins": bins, "tlog": write_tlog(swarm(), root / "swarm.tlog"),
+            "mission": write_mission(root)}
+
+
+def _kinds(traj) -> dict[tuple[str, str], tuple[float, float]]:
+    return {(f.kind, f.uavs[0]): (f.t_start, f.t_end) for f in traj.ingest.findings}
+
+
+def test_three_bins_one_world_frame_and_gps_clock(logs):
+    traj = load_inputs(logs["bins"])
+    assert traj.uav_ids == ["sysid1", "sysid2", "sysid3"]  # SYSID_THISMAV from the logs' parameters
+    assert traj.t0 == pytest.approx(T0_UTC, abs=1e-3)  # boot clocks moved to GPS UTC time (each booted apart)
+    assert traj.duration == pytest.approx(59.9, abs=1e-6)
+    for k, u in enumerate(traj.uav_ids):
+        tr = traj.tracks[u]
+        assert tr.pos[0] == pytest.approx([10.0 * k, 0.0, 0.0], abs=0.02)  # origins 10 m apart east (ORGN)
+        assert tr.pos[np.searchsorted(tr.t, 10.0), 2] == pytest.approx(10.0, abs=1e-3)  # NED down -> ENU up
+        assert not tr.vel_derived  # the EKF's own velocity
+    one = traj.tracks["sysid1"]
+    i = np.searchsorted(one.t, 22.0)
+    assert one.vel[i] == pytest.approx([0.0, 8.0, 0.0], abs=1e-6)  # north is ENU y
+
+
+def test_ekf_validity_lane_and_log_spans(logs):
+    traj = load_inputs(logs["bins"])
+    three = traj.tracks["sysid3"]
+    bad = three.t[~three.est_valid]
+    assert bad.min() == pytest.approx(40.0) and bad.max() == pytest.approx(44.9) and len(bad) == 50
+    assert traj.tracks["sysid1"].est_valid is None and traj.tracks["sysid2"].est_valid is None
+    i = np.searchsorted(three.t, 50.0)
+    assert three.pos[i, 1] - three.pos[np.searchsorted(three.t, 41.0) - 1, 1] == pytest.approx(2 * 12.0 + 0.3, abs=0.05)
+    spans = _kinds(traj)
+    assert spans[("gps_glitch", "sysid2")] == pytest.approx((30.0, 32.2))
+    assert spans[("ekf_lane_switch", "sysid3")] == pytest.approx((42.0, 42.0))
+    assert spans[("logging_gap", "sysid2")] == pytest.approx((49.9, 51.5))
+    assert len(spans) == 3
+
+
+def test_modes_errors_events_commands(logs):
+    traj = load_inputs(logs["bins"])
+    by = {(e.type, e.uavs[0], e.extra["label"]): e for e in traj.ingest.log_events}
+    land = by[("flight_mode", "sysid3", "mode=LAND reason=ekf_failsafe")]
+    assert land.t == pytest.approx(40.8) and land.extra["mode"] == "LAND"
+    err = by[("autopilot_error", "sysid3", "EKFCHECK_bad_variance")]
+    assert (err.t, err.t_end) == pytest.approx((40.0, 45.0))  # ERR EKFCHECK 2 ... resolved
+    assert ("autopilot_event", "sysid1", "ARMED") in by and ("autopilot_event", "sysid2", "LAND_COMPLETE") in by
+    assert by[("mission_command", "sysid1", "NAV_WAYPOINT#1")].t == pytest.approx(9.0)
+    assert not any(e.extra["label"].startswith("EKF_PRIMARY") for e in traj.ingest.log_events)  # a span, not an event
+
+
+def test_tlog_of_the_same_flight_agrees(logs):
+    b, t = load_inputs(logs["bins"]), load_inputs([logs["tlog"]])
+    assert t.uav_ids == b.uav_ids  # one ground-station log, one vehicle per MAVLink system id
+    assert t.t0 == pytest.approx(b.t0, abs=1e-3)  # SYSTEM_TIME's GPS time
+    for u in b.uav_ids:
+        assert len(t.tracks[u]) == len(b.tracks[u])
+        # the .bin logs both lanes' estimates; after the switch the .tlog streams lane 1 (0.3 m apart)
+        assert np.abs(t.tracks[u].pos - b.tracks[u].pos).max() < 0.35
+        assert np.array_equal(t.tracks[u].est_valid is None, b.tracks[u].est_valid is None)
+    assert int((~t.tracks["sysid3"].est_valid).sum()) == 50
+    spans = _kinds(t)
+    assert spans[("gps_glitch", "sysid2")] == pytest.approx((30.0, 32.2))
+    assert spans[("ekf_lane_switch", "sysid3")] == pytest.approx((42.0, 42.0))
+    assert spans[("logging_gap", "sysid2")] == pytest.approx((49.9, 51.5))
+    modes = [e.extra["mode"] for e in t.ingest.log_events if e.type == "flight_mode" and e.uavs == ["sysid3"]]
+    assert modes == ["GUIDED", "LAND"]
+
+
+def test_column_gathers_equal_dfreader_messages(logs):
+    reader = open_dataflash(logs["bins"][2])
+    cols = columns(reader, "XKF1", ["TimeUS", "C", "PN", "VN", "GX"])
+    gps = columns(reader, "GPS", ["Lat", "Alt", "HDop"])
+    reader._rewind()
+    msgs = []
+    while (m := reader.recv_match(type="XKF1", strict=True)) is not None:
+        msgs.append((m.TimeUS, m.C, m.PN, m.VN))
+    reader._rewind()
+    fixes = []
+    while (m := reader.recv_match(type="GPS", strict=True)) is not None:
+        fixes.append((m.Lat, m.Alt, m.HDop))
+    reader.close()
+    assert np.array_equal(np.column_stack([cols["TimeUS"], cols["C"], cols["PN"], cols["VN"]]), np.array(msgs))
+    assert np.allclose(np.column_stack([gps["Lat"], gps["Alt"], gps["HDop"]]), np.array(fixes), rtol=0, atol=1e-12)
+
+
+def test_duplicate_sysids_take_file_names(tmp_path):
+    a = write_bin(Vehicle(1, 100.0, 0.0), tmp_path / "a.bin")
+    b = write_bin(Vehicle(1, 120.0, 10.0), tmp_path / "b.bin")  # SITL instances all default to SYSID_THISMAV 1
+    traj = read_ardupilot_logs([a, b])
+    assert traj.uav_ids == ["a", "b"]
+    assert any("named after its file (sysid1 is not unique" in n for n in traj.ingest.notes)
+    assert load_inputs([a, b], names=["left", "right"]).uav_ids == ["left", "right"]
+
+
+def test_truncated_logs(logs, tmp_path):
+    raw = logs["bins"][0].read_bytes()
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(raw[:-7])  # a log cut inside its last message, as a power-off leaves it
+    traj = read_ardupilot_logs([cut])
+    assert traj.duration == pytest.approx(59.9, abs=0.11)
+    assert any("ends inside a message (truncated)" in n for n in traj.ingest.notes)
+    head = tmp_path / "head.bin"
+    head.write_bytes(raw[:500])  # cut before the first EKF message
+    with pytest.raises(InputError, match="head.bin: no EKF position in the log"):
+        read_ardupilot_logs([head])
+
+
+@pytest.mark.parametrize("name,data,reason", [
+    ("noise.bin", bytes(range(256)) * 8, "not an ArduPilot DataFlash log"),
+    ("empty.bin", b"", "not an ArduPilot DataFlash log"),
+    ("empty.tlog", b"", "not a MAVLink telemetry log"),
+    ("noise.tlog", bytes(range(256)) * 8, "no vehicle position in the telemetry log"),
+])
+def test_bad_logs_are_input_errors(tmp_path, name, data, reason):
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=reason) as exc:
+        read_ardupilot_logs([path])
+    assert "\n" not in str(exc.value) and name in str(exc.value)
+
+
+def test_gps_jumps_beyond_the_vehicle_class(logs):
+    traj = load_inputs(logs["bins"])
+    t, pos = traj.ingest.gnss["sysid2"]
+    idx = jumps(t, pos, 30.0)
+    # out at 30.0 and back at 32.0 (the fix after each misses the prediction the jump made)
+    assert t[idx].tolist() == pytest.approx([30.0, 30.2, 32.0, 32.2])
+    assert jumps(*traj.ingest.gnss["sysid1"], 30.0).size == 0  # an 8 m/s dash is no jump
+    # without the autopilot's own ERR report, the quality pass finds the glitch from the fixes
+    traj.ingest.findings = [f for f in traj.ingest.findings if f.kind != "gps_glitch"]
+    found = [f for f in assess(traj, load_mission(logs["mission"])).findings if f.kind == "gps_glitch"]
+    assert len(found) == 1 and found[0].uavs == ["sysid2"]
+    assert (found[0].t_start, found[0].t_end) == pytest.approx((29.8, 32.2))
+    assert found[0].values["jump_m"] == pytest.approx(25.0, abs=0.5)
+
+
+def test_overlap_rule_on_gps_time(logs, tmp_path):
+    together, why = one_flight(logs["bins"])
+    assert together and "absolute clock" in why
+    later = write_bin(dataclasses.replace(swarm()[0], week_shift=1), tmp_path / "next_week.bin")
+    apart, why = one_flight([logs["bins"][0], later])
+    assert not apart and "do not overlap" in why

@@ -175,3 +175,24 @@ def test_overlap_rule_on_gps_time(logs, tmp_path):
     later = write_bin(dataclasses.replace(swarm()[0], week_shift=1), tmp_path / "next_week.bin")
     apart, why = one_flight([logs["bins"][0], later])
     assert not apart and "do not overlap" in why
+
+
+def test_tlog_type_filtered_scan_equals_mavutil(logs, tmp_path):
+    from uav_debate_eval.io import tlog
+
+    fast, count, bad = tlog._filtered(logs["tlog"].read_bytes())
+    slow, count_slow, bad_slow = tlog._robust(logs["tlog"])
+    assert (count, bad) == (count_slow, bad_slow) == (5197, 0)
+    assert sorted(fast) == sorted(slow) == [1, 2, 3]
+    for sysid, kinds in slow.items():
+        assert sorted(fast[sysid]) == sorted(kinds)
+        for kind, msgs in kinds.items():
+            assert [(m._timestamp, m.to_dict()) for m in fast[sysid][kind]] == \
+                [(m._timestamp, m.to_dict()) for m in msgs]
+    # trailing garbage: no longer a clean sequence of records, so mavutil's resynchronising parser reads it
+    damaged = tmp_path / "damaged.tlog"
+    damaged.write_bytes(logs["tlog"].read_bytes() + b"\x13\x37" * 40)
+    assert tlog._filtered(damaged.read_bytes()) is None
+    traj = read_ardupilot_logs([damaged])
+    assert traj.uav_ids == ["sysid1", "sysid2", "sysid3"]
+    assert any("unreadable bytes or packets skipped" in n for n in traj.ingest.notes)

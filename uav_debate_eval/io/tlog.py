@@ -46,11 +46,54 @@ def read_tlog(path: str | Path) -> list[VehicleLog]:
 
 
 def _messages(path: Path) -> tuple[dict[int, dict[str, list]], int, int]:
-    """Every wanted message by system id and type, with its receive time."""
-    from pymavlink import mavutil
-
+    """Every wanted message by system id and type, with its receive time: the type-filtered scan on a clean log,
+    mavutil's robust parser on a damaged one."""
     if not path.is_file() or path.stat().st_size < 8:
         raise InputError(f"{path}: not a MAVLink telemetry log (empty or shorter than one timestamp)")
+    fast = _filtered(path.read_bytes())
+    return fast if fast is not None else _robust(path)
+
+
+def _filtered(data: bytes) -> tuple[dict[int, dict[str, list]], int, int] | None:
+    """Walk the (8-byte timestamp, MAVLink packet) records by their headers and decode only the wanted message
+    ids (pymavlink decodes and checks the CRC of those); None when a record does not start with a MAVLink magic."""
+    from pymavlink.dialects.v20 import ardupilotmega as mavlink
+
+    wanted = {getattr(mavlink, f"MAVLINK_MSG_ID_{name}") for name in TLOG_TYPES}
+    mav = mavlink.MAVLink(None)
+    rows: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    count = bad = i = 0
+    size = len(data)
+    while i + 8 + 10 <= size:
+        magic, mlen = data[i + 8], data[i + 9]
+        if magic == 0xFD:
+            total = mlen + 12 + (13 if data[i + 10] & 1 else 0)
+            msgid = data[i + 15] | data[i + 16] << 8 | data[i + 17] << 16
+        elif magic == 0xFE:
+            total, msgid = mlen + 8, data[i + 13]
+        else:
+            return None
+        end = i + 8 + total
+        if end > size:
+            break  # the log ends inside a packet
+        count += 1
+        if msgid in wanted:
+            try:
+                m = mav.decode(bytearray(data[i + 8:end]))
+            except mavlink.MAVError:
+                bad += 1
+            else:
+                m._timestamp = int.from_bytes(data[i:i + 8], "big") * 1.0e-6  # as mavutil computes it
+                if m.get_srcSystem() != GCS_SYSID:
+                    rows[m.get_srcSystem()][m.get_type()].append(m)
+        i = end
+    return rows, count, bad
+
+
+def _robust(path: Path) -> tuple[dict[int, dict[str, list]], int, int]:
+    """mavutil's reader, which resynchronises after garbage (and counts it as BAD_DATA)."""
+    from pymavlink import mavutil
+
     rows: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     count = bad = 0
     wanted = set(TLOG_TYPES)

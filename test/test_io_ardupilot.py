@@ -196,3 +196,16 @@ def test_tlog_type_filtered_scan_equals_mavutil(logs, tmp_path):
     traj = read_ardupilot_logs([damaged])
     assert traj.uav_ids == ["sysid1", "sysid2", "sysid3"]
     assert any("unreadable bytes or packets skipped" in n for n in traj.ingest.notes)
+
+
+def test_px4_and_ardupilot_logs_share_one_clock(logs):
+    from pathlib import Path
+
+    px4 = Path(__file__).parent / "fixtures" / "px4" / "sample_log_small.ulg"
+    together, why = one_flight([logs["bins"][0], px4])
+    assert not together and "do not overlap" in why  # flown years apart: a batch unless --one-flight
+    traj = load_inputs([logs["bins"][0], px4])  # what --one-flight reads
+    assert traj.uav_ids == ["01", "sample_log_small"]  # an id is missing (the ULog has no SYSID): file names
+    assert "clocks aligned with GPS UTC time (t = UTC seconds)" in traj.ingest.notes
+    assert traj.t0 == pytest.approx(1618986658.4635, abs=1e-3)  # the PX4 flight (2021) comes first on UTC
+    assert traj.tracks["01"].t[0] > 1e8  # ... and the ArduPilot one years later, on the same clock

@@ -17,14 +17,16 @@ from uav_debate_eval.core.records import Event, Finding
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.ardupilot_log import VehicleLog
 from uav_debate_eval.io.names import apply_names
-from uav_debate_eval.io.ulog import anchor_of, clock_offsets, combine, geodetic_to_enu
+from uav_debate_eval.io.ulog import anchor_of, clock_offsets, combine, geodetic_to_enu, read_ulog
 
 SUFFIXES = (".bin", ".tlog")
 
 
 def read_vehicle_logs(path: str | Path) -> list[VehicleLog]:
-    """The vehicles of one log file (a `.bin` holds one; a `.tlog` one per autopilot system id)."""
+    """The vehicles of one log file (a `.bin` or `.ulg` holds one; a `.tlog` one per autopilot system id)."""
     path = Path(path)
+    if path.suffix.lower() == ".ulg":  # a PX4 vehicle flown with ArduPilot ones: placed and clocked alike
+        return [VehicleLog(read_ulog(path, path.stem))]
     if path.suffix.lower() == ".tlog":
         from uav_debate_eval.io.tlog import read_tlog
 

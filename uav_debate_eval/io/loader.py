@@ -52,7 +52,7 @@ def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names:
         from uav_debate_eval.io.ulog import read_ulogs
 
         traj = read_ulogs(paths, names=names)
-    elif all(k == "ardupilot" for k in kinds):
+    elif all(k in ("ardupilot", "ulog") for k in kinds):
         from uav_debate_eval.io.ardupilot import read_ardupilot_logs
 
         traj = read_ardupilot_logs(paths, names=names)

@@ -186,7 +186,8 @@ def write_bin(v: Vehicle, path: Path) -> Path:
     for t, (lat, lon, alt) in zip(tg, lla, strict=True):
         week, ms = v.gps_time(t)
         rows.append((t, "GPS", (0, 3, ms, week, 12, 0.8, lat, lon, alt, 0.0, 0.0, 0.0, 0.0, 1)))
-    rows += [(0.5, "EV", (10,)), (0.6, "MODE", (4, 4, 2)), (9.0, "CMD", (3, 1, 16, 0, 0, 0, 0, *v.origin, 3))]
+    rows += [(-3.0, "MODE", (0, 0, 31)), (-2.0, "EV", (25,)), (0.5, "EV", (10,)), (0.6, "MODE", (4, 4, 2)),
+             (9.0, "CMD", (3, 1, 16, 0, 0, 0, 0, *v.origin, 3))]
     if v.glitch:
         rows += [(30.0, "ERR", (11, 2)), (32.2, "ERR", (11, 0))]
     if v.ekf_failure:

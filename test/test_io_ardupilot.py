@@ -81,6 +81,12 @@ def test_modes_errors_events_commands(logs):
     assert ("autopilot_event", "sysid1", "ARMED") in by and ("autopilot_event", "sysid2", "LAND_COMPLETE") in by
     assert by[("mission_command", "sysid1", "NAV_WAYPOINT#1")].t == pytest.approx(9.0)
     assert not any(e.extra["label"].startswith("EKF_PRIMARY") for e in traj.ingest.log_events)  # a span, not an event
+    # logged at boot, before the EKF's first sample: the mode the flight starts in, at t = 0; SET_HOME left out
+    start = by[("flight_mode", "sysid1", "mode=STABILIZE reason=startup")]
+    assert start.t == 0.0 and start.extra["set_at"] < 0
+    assert ("autopilot_event", "sysid1", "SET_HOME") not in by
+    assert "sysid1: 1 autopilot log entries before the flight's first sample left out" in traj.ingest.notes
+    assert min(e.t for e in traj.ingest.log_events) == 0.0
 
 
 def test_tlog_of_the_same_flight_agrees(logs):

@@ -19,8 +19,6 @@ from uav_debate_eval.io.ardupilot_log import VehicleLog
 from uav_debate_eval.io.names import apply_names
 from uav_debate_eval.io.ulog import anchor_of, clock_offsets, combine, geodetic_to_enu, read_ulog
 
-SUFFIXES = (".bin", ".tlog")
-
 
 def read_vehicle_logs(path: str | Path) -> list[VehicleLog]:
     """The vehicles of one log file (a `.bin` or `.ulg` holds one; a `.tlog` one per autopilot system id)."""
@@ -83,13 +81,24 @@ def _flight_time(traj: SwarmTrajectory, lg: VehicleLog, offset_us: float, anchor
     def ft(t_us: float) -> float:
         return round((t_us + offset_us) / 1e6 - traj.t0, 6)
 
+    start_mode, early = None, 0
     for e in lg.events:
+        t, t_end = ft(e.t_us), None if e.t_end_us is None else ft(e.t_end_us)
         extra = {"label": e.label, **e.extra}
-        traj.ingest.log_events.append(Event("", e.type, ft(e.t_us), [u], None if e.t_end_us is None
-                                            else ft(e.t_end_us), None, None, extra))
+        if t < 0 and e.type == "flight_mode":  # set before the flight's first sample: the mode it starts in
+            start_mode = Event("", e.type, 0.0, [u], None, None, None, {**extra, "set_at": t})
+        elif t < 0 and (t_end is None or t_end < 0):
+            early += 1
+        else:
+            traj.ingest.log_events.append(Event("", e.type, max(t, 0.0), [u], t_end, None, None, extra))
+    if start_mode is not None:
+        traj.ingest.log_events.append(start_mode)
+    if early:
+        traj.ingest.notes.append(f"{u}: {early} autopilot log entries before the flight's first sample left out")
     for s in lg.spans:
-        traj.ingest.findings.append(Finding(s.kind, [u], ft(s.t_us), ft(s.t_end_us), f"{u}: {s.detail}",
-                                            list(s.affects), dict(s.values)))
+        if ft(s.t_end_us) >= 0:
+            traj.ingest.findings.append(Finding(s.kind, [u], max(ft(s.t_us), 0.0), ft(s.t_end_us),
+                                                f"{u}: {s.detail}", list(s.affects), dict(s.values)))
     if len(lg.gps_t_us) and anchor is not None and lg.track.ref is not None:
         enu = geodetic_to_enu(lg.gps_lla[:, 0], lg.gps_lla[:, 1], lg.gps_lla[:, 2], *anchor)
         traj.ingest.gnss[u] = ((lg.gps_t_us + offset_us) / 1e6 - traj.t0, enu)

@@ -2,10 +2,12 @@
 and MAVLink `.tlog` (pymavlink's MAVLink classes), for 3 vehicles flown together like a SITL swarm (--instance N).
 
 The flight (60 s, each vehicle from its own EKF origin 10 m east of the previous one): climb to 10 m, fly north at
-3 m/s, hover. sysid1 overspeeds (8 m/s for 5 s with a healthy EKF: a real violation); sysid2's GPS glitches by
-25 m for 2 s (the EKF rejects it; ERR GPS 2 then resolved) and its log has a 1.5 s gap; sysid3's EKF fails for
-5 s (status flags lose the position, test ratios high, ERR EKFCHECK, LAND for an EKF failsafe) while its position
-drifts at 12 m/s, and switches its primary lane from 0 to 1.
+3 m/s, hover. sysid1 overspeeds (8 m/s for 5 s with a healthy EKF: a real violation) and has a radio failsafe
+at 50-52 s; sysid2's GPS glitches by 25 m for 2 s (the EKF rejects it; ERR GPS 2 then resolved) and its log has a
+1.5 s gap; sysid3's EKF fails for 5 s (status flags lose the position, test ratios high, ERR EKFCHECK, LAND for
+an EKF failsafe) while its position drifts at 12 m/s, and switches its primary lane from 0 to 1. The .tlog also
+carries a pre-arm message (no error) and a companion computer of sysid2 sending a position of its own (not the
+vehicle's).
 """
 
 from __future__ import annotations
@@ -188,6 +190,8 @@ def write_bin(v: Vehicle, path: Path) -> Path:
         rows.append((t, "GPS", (0, 3, ms, week, 12, 0.8, lat, lon, alt, 0.0, 0.0, 0.0, 0.0, 1)))
     rows += [(-3.0, "MODE", (0, 0, 31)), (-2.0, "EV", (25,)), (0.5, "EV", (10,)), (0.6, "MODE", (4, 4, 2)),
              (9.0, "CMD", (3, 1, 16, 0, 0, 0, 0, *v.origin, 3))]
+    if v.overspeed:
+        rows += [(50.0, "ERR", (5, 1)), (52.0, "ERR", (5, 0))]  # a radio failsafe, resolved
     if v.glitch:
         rows += [(30.0, "ERR", (11, 2)), (32.2, "ERR", (11, 0))]
     if v.ekf_failure:
@@ -246,7 +250,15 @@ def write_tlog(vehicles: list[Vehicle], path: Path) -> Path:
         for t, (la, lo, al) in zip(tg, lla, strict=True):
             add(t, mavlink.MAVLink_gps_raw_int_message(int(round((t + v.boot_s) * 1e6)), 3, int(round(la * 1e7)),
                                                        int(round(lo * 1e7)), int(round(al * 1000)), 80, 100, 0, 0, 12))
+        add(1.0, mavlink.MAVLink_statustext_message(2, b"PreArm: Need 3D Fix"))  # before arming: no error
+        if v.overspeed:
+            add(50.0, mavlink.MAVLink_statustext_message(4, b"Radio Failsafe"))
+            add(52.0, mavlink.MAVLink_statustext_message(4, b"Radio Failsafe Cleared"))
         if v.glitch:
+            companion = mavlink.MAVLink(None, srcSystem=v.sysid, srcComponent=191)  # its own idea of a position
+            rows.append((5.0, v.sysid, mavlink.MAVLink_heartbeat_message(18, 8, 0, 0, 4, 3).pack(companion)))
+            rows.append((5.1, v.sysid, mavlink.MAVLink_local_position_ned_message(
+                int((5.1 + v.boot_s) * 1000), 500.0, 500.0, 0.0, 0, 0, 0).pack(companion)))
             add(30.0, mavlink.MAVLink_statustext_message(2, b"GPS Glitch"))
             add(32.2, mavlink.MAVLink_statustext_message(2, b"GPS Glitch cleared"))
         if v.ekf_failure:

@@ -57,6 +57,9 @@ def _check_swarm_report(rep: dict) -> None:
     land = next(f for f in rep["findings"] if f["kind"] == "flight_mode")  # the panel sees the EKF failsafe
     assert land["severity"] == "warning" and land["uavs"] == ["sysid3"] and "switched to LAND" in land["sentence"]
     assert land["refs"][0] in rep["dsl"]["text"]
+    fs = next(f for f in rep["findings"] if f["kind"] == "failsafe")
+    assert fs["uavs"] == ["sysid1"] and (fs["t_start"], fs["t_end"]) == pytest.approx((50.0, 52.0))
+    assert not any("PreArm" in f["sentence"] for f in rep["findings"])
 
 
 def test_three_bins_are_one_flight(logs, tmp_path, capsys):

@@ -188,7 +188,7 @@ def test_tlog_type_filtered_scan_equals_mavutil(logs, tmp_path):
 
     fast, count, bad = tlog._filtered(logs["tlog"].read_bytes())
     slow, count_slow, bad_slow = tlog._robust(logs["tlog"])
-    assert (count, bad) == (count_slow, bad_slow) == (5197, 0)
+    assert (count, bad) == (count_slow, bad_slow) == (5204, 0)
     assert sorted(fast) == sorted(slow) == [1, 2, 3]
     for sysid, kinds in slow.items():
         assert sorted(fast[sysid]) == sorted(kinds)

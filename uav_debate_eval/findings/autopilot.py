@@ -43,9 +43,10 @@ def _sentence(e: Any) -> tuple[str, str, float] | None:
                 "was the intended one.", 0.7)
     if e.type == "autopilot_error" and label not in _QUALITY_ERRORS:
         what = label.replace("_", " ")
+        part = f"the {e.extra['subsystem']} of " if e.extra.get("subsystem") else ""
         return (f"{who}'s autopilot logged {what} at {when} (autopilot_error {e.id}).",
-                f"Recommend checking the {e.extra.get('subsystem', 'subsystem')} of {who} (sensors, vibration, "
-                f"configuration) before the next flight: it logged {what} at {when}.", 0.6)
+                f"Recommend checking {part}{who} (sensors, vibration, configuration) before the next flight: it "
+                f"logged {what} at {when}.", 0.6)
     if e.type == "flight_mode":
         mode, reason = str(e.extra.get("mode", "")), str(e.extra.get("reason", ""))
         if mode not in RECOVERY_MODES and "failsafe" not in reason:

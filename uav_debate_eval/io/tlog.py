@@ -24,8 +24,8 @@ from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 
 TLOG_TYPES = ["HEARTBEAT", "SYSTEM_TIME", "LOCAL_POSITION_NED", "GLOBAL_POSITION_INT", "GPS_RAW_INT",
               "EKF_STATUS_REPORT", "GPS_GLOBAL_ORIGIN", "HOME_POSITION", "STATUSTEXT", "MISSION_ITEM_REACHED"]
-#: STATUSTEXT severities up to this one (MAV_SEVERITY_ERROR) are errors.
-SEVERITY_ERROR = 3
+#: STATUSTEXT severities up to MAV_SEVERITY_ERROR are errors; failsafes are announced up to MAV_SEVERITY_WARNING.
+SEVERITY_ERROR, SEVERITY_WARNING = 3, 4
 GCS_SYSID = 255
 
 
@@ -34,7 +34,7 @@ def read_tlog(path: str | Path) -> list[VehicleLog]:
     path = Path(path)
     rows, count, bad = _messages(path)
     logs = [_vehicle(path, sysid, msgs) for sysid, msgs in sorted(rows.items())
-            if msgs.get("LOCAL_POSITION_NED") or msgs.get("GLOBAL_POSITION_INT")]
+            if _autopilot_only(msgs).get("LOCAL_POSITION_NED") or _autopilot_only(msgs).get("GLOBAL_POSITION_INT")]
     if not logs:
         raise InputError(f"{path}: no vehicle position in the telemetry log ({count} MAVLink messages, {bad} "
                          "unreadable; expected LOCAL_POSITION_NED or GLOBAL_POSITION_INT)")
@@ -117,7 +117,20 @@ def _robust(path: Path) -> tuple[dict[int, dict[str, list]], int, int]:
     return rows, count, bad
 
 
+def _autopilot_only(msgs: dict[str, list]) -> dict[str, list]:
+    """The messages of the system's autopilot component(s) (its heartbeat names an autopilot): a companion
+    computer or a camera of the same system may send positions of its own."""
+    from pymavlink import mavutil
+
+    comps = {m.get_srcComponent() for m in msgs.get("HEARTBEAT", [])
+             if m.autopilot != mavutil.mavlink.MAV_AUTOPILOT_INVALID}
+    if not comps:
+        return msgs
+    return {kind: [m for m in ms if m.get_srcComponent() in comps] for kind, ms in msgs.items()}
+
+
 def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
+    msgs = _autopilot_only(msgs)
     local = msgs.get("LOCAL_POSITION_NED", [])
     glob = msgs.get("GLOBAL_POSITION_INT", [])
     tr = LogTrack(f"sysid{sysid}", np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), None, None, str(path))
@@ -222,22 +235,32 @@ def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
             log.events.append(LogEvent("flight_mode", boot(m), f"mode={name}", extra={"mode": name, "reason": ""}))
             mode = name
     glitch_at, glitch_text = None, ""
+    failsafe: dict[str, LogEvent] = {}
     for m in msgs.get("STATUSTEXT", []):
         text, t = m.text.strip(), boot(m)
         low = text.lower()
-        if low.startswith("gps glitch"):
+        ended = "cleared" in low or "resolved" in low
+        if low.startswith(("prearm", "arm:")):
+            continue  # pre-flight checks, repeated until arming: no in-flight error
+        if "failsafe" in low and m.severity <= SEVERITY_WARNING:
+            what = low.split("failsafe")[0].strip() or "failsafe"
+            if ended and what in failsafe:
+                failsafe.pop(what).t_end_us = t
+            elif not ended:
+                failsafe[what] = LogEvent("failsafe", t, text.replace(" ", "_"), extra={"subsystem": text})
+                log.events.append(failsafe[what])
+        elif low.startswith("gps glitch"):
             if "cleared" in low and glitch_at is not None:
                 log.spans.append(LogSpan("gps_glitch", glitch_at, t, f"the autopilot reported '{glitch_text}' "
                                          f"until '{text}'", ["geofence", "max_speed"], {"source": "STATUSTEXT"}))
                 glitch_at = None
             elif "cleared" not in low:
                 glitch_at, glitch_text = t, text
-        elif "lane switch" in low:
+        elif "lane switch" in low or "primary changed" in low:
             log.spans.append(LogSpan("ekf_lane_switch", t, t, f"the autopilot reported '{text}'; the position may "
                                      "step at the switch", ["max_speed", "max_vertical_speed"]))
         elif m.severity <= SEVERITY_ERROR:
-            kind = "failsafe" if "failsafe" in low else "autopilot_error"
-            log.events.append(LogEvent(kind, t, text.replace(" ", "_"), extra={"subsystem": "STATUSTEXT"}))
+            log.events.append(LogEvent("autopilot_error", t, text.replace(" ", "_")))
     if glitch_at is not None:
         log.spans.append(LogSpan("gps_glitch", glitch_at, float(log.track.t_us[-1]), "the autopilot reported a GPS "
                                  "glitch, never cleared in the log", ["geofence", "max_speed"]))

@@ -29,11 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "test"))
 
-from ardupilot_logs import FORMATS, DataFlashWriter, Vehicle, write_tlog  # noqa: E402
+from ardupilot_logs import Vehicle, write_tlog  # noqa: E402
 
 from uav_debate_eval.io import tlog as tlog_reader  # noqa: E402
 from uav_debate_eval.io.dataflash import NEEDED_TYPES, open_dataflash, read_dataflash  # noqa: E402
 from uav_debate_eval.io.tlog import read_tlog  # noqa: E402
+from uav_debate_eval.sim.dataflash import FORMATS, DataFlashWriter  # noqa: E402
 
 TARGET_S_PER_FLIGHT_HOUR = 5.0  # the reader, one vehicle's DataFlash log
 FILLER = {"IMU": (90, "QBffffff", "TimeUS,I,GyrX,GyrY,GyrZ,AccX,AccY,AccZ"),

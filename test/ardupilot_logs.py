@@ -1,5 +1,6 @@
-"""Small ArduPilot logs written by the tests: DataFlash `.bin` (a minimal writer of ArduPilot's own message formats)
-and MAVLink `.tlog` (pymavlink's MAVLink classes), for 3 vehicles flown together like a SITL swarm (--instance N).
+"""Small ArduPilot logs written by the tests: DataFlash `.bin` (`sim.dataflash.DataFlashWriter`, ArduPilot's own
+message formats) and MAVLink `.tlog` (pymavlink's MAVLink classes), for 3 vehicles flown together like a SITL
+swarm (--instance N).
 
 The flight (60 s, each vehicle from its own EKF origin 10 m east of the previous one): climb to 10 m, fly north at
 3 m/s, hover. sysid1 overspeeds (8 m/s for 5 s with a healthy EKF: a real violation) and has a radio failsafe
@@ -12,20 +13,24 @@ vehicle's).
 
 from __future__ import annotations
 
-import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-LAT0, LON0, ALT0 = -35.363261, 149.165230, 584.0
-A_WGS84, E2 = 6378137.0, 6.69437999014e-3
+from uav_debate_eval.sim.dataflash import (
+    GOOD_FLAGS,
+    GPS_EPOCH_UTC_S,
+    LOST_FLAGS,
+    SITL_HOME,
+    DataFlashWriter,
+    offset_latlon,
+)
+
+LAT0, LON0, ALT0 = SITL_HOME
 GPS_WEEK, GPS_MS0 = 2400, 200_000_000  # the flight's first sample, GPS week / ms of week
-GPS_EPOCH_UTC_S = 315964800.0 - 18.0
-DURATION_S, EKF_HZ, GPS_HZ, STATUS_HZ = 60.0, 10, 5, 10
-GOOD_FLAGS = 0b1_1010_0000_0011_1111  # attitude..vert pos, using GPS, GPS quality good, initialised
-LOST_FLAGS = 0b1_0000_0000_0000_0111  # attitude and velocities only
+DURATION_S, EKF_HZ, GPS_HZ = 60.0, 10, 5
 MISSION_YAML = """\
 mission: {name: ardupilot_swarm, type: surveillance}
 constraints:
@@ -35,67 +40,6 @@ constraints:
   geofence: {min: [-50.0, -50.0, -5.0], max: [100.0, 200.0, 30.0]}
   stale_timeout_s: 2.0
 """
-
-# name: (type id, DataFlash format, columns), as ArduPilot 4.5 logs them
-FORMATS = {
-    "PARM": (64, "QNff", "TimeUS,Name,Value,Default"),
-    "MSG": (65, "QZ", "TimeUS,Message"),
-    "GPS": (66, "QBBIHBcLLeffffB", "TimeUS,I,Status,GMS,GWk,NSats,HDop,Lat,Lng,Alt,Spd,GCrs,VZ,Yaw,U"),
-    "XKF1": (67, "QBccCfffffffccce", "TimeUS,C,Roll,Pitch,Yaw,VN,VE,VD,dPD,PN,PE,PD,GX,GY,GZ,OH"),
-    "XKF4": (68, "QBcccccfbbHBIHb", "TimeUS,C,SV,SP,SH,SM,SVT,errRP,OFN,OFE,FS,TS,SS,GPS,PI"),
-    "ORGN": (69, "QBLLe", "TimeUS,Type,Lat,Lng,Alt"),
-    "MODE": (70, "QMBB", "TimeUS,Mode,ModeNum,Rsn"),
-    "ERR": (71, "QBB", "TimeUS,Subsys,ECode"),
-    "EV": (72, "QB", "TimeUS,Id"),
-    "CMD": (73, "QHHHffffLLfB", "TimeUS,CTot,CNum,CId,Prm1,Prm2,Prm3,Prm4,Lat,Lng,Alt,Frame"),
-}
-_STRUCT = {"b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I", "f": "f", "d": "d", "n": "4s", "N": "16s",
-           "Z": "64s", "c": "h", "C": "H", "e": "i", "E": "I", "L": "i", "M": "B", "q": "q", "Q": "Q"}
-_SCALE = {"c": 100.0, "C": 100.0, "e": 100.0, "E": 100.0, "L": 1e7}
-
-
-class DataFlashWriter:
-    """Writes DataFlash messages: the header 0xA3 0x95, the type id, the packed fields (each FMT once, first)."""
-
-    def __init__(self, path: Path):
-        self.f = open(path, "wb")  # noqa: SIM115 (closed by close(), as a logger's file is)
-        self.declared: set[str] = set()
-
-    def _fmt(self, name: str) -> None:
-        tid, fmt, cols = FORMATS[name]
-        length = 3 + struct.calcsize("<" + "".join(_STRUCT[c] for c in fmt))
-        body = struct.pack("<BB4s16s64s", tid, length, name.encode(), fmt.encode(), cols.encode())
-        self.f.write(bytes([0xA3, 0x95, 0x80]) + body)
-        self.declared.add(name)
-
-    def write(self, name: str, *values) -> None:
-        if name not in self.declared:
-            self._fmt(name)
-        tid, fmt, _ = FORMATS[name]
-        packed = []
-        for ch, v in zip(fmt, values, strict=True):
-            if ch in "nNZ":
-                packed.append(v.encode() if isinstance(v, str) else v)
-            elif ch in _SCALE:
-                packed.append(int(round(v * _SCALE[ch])))
-            elif ch in "fd":
-                packed.append(float(v))
-            else:
-                packed.append(int(v))
-        self.f.write(bytes([0xA3, 0x95, tid]) + struct.pack("<" + "".join(_STRUCT[c] for c in fmt), *packed))
-
-    def close(self) -> None:
-        self.f.close()
-
-
-def offset_latlon(lat0: float, lon0: float, north, east):
-    """lat/lon of points north/east metres from (lat0, lon0) (ellipsoid radii of curvature)."""
-    s = math.sin(math.radians(lat0))
-    m = A_WGS84 * (1 - E2) / (1 - E2 * s * s) ** 1.5
-    n = A_WGS84 / math.sqrt(1 - E2 * s * s)
-    east_deg = np.degrees(np.asarray(east) / (n * math.cos(math.radians(lat0))))
-    return lat0 + np.degrees(np.asarray(north) / m), lon0 + east_deg
-
 
 @dataclass
 class Vehicle:

@@ -35,7 +35,8 @@ def read_vehicle_logs(path: str | Path) -> list[VehicleLog]:
 
 
 def read_ardupilot_logs(paths: list[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
-    """Several logs of vehicles flown together -> one SwarmTrajectory; `names` (the mission's uavs) apply after."""
+    """Several logs of vehicles flown together -> one SwarmTrajectory. `names` (the mission's uavs): one per
+    vehicle names them in the order of the logs; otherwise they select vehicles by id (io.names.apply_names)."""
     files_in = [Path(p) for p in paths]
     logs: list[VehicleLog] = []
     files: list[Path] = []
@@ -44,6 +45,11 @@ def read_ardupilot_logs(paths: list[str | Path], names: list[str] | None = None)
         logs += found
         files += [p] * len(found)
     _name(logs, files)
+    if names and len(names) == len(logs) and not set(names) <= {lg.track.name for lg in logs}:
+        for lg, name in zip(logs, names, strict=True):  # in the order of the files, as for PX4 (not id order)
+            lg.notes.append(f"{lg.track.name} ({lg.track.source}) named {name} from the mission's uavs")
+            lg.track.name = name
+        names = None
     tracks = [lg.track for lg in logs]
     traj = combine(tracks)
     if len(logs) > 1:

@@ -51,7 +51,8 @@ def format_metrics(result) -> str:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("metrics", help="print the metric scores of a flight")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV, rosbag2 dir/.mcap/.db3, .bag or .ulg files")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="CSV, rosbag2 dir/.mcap/.db3, .bag, .ulg, .bin or .tlog files")
     p.add_argument("--mission", help=MISSION_HELP)
     p.add_argument("--json", action="store_true", help="print JSON (scores and details) instead of text")
     p.set_defaults(func=run)

@@ -105,6 +105,11 @@ def test_tlog_of_the_same_flight_agrees(logs):
     assert spans[("logging_gap", "sysid2")] == pytest.approx((49.9, 51.5))
     modes = [e.extra["mode"] for e in t.ingest.log_events if e.type == "flight_mode" and e.uavs == ["sysid3"]]
     assert modes == ["GUIDED", "LAND"]
+    # MAVProxy beside each SITL instance: one .tlog per vehicle reads as the same flight
+    per = [write_tlog([v], logs["root"] / f"mav{v.sysid}.tlog") for v in swarm()]
+    apart = load_inputs(per)
+    assert apart.uav_ids == t.uav_ids and apart.t0 == t.t0
+    assert all(np.array_equal(apart.tracks[u].pos, t.tracks[u].pos) for u in t.uav_ids)
 
 
 def test_column_gathers_equal_dfreader_messages(logs):

@@ -70,7 +70,9 @@ def test_three_bins_are_one_flight(logs, tmp_path, capsys):
     assert "mode=LAND reason=ekf_failsafe" in rep["dsl"]["text"]
     ekf = next(f for f in rep["findings"] if f["kind"] == "autopilot_error")
     assert ekf["uavs"] == ["sysid3"] and "EKFCHECK bad variance" in ekf["sentence"]
-    assert (tmp_path / "bins" / "report.html").is_file()
+    md = (tmp_path / "bins" / "report.md").read_text()  # the events table says what the autopilot logged
+    assert "| flight\\_mode | 40.800 | sysid3 | mode=LAND reason=ekf\\_failsafe" in md
+    assert "mode=LAND reason=ekf_failsafe </td>" in (tmp_path / "bins" / "report.html").read_text()
 
 
 def test_tlog_of_the_same_flight(logs, tmp_path):

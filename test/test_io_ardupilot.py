@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 import numpy as np
 import pytest
@@ -151,8 +152,14 @@ def test_truncated_logs(logs, tmp_path):
         read_ardupilot_logs([head])
 
 
+_BAD_FMT = (bytes([0xA3, 0x95, 0x80]) + struct.pack("<BB4s16s64s", 67, 20, b"XKF1", b"QBccCfffffffccce",
+                                                     b"TimeUS,C,Roll,Pitch,Yaw,VN,VE,VD,dPD,PN,PE,PD,GX,GY,GZ,OH")
+            + (bytes([0xA3, 0x95, 67]) + bytes(17)) * 10)
+
+
 @pytest.mark.parametrize("name,data,reason", [
     ("noise.bin", bytes(range(256)) * 8, "not an ArduPilot DataFlash log"),
+    ("badfmt.bin", _BAD_FMT, "XKF1 format 'QBccCfffffffccce' does not match its length 20"),
     ("empty.bin", b"", "not an ArduPilot DataFlash log"),
     ("empty.tlog", b"", "not a MAVLink telemetry log"),
     ("noise.tlog", bytes(range(256)) * 8, "no vehicle position in the telemetry log"),

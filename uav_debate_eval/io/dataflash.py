@@ -67,6 +67,8 @@ def columns(reader, name: str, fields: list[str]) -> dict[str, np.ndarray] | Non
     if mtype is None or not reader.offsets[mtype]:
         return None
     fmt = reader.formats[mtype]
+    if sum(np.dtype(_NP[ch]).itemsize for ch in fmt.format) != fmt.len - 3:
+        raise InputError(f"{reader.filehandle.name}: {name} format '{fmt.format}' does not match its length {fmt.len}")
     offs = np.asarray(reader.offsets[mtype], dtype=np.int64)
     offs = offs[offs + fmt.len <= reader.data_len] + 3  # a message cut by the end of the file is not read
     raw = np.frombuffer(reader.data_map, dtype=np.uint8)
@@ -79,8 +81,6 @@ def columns(reader, name: str, fields: list[str]) -> dict[str, np.ndarray] | Non
             out[col] = block.view(dt)[:, 0].astype(np.float64) * _SCALE.get(ch, 1.0)
         start += dt.itemsize
     del raw  # the mmap closes only once no array looks into it
-    if start != fmt.len - 3:
-        raise InputError(f"{reader.filehandle.name}: {name} format '{fmt.format}' does not match its length {fmt.len}")
     return out
 
 
@@ -107,6 +107,8 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     gps = columns(reader, "GPS", ["TimeUS", "I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt"])
     if ekf is None or not len(ekf.get("PN", ())):
         raise InputError(f"{path}: {pos_type} holds no whole message (the log is truncated)")
+    if "TimeUS" not in ekf and "TimeMS" not in ekf:
+        raise InputError(f"{path}: {pos_type} has no time column (TimeUS or TimeMS)")
     log = VehicleLog(LogTrack(name, np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), None, None, str(path)),
                      messages=int(reader._count))
     sysid = params.get("SYSID_THISMAV")

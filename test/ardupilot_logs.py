@@ -208,6 +208,8 @@ def write_tlog(vehicles: list[Vehicle], path: Path) -> Path:
         if v.ekf_failure:
             add(40.0, mavlink.MAVLink_statustext_message(2, b"EKF variance"))
             add(42.0, mavlink.MAVLink_statustext_message(6, b"EKF3 lane switch 1"))
+        add(-0.5, mavlink.MAVLink_mission_item_int_message(255, 190, 1, 3, 16, 0, 1, 0, 0, 0, 0, int(lat0 * 1e7),
+                                                             int(lon0 * 1e7), 10.0))  # the vehicle's copy
         add(9.0, mavlink.MAVLink_mission_item_reached_message(1))
     t_unix0 = GPS_EPOCH_UTC_S + GPS_WEEK * 604800 + GPS_MS0 / 1000 + 0.05  # the ground station hears it 50 ms later
     with open(path, "wb") as f:

@@ -106,6 +106,8 @@ def test_tlog_of_the_same_flight_agrees(logs):
     assert spans[("logging_gap", "sysid2")] == pytest.approx((49.9, 51.5))
     modes = [e.extra["mode"] for e in t.ingest.log_events if e.type == "flight_mode" and e.uavs == ["sysid3"]]
     assert modes == ["GUIDED", "LAND"]
+    reached = [e for e in t.ingest.log_events if e.type == "mission_command" and e.uavs == ["sysid1"]]
+    assert [(e.t, e.extra["label"]) for e in reached] == [(9.0, "NAV_WAYPOINT#1")]  # as the .bin's CMD says
     # MAVProxy beside each SITL instance: one .tlog per vehicle reads as the same flight
     per = [write_tlog([v], logs["root"] / f"mav{v.sysid}.tlog") for v in swarm()]
     apart = load_inputs(per)
@@ -200,7 +202,7 @@ def test_tlog_type_filtered_scan_equals_mavutil(logs, tmp_path):
 
     fast, count, bad = tlog._filtered(logs["tlog"].read_bytes())
     slow, count_slow, bad_slow = tlog._robust(logs["tlog"])
-    assert (count, bad) == (count_slow, bad_slow) == (5204, 0)
+    assert (count, bad) == (count_slow, bad_slow) == (5207, 0)
     assert sorted(fast) == sorted(slow) == [1, 2, 3]
     for sysid, kinds in slow.items():
         assert sorted(fast[sysid]) == sorted(kinds)

@@ -5,7 +5,8 @@ Positions: LOCAL_POSITION_NED (the EKF's, from its origin), else GLOBAL_POSITION
 Origin: GPS_GLOBAL_ORIGIN, else HOME_POSITION moved back by its local position, else the fixes minus the local
 position. Clock: the vehicle's boot milliseconds; UTC from SYSTEM_TIME (the autopilot's GPS time), else the ground
 station's receive stamps. Validity: EKF_STATUS_REPORT flags and test ratios (the rule of `io.ardupilot_log`).
-Modes from HEARTBEAT, errors and failsafes from STATUSTEXT, progress from MISSION_ITEM_REACHED.
+Modes from HEARTBEAT, errors and failsafes from STATUSTEXT, progress from MISSION_ITEM_REACHED (named from the
+MISSION_ITEM(_INT) the vehicle sent).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 
 TLOG_TYPES = ["HEARTBEAT", "SYSTEM_TIME", "LOCAL_POSITION_NED", "GLOBAL_POSITION_INT", "GPS_RAW_INT",
-              "EKF_STATUS_REPORT", "GPS_GLOBAL_ORIGIN", "HOME_POSITION", "STATUSTEXT", "MISSION_ITEM_REACHED"]
+              "EKF_STATUS_REPORT", "GPS_GLOBAL_ORIGIN", "HOME_POSITION", "STATUSTEXT", "MISSION_ITEM_REACHED",
+              "MISSION_ITEM_INT", "MISSION_ITEM"]
 #: STATUSTEXT severities up to MAV_SEVERITY_ERROR are errors; failsafes are announced up to MAV_SEVERITY_WARNING.
 SEVERITY_ERROR, SEVERITY_WARNING = 3, 4
 GCS_SYSID = 255
@@ -264,5 +266,11 @@ def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
     if glitch_at is not None:
         log.spans.append(LogSpan("gps_glitch", glitch_at, float(log.track.t_us[-1]), "the autopilot reported a GPS "
                                  "glitch, never cleared in the log", ["geofence", "max_speed"]))
+    items = {}  # the mission as the vehicle sent it (a download): seq -> command name
+    for m in msgs.get("MISSION_ITEM_INT", []) + msgs.get("MISSION_ITEM", []):
+        cmd = mavutil.mavlink.enums["MAV_CMD"].get(int(m.command))
+        items[int(m.seq)] = cmd.name.removeprefix("MAV_CMD_") if cmd is not None else f"CMD_{int(m.command)}"
     for m in msgs.get("MISSION_ITEM_REACHED", []):
-        log.events.append(LogEvent("mission_command", boot(m), f"reached#{m.seq}", extra={"seq": int(m.seq)}))
+        name = items.get(int(m.seq), "ITEM")
+        log.events.append(LogEvent("mission_command", boot(m), f"{name}#{m.seq}",
+                                   extra={"command": name, "seq": int(m.seq), "reached": True}))

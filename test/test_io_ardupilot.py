@@ -271,3 +271,19 @@ def test_mission_names_follow_the_order_of_the_logs(tmp_path):
     for u in csv.uav_ids:
         assert np.abs(traj.tracks[u].pos - csv.tracks[u].pos).max() < 2e-3, u
     assert any("named uav12 from the mission's uavs" in n for n in traj.ingest.notes)
+
+
+def test_estimator_validity_rule():
+    """ArduPilot's EKF failsafe rule: flags without a position, or two of the velocity / position / compass test
+    ratios at the threshold; one high ratio alone (a compass glitch) leaves the position usable."""
+    from uav_debate_eval.io import ardupilot_codes as codes
+    from uav_debate_eval.io.ardupilot_log import hold_last, invalid_reasons
+
+    good, lost = 0b1_1010_0000_0011_1111, 0b1_0000_0000_0000_0111
+    assert codes.position_ok(good) and not codes.position_ok(lost)
+    assert not codes.position_ok(good | codes.CONST_POS_MODE)
+    flags = np.array([True, True, True, False])
+    ratios = np.array([[0.1, 0.1, 0.1], [0.9, 0.1, 0.1], [0.9, 0.85, 0.1], [0.1, 0.1, 0.1]])
+    assert invalid_reasons(flags, ratios, 0.8).tolist() == [False, False, True, True]
+    state = hold_last(np.array([10.0, 20.0]), np.array([1, 2]), np.array([5.0, 10.0, 15.0, 25.0]))
+    assert state.tolist() == [1, 1, 1, 2]

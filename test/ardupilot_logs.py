@@ -134,6 +134,7 @@ def write_bin(v: Vehicle, path: Path) -> Path:
         rows.append((t, "GPS", (0, 3, ms, week, 12, 0.8, lat, lon, alt, 0.0, 0.0, 0.0, 0.0, 1)))
     rows += [(-3.0, "MODE", (0, 0, 31)), (-2.0, "EV", (25,)), (0.5, "EV", (10,)), (0.6, "MODE", (4, 4, 2)),
              (9.0, "CMD", (3, 1, 16, 0, 0, 0, 0, *v.origin, 3))]
+    rows += [(0.5, "CMD", (3, k, cid, 0, 0, 0, 0, *v.origin, 3)) for k, cid in enumerate((16, 16, 20))]  # at arming
     if v.overspeed:
         rows += [(50.0, "ERR", (5, 1)), (52.0, "ERR", (5, 0))]  # a radio failsafe, resolved
     if v.glitch:

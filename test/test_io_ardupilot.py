@@ -81,6 +81,8 @@ def test_modes_errors_events_commands(logs):
     assert (err.t, err.t_end) == pytest.approx((40.0, 45.0))  # ERR EKFCHECK 2 ... resolved
     assert ("autopilot_event", "sysid1", "ARMED") in by and ("autopilot_event", "sysid2", "LAND_COMPLETE") in by
     assert by[("mission_command", "sysid1", "NAV_WAYPOINT#1")].t == pytest.approx(9.0)
+    dump = by[("mission_command", "sysid1", "mission_of_3_items")]  # the mission the logger wrote at arming
+    assert dump.t == pytest.approx(0.5) and dump.extra["items"] == 3
     assert not any(e.extra["label"].startswith("EKF_PRIMARY") for e in traj.ingest.log_events)  # a span, not an event
     # logged at boot, before the EKF's first sample: the mode the flight starts in, at t = 0; SET_HOME left out
     start = by[("flight_mode", "sysid1", "mode=STABILIZE reason=startup")]

@@ -234,6 +234,12 @@ def _events(log: VehicleLog, sparse: list, reader) -> None:
         elif kind == "CMD":
             cmd = mavutil.mavlink.enums["MAV_CMD"].get(int(m.CId))
             label = cmd.name.removeprefix("MAV_CMD_") if cmd is not None else f"CMD_{int(m.CId)}"
+            last = log.events[-1] if log.events else None
+            if last is not None and last.type == "mission_command" and last.t_us == t:
+                # the logger writes the whole mission at once when the vehicle arms: one event for the lot
+                n = int(last.extra.get("items", 1)) + 1
+                last.label, last.extra = f"mission_of_{n}_items", {"items": n, "total": int(m.CTot)}
+                continue
             log.events.append(LogEvent("mission_command", t, f"{label}#{int(m.CNum)}",
                                        extra={"command": label, "seq": int(m.CNum)}))
     end = float(log.track.t_us[-1])

@@ -34,7 +34,7 @@ from ardupilot_logs import Vehicle, write_tlog  # noqa: E402
 from uav_debate_eval.io import tlog as tlog_reader  # noqa: E402
 from uav_debate_eval.io.dataflash import NEEDED_TYPES, open_dataflash, read_dataflash  # noqa: E402
 from uav_debate_eval.io.tlog import read_tlog  # noqa: E402
-from uav_debate_eval.sim.dataflash import FORMATS, DataFlashWriter  # noqa: E402
+from uav_debate_eval.sim.dataflash import DataFlashWriter  # noqa: E402
 
 TARGET_S_PER_FLIGHT_HOUR = 5.0  # the reader, one vehicle's DataFlash log
 FILLER = {"IMU": (90, "QBffffff", "TimeUS,I,GyrX,GyrY,GyrZ,AccX,AccY,AccZ"),
@@ -45,8 +45,7 @@ FILLER = {"IMU": (90, "QBffffff", "TimeUS,I,GyrX,GyrY,GyrZ,AccX,AccY,AccZ"),
 
 def write_log(path: Path, minutes: float) -> float:
     """The benchmark's DataFlash log; returns its duration (s)."""
-    FORMATS.update(FILLER)
-    w = DataFlashWriter(path)
+    w = DataFlashWriter(path, FILLER)
     w.write("MSG", 0, "ArduCopter V4.5.7 (2a3dc4b7)")
     w.write("PARM", 0, "SYSID_THISMAV", 1, 1)
     w.write("ORGN", 0, 0, -35.363261, 149.165230, 584.0)

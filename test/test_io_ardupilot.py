@@ -26,6 +26,7 @@ from uav_debate_eval.io.dataflash import columns, open_dataflash
 from uav_debate_eval.io.loader import load_inputs, one_flight
 from uav_debate_eval.quality.assessment import assess
 from uav_debate_eval.quality.gnss import jumps
+from uav_debate_eval.sim.dataflash import offset_latlon
 
 T0_UTC = GPS_EPOCH_UTC_S + GPS_WEEK * 604800 + GPS_MS0 / 1000
 
@@ -289,3 +290,39 @@ def test_estimator_validity_rule():
     assert invalid_reasons(flags, ratios, 0.8).tolist() == [False, False, True, True]
     state = hold_last(np.array([10.0, 20.0]), np.array([1, 2]), np.array([5.0, 10.0, 15.0, 25.0]))
     assert state.tolist() == [1, 1, 1, 2]
+
+
+def test_older_firmware_ekf2_log_without_origin(tmp_path):
+    """ArduPilot 3.x / 4.0 logs: EKF2's NKF1/NKF4 without a core column, GPS without an instance, no ORGN (the
+    origin comes from the GPS fixes minus the local position)."""
+    from uav_debate_eval.sim.dataflash import DataFlashWriter, gps_week_ms
+
+    old = {"NKF1": (80, "QccCfffffffccce", "TimeUS,Roll,Pitch,Yaw,VN,VE,VD,dPD,PN,PE,PD,GX,GY,GZ,OH"),
+           "NKF4": (81, "QcccccfbbHBHHb", "TimeUS,SV,SP,SH,SM,SVT,errRP,OFN,OFE,FS,TS,SS,GPS,PI"),
+           "GPS": (82, "QBIHBcLLefffB", "TimeUS,Status,GMS,GWk,NSats,HDop,Lat,Lng,Alt,Spd,GCrs,VZ,U")}
+    path = tmp_path / "old.bin"
+    w = DataFlashWriter(path, old)
+    w.write("PARM", 1_000_000, "SYSID_THISMAV", 7, 1)
+    home = (-35.363261, 149.165230, 584.0)
+    for k in range(300):  # 30 s at 10 Hz: 2 m/s east from 5 m north of the fix that set the origin
+        t, east = 10.0 + k / 10, 2.0 * k / 10
+        lost = 12.0 <= t < 14.0
+        w.write("NKF1", t * 1e6, 0, 0, 0, 0.0, 2.0, 0.0, 0.0, 5.0, east, -3.0, 0, 0, 0, 0)
+        w.write("NKF4", t * 1e6, 0.1, 0.1, 0.1, 0.1, 0, 0, 0, 0, 0, 0, 0x07 if lost else 0x3F, 0, 0)
+        if k % 2 == 0:
+            week, ms = gps_week_ms(1_795_462_900.0 + k / 10)
+            lat, lon = offset_latlon(home[0], home[1], 5.0, east)
+            w.write("GPS", t * 1e6, 3, ms, week, 10, 0.9, float(lat), float(lon), home[2] + 3.0, 0, 0, 0, 1)
+    w.close()
+    traj = read_ardupilot_logs([path])
+    tr = traj.tracks["sysid7"]
+    assert traj.t0 == pytest.approx(1_795_462_900.0, abs=1e-3) and len(tr) == 300
+    assert tr.pos[0] == pytest.approx([0.0, 5.0, 3.0], abs=0.02)  # the single vehicle's frame: its EKF origin
+    assert tr.pos[-1, 0] == pytest.approx(59.8, abs=1e-4) and tr.vel[0] == pytest.approx([2.0, 0.0, 0.0])
+    assert len(tr.t[~tr.est_valid]) == 20
+    assert any("sysid7: 20 of 300 samples flagged not valid" in n and "NKF4 status flags" in n
+               for n in traj.ingest.notes)
+    # placed beside a vehicle whose ORGN is 10 m east of that home: the fix-derived origin is the home
+    other = write_bin(Vehicle(2, 100.0, 10.0), tmp_path / "new.bin")
+    both = read_ardupilot_logs([path, other])
+    assert both.tracks["sysid2"].pos[0] == pytest.approx([10.0, 0.0, 0.0], abs=0.05)  # 5 m shift: 2.5 cm off

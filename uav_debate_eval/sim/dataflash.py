@@ -50,12 +50,13 @@ GUIDED, RSN_GCS_COMMAND = 4, 2
 class DataFlashWriter:
     """Writes DataFlash messages: the header 0xA3 0x95, the type id, the packed fields (each FMT once, first)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, formats: dict[str, tuple[int, str, str]] | None = None):
         self.f = open(path, "wb")  # noqa: SIM115 (closed by close(), as a logger's file is)
+        self.formats = {**FORMATS, **(formats or {})}  # more messages, or an older firmware's definitions
         self.declared: set[str] = set()
 
     def _fmt(self, name: str) -> None:
-        tid, fmt, cols = FORMATS[name]
+        tid, fmt, cols = self.formats[name]
         length = 3 + struct.calcsize("<" + "".join(_STRUCT[c] for c in fmt))
         body = struct.pack("<BB4s16s64s", tid, length, name.encode(), fmt.encode(), cols.encode())
         self.f.write(bytes([0xA3, 0x95, 0x80]) + body)
@@ -65,7 +66,7 @@ class DataFlashWriter:
         """One message; values in the log's units (metres, degrees: scaled here as the format says)."""
         if name not in self.declared:
             self._fmt(name)
-        tid, fmt, _ = FORMATS[name]
+        tid, fmt, _ = self.formats[name]
         packed: list = []
         for ch, v in zip(fmt, values, strict=True):
             if ch in "nNZ":

@@ -326,3 +326,15 @@ def test_older_firmware_ekf2_log_without_origin(tmp_path):
     other = write_bin(Vehicle(2, 100.0, 10.0), tmp_path / "new.bin")
     both = read_ardupilot_logs([path, other])
     assert both.tracks["sysid2"].pos[0] == pytest.approx([10.0, 0.0, 0.0], abs=0.05)  # 5 m shift: 2.5 cm off
+
+
+def test_sitl_instances_named_after_their_folders(tmp_path):
+    """SITL instances all log logs/00000001.BIN with SYSID_THISMAV 1: the folder that tells them apart names them."""
+    paths = []
+    for k, v in enumerate(swarm()):
+        folder = tmp_path / f"sitl{k + 1}" / "logs"
+        folder.mkdir(parents=True)
+        paths.append(write_bin(dataclasses.replace(v, sysid=1), folder / "00000001.BIN"))
+    traj = read_ardupilot_logs(paths)
+    assert traj.uav_ids == ["sitl1", "sitl2", "sitl3"]
+    assert traj.tracks["sitl2"].pos[0] == pytest.approx([10.0, 0.0, 0.0], abs=0.02)

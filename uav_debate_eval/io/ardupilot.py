@@ -3,7 +3,8 @@ several) into one ENU world frame and one clock, as for PX4 (`io.ulog.combine` p
 the boot clocks to GPS UTC time).
 
 Vehicle ids: `sysid<N>` from SYSID_THISMAV (the parameter in a `.bin`) or the MAVLink system id (a `.tlog`); the
-file name when the id is missing or two logs share it (SITL instances all default to SYSID_THISMAV 1). What the
+file name (or the folder that tells equally named files apart) when the id is missing or two logs share it (SITL
+instances all default to SYSID_THISMAV 1). What the
 autopilot logged (modes, errors, failsafes, events, mission commands) goes to `ingest.log_events`, the spans the
 log shows about itself (GPS glitch, EKF lane switch, logging gap) to `ingest.findings`, the GPS fixes to
 `ingest.gnss` (the data-quality pass checks their jumps against the vehicle class), all in flight time.
@@ -65,17 +66,34 @@ def _name(logs: list[VehicleLog], files: list[Path]) -> None:
     """sysid<N> when every log's id is known and unique, else the file name (with the sysid within a .tlog)."""
     ids = [f"sysid{lg.sysid}" if lg.sysid is not None else None for lg in logs]
     unique = None not in ids and len(set(ids)) == len(ids)
-    stems = [p.stem for p in files]
+    stems = _file_names(files)
     for i, (lg, path, sid) in enumerate(zip(logs, files, ids, strict=True)):
         if unique:
             lg.track.name = str(sid)
             continue
         if files.count(path) > 1:
-            lg.track.name = f"{path.stem}_{sid or i + 1}"
+            lg.track.name = f"{stems[i]}_{sid or i + 1}"
         else:
-            lg.track.name = path.stem if stems.count(path.stem) == 1 else f"{path.stem}_{i + 1}"
+            lg.track.name = stems[i] if stems.count(stems[i]) == 1 else f"{stems[i]}_{i + 1}"
         if sid is not None:
             lg.notes.append(f"{lg.track.name}: named after its file ({sid} is not unique among the logs)")
+
+
+def _file_names(files: list[Path]) -> list[str]:
+    """Each file's stem; files of one stem (SITL instances each write logs/00000001.BIN) are named after the
+    nearest folder whose names tell them apart (sitl1/logs/00000001.BIN -> sitl1)."""
+    out = [p.stem for p in files]
+    for stem in set(out):
+        same = sorted({p.resolve() for p in files if p.stem == stem})
+        if len(same) < 2:
+            continue
+        for depth in range(1, max(len(p.parts) for p in same)):
+            names = [p.parents[depth - 1].name if depth <= len(p.parents) else "" for p in same]
+            if all(names) and len(set(names)) == len(names):
+                rename = dict(zip(same, names, strict=True))
+                out = [rename.get(p.resolve(), o) for p, o in zip(files, out, strict=True)]
+                break
+    return out
 
 
 def _flight_time(traj: SwarmTrajectory, lg: VehicleLog, offset_us: float, anchor) -> None:

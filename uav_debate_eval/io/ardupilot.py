@@ -4,10 +4,10 @@ the boot clocks to GPS UTC time).
 
 Vehicle ids: `sysid<N>` from SYSID_THISMAV (the parameter in a `.bin`) or the MAVLink system id (a `.tlog`); the
 file name (or the folder that tells equally named files apart) when the id is missing or two logs share it (SITL
-instances all default to SYSID_THISMAV 1). What the
-autopilot logged (modes, errors, failsafes, events, mission commands) goes to `ingest.log_events`, the spans the
-log shows about itself (GPS glitch, EKF lane switch, logging gap) to `ingest.findings`, the GPS fixes to
-`ingest.gnss` (the data-quality pass checks their jumps against the vehicle class), all in flight time.
+instances all default to SYSID_THISMAV 1). What the autopilot logged (modes, errors, failsafes, events, mission
+commands) goes to `ingest.log_events`, the spans the log shows about itself (GPS glitch, EKF lane switch, logging
+gap) to `ingest.findings`, the GPS fixes to `ingest.gnss` (the data-quality pass checks their jumps against the
+vehicle class), all in flight time.
 """
 
 from __future__ import annotations

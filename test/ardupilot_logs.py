@@ -51,6 +51,7 @@ class Vehicle:
     overspeed: bool = False
     glitch: bool = False
     ekf_failure: bool = False
+    ekf_lost: tuple[float, float] = (40.0, 45.0)  # when the estimate is lost (flight time)
     gap: bool = False
     week_shift: int = 0  # a later week: a flight on another day
     t: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -64,7 +65,8 @@ class Vehicle:
             vn = np.where((self.t >= 20) & (self.t < 25), 8.0, vn)
         vd = np.where(self.t < 10, -1.0, 0.0)
         if self.ekf_failure:  # the failing estimate runs away north at 12 m/s while its flags say it is lost
-            vn = np.where((self.t >= 41) & (self.t < 43), 12.0, vn)
+            a = self.ekf_lost[0]
+            vn = np.where((self.t >= a + 1) & (self.t < a + 3), 12.0, vn)
         self.vel = np.column_stack([vn, np.zeros_like(vn), vd])
         self.pos = np.vstack([np.zeros(3), np.cumsum(self.vel[:-1] / EKF_HZ, axis=0)])
         self.pos[:, 1] += np.sin(self.t / 7.0) * 0.05  # a little noise-free wander: no two samples repeat
@@ -75,10 +77,10 @@ class Vehicle:
         return float(lat), float(lon), ALT0
 
     def ekf_invalid(self, t: float) -> bool:
-        return self.ekf_failure and 40.0 <= t < 45.0
+        return self.ekf_failure and self.ekf_lost[0] <= t < self.ekf_lost[1]
 
     def lane(self, t: float) -> int:
-        return 1 if self.ekf_failure and t >= 42.0 else 0
+        return 1 if self.ekf_failure and t >= self.ekf_lost[0] + 2 else 0
 
     def gps(self) -> tuple[np.ndarray, np.ndarray]:
         """GPS fixes (t, lat/lon/alt): the truth, 25 m east during the glitch."""
@@ -140,7 +142,8 @@ def write_bin(v: Vehicle, path: Path) -> Path:
     if v.glitch:
         rows += [(30.0, "ERR", (11, 2)), (32.2, "ERR", (11, 0))]
     if v.ekf_failure:
-        rows += [(40.0, "ERR", (16, 2)), (40.8, "MODE", (9, 9, 6)), (42.0, "ERR", (24, 1)), (45.0, "ERR", (16, 0))]
+        a, b = v.ekf_lost
+        rows += [(a, "ERR", (16, 2)), (a + 0.8, "MODE", (9, 9, 6)), (a + 2, "ERR", (24, 1)), (b, "ERR", (16, 0))]
     rows.append((59.0, "EV", (18,)))
     for t, name, vals in sorted(rows, key=lambda r: r[0]):
         w.write(name, v.time_us(t), *vals)
@@ -173,7 +176,7 @@ def write_tlog(vehicles: list[Vehicle], path: Path) -> Path:
 
         add(-1.0, mavlink.MAVLink_gps_global_origin_message(int(lat0 * 1e7), int(lon0 * 1e7), int(alt0 * 1000)))
         for t in np.arange(0.0, DURATION_S, 1.0):
-            mode = 9 if v.ekf_failure and t >= 41.0 else 4
+            mode = 9 if v.ekf_failure and t >= v.ekf_lost[0] + 1 else 4
             add(t, mavlink.MAVLink_heartbeat_message(2, 3, 217, mode, 4, 3))
             week, ms = v.gps_time(t)
             unix_us = int(round((GPS_EPOCH_UTC_S + week * 604800 + ms / 1000) * 1e6))
@@ -207,8 +210,8 @@ def write_tlog(vehicles: list[Vehicle], path: Path) -> Path:
             add(30.0, mavlink.MAVLink_statustext_message(2, b"GPS Glitch"))
             add(32.2, mavlink.MAVLink_statustext_message(2, b"GPS Glitch cleared"))
         if v.ekf_failure:
-            add(40.0, mavlink.MAVLink_statustext_message(2, b"EKF variance"))
-            add(42.0, mavlink.MAVLink_statustext_message(6, b"EKF3 lane switch 1"))
+            add(v.ekf_lost[0], mavlink.MAVLink_statustext_message(2, b"EKF variance"))
+            add(v.ekf_lost[0] + 2, mavlink.MAVLink_statustext_message(6, b"EKF3 lane switch 1"))
         add(-0.5, mavlink.MAVLink_mission_item_int_message(255, 190, 1, 3, 16, 0, 1, 0, 0, 0, 0, int(lat0 * 1e7),
                                                              int(lon0 * 1e7), 10.0))  # the vehicle's copy
         add(9.0, mavlink.MAVLink_mission_item_reached_message(1))

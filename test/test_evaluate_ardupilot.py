@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ardupilot_logs import swarm, write_bin, write_mission, write_swarm_bins, write_tlog
+from ardupilot_logs import Vehicle, swarm, write_bin, write_mission, write_swarm_bins, write_tlog
 from contract import COMPARISON_SCHEMA, REPORT_SCHEMA
 
 from uav_debate_eval.cli import main
@@ -93,6 +93,14 @@ def test_failed_estimate_alone_is_not_evaluable_not_a_violation(logs, tmp_path):
     assert rc == 0  # the 12 m/s runaway lies inside the span the EKF itself flags invalid
     assert rep["violations"] == []
     assert ("estimator_invalid", "sysid3") in _quality(rep)
+
+
+def test_estimate_lost_for_half_the_flight_is_inconclusive(logs, tmp_path):
+    lost = write_bin(Vehicle(3, 90.0, 20.0, ekf_failure=True, ekf_lost=(10.0, 40.0)), tmp_path / "lost.bin")
+    rc, rep = evaluate([str(lost), "--mission", str(logs["mission"])], tmp_path / "lost")
+    assert rc == 4  # no violation, but the speed and fence checks lost half the flight
+    assert rep["verdict"]["label"] == "inconclusive" and rep["violations"] == []
+    assert rep["data_quality"]["status"] == "poor"
 
 
 @pytest.mark.parametrize("name,data,reason", [

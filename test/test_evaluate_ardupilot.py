@@ -1,5 +1,5 @@
 """`evaluate`, `compare-flights` and batches on ArduPilot logs (issue 27): vehicles, flight time, violations,
-data-quality findings, autopilot events, exit codes 0/3/2, reports valid against the schema."""
+data-quality findings, autopilot events, exit codes 0/3/4/2, reports valid against the schema."""
 
 from __future__ import annotations
 

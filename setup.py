@@ -19,7 +19,7 @@ setup(
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json")),
     ],
-    install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog",
+    install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog", "pymavlink",
                       "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "websockets", "pyarrow"],
     extras_require={"train": ["torch==2.13.0", "stable-baselines3==2.9.2", "gymnasium==1.4.0"]},
     zip_safe=True,

@@ -22,8 +22,9 @@ from uav_debate_eval.core.errors import InputError
 EXIT_OK, EXIT_WORSE = 0, 5
 
 HELP = """\
-Flights: each FLIGHT is an input as `evaluate` takes it (CSV, rosbag2 dir/.mcap/.db3, ROS 1 .bag, .ulg), or
-KEY=f1,f2 to name it and give several files. Several .ulg files are one flight (one log per vehicle); several
+Flights: each FLIGHT is an input as `evaluate` takes it (CSV, rosbag2 dir/.mcap/.db3, ROS 1 .bag, .ulg, .bin,
+.tlog), or KEY=f1,f2 to name it and give several files. Several .ulg (or ArduPilot .bin/.tlog) files are one flight
+(one log per vehicle); several
 other files are repeated runs of one mission (deltas then carry effect sizes with bootstrap intervals).
 Flights without KEY= are A, B, C, ... in order; each flight's own report goes to DIR/<key>/.
 Mission: --mission FILE for every flight; otherwise each uses its nearest mission.yaml (beside its input, then above).

@@ -12,7 +12,8 @@ from uav_debate_eval.dsl import DEFAULT_BUDGET_TOKENS
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("dsl", help="print the trajectory DSL of a flight and its token counts")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV, rosbag2 dir/.mcap/.db3, .bag or .ulg files")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="CSV, rosbag2 dir/.mcap/.db3, .bag, .ulg, .bin or .tlog files")
     add_read_options(p)
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET_TOKENS, metavar="N",
                    help=f"token budget of the DSL (default {DEFAULT_BUDGET_TOKENS})")

@@ -38,7 +38,8 @@ def format_metrics(result) -> str:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("metrics", help="print the metric scores of a flight")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV, rosbag2 dir/.mcap/.db3, .bag or .ulg files")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="CSV, rosbag2 dir/.mcap/.db3, .bag, .ulg, .bin or .tlog files")
     add_read_options(p)
     p.add_argument("--json", action="store_true", help="print JSON (vehicles, scores and details) instead of text")
     p.set_defaults(func=run)

@@ -23,7 +23,8 @@ def register(subparsers) -> None:
     p.add_argument("--fault", action="append", default=[], metavar="KIND[@T]",
                    help="inject a fault, optionally starting at T s (repeatable)")
     p.add_argument("--format", default="csv,mcap",
-                   help="comma-separated outputs among csv, mcap, db3, bag (default csv,mcap)")
+                   help="comma-separated outputs among csv, mcap, db3, bag, bin (ArduPilot DataFlash logs, "
+                   "one per vehicle, in OUT/ardupilot/; default csv,mcap)")
     p.set_defaults(func=run)
 
 
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--out DIR is required")
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     if not formats:
-        raise InputError("--format needs at least one of csv, mcap, db3, bag")
+        raise InputError("--format needs at least one of csv, mcap, db3, bag, bin")
     started = time.perf_counter()
     result = simulate(args.scenario, seed=args.seed, n_uavs=args.uavs, duration_s=args.duration,
                       rate_hz=args.rate, faults=args.fault)

@@ -75,8 +75,10 @@ def parse_flight_args(raw: list[str]) -> list[tuple[str, list[Path]]]:
 
 
 def runs_of(paths: list[Path]) -> list[list[Path]]:
-    """Group a flight's files into runs: all-.ulg is one run (one log per vehicle), else one run per file."""
-    if len(paths) > 1 and all(p.suffix.lower() == ".ulg" for p in paths):
+    """Group a flight's files into runs: all autopilot logs (.ulg, or ArduPilot .bin/.tlog) are one run (one log per
+    vehicle), else one run per file."""
+    if len(paths) > 1 and (all(p.suffix.lower() == ".ulg" for p in paths)
+                           or all(p.suffix.lower() in (".bin", ".tlog") for p in paths)):
         return [paths]
     return [[p] for p in paths]
 

@@ -51,7 +51,8 @@ class Event:
 
 #: Data-quality finding kinds (CONTRACT.md §3b); a finding is an artefact of the recording, not a hazard.
 FINDING_KINDS = ("repeated_samples", "timing_jitter", "position_jump", "estimator_invalid", "frames_unverified",
-                 "frames_misaligned", "duplicate_vehicle", "end_of_recording", "velocity_mismatch", "not_a_vehicle")
+                 "frames_misaligned", "duplicate_vehicle", "end_of_recording", "velocity_mismatch", "not_a_vehicle",
+                 "gps_glitch", "ekf_lane_switch", "logging_gap")
 
 
 @dataclass
@@ -127,6 +128,10 @@ class IngestReport:
     not_evaluable: list[NotEvaluable] = field(default_factory=list)
     #: what was taken as a vehicle and why: [{"uav", "source", "vehicle": bool, "why"}]
     vehicles: list[dict] = field(default_factory=list)
+    #: what the autopilot logged (flight modes, errors, failsafes, events, mission commands), in flight time
+    log_events: list[Event] = field(default_factory=list)
+    #: per vehicle: GPS fixes (flight time (n,), world ENU (n, 3)) beside the estimate, for the glitch check
+    gnss: dict[str, tuple] = field(default_factory=dict)
 
     def count(self, reason: str, n: int) -> None:
         if n:
@@ -143,6 +148,8 @@ class IngestReport:
         self.notes.extend(other.notes)
         self.findings.extend(other.findings)
         self.not_evaluable.extend(other.not_evaluable)
+        self.log_events.extend(other.log_events)
+        self.gnss.update(other.gnss)
 
     def to_dict(self) -> dict:
         return {

@@ -21,10 +21,14 @@ common grid of metrics.swarm, so sensor noise does not create events:
 - link_loss: link_ok == 0 runs; value = duration (s).
 - data_gap: ingest gaps (value = duration, s) and vehicles that fell silent before the end.
 - violation:<constraint>: one per hard-constraint violation of the SafetyResult; value = worst value.
+- what the autopilot logged (`ingest.log_events`, ArduPilot logs): flight_mode, failsafe, autopilot_error (t_end:
+  when resolved), autopilot_event, mission_command; extra.label is what the DSL prints (mode=RTL reason=...).
 Ids EVENT[k] (k from 1) follow the order (t, type, vehicles), so the same input gives the same ids.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -49,6 +53,9 @@ TURN_MIN_SPEED = 0.5
 SLOW_TURN_MAX_S = 10.0
 SWARM_TURN_S = 2.0
 ALT_RATE_MIN_S = 0.2
+#: What an autopilot logs in the course of a flight (arming, mode changes, mission items): printed, not counted as
+#: safety events.
+ROUTINE_LOG_EVENTS = ("autopilot_event", "mission_command", "flight_mode")
 UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m", "stale_data": "s"}
 
 
@@ -194,6 +201,12 @@ def violation_events(safety) -> list[Event]:
     ]
 
 
+def autopilot_events(traj: SwarmTrajectory) -> list[Event]:
+    """The autopilot's own log entries of the vehicles in `traj` (copies: numbering gives them ids)."""
+    return [replace(e, uavs=list(e.uavs), extra=dict(e.extra)) for e in traj.ingest.log_events
+            if set(e.uavs) <= set(traj.tracks)]
+
+
 def merge_swarm_turns(turns: list[Event], order: list[str]) -> list[Event]:
     """One sharp_turn per swarm corner: same direction, corners within SWARM_TURN_S, distinct vehicles."""
     rank = {u: i for i, u in enumerate(order)}
@@ -245,4 +258,5 @@ def detect_events(traj: SwarmTrajectory, mission: Mission, safety=None) -> list[
         events += altitude_rates(k, th.altitude_rate_mps)
     events += merge_swarm_turns(turns, traj.uav_ids)
     events += pairwise_events(traj, mission, safety) + link_losses(traj) + data_gaps(traj) + violation_events(safety)
+    events += autopilot_events(traj)
     return number_events(events)

@@ -14,7 +14,7 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.dsl.events import UNITS
+from uav_debate_eval.dsl.events import ROUTINE_LOG_EVENTS, UNITS
 from uav_debate_eval.dsl.segmentation import segment_vehicles
 from uav_debate_eval.metrics.kinematics import smooth_tracks
 
@@ -160,7 +160,8 @@ def quality_lines(safety, t_range) -> list[Line]:
 
 def event_line(e: Event) -> Line:
     t0 = e.extra.get("t_from", e.t) if e.type == "sharp_turn" else e.t
-    pr = {"sharp_turn": TURN_EVENT_PRIORITY, "formation_breach": FORMATION_EVENT_PRIORITY}.get(
+    pr = {"sharp_turn": TURN_EVENT_PRIORITY, "formation_breach": FORMATION_EVENT_PRIORITY,
+          "autopilot_event": FORMATION_EVENT_PRIORITY, "mission_command": FORMATION_EVENT_PRIORITY}.get(
         e.type, SAFETY_EVENT_PRIORITY)
     rank = e.t if pr == SAFETY_EVENT_PRIORITY else -(e.value or 0.0)
     line = Line(e.id, "EVENT", e.uavs, t0, e.t_end if e.t_end is not None else e.t, priority=pr, rank=rank,
@@ -174,6 +175,8 @@ def event_line(e: Event) -> Line:
         line.lit(str(e.extra["direction"]))
     if e.extra.get("silent"):
         line.lit("silent")
+    if "label" in e.extra:  # what an autopilot logged: mode=RTL reason=radio_failsafe, GPS_glitch, ...
+        line.lit(str(e.extra["label"]))
     return line
 
 
@@ -199,6 +202,7 @@ def attn_lines(metrics, events: list[Event], safety, t_range) -> list[Line]:
             if d["value"] is not None:
                 line.num("value", d["value"], "" if d["unit"] in ("fraction", "ratio", "violations", "faults")
                          else d["unit"], 3)
+    events = [e for e in events if e.type not in ROUTINE_LOG_EVENTS]  # an autopilot's log book is no hazard
     if events:
         ts = np.array([e.t for e in events])
         counts = np.searchsorted(ts, ts + CLUSTER_WINDOW_S, side="right") - np.arange(len(ts))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uav_debate_eval.findings import recommend
+from uav_debate_eval.findings.autopilot import autopilot_findings
 from uav_debate_eval.findings.text import num, span, vehicles
 
 SEVERITY = ("hazard", "warning", "data_quality", "info")
@@ -271,7 +272,7 @@ def build_findings(safety: Any, dsl: Any, metrics: Any, mission: Any = None,
     hazards = _violations(safety, index, events, t_range)
     found = hazards + _warnings(safety, index, t_range) + _margins(safety, index, fraction, span_)
     found += _events(events, index, t_range, uav_count, hazards) + _waypoints(index, span_)
-    found += _data_quality(safety, t_range)
+    found += autopilot_findings(events, t_range) + _data_quality(safety, t_range)
     found += _low_metrics(metrics, span_, {r for f in found for r in f.refs})
     if not found:
         found = [recommend.all_clear(safety, span_)]

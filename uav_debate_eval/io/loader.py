@@ -1,4 +1,5 @@
-"""Pick the reader for each input: contract CSV, rosbag2 (dir, .mcap, .db3), ROS 1 .bag, PX4 .ulg."""
+"""Pick the reader for each input: contract CSV, rosbag2 (dir, .mcap, .db3), ROS 1 .bag, PX4 .ulg, ArduPilot
+.bin / .tlog."""
 
 from __future__ import annotations
 
@@ -31,13 +32,16 @@ def input_kind(path: Path) -> str:
         return "ros1"
     if suffix == ".ulg":
         return "ulog"
+    if suffix in (".bin", ".tlog"):
+        return "ardupilot"
     raise InputError(f"{path}: unknown input type '{suffix or 'no suffix'}' (expected .csv, .mcap, .db3, .bag, "
-                     ".ulg or a rosbag2 directory)")
+                     ".ulg, .bin, .tlog or a rosbag2 directory)")
 
 
 def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names: list[str] | None = None,
                 vehicles: list[str] | None = None, vehicle_regex: str | None = None) -> SwarmTrajectory:
-    """Read one flight from the inputs: several .ulg files are one vehicle each; several other files (per-drone
+    """Read one flight from the inputs: several .ulg (or ArduPilot .bin/.tlog) files are one vehicle each (a .tlog
+    may hold several); several other files (per-drone
     bags or CSVs recorded together) are merged on one clock. `vehicles` (mission globs) or `vehicle_regex`
     (--vehicles) say which pose sources are vehicles."""
     paths = [Path(p) for p in paths]
@@ -48,6 +52,10 @@ def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names:
         from uav_debate_eval.io.ulog import read_ulogs
 
         traj = read_ulogs(paths, names=names)
+    elif all(k in ("ardupilot", "ulog") for k in kinds):
+        from uav_debate_eval.io.ardupilot import read_ardupilot_logs
+
+        traj = read_ardupilot_logs(paths, names=names)
     elif len(paths) == 1:
         traj = _read_one(paths[0], kinds[0], topics, names)
     else:
@@ -65,6 +73,10 @@ def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] 
         from uav_debate_eval.io.ulog import read_ulogs
 
         return read_ulogs([path], names=names)
+    if kind == "ardupilot":
+        from uav_debate_eval.io.ardupilot import read_ardupilot_logs
+
+        return read_ardupilot_logs([path], names=names)
     from uav_debate_eval.io.rosbag import read_bag
 
     return read_bag(path, topics=topics, names=names)

@@ -33,7 +33,8 @@ class LogTrack:
     utc_offset_us: float | None  # add to t_us to get UTC microseconds
     source: str = ""
     ref_how: str = ""
-    valid: np.ndarray | None = None  # xy_valid & z_valid: becomes the track's gps_ok
+    valid: np.ndarray | None = None  # the estimator's own validity (PX4 xy_valid & z_valid): the track's est_valid
+    valid_how: str = "xy_valid/z_valid = 0"  # what flags a sample invalid, for the note
 
 
 def ned_to_enu(v: np.ndarray) -> np.ndarray:
@@ -102,18 +103,27 @@ def _reference(lp: dict, data: dict, t_us: np.ndarray, pos_ned: np.ndarray):
             continue
         good = np.isfinite(lat) & np.isfinite(lon) & (np.abs(lat) > 1e-6)
         good &= (d["timestamp"] >= t_us[0]) & (d["timestamp"] <= t_us[-1])
-        if not good.any():
-            continue
-        i = int(np.flatnonzero(good)[0])
-        local = np.array([np.interp(d["timestamp"][i], t_us, pos_ned[:, k]) for k in range(3)])
-        if not np.isfinite(local).all():
-            continue
-        # Move the fix back by the local offset: a small-distance shift on the tangent plane.
-        dn, de, dd = local
-        lat0 = lat[i] - np.degrees(dn / _WGS84_A)
-        lon0 = lon[i] - np.degrees(de / (_WGS84_A * np.cos(np.radians(lat[i]))))
-        return (float(lat0), float(lon0), float(alt[i] + dd)), f"{topic} minus local position"
+        ref = origin_from_fixes(d["timestamp"][good], lat[good], lon[good], alt[good], t_us, pos_ned)
+        if ref is not None:
+            return ref, f"{topic} minus local position"
     return None, "no global reference"
+
+
+def origin_from_fixes(t_fix, lat, lon, alt, t_us: np.ndarray, pos_ned: np.ndarray
+                      ) -> tuple[float, float, float] | None:
+    """The local frame's origin from the first good fix within the local track, moved back by the local offset
+    there (a small-distance shift on the tangent plane); None when no fix falls within the track."""
+    inside = np.flatnonzero((t_fix >= t_us[0]) & (t_fix <= t_us[-1]))
+    if not len(inside):
+        return None
+    i = int(inside[0])
+    local = np.array([np.interp(t_fix[i], t_us, pos_ned[:, k]) for k in range(3)])
+    if not np.isfinite(local).all():
+        return None
+    dn, de, dd = local
+    lat0 = lat[i] - np.degrees(dn / _WGS84_A)
+    lon0 = lon[i] - np.degrees(de / (_WGS84_A * np.cos(np.radians(lat[i]))))
+    return float(lat0), float(lon0), float(alt[i] + dd)
 
 
 def _latlonalt(d: dict):
@@ -142,17 +152,25 @@ def _utc_offset(data: dict) -> float | None:
     return None
 
 
+def anchor_of(logs: list[LogTrack]) -> tuple[float, float, float] | None:
+    """The world frame's origin: the first referenced log's local origin."""
+    return next((lg.ref for lg in logs if lg.ref is not None), None)
+
+
+def clock_offsets(logs: list[LogTrack]) -> tuple[list[float], str]:
+    """Microseconds to add to each log's t_us for one clock (GPS UTC when every log has it), and the note."""
+    offsets = [lg.utc_offset_us for lg in logs]
+    if all(off is not None for off in offsets):
+        return [float(off) for off in offsets if off is not None], "clocks aligned with GPS UTC time (t = UTC seconds)"
+    missing = [lg.name for lg in logs if lg.utc_offset_us is None]
+    return [-float(lg.t_us[0]) for lg in logs], f"no GPS UTC time in {', '.join(missing)}: log starts aligned to t = 0"
+
+
 def combine(logs: list[LogTrack]) -> SwarmTrajectory:
     """Place every log in the first referenced log's tangent plane and on one clock."""
-    notes: list[str] = []
-    anchor = next((lg.ref for lg in logs if lg.ref is not None), None)
-    if all(lg.utc_offset_us is not None for lg in logs):
-        offsets = [lg.utc_offset_us for lg in logs]
-        notes.append("clocks aligned with GPS UTC time (t = UTC seconds)")
-    else:
-        offsets = [-lg.t_us[0] for lg in logs]
-        missing = [lg.name for lg in logs if lg.utc_offset_us is None]
-        notes.append(f"no GPS UTC time in {', '.join(missing)}: log starts aligned to t = 0")
+    anchor = anchor_of(logs)
+    offsets, clock_note = clock_offsets(logs)
+    notes = [clock_note]
     t_all, ids, pos_all, vel_all, ok_all = [], [], [], [], []
     local: set[str] = set()
     for lg, off in zip(logs, offsets, strict=True):
@@ -176,7 +194,7 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
         ok_all.append(valid.astype(float))
         if not valid.all():
             notes.append(f"{lg.name}: {int((~valid).sum())} of {len(valid)} samples flagged not valid by the "
-                         "estimator (xy_valid/z_valid = 0)")
+                         f"estimator ({lg.valid_how})")
     ends = {lg.name: float((lg.t_us[-1] + off) / 1e6) for lg, off in zip(logs, offsets, strict=True)}
     traj = SwarmTrajectory.from_columns(np.concatenate(t_all), np.concatenate(ids).astype(str),
                                         np.concatenate(pos_all), vel=np.concatenate(vel_all),

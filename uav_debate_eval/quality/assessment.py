@@ -2,8 +2,8 @@
 
 `assess(traj, mission)` runs before the safety verifier. It places per-vehicle frames the mission gives, drops a
 vehicle recorded twice, leaves one-frame excursions out of every check, derives kinematics from distinct
-updates, and marks estimator-invalid spans, each as a data-quality finding; the verifier then checks the clean
-trajectory and lists what it could not evaluate. Nothing here removes a sustained exceedance: a real hazard
+updates, marks estimator-invalid spans and GPS glitches, each as a data-quality finding; the verifier then checks
+the clean trajectory and lists what it could not evaluate. Nothing here removes a sustained exceedance: a real hazard
 stays a violation.
 """
 
@@ -17,6 +17,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Finding, NotEvaluable
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track, finite_difference
 from uav_debate_eval.quality.frames import duplicates, place_frames, verify_frames
+from uav_debate_eval.quality.gnss import gnss_glitches
 from uav_debate_eval.quality.jumps import excursions, steps
 from uav_debate_eval.quality.updates import distinct_updates, source_velocity, true_spans
 
@@ -93,6 +94,7 @@ def assess(traj: SwarmTrajectory, mission: Mission) -> Assessment:
     out.findings.extend(found)
     out.not_evaluable.extend(lost)
     out.findings.extend(_recording_ends(clean, mission))
+    out.findings.extend(gnss_glitches(clean, mission, out.findings))
     clean.assessment = out
     return out
 

@@ -9,6 +9,7 @@ import base64
 
 from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.report.escape import anchor_id, h, link_citations
+from uav_debate_eval.report.markdown import event_value
 
 MAX_EVENTS = 200
 _COLORS = {"safe": "#2e7d32", "borderline": "#ef6c00", "risky": "#c62828", "inconclusive": "#546e7a"}
@@ -188,7 +189,7 @@ def _events(report: dict) -> str:
         return "<h2>Events (0)</h2><p>None.</p>"
     rows = "".join(
         f"<tr><td>{h(e['id'])}</td><td>{h(e['type'])}</td><td class=num>{e['t']:.3f}</td>"
-        f"<td>{h(', '.join(e['uavs']))}</td><td class=num>{_num(e.get('value'))} {h(e.get('unit') or '')}</td></tr>"
+        f"<td>{h(', '.join(e['uavs']))}</td><td class=num>{_num(event_value(e))} {h(e.get('unit') or '')}</td></tr>"
         for e in events[:MAX_EVENTS])
     more = f"<p>{len(events) - MAX_EVENTS} more in report.json.</p>" if len(events) > MAX_EVENTS else ""
     return (f"<h2>Events ({len(events)})</h2><table><tr><th>id</th><th>type</th><th>t [s]</th><th>vehicles</th>"

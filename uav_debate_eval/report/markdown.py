@@ -12,6 +12,11 @@ def _num(v, fmt: str = ".3g") -> str:
     return "n/a" if v is None else format(v, fmt) if isinstance(v, (int, float)) else md(v)
 
 
+def event_value(e: dict):
+    """The event's value, or what an autopilot logged (its label: mode=RTL, GPS_glitch, ...)."""
+    return e.get("value") if e.get("value") is not None else (e.get("extra") or {}).get("label")
+
+
 def render_markdown(report: dict, figures: list[str] | None = None) -> str:
     """The Markdown report; `figures` are names of PNGs written under figures/."""
     m, v = report["mission"], report["verdict"]
@@ -42,7 +47,7 @@ def render_markdown(report: dict, figures: list[str] | None = None) -> str:
     if events:
         out += ["| id | type | t [s] | vehicles | value |", "|---|---|---|---|---|"]
         out += [f"| {md(e['id'])} | {md(e['type'])} | {e['t']:.3f} | {md(', '.join(e['uavs']))} | "
-                f"{_num(e.get('value'))} {md(e.get('unit') or '')} |" for e in events[:MAX_EVENTS]]
+                f"{_num(event_value(e))} {md(e.get('unit') or '')} |" for e in events[:MAX_EVENTS]]
         if len(events) > MAX_EVENTS:
             out.append(f"\n{len(events) - MAX_EVENTS} more in report.json.")
     else:

@@ -238,7 +238,8 @@ SCENARIOS: dict[str, ScenarioSpec] = {s.name: s for s in (
                  6, 2, 12, 60.0, _limits(0.5, 3.0, 2.0), _swap),
 )}
 
-FORMATS = {"csv": "csv", "mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3", "bag": "ros1", "ros1": "ros1"}
+FORMATS = {"csv": "csv", "mcap": "mcap", "db3": "sqlite3", "sqlite3": "sqlite3", "bag": "ros1", "ros1": "ros1",
+           "bin": "dataflash"}
 _SUFFIX = {"mcap": ".mcap", "sqlite3": ".db3", "ros1": ".bag"}
 
 
@@ -260,14 +261,15 @@ class SimResult:
                 "duration_s": self.duration_s, "rate_hz": self.rate_hz, "faults": list(self.faults)}
 
     def write(self, out_dir: str | Path, formats: tuple[str, ...] | list[str] = ("csv", "mcap")) -> list[Path]:
-        """Write trajectory.{csv,mcap,db3,bag} (as asked), mission.yaml and truth.json; returns the paths."""
+        """Write trajectory.{csv,mcap,db3,bag} and ardupilot/<uav>.bin (as asked), mission.yaml and truth.json;
+        returns the paths."""
         from uav_debate_eval.io.csv_io import write_csv
         from uav_debate_eval.io.rosbag_write import write_bag
 
         kinds = []
         for f in formats:
             if f not in FORMATS:
-                raise InputError(f"unknown output format '{f}' (known: csv, mcap, db3, bag)")
+                raise InputError(f"unknown output format '{f}' (known: csv, mcap, db3, bag, bin)")
             kinds.append(FORMATS[f])
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -275,6 +277,11 @@ class SimResult:
         for kind in dict.fromkeys(kinds):
             if kind == "csv":
                 written.append(write_csv(self.traj, out / "trajectory.csv"))
+                continue
+            if kind == "dataflash":
+                from uav_debate_eval.sim.dataflash import SIM_EPOCH_UTC, write_dataflash_logs
+
+                written += write_dataflash_logs(self.traj, out / "ardupilot", SIM_EPOCH_UTC)
                 continue
             path = out / f"trajectory{_SUFFIX[kind]}"
             if path.is_dir():

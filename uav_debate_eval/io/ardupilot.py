@@ -1,0 +1,129 @@
+"""ArduPilot flights: DataFlash `.bin` and MAVLink `.tlog` logs (one per vehicle, or a ground station's log of
+several) into one ENU world frame and one clock, as for PX4 (`io.ulog.combine` places the EKF origins and moves
+the boot clocks to GPS UTC time).
+
+Vehicle ids: `sysid<N>` from SYSID_THISMAV (the parameter in a `.bin`) or the MAVLink system id (a `.tlog`); the
+file name (or the folder that tells equally named files apart) when the id is missing or two logs share it (SITL
+instances all default to SYSID_THISMAV 1). What the autopilot logged (modes, errors, failsafes, events, mission
+commands) goes to `ingest.log_events`, the spans the log shows about itself (GPS glitch, EKF lane switch, logging
+gap) to `ingest.findings`, the GPS fixes to `ingest.gnss` (the data-quality pass checks their jumps against the
+vehicle class), all in flight time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from uav_debate_eval.core.records import Event, Finding
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.ardupilot_log import VehicleLog
+from uav_debate_eval.io.names import apply_names
+from uav_debate_eval.io.ulog import anchor_of, clock_offsets, combine, geodetic_to_enu, read_ulog
+
+
+def read_vehicle_logs(path: str | Path) -> list[VehicleLog]:
+    """The vehicles of one log file (a `.bin` or `.ulg` holds one; a `.tlog` one per autopilot system id)."""
+    path = Path(path)
+    if path.suffix.lower() == ".ulg":  # a PX4 vehicle flown with ArduPilot ones: placed and clocked alike
+        return [VehicleLog(read_ulog(path, path.stem))]
+    if path.suffix.lower() == ".tlog":
+        from uav_debate_eval.io.tlog import read_tlog
+
+        return read_tlog(path)
+    from uav_debate_eval.io.dataflash import read_dataflash
+
+    return [read_dataflash(path, path.stem)]
+
+
+def read_ardupilot_logs(paths: list[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
+    """Several logs of vehicles flown together -> one SwarmTrajectory. `names` (the mission's uavs): one per
+    vehicle names them in the order of the logs; otherwise they select vehicles by id (io.names.apply_names)."""
+    files_in = [Path(p) for p in paths]
+    logs: list[VehicleLog] = []
+    files: list[Path] = []
+    for p in files_in:
+        found = read_vehicle_logs(p)
+        logs += found
+        files += [p] * len(found)
+    _name(logs, files)
+    if names and len(names) == len(logs) and not set(names) <= {lg.track.name for lg in logs}:
+        for lg, name in zip(logs, names, strict=True):  # in the order of the files, as for PX4 (not id order)
+            lg.notes.append(f"{lg.track.name} ({lg.track.source}) named {name} from the mission's uavs")
+            lg.track.name = name
+        names = None
+    tracks = [lg.track for lg in logs]
+    traj = combine(tracks)
+    if len(logs) > 1:
+        traj.name = "ardupilot_swarm"
+    offsets, _ = clock_offsets(tracks)
+    anchor = anchor_of(tracks)
+    for lg, off in zip(logs, offsets, strict=True):
+        _flight_time(traj, lg, off, anchor)
+    return apply_names(traj, names, ", ".join(p.name for p in files_in)) if names else traj
+
+
+def _name(logs: list[VehicleLog], files: list[Path]) -> None:
+    """sysid<N> when every log's id is known and unique, else the file name (with the sysid within a .tlog)."""
+    ids = [f"sysid{lg.sysid}" if lg.sysid is not None else None for lg in logs]
+    unique = None not in ids and len(set(ids)) == len(ids)
+    stems = _file_names(files)
+    for i, (lg, path, sid) in enumerate(zip(logs, files, ids, strict=True)):
+        if unique:
+            lg.track.name = str(sid)
+            continue
+        if files.count(path) > 1:
+            lg.track.name = f"{stems[i]}_{sid or i + 1}"
+        else:
+            lg.track.name = stems[i] if stems.count(stems[i]) == 1 else f"{stems[i]}_{i + 1}"
+        if sid is not None:
+            lg.notes.append(f"{lg.track.name}: named after its file ({sid} is not unique among the logs)")
+
+
+def _file_names(files: list[Path]) -> list[str]:
+    """Each file's stem; files of one stem (SITL instances each write logs/00000001.BIN) are named after the
+    nearest folder whose names tell them apart (sitl1/logs/00000001.BIN -> sitl1)."""
+    out = [p.stem for p in files]
+    for stem in set(out):
+        same = sorted({p.resolve() for p in files if p.stem == stem})
+        if len(same) < 2:
+            continue
+        for depth in range(1, max(len(p.parts) for p in same)):
+            names = [p.parents[depth - 1].name if depth <= len(p.parents) else "" for p in same]
+            if all(names) and len(set(names)) == len(names):
+                rename = dict(zip(same, names, strict=True))
+                out = [rename.get(p.resolve(), o) for p, o in zip(files, out, strict=True)]
+                break
+    return out
+
+
+def _flight_time(traj: SwarmTrajectory, lg: VehicleLog, offset_us: float, anchor) -> None:
+    """The log's events, spans and GPS fixes in flight time on the trajectory's ingest report."""
+    u = lg.track.name
+    if u not in traj.tracks:
+        return
+
+    def ft(t_us: float) -> float:
+        return round((t_us + offset_us) / 1e6 - traj.t0, 6)
+
+    start_mode, early = None, 0
+    for e in lg.events:
+        t, t_end = ft(e.t_us), None if e.t_end_us is None else ft(e.t_end_us)
+        extra = {"label": e.label, **e.extra}
+        if t < 0 and e.type == "flight_mode":  # set before the flight's first sample: the mode it starts in
+            start_mode = Event("", e.type, 0.0, [u], None, None, None, {**extra, "set_at": t})
+        elif t < 0 and (t_end is None or t_end < 0):
+            early += 1
+        else:
+            traj.ingest.log_events.append(Event("", e.type, max(t, 0.0), [u], t_end, None, None, extra))
+    if start_mode is not None:
+        traj.ingest.log_events.append(start_mode)
+    if early:
+        traj.ingest.notes.append(f"{u}: {early} autopilot log entries before the flight's first sample left out")
+    for s in lg.spans:
+        if ft(s.t_end_us) >= 0:
+            traj.ingest.findings.append(Finding(s.kind, [u], max(ft(s.t_us), 0.0), ft(s.t_end_us),
+                                                f"{u}: {s.detail}", list(s.affects), dict(s.values)))
+    if len(lg.gps_t_us) and anchor is not None and lg.track.ref is not None:
+        enu = geodetic_to_enu(lg.gps_lla[:, 0], lg.gps_lla[:, 1], lg.gps_lla[:, 2], *anchor)
+        traj.ingest.gnss[u] = ((lg.gps_t_us + offset_us) / 1e6 - traj.t0, enu)
+    traj.ingest.notes.extend(lg.notes)

@@ -1,0 +1,56 @@
+"""GPS glitches: fixes that jump further than the vehicle class can move between two fixes.
+
+Autopilot logs carry the GPS fixes beside the estimate (`traj.ingest.gnss`, world ENU, flight time). A fix that
+lands further from where the previous two fixes put the vehicle than the class's acceleration bound allows
+(a_max dt^2, plus the receiver's noise) is a jump; jumps less than GLITCH_JOIN_S apart are one glitch. The checks
+run on the estimate, so a glitch is a data-quality finding, never a violation: it says the estimate may have
+been pulled (the estimator's own validity flags decide what is not evaluable).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.records import Finding
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+#: Receiver noise (m) a fix may stray from the prediction without being a jump.
+GPS_NOISE_M = 1.5
+#: Jumps closer together than this (s) are one glitch (out and back).
+GLITCH_JOIN_S = 5.0
+
+
+def jumps(t: np.ndarray, pos: np.ndarray, a_max: float) -> np.ndarray:
+    """Indexes of fixes further from the constant-velocity prediction of the two before than a_max allows."""
+    if len(t) < 3:
+        return np.zeros(0, dtype=int)
+    dt1, dt2 = t[1:-1] - t[:-2], t[2:] - t[1:-1]
+    vel = (pos[1:-1] - pos[:-2]) / np.where(dt1 > 0, dt1, np.inf)[:, None]
+    miss = np.linalg.norm(pos[2:] - (pos[1:-1] + vel * dt2[:, None]), axis=1)
+    allowed = a_max * dt2 * (dt1 + dt2) + GPS_NOISE_M
+    return np.flatnonzero(miss > allowed) + 2
+
+
+def gnss_glitches(traj: SwarmTrajectory, mission: Mission, found: list[Finding]) -> list[Finding]:
+    """A gps_glitch finding per run of GPS jumps not already reported (e.g. by the autopilot's own ERR)."""
+    a_max = mission.thresholds.accel_bound(mission.vehicle_class)
+    out = []
+    for u, (t, pos) in traj.ingest.gnss.items():
+        if u not in traj.tracks:
+            continue
+        idx = jumps(t, pos, a_max)
+        if not len(idx):
+            continue
+        runs = np.split(idx, np.flatnonzero(np.diff(t[idx]) > GLITCH_JOIN_S) + 1)
+        for run in runs:
+            a, b = float(t[run[0] - 1]), float(t[run[-1]])
+            if any(f.kind == "gps_glitch" and u in f.uavs and f.t_start <= b and f.t_end >= a for f in found):
+                continue
+            step = float(max(np.linalg.norm(pos[i] - pos[i - 1]) for i in run))
+            out.append(Finding(
+                "gps_glitch", [u], a, b,
+                f"{u}'s GPS jumped {step:.1f} m between fixes at {a:.1f}-{b:.1f} s, more than a "
+                f"{mission.vehicle_class} can move (a_max {a_max:g} m/s^2): a GPS glitch; the checks use the "
+                "estimate, which its validity flags vouch for", ["geofence", "max_speed"], {"jump_m": round(step, 2)}))
+    return out

@@ -142,6 +142,29 @@ def risk_lines(safety, mission: Mission, t_range) -> list[Line]:
     return out
 
 
+def rule_lines(safety, t_range) -> list[Line]:
+    """RULE[k] items: the mission's k-th rule (stable ids), its outcome and robustness; a failed rule appears in a
+    window only where one of its failing intervals overlaps it."""
+    out = []
+    for k, res in enumerate(getattr(safety, "rules", None) or [], 1):
+        failed = res.satisfied is False
+        spans = [s for s in res.intervals if overlaps(s[0], s[1], t_range)]
+        if failed and not spans and t_range is not None:
+            continue
+        status = "failed" if failed else "holds" if res.satisfied else "not_evaluable"
+        line = Line(f"RULE[{k}]", "RULE", res.worst, spans[0][0] if spans else None, spans[-1][1] if spans else None,
+                    priority=0 if failed else SAFETY_EVENT_PRIORITY, rank=k, group=status)
+        line.lit(status).lit(res.rule.id).lit(res.rule.severity).lit(res.rule.over)
+        if res.robustness is not None:
+            line.num("rob", res.robustness, "", 3)
+        if res.worst:
+            line.lit(_uavs(res.worst))
+        if spans:
+            line.span(spans[0][0], spans[-1][1])
+        out.append(line)
+    return out
+
+
 def quality_lines(safety, t_range) -> list[Line]:
     """DQ items: the flight's data-quality findings (stable ids), filtered to t_range."""
     dq = getattr(safety, "data_quality", None)

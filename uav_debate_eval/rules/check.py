@@ -28,7 +28,7 @@ from uav_debate_eval.rules.bounds import bound
 from uav_debate_eval.rules.evaluator import INF, Evaluator, steps_of
 from uav_debate_eval.rules.signals import BASIS, Grid
 from uav_debate_eval.rules.spec import Rule
-from uav_debate_eval.rules.syntax import Formula, Temporal
+from uav_debate_eval.rules.syntax import Formula, Temporal, constants_of
 
 #: A grid step this close to a sample stamp (seconds) is that sample's instant (grid arithmetic rounds).
 STAMP_TOL = 1e-6
@@ -53,6 +53,14 @@ class RuleResult:
     timeline: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     evaluated: int = 0
     columns: int = 0
+
+    def near_failing(self, fraction: float) -> bool:
+        """Failed, or held by less than `fraction` of the largest threshold its formula compares with (at least 1)."""
+        if self.satisfied is False:
+            return True
+        if self.robustness is None:
+            return False
+        return self.robustness < fraction * max([1.0, *(abs(v) for v in constants_of(self.rule.formula))])
 
     def to_dict(self) -> dict:
         r = self.rule

@@ -289,6 +289,21 @@ def signals_of(node: Formula | Expr) -> list[Signal]:
     return signals_of(node.left) + signals_of(node.right)
 
 
+def constants_of(node: Formula | Expr) -> list[float]:
+    """Every number a formula or expression compares with or adds (the scale of its thresholds)."""
+    if isinstance(node, Num):
+        return [node.value]
+    if isinstance(node, Signal):
+        return []
+    if isinstance(node, Arith):
+        if node.op == "*":  # the factor is a scale, not a threshold
+            return constants_of(node.right) if node.right is not None else []
+        return constants_of(node.left) + (constants_of(node.right) if node.right is not None else [])
+    if isinstance(node, Not | Temporal):
+        return constants_of(node.arg)
+    return constants_of(node.left) + constants_of(node.right)
+
+
 def future_horizon(node: Formula) -> float | None:
     """How far past a step the formula reads (seconds; None: to the end of the flight): the delay of a live decision."""
     if isinstance(node, Compare):

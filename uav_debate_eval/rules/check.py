@@ -5,8 +5,8 @@ vehicles or pairs that set it, the intervals where its body fails, and where the
   columns at a time; the rule's robustness is the minimum over them. `swarm` is one column.
 - Intervals: for `always[a,b] body` (or `always body`), the steps of its window where `body` fails; for any other
   formula, the span it reads from time 0 (0 .. its horizon) when it fails.
-- Pair pruning (exact): a pair whose separation never drops below m (over the steps both vehicles are readable)
-  has a robustness of at least L(m), the formula's lower bound when only `separation >= m` is known
+- Pair pruning (exact): a pair whose separation never drops below m (m: a lower bound of its closest approach,
+  both vehicles readable at every step) has a robustness of at least L(m), the formula's lower bound when only `separation >= m` is known
   (rules.bounds). Pairs are taken in order of their closest approach m; the first pair with L(m) no lower than the
   rule's robustness found so far (and its body's lower bound >= 0, so it has no failing interval) ends the pass:
   none of the pairs after it can lower the minimum or add an interval. A formula that does not depend on
@@ -32,6 +32,8 @@ from uav_debate_eval.rules.syntax import Formula, Temporal, constants_of
 
 #: A grid step this close to a sample stamp (seconds) is that sample's instant (grid arithmetic rounds).
 STAMP_TOL = 1e-6
+#: Grid steps between the distances that bound each pair's closest approach from below (pair pruning).
+PAIR_STRIDE = 8
 #: Columns x steps per evaluated block (bounds the evaluator's temporaries to some tens of MB).
 BLOCK_CELLS = 2_000_000
 
@@ -167,19 +169,26 @@ def _cols(signal: tuple[np.ndarray, np.ndarray | None], cols: np.ndarray) -> tup
 
 
 def _pair_order(grid: Grid, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs in order of their closest approach over the steps both are readable (-inf: a pair with an unreadable
-    step, evaluated first), and that approach."""
+    """Pairs in order of a lower bound of their closest approach (-inf: a pair with an unreadable step, evaluated
+    first), and that bound: the distance at every PAIR_STRIDE-th step (and the last) less how far the two vehicles
+    can move in the PAIR_STRIDE // 2 + 1 steps to the nearest such step (each one's largest step on the grid). A
+    bound below the true approach only keeps more pairs: the pruning stays exact at a tenth of the work."""
     ok = grid.readable("min_separation")
     pos = grid.snaps.pos
-    T, P = len(grid.t), len(first)
-    closest = np.full(P, np.inf)
-    step = max(1, BLOCK_CELLS // max(P, 1))
-    for s in range(0, T, step):
-        dp = pos[s:s + step, second] - pos[s:s + step, first]
-        d2 = np.einsum("tpk,tpk->tp", dp, dp)
-        both = ok[s:s + step, first] & ok[s:s + step, second]
-        closest = np.minimum(closest, np.where(both, d2, -np.inf).min(axis=0))
-    closest = np.sqrt(np.maximum(closest, 0.0), where=closest >= 0, out=np.full(P, -np.inf))
+    T, N = ok.shape
+    rows = np.unique(np.append(np.arange(0, T, PAIR_STRIDE), T - 1))
+    sampled = pos[rows]
+    step = np.zeros(N) if T < 2 else np.nanmax(np.sqrt(np.einsum("tnk,tnk->tn", np.diff(pos, axis=0),
+                                                                  np.diff(pos, axis=0))), axis=0)
+    reach = step * (PAIR_STRIDE // 2 + 1)
+    readable = ok.all(axis=0)
+    closest = np.empty(len(first))
+    at = 0
+    for i in range(N - 1):  # one vehicle against the vehicles after it: the pairs np.triu_indices lists in order
+        d = sampled[:, i + 1:] - sampled[:, i:i + 1]
+        near = np.sqrt(np.einsum("tpk,tpk->tp", d, d).min(axis=0)) - reach[i] - reach[i + 1:]
+        closest[at:at + N - 1 - i] = np.where(readable[i] & readable[i + 1:], np.maximum(near, 0.0), -np.inf)
+        at += N - 1 - i
     order = np.argsort(closest, kind="stable")
     return order, closest[order]
 

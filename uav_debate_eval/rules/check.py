@@ -6,11 +6,11 @@ vehicles or pairs that set it, the intervals where its body fails, and where the
 - Intervals: for `always[a,b] body` (or `always body`), the steps of its window where `body` fails; for any other
   formula, the span it reads from time 0 (0 .. its horizon) when it fails.
 - Pair pruning (exact): a pair whose separation never drops below m (m: a lower bound of its closest approach,
-  both vehicles readable at every step) has a robustness of at least L(m), the formula's lower bound when only `separation >= m` is known
-  (rules.bounds). Pairs are taken in order of their closest approach m; the first pair with L(m) no lower than the
-  rule's robustness found so far (and its body's lower bound >= 0, so it has no failing interval) ends the pass:
-  none of the pairs after it can lower the minimum or add an interval. A formula that does not depend on
-  `separation` monotonically gets L = -inf: every pair is evaluated. Pairs with unreadable steps always are.
+  both vehicles readable at every step) has a robustness of at least L(m), the formula's lower bound when only
+  `separation >= m` is known (rules.bounds). Pairs are taken in order of m; the first pair with L(m) no lower
+  than the rule's robustness found so far (and its body's lower bound >= 0, so it has no failing interval) ends
+  the pass: none of the pairs after it can lower the minimum or add an interval. A formula that does not depend
+  on `separation` monotonically gets L = -inf: every pair is evaluated. Pairs with unreadable steps always are.
 - Data quality: where a signal cannot be read the evaluator bounds the robustness (evaluator, worlds lo/hi); a rule
   fails only when its upper bound is below zero, holds when its lower bound is not, and is not evaluable between.
 """
@@ -181,7 +181,7 @@ def _pair_order(grid: Grid, first: np.ndarray, second: np.ndarray) -> tuple[np.n
     step = np.zeros(N) if T < 2 else np.nanmax(np.sqrt(np.einsum("tnk,tnk->tn", np.diff(pos, axis=0),
                                                                   np.diff(pos, axis=0))), axis=0)
     reach = step * (PAIR_STRIDE // 2 + 1)
-    readable = ok.all(axis=0)
+    readable = np.asarray(ok.all(axis=0))
     closest = np.empty(len(first))
     at = 0
     for i in range(N - 1):  # one vehicle against the vehicles after it: the pairs np.triu_indices lists in order

@@ -1,0 +1,93 @@
+"""The online rule monitor: each operator's stream gives, step by step, the robustness the offline evaluator (checked
+against rtamt) gives, decided with a delay equal to the formula's horizon; failures name the vehicles."""
+
+import numpy as np
+import pytest
+from test_rules_rtamt import random_formula
+
+from uav_debate_eval.core.mission import Geofence
+from uav_debate_eval.rules.evaluator import Evaluator
+from uav_debate_eval.rules.monitor import RuleMonitor, _delay_steps, _Node, _past_reach, _undecidable
+from uav_debate_eval.rules.spec import make_rule
+from uav_debate_eval.rules.syntax import parse_formula
+
+
+def online(formula, trace: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
+    """(values of the steps decided, the delay in steps) of the streaming tree fed one step at a time."""
+    T, K = trace["x"].shape
+    root = _Node(formula, 1.0, _delay_steps(formula, 1.0) + _past_reach(formula, 1.0) + 2, K)  # the live ring size
+    atoms = root.atoms()
+    decided = []
+    for i in range(T):
+        step = {k: v[i:i + 1] for k, v in trace.items()}
+        ev = Evaluator(lambda name, step=step: (step[name], None), (1, K), 1.0)
+        before = root.out.done
+        root.advance({id(a): ev.rob(a.f)[0] for a in atoms})
+        decided += [root.out.get(j, j, 0.0)[0] for j in range(before, root.out.done)]
+    return np.array(decided).reshape(-1, K), root.delay
+
+
+def test_streams_equal_the_offline_robustness_at_every_decided_step():
+    rng = np.random.default_rng(7)
+    tried = 0
+    while tried < 200:
+        formula = random_formula(rng, int(rng.integers(1, 4)))
+        if _undecidable(formula):
+            continue
+        tried += 1
+        T, K = int(rng.integers(2, 30)), 3
+        trace = {n: np.round(rng.normal(0, 2, size=(T, K)), 3) for n in ("x", "y", "z")}
+        offline = Evaluator(lambda name, trace=trace: (trace[name], None), (T, K), 1.0).rob(formula)
+        values, delay = online(formula, trace)
+        assert delay == _delay_steps(formula, 1.0)
+        assert len(values) == max(0, T - delay)  # a step is decided `delay` steps after it
+        np.testing.assert_allclose(values, offline[:len(values)], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("stl,delay", [("x >= 0", 0), ("historically[0, 3] x >= 0", 0), ("x >= 0 since y >= 0", 0),
+                                       ("eventually[1, 4] x >= 0", 4), ("x >= 0 until[0, 2] y >= 0", 2),
+                                       ("always[0, 2] (once[0, 5] x >= 0)", 2)])
+def test_delay_equals_the_horizon(stl, delay):
+    assert _Node(parse_formula(stl), 1.0, 10, 1).delay == delay
+
+
+def flight_step(k: int, dip: bool):
+    pos = np.array([[0.0, 0.0, 2.0], [5.0, 0.0, 0.3 if dip else 2.0]])
+    return ["u1", "u2"], pos, np.zeros((2, 3)), np.ones(2, bool)
+
+
+def test_monitor_decides_failures_with_the_stated_delay():
+    rules = [make_rule("alt", "hard", "each_vehicle", "always (z >= 1.0)"),
+             make_rule("recover", "soft", "each_vehicle", "always ((z < 1.0) -> eventually[0, 0.2] (z >= 1.0))"),
+             make_rule("later", "soft", "each_vehicle", "eventually (z >= 5)")]
+    mon = RuleMonitor(rules, period_s=0.05, geofence=Geofence((-10, -10, 0), (10, 10, 10)))
+    seen = {}
+    for k in range(40):
+        t = 0.05 * k
+        for f in mon.update(t, *flight_step(k, 10 <= k < 20)):
+            seen.setdefault(f.rule.id, []).append((round(t, 3), round(f.t, 3), f.uavs, f.value))
+    alt, recover = seen["alt"], seen["recover"]
+    assert alt[0][:3] == (0.5, 0.5, ["u2"]) and alt[0][3] == pytest.approx(-0.7)  # past-only: decided at once
+    assert len(alt) == 10
+    # z stayed low for 0.5 s: each step of the dip whose 0.2 s future is still low fails, decided 0.2 s later
+    assert recover[0][:3] == (0.7, 0.5, ["u2"]) and len(recover) == 6
+    status = {row["rule"]: row for row in mon.status()}
+    assert status["recover"]["delay_s"] == pytest.approx(0.2) and status["alt"]["delay_s"] == 0.0
+    assert status["later"]["live"] is False and "offline" in status["later"]["why"]
+    assert "later" not in seen
+
+
+def test_pairs_and_swarm_online():
+    rules = [make_rule("apart", "hard", "each_pair", "always (separation >= 1.0)"),
+             make_rule("spread", "soft", "swarm", "always (spread <= 3.0)")]
+    mon = RuleMonitor(rules, period_s=0.1)
+    ids = ["a", "b", "c"]
+    pos = np.array([[0.0, 0, 2], [0.5, 0, 2], [10.0, 0, 2]])
+    fails = mon.update(0.0, ids, pos, np.zeros((3, 3)), np.ones(3, bool))
+    by = {f.rule.id: f for f in fails}
+    assert by["apart"].uavs == ["a", "b"] and by["apart"].value == pytest.approx(-0.5) and by["apart"].count == 1
+    assert by["spread"].uavs == [] and by["spread"].value < 0
+    # c goes stale: its signals are unknown, nothing fails on them
+    fails = mon.update(0.1, ids, np.array([[0.0, 0, 2], [5.0, 0, 2], [10.0, 0, 2]]), np.zeros((3, 3)),
+                       np.array([True, True, False]))
+    assert fails == []

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from uav_debate_eval.io.rosbag_read import read_bag  # noqa: E402
 from uav_debate_eval.io.rosbag_write import write_bag  # noqa: E402
-from uav_debate_eval.runner.pipeline import evaluate  # noqa: E402
 from uav_debate_eval.report.writer import write_reports  # noqa: E402
+from uav_debate_eval.runner.pipeline import evaluate  # noqa: E402
 from uav_debate_eval.sim.scenarios import simulate  # noqa: E402
 
 SPEEDUP_TARGET = 200.0

@@ -6,8 +6,8 @@ import json
 import re
 
 import pytest
-from contract import COMPARISON_SCHEMA
 from browser import needs_chromium, render
+from contract import COMPARISON_SCHEMA
 from test_llm_server import server_url  # noqa: F401  (the module-scoped real server fixture)
 
 from uav_debate_eval.cli import main

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from uav_debate_eval.runner import pipeline, segment_work
 from uav_debate_eval.debate.config import DebateConfig
-from uav_debate_eval.runner.forked import ChildLost, Forked
 from uav_debate_eval.report.figures import FIGURES, render_figures
+from uav_debate_eval.runner import pipeline, segment_work
+from uav_debate_eval.runner.forked import ChildLost, Forked
 from uav_debate_eval.sim.scenarios import simulate
 
 

@@ -11,9 +11,9 @@ import pytest
 from uav_debate_eval.core.mission import parse_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.debate.config import DebateConfig
-from uav_debate_eval.runner.pipeline import evaluate, load_mission_for
 from uav_debate_eval.report.build import final_verdict
 from uav_debate_eval.report.schema import validate_report
+from uav_debate_eval.runner.pipeline import evaluate, load_mission_for
 
 MISSION = parse_mission("mission: {name: cross, type: formation}\nconstraints: {min_separation_m: 1.0}\n")
 

@@ -17,8 +17,8 @@ from contract import REPORT_SCHEMA
 from uav_debate_eval.core.mission import Geofence, mission_to_yaml
 from uav_debate_eval.io.csv_io import write_csv
 from uav_debate_eval.io.loader import load_inputs, one_flight
-from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.report.schema import validate_report
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.recording import EPOCH, write_mavros_bag, write_mocap_bags
 from uav_debate_eval.sim.scenarios import simulate
 

@@ -7,9 +7,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.report import figures
 from uav_debate_eval.report.captions import CAPTIONS
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.scenarios import simulate
 
 

@@ -8,19 +8,19 @@ import re
 
 import numpy as np
 import pytest
-from contract import REPORT_SCHEMA
 from browser import needs_chromium, render
+from contract import REPORT_SCHEMA
 from markdown_it import MarkdownIt
 
 from uav_debate_eval.core.mission import parse_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.report import writer as writer_mod
 from uav_debate_eval.report.escape import anchor_id, md, md_code_block
 from uav_debate_eval.report.html import render_html
 from uav_debate_eval.report.markdown import render_markdown
 from uav_debate_eval.report.schema import ReportSchemaError, validate_report
 from uav_debate_eval.report.writer import write_reports
+from uav_debate_eval.runner.pipeline import evaluate
 
 CONTRACT_SCHEMA = REPORT_SCHEMA
 EVIL = "<script>alert(1)</script> [x](http://evil.example/a) ![i](https://evil.example/i.png) <img src=x onerror=y>"

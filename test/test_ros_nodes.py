@@ -246,7 +246,7 @@ def test_builder_takes_the_verifier_poses_and_a_failing_listener_is_detached(ros
             verifier.poses.callback("b", k * 0.1, (3.0, 0.0, 10.0), None)
         assert seen == ["a"]  # called once, then detached
         assert verifier.poses.listeners == [builder._on_pose]
-        assert verifier.poses_received == 20
+        assert verifier.verifier.poses_received == 20
         assert len(builder.swarm.rings["a"]) == 10 and len(builder.swarm.rings["b"]) == 10
     finally:
         builder.destroy_node()
@@ -425,15 +425,15 @@ def test_verifier_status_names_a_configured_vehicle_it_never_heard_from(ros_cont
     a, b, c = node.poses.uav_names
     try:
         for k in range(11):  # a and b report for 1 s; c never does
-            node._on_pose(a, 100.0 + k * 0.1, (0.0, 0.0, 10.0), None)
-            node._on_pose(b, 100.0 + k * 0.1, (3.0, 0.0, 10.0), None)
-        node.state = node.monitor.update(101.0)
+            node.verifier.on_pose(a, 100.0 + k * 0.1, (0.0, 0.0, 10.0), None)
+            node.verifier.on_pose(b, 100.0 + k * 0.1, (3.0, 0.0, 10.0), None)
+        node.verifier.state = node.monitor.update(101.0)
         node._publish_status()
         rows = {s.name: s for s in sent[-1].status}
         assert {kv.key: kv.value for kv in rows["safety/unheard"].values}["uavs"] == c
-        assert not node.state.veto  # named, not vetoed
-        node._on_pose(c, 101.0, (6.0, 0.0, 10.0), None)
-        node.state = node.monitor.update(101.0)
+        assert not node.verifier.state.veto  # named, not vetoed
+        node.verifier.on_pose(c, 101.0, (6.0, 0.0, 10.0), None)
+        node.verifier.state = node.monitor.update(101.0)
         node._publish_status()
         assert "safety/unheard" not in {s.name for s in sent[-1].status}
     finally:

@@ -50,22 +50,22 @@ def test_poses_are_stored_and_a_breaking_pose_is_checked_on_arrival(ctx):
     t = time.time()
     for k in range(20):  # a burst of ordinary poses: stored, no veto
         for u, x in (("a", 0.0), ("b", 2.0), ("c", -2.0)):
-            node._on_pose(u, t + 0.02 * k, (x, 0.0, 1.0), None)
+            node.verifier.on_pose(u, t + 0.02 * k, (x, 0.0, 1.0), None)
     latest = node.monitor.latest()
     assert sorted(latest) == ["a", "b", "c"] and latest["b"][0] == pytest.approx(t + 0.38)
-    assert not node.monitor.veto and node.poses_received == 60
-    node._on_pose("b", t + 0.4, (0.3, 0.0, 1.0), None)
+    assert not node.monitor.veto and node.verifier.poses_received == 60
+    node.verifier.on_pose("b", t + 0.4, (0.3, 0.0, 1.0), None)
     assert node.monitor.veto  # raised inside the pose callback, not at the next timer tick
-    assert {a["constraint"] for a in node.state.active} >= {"min_separation"}
+    assert {a["constraint"] for a in node.verifier.state.active} >= {"min_separation"}
     node.destroy_node()
 
 
 def test_bag_loop_resets_on_the_pose_that_starts_it(ctx):
     node = _node(ctx, "sv_loop")
     t = time.time()
-    node._on_pose("a", t, (0.0, 0.0, 1.0), None)
-    node._on_pose("b", t, (2.0, 0.0, 1.0), None)
-    node._on_pose("a", t - 30.0, (1.0, 0.0, 1.0), None)  # stamps 30 s back: the bag looped
+    node.verifier.on_pose("a", t, (0.0, 0.0, 1.0), None)
+    node.verifier.on_pose("b", t, (2.0, 0.0, 1.0), None)
+    node.verifier.on_pose("a", t - 30.0, (1.0, 0.0, 1.0), None)  # stamps 30 s back: the bag looped
     assert list(node.monitor.latest()) == ["a"] and node.monitor.latest()["a"][1] == 1.0
     node.destroy_node()
 
@@ -85,11 +85,11 @@ def test_a_silent_vehicle_is_checked_from_the_others_poses_when_the_timer_is_lat
             clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9)))
             for u, x in (("a", 0.0), ("b", 5.0), ("c", -5.0)):
                 if u != "a" or t < 101.0:
-                    node._on_pose(u, t, (x, 0.0, 10.0), (0.0, 0.0, 0.0))
+                    node.verifier.on_pose(u, t, (x, 0.0, 10.0), (0.0, 0.0, 0.0))
             if raised_at is None and node.monitor.veto:
                 raised_at = t
             time.sleep(0.003)  # longer than the 2 ms check period: each step's first pose finds a check due
-        stale = [a for a in node.state.active if a["constraint"] == "stale_data"]
+        stale = [a for a in node.verifier.state.active if a["constraint"] == "stale_data"]
         assert stale and stale[0]["uavs"] == ["a"]
         # a's last pose at 100.95 s: stale once the clock is past 101.95 s, vetoed at the next 50 ms step
         assert raised_at == pytest.approx(102.0)

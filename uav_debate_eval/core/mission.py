@@ -194,6 +194,16 @@ def _vector(ctx: _Ctx, node: yaml.Node, key: str, n: int) -> tuple[float, ...]:
     return tuple(_number(ctx, v, key, positive=False) for v in node.value)
 
 
+def _point(ctx: _Ctx, node: yaml.Node, key: str) -> tuple[float, float, float]:
+    x, y, z = _vector(ctx, node, key, 3)
+    return x, y, z
+
+
+def _point2(ctx: _Ctx, node: yaml.Node, key: str) -> tuple[float, float]:
+    x, y = _vector(ctx, node, key, 2)
+    return x, y
+
+
 def _text(ctx: _Ctx, node: yaml.Node, key: str) -> str:
     if not isinstance(node, yaml.ScalarNode):
         raise ctx.fail(node, key, "expected text")
@@ -284,7 +294,7 @@ def parse_mission(text: str, source: str = "<mission>") -> Mission:
         for name, (knode, v) in _mapping(ctx, top["formation"][1], "formation").items():
             if name == "offsets":
                 for u, (_, off) in _mapping(ctx, v, "formation.offsets").items():
-                    mission.formation_offsets[u] = _vector(ctx, off, f"formation.offsets.{u}", 3)
+                    mission.formation_offsets[u] = _point(ctx, off, f"formation.offsets.{u}")
             elif name == "tolerance_m":
                 mission.formation_tolerance_m = _number(ctx, v, "formation.tolerance_m")
             else:
@@ -297,7 +307,7 @@ def parse_mission(text: str, source: str = "<mission>") -> Mission:
                 continue
             if not isinstance(v, yaml.SequenceNode):
                 raise ctx.fail(v, f"waypoints.{name}", "expected a list of [x, y, z]")
-            mission.waypoints[name] = [_vector(ctx, p, f"waypoints.{name}", 3) for p in v.value]
+            mission.waypoints[name] = [_point(ctx, p, f"waypoints.{name}") for p in v.value]
 
     if "rules" in top:
         mission.rules = _rules(ctx, top["rules"][1], mission.constraints.geofence is not None)
@@ -355,7 +365,7 @@ def _frames(ctx: _Ctx, node: yaml.Node, mission: Mission) -> None:
         origin = FrameOrigin()
         for name, (knode, fv) in fields.items():
             if name == "origin":
-                origin.origin = _vector(ctx, fv, f"frames.{uav}.origin", 3)
+                origin.origin = _point(ctx, fv, f"frames.{uav}.origin")
             elif name == "yaw_deg":
                 origin.yaw_deg = _number(ctx, fv, f"frames.{uav}.yaw_deg", positive=False)
             else:
@@ -372,8 +382,8 @@ def _geofence(ctx: _Ctx, node: yaml.Node) -> Geofence:
     for need in ("min", "max"):
         if need not in fields:
             raise ctx.fail(node, f"constraints.geofence.{need}", "missing")
-    lo = _vector(ctx, fields["min"][1], "constraints.geofence.min", 3)
-    hi = _vector(ctx, fields["max"][1], "constraints.geofence.max", 3)
+    lo = _point(ctx, fields["min"][1], "constraints.geofence.min")
+    hi = _point(ctx, fields["max"][1], "constraints.geofence.max")
     if any(a >= b for a, b in zip(lo, hi, strict=True)):
         raise ctx.fail(fields["max"][1], "constraints.geofence", f"min {list(lo)} must be below max {list(hi)}")
     polygon = None
@@ -381,7 +391,7 @@ def _geofence(ctx: _Ctx, node: yaml.Node) -> Geofence:
         pnode = fields["polygon"][1]
         if not isinstance(pnode, yaml.SequenceNode) or len(pnode.value) < 3:
             raise ctx.fail(pnode, "constraints.geofence.polygon", "expected at least 3 [x, y] points")
-        polygon = [_vector(ctx, p, "constraints.geofence.polygon", 2) for p in pnode.value]
+        polygon = [_point2(ctx, p, "constraints.geofence.polygon") for p in pnode.value]
     return Geofence(lo, hi, polygon)
 
 

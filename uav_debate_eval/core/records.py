@@ -151,7 +151,7 @@ class IngestReport:
             "dropped": dict(self.dropped),
             "out_of_order": self.out_of_order,
             "gaps": [
-                {"uav": g.uav, "t_start": g.t_start, "t_end": g.t_end, "duration_s": round(g.duration, 6)}
+                {"uav": g.uav, "t_start": g.t_start, "t_end": g.t_end, "duration_s": float(g.duration)}
                 for g in self.gaps
             ],
             "silent": dict(self.silent),

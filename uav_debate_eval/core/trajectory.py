@@ -7,6 +7,7 @@ gap detection happen in exactly one place and are reported, never silent.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -89,9 +90,9 @@ class Track:
     def slice(self, t0: float, t1: float) -> Track:
         i0 = np.searchsorted(self.t, t0, side="left")
         i1 = np.searchsorted(self.t, t1, side="right")
-        return self.select(slice(i0, i1))
+        return self.select(builtins.slice(int(i0), int(i1)))
 
-    def select(self, rows: slice | np.ndarray, vel: np.ndarray | None = None) -> Track:
+    def select(self, rows: builtins.slice | np.ndarray, vel: np.ndarray | None = None) -> Track:
         """The samples `rows` (a slice, indexes or a mask) as a new track; `vel` replaces the velocity."""
         def cut(a):
             return None if a is None else a[rows]
@@ -272,8 +273,8 @@ class SwarmTrajectory:
             stamps, groups = [tr.t for tr in tracks], self._stamp_groups()
             pos = interp_vehicles(grid, stamps, [tr.pos for tr in tracks], groups)  # np.interp per vehicle and axis
             vel = interp_vehicles(grid, stamps, [tr.vel for tr in tracks], groups)
-            for a in (grid, pos, vel):
-                a.setflags(write=False)
+            for arr in (grid, pos, vel):
+                arr.setflags(write=False)
             return grid, pos, vel
 
         return memo(self, ("grid", dt), tracks, interpolate)
@@ -352,8 +353,9 @@ class SwarmTrajectory:
             tu = t[rows]
             same_t = np.concatenate([[False], np.diff(tu) == 0])
             if same_t.any():
-                values = np.column_stack([pos[rows]] + [extras[k2][rows].reshape(hi - lo, -1)
-                                                        for k2 in ("vel",) if extras[k2] is not None])
+                vel_rows = extras["vel"]
+                values = np.column_stack([pos[rows]] + ([] if vel_rows is None else
+                                                        [vel_rows[rows].reshape(hi - lo, -1)]))
                 prev_same = np.concatenate([[False], (values[1:] == values[:-1]).all(axis=1)])
                 report.count("duplicate", int((same_t & prev_same).sum()))
                 report.count("conflicting_duplicate", int((same_t & ~prev_same).sum()))

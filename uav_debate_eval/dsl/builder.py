@@ -90,7 +90,7 @@ class DslDocument:
             "text": self.text,
             "tokens": self.tokens,
             "raw_tokens": self.raw_tokens,
-            "reduction": round(self.reduction, 6),
+            "reduction": float(self.reduction),
             "budget_tokens": self.budget_tokens,
             "t_range": None if self.t_range is None else list(self.t_range),
             "summarised": {k: dict(v) for k, v in self.summarised.items()},

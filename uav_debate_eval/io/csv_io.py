@@ -42,7 +42,8 @@ def read_csv(path: str | Path, name: str | None = None) -> SwarmTrajectory:
     if columns is None:
         return _read_rows(path, name)
     ids = columns.pop("uav_id")
-    return _trajectory(path, name, columns, ids, rows=len(ids), unparsable=0, short=0)
+    arrays = {k: v for k, v in columns.items() if isinstance(v, np.ndarray)}  # every column but uav_id
+    return _trajectory(path, name, arrays, ids, rows=len(ids), unparsable=0, short=0)
 
 
 @contextlib.contextmanager
@@ -131,8 +132,10 @@ def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids
     no_id = (ids.names == "")[ids.codes] if isinstance(ids, VehicleCodes) else ids == ""
     t = parsed["t"].copy()
     t[no_id] = np.nan
+    pos = group(("x", "y", "z"))
+    assert pos is not None  # the header check requires x, y and z
     traj = SwarmTrajectory.from_columns(
-        t, ids, group(("x", "y", "z")),
+        t, ids, pos,
         vel=group(("vx", "vy", "vz")), quat=group(("qx", "qy", "qz", "qw")),
         link_ok=parsed.get("link_ok"), gps_ok=parsed.get("gps_ok"), battery_pct=parsed.get("battery_pct"),
         est_valid=None if "gps_ok" not in parsed else ~(parsed["gps_ok"] == 0),  # no fix: position not trusted
@@ -166,12 +169,12 @@ def write_csv(traj: SwarmTrajectory, path: str | Path) -> Path:
     for u, tr in traj.tracks.items():
         cols = [tr.t, np.full(len(tr), u, dtype=object), tr.pos[:, 0], tr.pos[:, 1], tr.pos[:, 2],
                 tr.vel[:, 0], tr.vel[:, 1], tr.vel[:, 2]]
-        if has["quat"]:
+        if has["quat"] and tr.quat is not None:
             cols += [tr.quat[:, k] for k in range(4)]
         cols += [getattr(tr, k) for k in ("link_ok", "gps_ok", "battery_pct") if has[k]]
         blocks.append(np.column_stack(cols))
     table = np.concatenate(blocks) if blocks else np.empty((0, len(header)), dtype=object)
-    order = np.lexsort((table[:, 1].astype(str), table[:, 0].astype(float))) if len(table) else []
+    order = np.lexsort((table[:, 1].astype(str), table[:, 0].astype(float))) if len(table) else np.zeros(0, int)
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(header)

@@ -52,7 +52,7 @@ def _ecef(lat: np.ndarray, lon: np.ndarray, alt: np.ndarray) -> np.ndarray:
 def geodetic_to_enu(lat, lon, alt, lat0: float, lon0: float, alt0: float) -> np.ndarray:
     """WGS84 geodetic points -> ENU metres in the tangent plane at (lat0, lon0, alt0)."""
     d = _ecef(np.asarray(lat, float), np.asarray(lon, float), np.asarray(alt, float)) - _ecef(
-        np.float64(lat0), np.float64(lon0), np.float64(alt0))
+        np.asarray(lat0, float), np.asarray(lon0, float), np.asarray(alt0, float))
     la, lo = np.radians(lat0), np.radians(lon0)
     east = -np.sin(lo) * d[..., 0] + np.cos(lo) * d[..., 1]
     north = -np.sin(la) * np.cos(lo) * d[..., 0] - np.sin(la) * np.sin(lo) * d[..., 1] + np.cos(la) * d[..., 2]
@@ -194,11 +194,11 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
 
 def read_ulogs(paths: list[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
     """One .ulg per vehicle -> one SwarmTrajectory; `names` (the mission's uavs) name them in order."""
-    paths = [Path(p) for p in paths]
-    if names and len(names) != len(paths):
+    files = [Path(p) for p in paths]
+    if names and len(names) != len(files):
         names = None
     if names is None:
-        stems = [p.stem for p in paths]
+        stems = [f.stem for f in files]
         names = [s if stems.count(s) == 1 else f"{s}_{i + 1}" for i, s in enumerate(stems)]
-    logs = [read_ulog(p, n) for p, n in zip(paths, names, strict=True)]
+    logs = [read_ulog(f, n) for f, n in zip(files, names, strict=True)]
     return combine(logs)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from uav_debate_eval.report.html import render_html
 from uav_debate_eval.report.markdown import render_markdown
+from uav_debate_eval.report.precision import rounded
 from uav_debate_eval.report.schema import validate_report
 
 #: Worst last: the flight's label is its worst segment's.
@@ -157,6 +158,7 @@ class FlightRecord:
 def write_flight_report(report: dict, out_dir: Path) -> Path:
     """report.json, report.md and report.html in out_dir (each replaced atomically)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    report = rounded(report)
     texts = {"report.json": json.dumps(report, indent=2, allow_nan=False) + "\n",
              "report.md": render_markdown(report, []), "report.html": render_html(report, {})}
     for name, text in texts.items():

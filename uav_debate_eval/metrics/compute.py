@@ -29,7 +29,7 @@ class MetricsResult:
 
     def to_dict(self) -> dict:
         def r(x):
-            return None if x is None else round(float(x), 6)
+            return None if x is None else float(x)
 
         return {
             "scores": {k: r(v) for k, v in self.scores.items()},

@@ -33,6 +33,7 @@ from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput
 from uav_debate_eval.nodes.run import ClockJumpGuard, add_heap_trim, run_node
 from uav_debate_eval.nodes.topics import REPORT_TOPIC, SEGMENT_TOPIC, STATUS_TOPIC, TRIGGER_SERVICE, VETO_TOPIC, latched
+from uav_debate_eval.report.precision import rounded
 
 
 class DebatePanelNode(Node):
@@ -128,7 +129,7 @@ class DebatePanelNode(Node):
             return response
         report = self.submit("T", self.evaluator.last_end, t1, "trigger").result()
         response.success = report is not None
-        response.message = json.dumps(report) if report is not None else "evaluation failed (see the node log)"
+        response.message = json.dumps(rounded(report)) if report is not None else "evaluation failed (see the node log)"
         return response
 
     def submit(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory | None = None) -> Future:
@@ -139,7 +140,7 @@ class DebatePanelNode(Node):
 
     def _publish(self, report: dict) -> None:
         if self.context.ok():  # (shutting down: nothing to publish to)
-            self.report_pub.publish(String(data=json.dumps(report)))
+            self.report_pub.publish(String(data=json.dumps(rounded(report))))
 
     def _log(self, level: str, text: str) -> None:
         # one call per level: rclpy's logger refuses a second severity from the same line of code

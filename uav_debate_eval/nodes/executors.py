@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from uav_debate_eval.core.errors import InputError
@@ -72,10 +72,10 @@ def spin_nodes(nodes: list[Node], *, duration_s: float | None = None, stop: thre
     goes on a node of its own, so it blocks only that node's thread (`BlockingServiceNode`).
     """
     stopping = threading.Event()
-    executors = [node_executor(executor) for _ in nodes]
+    executors: list[Executor] = [node_executor(executor) for _ in nodes]
     failures: list[BaseException] = []
 
-    def spin(executor) -> None:
+    def spin(executor: Executor) -> None:
         try:
             while not stopping.is_set() and executor.context.ok():
                 executor.spin_once(timeout_sec=0.1)
@@ -86,8 +86,8 @@ def spin_nodes(nodes: list[Node], *, duration_s: float | None = None, stop: thre
         finally:
             stopping.set()
 
-    for node, executor in zip(nodes, executors, strict=True):
-        executor.add_node(node)
+    for node, ex in zip(nodes, executors, strict=True):
+        ex.add_node(node)
     threads = [threading.Thread(target=spin, args=(ex,), name=f"spin_{node.get_name()}", daemon=True)
                for node, ex in zip(nodes, executors, strict=True)]
     for thread in threads:
@@ -102,9 +102,9 @@ def spin_nodes(nodes: list[Node], *, duration_s: float | None = None, stop: thre
         stopping.set()
         for thread in threads:
             thread.join(timeout=10.0)
-        for node, executor in zip(nodes, executors, strict=True):
-            executor.shutdown(timeout_sec=5.0)
-            executor.remove_node(node)
+        for node, ex in zip(nodes, executors, strict=True):
+            ex.shutdown(timeout_sec=5.0)
+            ex.remove_node(node)
     if failures:
         raise failures[0]
 

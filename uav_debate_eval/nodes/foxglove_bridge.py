@@ -25,11 +25,20 @@ class FoxgloveBridgeNode(Node):
         self.view = view
         self._errors: list[VetoEvidence] = []
         pose_source.add_listener(view.on_pose)
-        self.create_subscription(Bool, VETO_TOPIC, lambda m: view.on_veto(m.data, self._errors), latched())
+        self.create_subscription(Bool, VETO_TOPIC, self._on_veto, latched())
         self.create_subscription(DiagnosticArray, STATUS_TOPIC, self._on_status, 10)
-        self.create_subscription(String, REPORT_TOPIC, lambda m: view.on_report(json.loads(m.data)), latched())
-        self.create_subscription(String, DSL_TOPIC, lambda m: view.on_dsl(m.data), latched())
+        self.create_subscription(String, REPORT_TOPIC, self._on_report, latched())
+        self.create_subscription(String, DSL_TOPIC, self._on_dsl, latched())
         self.create_timer(1.0 / rate, view.tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _on_veto(self, msg: Bool) -> None:
+        self.view.on_veto(msg.data, self._errors)
+
+    def _on_report(self, msg: String) -> None:
+        self.view.on_report(json.loads(msg.data))
+
+    def _on_dsl(self, msg: String) -> None:
+        self.view.on_dsl(msg.data)
 
     def _on_status(self, msg: DiagnosticArray) -> None:
         evidence = [status_evidence(s) for s in msg.status]

@@ -156,9 +156,12 @@ class PoseInput:
     def discover(self) -> list[str]:
         """Subscribe every new topic that matches the pattern and type; returns the new vehicle names."""
         want = _TYPE_NAMES[self.pose_type]
-        new = []
+        new: list[str] = []
+        regex = self._regex
+        if regex is None:  # one PoseArray topic, subscribed at start: nothing to discover
+            return new
         for topic, types in self.node.get_topic_names_and_types():
-            m = self._regex.match(topic)
+            m = regex.match(topic)
             if m and want in types and topic not in self._subs:
                 self._subscribe(m.group(1))
                 new.append(m.group(1))

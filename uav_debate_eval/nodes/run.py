@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from typing import TypeVar
 
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -51,11 +52,14 @@ class ClockJumpGuard:
         return True
 
 
-def run_node(label: str, make_node: Callable[[], Node], spin: Callable[[Node], None] = rclpy.spin,
+NodeT = TypeVar("NodeT", bound=Node)
+
+
+def run_node(label: str, make_node: Callable[[], NodeT], spin: Callable[[NodeT], None] = rclpy.spin,
              args: list[str] | None = None) -> None:
     """The main() of every node's own process: spin until Ctrl-C or SIGTERM (exit 0), and turn a bad
     mission, CSV or parameter into one line on stderr and exit status 2."""
-    node = None
+    node: NodeT | None = None
     tune_malloc()
     if parent := os.environ.pop(EXIT_WITH_ENV, None):  # started by `live`: never outlive it
         die_with_parent(int(parent))

@@ -48,7 +48,7 @@ def safety_markers(state: SafetyState, latest: dict, fence: Geofence | None, fra
                 if sum(corners[a][k] != corners[b][k] for k in range(3)) == 1:
                     m.points += [Point(x=float(v[0]), y=float(v[1]), z=float(v[2])) for v in (corners[a], corners[b])]
         out.markers.append(m)
-    pairs = next((a.get("pairs", []) for a in state.active if a["constraint"] == "min_separation"), [])
+    pairs: list[list[str]] = next((a.get("pairs", []) for a in state.active if a["constraint"] == "min_separation"), [])
     m = marker("violating_pairs", Marker.LINE_LIST, (1.0, 0.1, 0.1, 1.0), 0.05)
     m.points = [at(u) for a, b in pairs if a in latest and b in latest for u in (a, b)]
     m.action = Marker.ADD if m.points else Marker.DELETE

@@ -1,20 +1,15 @@
 """ROS 2 node ``safety_verifier``: the deterministic veto, live, independent of the LLM (no debate imports).
 
-Each incoming pose is stored in the monitor's arrays in O(1) after an O(N) pre-check; a pose that
-breaks a constraint runs the full kd-tree check at once, so the veto rises within one message of the
-breaking pose and a burst of ordinary poses costs no full checks. A timer at ``check_rate_hz`` runs the
-full check too (clears after the hold time, stale vehicles, warnings); a pose arriving when that check is
-overdue runs it itself, so a timer that fires late cannot hide a silent vehicle (see `_on_pose`).
-Publishes CONTRACT.md §5 topics: ``/swarm/safety/veto`` (Bool, reliable, transient local, on every
-change and at ``heartbeat_hz``), ``/swarm/safety/status`` (DiagnosticArray) and ``/swarm/safety/markers``.
+The per-pose rules (pre-check, mute, reset, overdue checks) live in the ROS-free `live.verifier`; this node
+wires parameters, QoS, topics and timers to it. Publishes CONTRACT.md §5 topics: ``/swarm/safety/veto`` (Bool,
+reliable, transient local, on every change and at ``heartbeat_hz``), ``/swarm/safety/status`` (DiagnosticArray)
+and ``/swarm/safety/markers``.
 """
 
 from __future__ import annotations
 
-import math
 import signal
 import threading
-import time
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
@@ -24,8 +19,7 @@ from std_msgs.msg import Bool, String
 from visualization_msgs.msg import MarkerArray
 
 from uav_debate_eval.core.mission import Geofence, Mission, load_mission
-from uav_debate_eval.core.records import CONSTRAINT_NAMES
-from uav_debate_eval.core.streaming import StreamingSwarm
+from uav_debate_eval.live.verifier import LiveVerifier
 from uav_debate_eval.nodes.executors import node_executor
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import PoseInput, declare_list
@@ -33,10 +27,6 @@ from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.safety_msgs import diagnostics, safety_markers
 from uav_debate_eval.nodes.topics import MARKERS_TOPIC, SIM_END_TOPIC, STATUS_TOPIC, VETO_TOPIC, latched
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
-from uav_debate_eval.safety.status import status_rows, unheard_vehicles
-
-#: After a pre-check the full check did not confirm, that vehicle's poses wait for the timer this long.
-MUTE_S = 0.1
 
 
 class SafetyVerifierNode(Node):
@@ -83,87 +73,43 @@ class SafetyVerifierNode(Node):
             if not ordered:
                 raise ValueError(f"geofence_min {fence_min} / geofence_max {fence_max}: need 3 values each, min < max")
             c.geofence = Geofence(tuple(fence_min), tuple(fence_max))
-        self.mission = mission
-        self.monitor = SafetyMonitor(mission, hold_s=None if hold < 0 else hold, predict_period_s=predict_s,
-                                     close_on_quiet=close_on_quiet)
-        self.swarm = StreamingSwarm(capacity=4)
-        self._swarm_resets = 0
-        self._muted_until: dict[str, float] = {}
-        self.poses_received = 0
-        self._check_due = -math.inf  # monotonic time of the next full check (timer or overdue pose)
-        self._first_pose_t = math.inf
-        self.state: SafetyState | None = None
+        monitor = SafetyMonitor(mission, hold_s=None if hold < 0 else hold, predict_period_s=predict_s,
+                                close_on_quiet=close_on_quiet)
+        self.verifier = LiveVerifier(mission, monitor, 1.0 / self.check_rate_hz, self._now, self._on_check,
+                                     self.get_logger().warning)
 
         self.veto_pub = self.create_publisher(Bool, VETO_TOPIC, latched())
         self.status_pub = self.create_publisher(DiagnosticArray, STATUS_TOPIC, 10)
         self.marker_pub = self.create_publisher(MarkerArray, MARKERS_TOPIC, 1)
         group = MutuallyExclusiveCallbackGroup()  # poses and checks share the monitor: one at a time
-        self.poses = PoseInput(self, self._on_pose, callback_group=group)
+        self.poses = PoseInput(self, self.verifier.on_pose, callback_group=group)
         self.create_subscription(String, SIM_END_TOPIC, self._on_flight_end, latched(), callback_group=group)
-        self.create_timer(1.0 / self.check_rate_hz, self.check, callback_group=group)
+        self.create_timer(1.0 / self.check_rate_hz, self.verifier.check, callback_group=group)
         self.create_timer(1.0 / heartbeat_hz, self._heartbeat, callback_group=group)
         self.create_timer(1.0 / status_hz, self._publish_status, callback_group=group)
         self._publish_veto(False)
-        checked = [k for k in CONSTRAINT_NAMES if self._limit(k) is not None]
-        self.get_logger().info(f"safety verifier: checking {', '.join(checked) or 'nothing'}; "
-                               f"hold {self.monitor.hold_s:g} s; {self.monitor.snapshot_policy}")
+        self.get_logger().info(f"safety verifier: checking {', '.join(self.verifier.checked()) or 'nothing'}; "
+                               f"hold {monitor.hold_s:g} s; {monitor.snapshot_policy}")
 
-    def _limit(self, constraint: str):
-        c = self.mission.constraints
-        return {"min_separation": c.min_separation_m, "max_speed": c.max_speed_mps,
-                "max_vertical_speed": c.max_vertical_speed_mps, "geofence": c.geofence,
-                "stale_data": c.stale_timeout_s}[constraint]
+    @property
+    def monitor(self) -> SafetyMonitor:
+        return self.verifier.monitor
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _on_pose(self, uav: str, t: float, pos, vel) -> None:
-        self.poses_received += 1
-        if not self.swarm.add(uav, t, pos, vel):
-            return  # rejected (NaN, duplicate, out of order): counted by the swarm
-        self._first_pose_t = min(self._first_pose_t, t)
-        if self.swarm.resets != self._swarm_resets:  # this pose starts a new run: forget the old one first
-            self._swarm_resets = self.swarm.resets
-            self.monitor.reset()
-            self._first_pose_t = t  # the new run starts here
-            self._muted_until.clear()
-            self.get_logger().warning("safety verifier: pose stamps jumped backwards (bag loop?): state reset")
-        sample = (t, *pos) if vel is None else (t, *pos, *vel)
-        # pre-check against the stored state before storing (a missing velocity comes from the last sample)
-        breaking = (not self.monitor.veto and t >= self._muted_until.get(uav, -math.inf)
-                    and self.monitor.would_violate(uav, sample))
-        self.monitor.observe(uav, sample)
-        # a breaking pose not confirmed by the full check (e.g. near the limit) leaves that vehicle to the timer
-        if breaking and not self.check().veto:
-            self._muted_until[uav] = t + MUTE_S
-        elif time.monotonic() >= self._check_due:
-            # The check timer is late. rclpy's EventsExecutor (7.1) queues timers behind the poses already
-            # waiting, and under use_sim_time it dispatched a timer several times at once, then not at all for
-            # up to 2 s of sim time beside a busy pose stream on a loaded machine
-            # (benchmarks/bench_timer_ticks.py): long enough to miss a vehicle's silence. The poses of the
-            # others keep it checked.
-            self.check()
-
-    def check(self) -> SafetyState:
-        """Full check at the current (ROS or sim) time; publishes the veto on a change."""
-        self._check_due = time.monotonic() + 1.0 / self.check_rate_hz
-        state = self.monitor.update(self._now())
-        if state.clock_reset:
-            self.swarm.reset()
-            self._first_pose_t = math.inf
-            self._muted_until.clear()
-            self.get_logger().warning("safety verifier: clock jumped backwards: state reset")
-        self.state = state
-        if state.changed:
-            self._publish_veto(state.veto)
-            self._publish_status()
-            if state.veto:
-                what = "; ".join(f"{a['constraint']} {','.join(a['uavs'][:8])} {a['value']:.3g}/{a['limit']:g}"
-                                 for a in state.active)
-                self.get_logger().warning(f"VETO at {state.t:.3f}: {what}")
-            else:
-                self.get_logger().info(f"veto cleared at {state.t:.3f}")
-        return state
+    def _on_check(self, state: SafetyState) -> None:
+        """Publish the veto and the status on a change."""
+        if not state.changed:
+            return
+        self._publish_veto(state.veto)
+        self._publish_status()
+        if state.veto:
+            what = "; ".join(f"{a['constraint']} {','.join(a['uavs'][:8])} {a['value']:.3g}/{a['limit']:g}"
+                             for a in state.active)
+            self.get_logger().warning(f"VETO at {state.t:.3f}: {what}")
+        else:
+            self.get_logger().info(f"veto cleared at {state.t:.3f}")
 
     def _on_flight_end(self, msg: String) -> None:
         """The simulator announced the end of its flight: its silence from now on is no stale data."""
@@ -177,20 +123,13 @@ class SafetyVerifierNode(Node):
         self._publish_veto(self.monitor.veto)
 
     def _publish_status(self) -> None:
-        state = self.state
+        state = self.verifier.state
         if state is None:
             return
         stamp = self.get_clock().now().to_msg()
-        limits = {name: self._limit(name) for name in CONSTRAINT_NAMES}
-        unheard = unheard_vehicles(self.poses.uav_names, set(self.swarm.rings), state.t - self._first_pose_t,
-                                   self.mission.constraints.stale_timeout_s)
-        rows = status_rows(state, limits, {"vehicles": str(len(self.swarm.rings)),
-                                           "poses_received": str(self.poses_received),
-                                           "rejected": str(dict(self.swarm.rejected))}, unheard)
-        self.status_pub.publish(diagnostics(rows, stamp))
-        fence = self.mission.constraints.geofence
+        self.status_pub.publish(diagnostics(self.verifier.status(self.poses.uav_names), stamp))
+        fence = self.verifier.mission.constraints.geofence
         self.marker_pub.publish(safety_markers(state, self.monitor.latest(), fence, self.frame_id, stamp))
-
 
 def main(args=None) -> None:
     """Own process (launch files), on rclpy's events executor when this rclpy has it: at 5000 poses/s the

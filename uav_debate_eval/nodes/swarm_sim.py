@@ -21,6 +21,7 @@ from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
@@ -85,7 +86,7 @@ class SwarmSimNode(Node):
         # With /clock the stamps are scenario time; otherwise wall time at the start plus scenario time.
         self.stamp_base = self.clock_start_s if self.publish_clock else time.time() + self.start_delay_s
         qos = pose_qos(self.qos_name)
-        self._pubs: dict[str, object] = {}
+        self._pubs: dict[str, Publisher] = {}
         if self.pose_type == "PoseArray":
             self._array_pub = self.create_publisher(PoseArray, self.pose_array_topic, qos)
         else:
@@ -130,7 +131,7 @@ class SwarmSimNode(Node):
         return self._sim.traj, self._sim.mission, list(self._sim.truth), rate
 
     def _tick_source(self) -> Iterator[Tick]:
-        return iter(self._sim.ticks()) if self._sim is not None else csv_ticks(self.traj)
+        return self._sim.ticks() if self._sim is not None else csv_ticks(self.traj)
 
     def _unmatched(self) -> list[str]:
         """Pose topics with fewer subscribers than wait_for_subscribers: poses sent now would be lost to them."""

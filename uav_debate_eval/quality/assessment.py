@@ -111,7 +111,7 @@ def _clean_track(tr: Track, a_max: float, mission: Mission, out: Assessment) -> 
             f"{u} left its path by {ex.distance_m:.2f} m for {max(ex.t_end - ex.t_start, 0.0) * 1000:.0f} ms and "
             f"came back (implied {ex.implied_mps:.0f} m/s, beyond {a_max:g} m/s^2): a recording artefact "
             "(motion-capture swap or estimator glitch); those samples are left out of every check",
-            list(POSITION_CHECKS), {"distance_m": round(ex.distance_m, 3), "implied_mps": round(ex.implied_mps, 1)}))
+            list(POSITION_CHECKS), {"distance_m": float(ex.distance_m), "implied_mps": float(ex.implied_mps)}))
     if drop.any():
         kept = ~drop
         tr = tr.select(kept, vel=finite_difference(tr.pos[kept], tr.t[kept]) if tr.vel_derived else None)
@@ -124,7 +124,7 @@ def _clean_track(tr: Track, a_max: float, mission: Mission, out: Assessment) -> 
             "position_jump", [u], float(tu[i - 1]), t,
             f"{u} jumped {dist:.2f} m in {dt * 1000:.0f} ms and stayed there: not explained as a one-frame "
             "artefact (it persists; an estimator reset would look the same), so any violation it causes stays",
-            ["max_speed", "max_vertical_speed"], {"distance_m": round(dist, 3), "persists": True}))
+            ["max_speed", "max_vertical_speed"], {"distance_m": float(dist), "persists": True}))
     vel, found = source_velocity(tr, upd)
     out.findings.extend(found)
     return tr.select(slice(None), vel=vel) if vel is not tr.vel else tr

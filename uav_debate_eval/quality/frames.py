@@ -70,7 +70,7 @@ def duplicates(traj: SwarmTrajectory) -> list[Finding]:
                 "duplicate_vehicle", [keep.uav_id, drop.uav_id], t0, t1,
                 f"{drop.uav_id} ({drop.source or 'source'}) is {keep.uav_id} recorded twice: same motion at a "
                 f"constant offset of {np.linalg.norm(offset):.2f} m; kept {keep.uav_id}, never checked against "
-                "its own double", ["min_separation"], {"offset_m": [round(float(x), 3) for x in offset]}))
+                "its own double", ["min_separation"], {"offset_m": [float(x) for x in offset]}))
     for u in dropped:
         del traj.tracks[u]
     return findings

@@ -100,8 +100,8 @@ def source_velocity(track: Track, upd: Updates) -> tuple[np.ndarray, list[Findin
             f"{u}: estimate republished unchanged between updates: {upd.message_hz:.0f} Hz messages carry "
             f"{upd.update_hz:.1f} Hz updates ({upd.repeated_fraction:.0%} repeats); kinematics from the updates only",
             ["max_speed", "max_vertical_speed"],
-            {"message_hz": round(upd.message_hz, 2), "update_hz": round(upd.update_hz, 2),
-             "repeated_fraction": round(upd.repeated_fraction, 3)}))
+            {"message_hz": float(upd.message_hz), "update_hz": float(upd.update_hz),
+             "repeated_fraction": float(upd.repeated_fraction)}))
     jit = jitter(track, upd) if track.receive_time else 0.0
     interval = 1.0 / upd.update_hz if upd.update_hz > 0 else 0.0
     if track.receive_time and interval and jit > JITTER_FRACTION * interval:
@@ -109,7 +109,7 @@ def source_velocity(track: Track, upd: Updates) -> tuple[np.ndarray, list[Findin
             "timing_jitter", [u], t0, t1,
             f"{u}: no header stamps; receive times jitter by {jit * 1000:.0f} ms (p95) on a "
             f"{interval * 1000:.0f} ms update interval; velocity taken over at least {MIN_BASELINE_S:g} s",
-            ["max_speed", "max_vertical_speed"], {"jitter_s": round(jit, 4), "interval_s": round(interval, 4)}))
+            ["max_speed", "max_vertical_speed"], {"jitter_s": float(jit), "interval_s": float(interval)}))
     if not (upd.republished or track.receive_time) or len(upd.index) < 2:
         return track.vel, findings
     baseline = max(2.0 * interval, MIN_BASELINE_S if track.receive_time else 0.0)

@@ -17,15 +17,17 @@ from typing import Any
 
 from uav_debate_eval.report.html import render_html
 from uav_debate_eval.report.markdown import render_markdown
+from uav_debate_eval.report.precision import rounded
 from uav_debate_eval.report.schema import validate_report
 
 OUTPUTS = ("report.json", "report.md", "report.html", "transcript.jsonl", "figures")
 
 
 def write_reports(evaluation: Any, out_dir: str | Path, *, figures: bool = True) -> Path:
-    """Validate the report, render JSON/Markdown/HTML/transcript/figures and move them into out_dir."""
+    """Validate the report, render JSON/Markdown/HTML/transcript/figures (numbers rounded once, as
+    report.precision says) and move them into out_dir."""
     out_dir = Path(out_dir)
-    report = evaluation.report
+    report = rounded(evaluation.report)
     job = getattr(evaluation, "figure_job", None)
     if job is not None:
         evaluation.figure_job = None  # drawn once

@@ -217,6 +217,7 @@ def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: 
         fallback += "; the debate fell back to the deterministic rules agents"
     elif result is not None and getattr(result, "fallback", None):
         fallback = str(result.fallback)
+    assert result is not None  # no result only after a failure, and then the rules agents ran
     tick("debate", len(result.rounds), len(result.rounds))
     return result, list(result.transcript or []), fallback
 

@@ -168,11 +168,12 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         margin(name, worst, limit, worst / limit)
 
     outside = None
-    if c.geofence is not None:
+    fence = c.geofence
+    if fence is not None:
         ok = rows.trusted(quality, "geofence")
-        outside = rows.pointwise(lambda pos, _vel: c.geofence.outside_distance(pos))
+        outside = rows.pointwise(lambda pos, _vel: fence.outside_distance(pos))
         worst_out = rows.fold_max(outside, ok, -math.inf)
-        worst_ratio = rows.fold_max(rows.pointwise(lambda pos, _vel: fence_ratio(pos, c.geofence)), ok, 0.0)
+        worst_ratio = rows.fold_max(rows.pointwise(lambda pos, _vel: fence_ratio(pos, fence)), ok, 0.0)
         bad = (outside > 0) & ok
         for k, t0, t1, w, _, n in merge_runs(rows.key[bad], rows.t[bad], outside[bad], gap):
             v = Violation("geofence", t0, t1, [ids[k]], w, 0.0, f"{ids[k]} {w:.3f} m outside the geofence", n)
@@ -207,11 +208,11 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
                                                         predict=predict, flight=flight)
     violations.extend(sep_viol)
     if c.min_separation_m is not None and not separation_lost:
-        worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
-        ratio = None if worst is None else 2.0 - worst / c.min_separation_m
-        margin("min_separation", worst, c.min_separation_m, ratio)
-    if c.geofence is not None:
-        warnings.extend(_fence_warnings(rows, outside, mission, gap) if predict else [])
+        sep_worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
+        ratio = None if sep_worst is None else 2.0 - sep_worst / c.min_separation_m
+        margin("min_separation", sep_worst, c.min_separation_m, ratio)
+    if outside is not None and predict:
+        warnings.extend(_fence_warnings(rows, outside, mission, gap))
     warnings.sort(key=lambda w: (w["t"], w["kind"], w["uavs"]))
 
     rules = _rules(traj, mission, quality, separation, flight, gap, period)
@@ -304,8 +305,13 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     d_min = np.full(T, np.nan)
     closest: list[tuple[str, str] | None] = [None] * T
     limit = None if skip_limit else c.min_separation_m
-    hv, ht, hd = [], [], []  # violating pairs: key, t, distance
-    wk, wt, wd, wtp = [], [], [], []  # CPA warnings: key, t, predicted distance, predicted time
+    hv: list[np.ndarray] = []  # violating pairs: key, t, distance
+    ht: list[np.ndarray] = []
+    hd: list[np.ndarray] = []
+    wk: list[np.ndarray] = []  # CPA warnings: key, t, predicted distance, predicted time
+    wt: list[np.ndarray] = []
+    wd: list[np.ndarray] = []
+    wtp: list[np.ndarray] = []
     horizon = th.prediction_horizon_s if predict else None
     if N <= DENSE_MAX_VEHICLES:
         pairs_dense(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp))
@@ -315,7 +321,8 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
                                                   closest, (hv, ht, hd), pair_index)
         if not shared:
             pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
-    hits = tuple(np.concatenate(h) if h else np.zeros(0) for h in (hv, ht, hd))
+    hit_keys, hit_t, hit_d = (np.concatenate(h) if h else np.zeros(0) for h in (hv, ht, hd))
+    hits = (hit_keys, hit_t, hit_d)
     nearest = GridPairs(snaps, pair_index, d_min, closest, limit, hits) if N > DENSE_MAX_VEHICLES else None
     timeline = SeparationTimeline(snaps.t, d_min, closest)
     violations: list[tuple[Violation, float]] = []
@@ -324,7 +331,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
         return timeline, violations, warnings, nearest
     grid_gap = max(gap, 2.0 * period + 1e-9)
     if len(hits[0]):
-        for key, t0, t1, w, _, n in merge_runs(*hits, grid_gap, worst="min"):
+        for key, t0, t1, w, _, n in merge_runs(hit_keys, hit_t, hit_d, grid_gap, worst="min"):
             pair = sorted((ids[key // N], ids[key % N]))
             v = Violation("min_separation", t0, t1, pair, w, limit, f"{pair[0]}-{pair[1]} {w:.3f} m < {limit:g} m", n)
             violations.append((v, t1 + period))
@@ -346,6 +353,7 @@ DENSE_MAX_VEHICLES = 64
 def _fence_warnings(rows: Samples, outside: np.ndarray, mission: Mission, gap: float) -> list[dict]:
     """Time-to-geofence warnings: inside now, but leaving within the prediction horizon at current velocity."""
     fence, horizon = mission.constraints.geofence, mission.thresholds.prediction_horizon_s
+    assert fence is not None  # called only for a mission with a geofence
     tte_all = rows.pointwise(lambda pos, vel: time_to_box_exit(pos, vel, fence))
     hit_all = (outside <= 0) & (tte_all <= horizon)
     out = []

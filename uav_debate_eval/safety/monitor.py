@@ -337,18 +337,18 @@ class SafetyMonitor:
             else:
                 i, j, d = close_pairs(pos, limit)
             values["min_separation"] = {"value": float(d.min()) if len(d) else None, "limit": limit}
-            bad = d < limit
-            if bad.any():
-                bi, bj, bd = i[bad], j[bad], d[bad]
+            close = d < limit
+            if close.any():
+                bi, bj, bd = i[close], j[close], d[close]
                 order = np.lexsort((bj, bi, bd))  # worst first; ties by slot, so the evidence is deterministic
                 bi, bj, bd = bi[order], bj[order], bd[order]
                 first_a, first_b = names(bi[:MAX_EVIDENCE_PAIRS]), names(bj[:MAX_EVIDENCE_PAIRS])
                 pairs = [sorted(ab) for ab in zip(first_a, first_b, strict=True)]
                 involved = sorted(names(np.unique(np.concatenate([bi, bj]))))
                 active.append({"constraint": "min_separation", "uavs": involved, "value": float(bd[0]),
-                               "limit": limit, "t": t_ref, "count": int(bad.sum()), "pairs": pairs})
+                               "limit": limit, "t": t_ref, "count": int(close.sum()), "pairs": pairs})
             if predict:
-                ok = ~bad  # pairs already violating are evidence, not predictions
+                ok = ~close  # pairs already violating are evidence, not predictions
                 if ok.any():
                     oi, oj = i[ok], j[ok]
                     tc, dc = closest_approach(pos[oj] - pos[oi], vel[oj] - vel[oi], th.prediction_horizon_s)

@@ -31,6 +31,7 @@ from uav_debate_eval.sim.faults import (
     span,
 )
 from uav_debate_eval.sim.paths import Route, TimedWaypoints
+from uav_debate_eval.sim.playback import Tick
 from uav_debate_eval.sim.truth import TruthFault, truth_to_json
 
 DEFAULT_RATE_HZ = 20.0
@@ -284,7 +285,7 @@ class SimResult:
         (out / "truth.json").write_text(truth_to_json(self.truth, self.meta()) + "\n", encoding="utf-8")
         return written + [out / "mission.yaml", out / "truth.json"]
 
-    def ticks(self) -> Iterator[tuple[float, list[tuple[str, np.ndarray, np.ndarray, bool]]]]:
+    def ticks(self) -> Iterator[Tick]:
         """Samples grouped by time, in time order, for real-time replay; a silent vehicle is simply absent."""
         tracks = self.traj.tracks
         stamps = np.unique(np.concatenate([tr.t for tr in tracks.values()]))

@@ -1,0 +1,94 @@
+"""The live verifier's per-pose rules without ROS (live.verifier): a breaking pose is checked on arrival, an
+unconfirmed pre-check mutes that vehicle for MUTE_S, a bag loop resets on the pose that starts it, and a late
+timer cannot hide a silent vehicle (the others' poses run the overdue check)."""
+
+from __future__ import annotations
+
+import pytest
+
+from uav_debate_eval.core.mission import parse_mission
+from uav_debate_eval.live.verifier import MUTE_S, LiveVerifier
+from uav_debate_eval.safety.monitor import SafetyMonitor
+
+MISSION = "mission: {name: t, type: formation}\nconstraints: {min_separation_m: 0.5, stale_timeout_s: 60.0}\n"
+
+
+class Clocks:
+    """The check's clock (flight time) and the monotonic clock that paces the periodic check, both by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.mono = 0.0
+        self.checks: list = []
+        self.warnings: list[str] = []
+
+    def verifier(self, mission_text: str = MISSION, period_s: float = 0.02) -> LiveVerifier:
+        mission = parse_mission(mission_text)
+        return LiveVerifier(mission, SafetyMonitor(mission), period_s, lambda: self.now, self.checks.append,
+                            self.warnings.append, monotonic=lambda: self.mono)
+
+
+def _feed(v: LiveVerifier, clocks: Clocks, t: float, poses: dict[str, float]) -> None:
+    clocks.now = t
+    for uav, x in poses.items():
+        v.on_pose(uav, t, (x, 0.0, 1.0), None)
+
+
+def test_a_breaking_pose_is_checked_on_arrival_and_ordinary_poses_run_no_check():
+    clocks = Clocks()
+    v = clocks.verifier()
+    for k in range(20):
+        _feed(v, clocks, 100.0 + 0.02 * k, {"a": 0.0, "b": 2.0, "c": -2.0})
+    first = len(clocks.checks)
+    assert first == 3  # one per vehicle's first pose (untracked: only a full check can tell); the clock stood still
+    assert v.poses_received == 60 and not v.monitor.veto
+    _feed(v, clocks, 100.4, {"b": 0.3})
+    assert len(clocks.checks) == first + 1 and v.monitor.veto
+    assert clocks.checks[-1].changed and {a["constraint"] for a in v.state.active} == {"min_separation"}
+    assert v.checked() == ["min_separation", "stale_data"]
+
+
+def test_an_unconfirmed_pre_check_mutes_that_vehicle_for_mute_s():
+    clocks = Clocks()
+    v = clocks.verifier()
+    _feed(v, clocks, 100.0, {"a": 0.0, "b": 2.0})  # first poses: pre-check true, full check finds nothing
+    assert len(clocks.checks) == 2 and not v.monitor.veto
+    _feed(v, clocks, 100.0 + MUTE_S / 2, {"a": 1.8})  # breaking, but a is muted: left to the periodic check
+    assert len(clocks.checks) == 2 and not v.monitor.veto
+    _feed(v, clocks, 100.0 + 1.5 * MUTE_S, {"a": 1.8})  # the mute is over: checked on arrival
+    assert len(clocks.checks) == 3 and v.monitor.veto
+
+
+def test_stamps_jumping_backwards_reset_the_state_on_the_pose_that_starts_the_new_run():
+    clocks = Clocks()
+    v = clocks.verifier()
+    _feed(v, clocks, 100.0, {"a": 0.0, "b": 2.0})
+    _feed(v, clocks, 70.0, {"a": 1.0})  # 30 s back: the bag looped
+    assert list(v.monitor.latest()) == ["a"] and v.monitor.latest()["a"][1] == 1.0
+    assert clocks.warnings == ["safety verifier: pose stamps jumped backwards (bag loop?): state reset"]
+
+
+def test_the_others_poses_run_the_overdue_check_and_a_silent_vehicle_is_vetoed():
+    clocks = Clocks()
+    v = clocks.verifier(MISSION.replace("60.0", "1.0"))
+    raised_at = None
+    for k in range(60):  # 3 s at 20 Hz; a goes silent after 1 s; no periodic check runs at all
+        t = 100.0 + 0.05 * k
+        clocks.mono += 0.05  # each step's first pose finds the 20 ms check overdue
+        _feed(v, clocks, t, {u: x for u, x in (("a", 0.0), ("b", 5.0), ("c", -5.0)) if u != "a" or t < 101.0})
+        if raised_at is None and v.monitor.veto:
+            raised_at = t
+    stale = [a for a in v.state.active if a["constraint"] == "stale_data"]
+    assert stale and stale[0]["uavs"] == ["a"]
+    assert raised_at == pytest.approx(102.0)  # a's last pose at 100.95 s: stale past 101.95 s
+
+
+def test_status_names_a_vehicle_never_heard_once_the_others_reported_past_the_timeout():
+    clocks = Clocks()
+    v = clocks.verifier(MISSION.replace("60.0", "0.5"))
+    assert v.status(["a", "b", "c"]) == []  # before the first check
+    for k in range(11):
+        _feed(v, clocks, 100.0 + 0.1 * k, {"a": 0.0, "b": 3.0})
+    v.check()
+    rows = {r.name: r for r in v.status(["a", "b", "c"])}
+    assert rows["safety/unheard"].values["uavs"] == "c" and not v.state.veto

@@ -23,7 +23,7 @@ def online(formula, trace: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
         ev = Evaluator(lambda name, step=step: (step[name], None), (1, K), 1.0)
         before = root.out.done
         root.advance({id(a): ev.rob(a.f)[0] for a in atoms})
-        decided += [root.out.get(j, j, 0.0)[0] for j in range(before, root.out.done)]
+        decided += [root.out.get(j, j, 0.0)[0].copy() for j in range(before, root.out.done)]
     return np.array(decided).reshape(-1, K), root.delay
 
 
@@ -91,3 +91,37 @@ def test_pairs_and_swarm_online():
     fails = mon.update(0.1, ids, np.array([[0.0, 0, 2], [5.0, 0, 2], [10.0, 0, 2]]), np.zeros((3, 3)),
                        np.array([True, True, False]))
     assert fails == []
+
+
+def test_live_veto_on_a_rule_in_a_built_in_scenario():
+    """The swap scenario's hard rule (close vehicles a layer apart) breaks in its near miss: the live monitor raises
+    the veto with the reason rule:layered_crossing inside the fault, and the status names it."""
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+    from uav_debate_eval.safety.status import ERROR, status_rows
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("swap", seed=1, faults=["near_miss"])
+    truth = next(f for f in sim.truth if f.kind == "near_miss")
+    mon = SafetyMonitor(sim.mission, rule_period_s=0.05)
+    latest: dict = {}
+    hit = None
+    for t, batch in sim.ticks():
+        for u, pos, vel, _link in batch:
+            latest[u] = (t, *pos, *vel)
+        state = mon.update(t, latest)
+        rule = [a for a in state.active if a["constraint"] == "rule:layered_crossing"]
+        if rule and hit is None:
+            hit = (t, rule[0], state)
+    assert hit is not None, "the hard rule never vetoed live"
+    t, evidence, state = hit
+    assert state.veto and set(evidence["uavs"]) & set(truth.uavs) and evidence["delay_s"] == 0.0
+    # the rule (closer than 2 m on one layer) breaks during the approach, before the separation limit does, and
+    # live agrees with the offline check of the same flight to a grid step
+    from uav_debate_eval.safety.checker import check_trajectory
+
+    offline = next(r for r in check_trajectory(sim.traj, sim.mission).rules if r.rule.id == "layered_crossing")
+    assert offline.satisfied is False and abs(t - offline.intervals[0][0]) <= 0.05 + 1e-6
+    assert t <= truth.t_start
+    row = next(r for r in status_rows(state, {"min_separation": sim.mission.constraints.min_separation_m}, {})
+               if r.name == "safety/rule:layered_crossing")
+    assert row.level == ERROR and "hard rule failed" in row.message and "decided at each sample" in row.message

@@ -71,7 +71,9 @@ class Evaluator:
             left, ul = self.expr(f.left)
             right, ur = self.expr(f.right)
             diff = (left - right) if f.op in (">", ">=") else (right - left)
-            out = np.array(np.broadcast_to(diff, self.shape), dtype=float)
+            # a new array from the subtraction (copied only when the comparison reads numbers alone)
+            out = diff if isinstance(diff, np.ndarray) and diff.shape == self.shape else \
+                np.array(np.broadcast_to(diff, self.shape), dtype=float)
             unknown = ul if ur is None else ur if ul is None else ul | ur
             if unknown is not None and self.world != "exact":
                 out[unknown] = -INF if (self.world == "lo") == positive else INF

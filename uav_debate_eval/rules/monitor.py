@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.spatial.distance import pdist
 
 from uav_debate_eval.core.mission import Geofence
 from uav_debate_eval.core.trajectory import Snapshots
@@ -45,6 +46,9 @@ class _Stream:
 
     def get(self, first: int, last: int, fill: float) -> np.ndarray:
         """Steps first..last (inclusive); steps before 0 are `fill` (the operator's identity)."""
+        a, b = first % self.cap, last % self.cap
+        if first >= 0 and a <= b and last - first == b - a:  # one piece of the ring: a view
+            return self.ring[a:b + 1]
         steps = np.arange(first, last + 1)
         out = self.ring[steps % self.cap]
         if first < 0:
@@ -197,6 +201,7 @@ class LiveRule:
     robustness: float | None = None  # the newest decided value (min over the columns)
     decided_t: float | None = None  # the step time it belongs to
     failed: bool = False  # a decided failure so far
+    failing: RuleFailure | None = None  # the newest decided step's failure (None: it held)
     root: _Node | None = field(default=None, repr=False)
     window: tuple[int, int | None] = (0, None)  # steps of the top-level always (None: to the end)
     once: bool = False  # decided once at step 0 (not an always)
@@ -265,7 +270,9 @@ class RuleMonitor:
         snaps = Snapshots(t, self.ids, p, v, fresh[None].copy())
         return Grid(snaps, {basis: snaps.valid for basis in set(BASIS.values())}, self.geofence)
 
-    def _signal(self, rule: Rule, grid: Grid):
+    def _signal(self, rule: Rule, grid: Grid, pairs: dict):
+        """The rule's signals on this tick's grid; `pairs`: the pair signals of this tick (every pair rule reads
+        the same columns, so each signal is computed once per tick)."""
         first, second = self._pairs
 
         def fetch(name: str):
@@ -276,16 +283,20 @@ class RuleMonitor:
                 if unknown is not None:
                     values = np.where(unknown, np.nan, values)
             else:
-                values, _ = grid.pair(name, first, second)
+                if name not in pairs:
+                    pairs[name] = pdist(grid.snaps.pos[0])[None] if name == "separation" else \
+                        grid.pair(name, first, second)[0]
+                values = pairs[name]
             return values, None
         return fetch
 
     def _advance(self, grid: Grid) -> list[RuleFailure]:
-        out = []
+        out: list[RuleFailure] = []
+        pairs: dict[str, np.ndarray] = {}
         for st in self.states:
             if not st.live or st.root is None:
                 continue
-            fetch = self._signal(st.rule, grid)
+            fetch = self._signal(st.rule, grid, pairs)
             K = st.root.out.ring.shape[1]
             ev = Evaluator(fetch, (1, K), self.dt)
             atoms = {}
@@ -312,11 +323,18 @@ class RuleMonitor:
         finite = value[np.isfinite(value)]
         st.robustness = float(finite.min()) if len(finite) else None
         st.decided_t = t
+        st.failing = None
         if not len(bad):
             return []
         st.failed = True
         worst = bad[np.argmin(value[bad])]
-        return [RuleFailure(st.rule, t, self._names(st.rule, bad[:50]), float(value[worst]), len(bad), st.delay_s)]
+        st.failing = RuleFailure(st.rule, t, self._names(st.rule, bad[:50]), float(value[worst]), len(bad),
+                                 st.delay_s)
+        return [st.failing]
+
+    def failing(self) -> list[RuleFailure]:
+        """The rules whose newest decided step failed (a veto stays up while they do)."""
+        return [st.failing for st in self.states if st.failing is not None]
 
     def _names(self, rule: Rule, cols: np.ndarray) -> list[str]:
         if rule.over == "each_vehicle":
@@ -330,9 +348,9 @@ class RuleMonitor:
         """One row per rule for the verifier's status: live or not (why), the decision delay, the newest value."""
         return [{"rule": st.rule.id, "severity": st.rule.severity, "live": st.live, "why": st.why,
                  "delay_s": st.delay_s, "robustness": st.robustness, "decided_t": st.decided_t,
-                 "failed": st.failed} for st in self.states] if self.states else \
+                 "failed": st.failed, "failing": st.failing is not None} for st in self.states] if self.states else \
             [{"rule": r.id, "severity": r.severity, "live": True, "why": "", "delay_s": None, "robustness": None,
-              "decided_t": None, "failed": False} for r in self.rules]
+              "decided_t": None, "failed": False, "failing": False} for r in self.rules]
 
 
 def _delay_steps(f: Formula, dt: float) -> int:

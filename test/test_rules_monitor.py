@@ -40,7 +40,8 @@ def test_streams_equal_the_offline_robustness_at_every_decided_step():
         offline = Evaluator(lambda name, trace=trace: (trace[name], None), (T, K), 1.0).rob(formula)
         values, delay = online(formula, trace)
         assert delay == _delay_steps(formula, 1.0)
-        assert len(values) == max(0, T - delay)  # a step is decided `delay` steps after it
+        # a step is decided at most `delay` steps after it (sooner when a window reaches only before the start)
+        assert max(0, T - delay) <= len(values) <= T
         np.testing.assert_allclose(values, offline[:len(values)], rtol=0, atol=1e-12)
 
 

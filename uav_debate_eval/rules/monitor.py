@@ -56,6 +56,41 @@ class _Stream:
         return out
 
 
+class _Sliding:
+    """min/max over windows of w consecutive steps of a stream, O(1) per step per column (van Herk / Gil-Werman):
+    steps in blocks of w, running maxima from each block's start (prefix) and, once a block is complete, to its end
+    (suffix); a window is one block's suffix and the next block's prefix. Steps before 0 are the identity."""
+
+    def __init__(self, w: int, take_min: bool, K: int):
+        self.w, self.cap, self.fed = w, w + 2, 0
+        self.agg = np.minimum if take_min else np.maximum
+        self.fill = INF if take_min else -INF
+        self.x, self.prefix, self.suffix = (np.zeros((w + 2, K)) for _ in range(3))
+
+    def feed(self, v: np.ndarray) -> None:
+        k, w, cap = self.fed, self.w, self.cap
+        self.x[k % cap] = v
+        self.prefix[k % cap] = v if k % w == 0 else self.agg(self.prefix[(k - 1) % cap], v)
+        if k % w == w - 1:  # a block is complete: its running maxima to its end
+            acc = self.x[k % cap].copy()
+            self.suffix[k % cap] = acc
+            for i in range(k - 1, k - w, -1):
+                acc = self.agg(acc, self.x[i % cap])
+                self.suffix[i % cap] = acc
+        self.fed += 1
+
+    def window(self, s: int) -> np.ndarray:
+        """agg over steps s .. s + w - 1 (all fed)."""
+        e, cap = s + self.w - 1, self.cap
+        if e < 0:
+            return np.full(self.x.shape[1], self.fill)
+        if s <= 0:
+            return self.prefix[e % cap].copy()
+        if s % self.w == 0:
+            return self.suffix[s % cap].copy()
+        return self.agg(self.suffix[s % cap], self.prefix[e % cap])
+
+
 class _Node:
     """A compiled operator: children, its own stream, and how to compute one step from the children's streams."""
 
@@ -65,8 +100,11 @@ class _Node:
         self.out = _Stream(cap, K)
         self.state = np.full(K, -INF if _is(f, ("once", "since")) else INF)
         self.a = self.b = 0
+        self.sliding: _Sliding | None = None
         if isinstance(f, Temporal | Binary) and f.hi is not None:
             self.a, self.b = steps_of(f.lo, f.hi, dt)
+            if isinstance(f, Temporal) and self.b >= self.a:
+                self.sliding = _Sliding(self.b - self.a + 1, f.op in ("always", "historically"), K)
         self.delay = _delay_steps(f, dt)
 
     def advance(self, atoms: dict[int, np.ndarray]) -> None:
@@ -111,10 +149,10 @@ class _Node:
                     return self.state.copy()
                 if x.done <= j - self.a:
                     return None
-                return agg(x.get(j - self.b, j - self.a, fill), axis=0)
+                return self._window(x, j - self.b, fill, agg)
             if x.done <= j + self.b:
                 return None
-            return agg(x.get(j + self.a, j + self.b, fill), axis=0)
+            return self._window(x, j + self.a, fill, agg)
         assert isinstance(f, Binary)
         p, q = kids[0].out, kids[1].out
         if f.op == "since":
@@ -123,7 +161,7 @@ class _Node:
                     return None
                 self.state = np.fmax(q.get(j, j, -INF)[0], np.fmin(p.get(j, j, INF)[0], self.state))
                 return self.state.copy()
-            if p.done <= j or q.done <= j - self.a:
+            if (self.b and p.done <= j) or q.done <= j - self.a:  # since[0, 0] is q alone
                 return None
             # min of p over (j - d, j] for d = 0..b, then the best d in [a, b]
             run = np.concatenate([np.full((1, len(p.ring[0])), INF),
@@ -131,13 +169,22 @@ class _Node:
                 if self.b else np.full((1, len(p.ring[0])), INF)
             qs = q.get(j - self.b, j - self.a, -INF)[::-1]  # q(j - d) for d = a..b
             return np.max(np.minimum(run[self.a:self.b + 1], qs), axis=0)
-        if p.done <= j + self.b - 1 or q.done <= j + self.b:
+        if (self.b and p.done <= j + self.b - 1) or q.done <= j + self.b:  # until[0, 0] is q alone
             return None
         run = np.concatenate([np.full((1, len(p.ring[0])), INF),
                               np.minimum.accumulate(p.get(j, j + self.b - 1, INF), axis=0)]) \
             if self.b else np.full((1, len(p.ring[0])), INF)
         qs = q.get(j + self.a, j + self.b, -INF)
         return np.max(np.minimum(run[self.a:self.b + 1], qs), axis=0)
+
+    def _window(self, x: _Stream, start: int, fill: float, agg) -> np.ndarray:
+        """agg of the child's steps start .. start + b - a: the sliding structure, fed every child step in order."""
+        sl = self.sliding
+        if sl is None:  # an empty window ([a, b] shorter than a step)
+            return np.full(x.ring.shape[1], fill)
+        while sl.fed <= start + sl.w - 1:  # up to the window's end only: later steps would overwrite its rows
+            sl.feed(x.get(sl.fed, sl.fed, fill)[0])
+        return sl.window(start)
 
     def _newest(self) -> int:
         node = self
@@ -365,6 +412,6 @@ def _delay_steps(f: Formula, dt: float) -> int:
         return max(delays[0] + b - 1, delays[1] + b) if b else delays[1]
     if f.op in ("always", "eventually"):
         return kids + b
-    if f.op == "since":  # p is read up to the step itself, q from a steps back
-        return max(delays[0], delays[1] - a, 0)
+    if f.op == "since":  # p is read up to the step itself (unless b = 0: q alone), q from a steps back
+        return max(delays[0] if b else 0, delays[1] - a, 0)
     return max(kids - a, 0)

@@ -113,3 +113,15 @@ def test_cli_exit_2_with_rule_and_column(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "rule keep_up: stl: column 9" in err and "unknown signal 'hight'" in err
     assert not out.exists()
+
+
+def test_readme_worked_examples_load():
+    """The README's five worked examples are rules the loader accepts (with a geofence for fence_margin)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text.split("Five worked examples", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    m = parse_mission("constraints: {geofence: {min: [0, 0, 0], max: [50, 50, 20]}}\n" + block, "README.md")
+    assert [r.id for r in m.rules] == ["hold_altitude", "climb_apart", "spread_out", "fence_recovery",
+                                       "layered_crossing"]
+    assert [r.horizon_s for r in m.rules] == [595.0, None, 10.0, None, None]

@@ -126,3 +126,13 @@ def test_live_veto_on_a_rule_in_a_built_in_scenario():
     row = next(r for r in status_rows(state, {"min_separation": sim.mission.constraints.min_separation_m}, {})
                if r.name == "safety/rule:layered_crossing")
     assert row.level == ERROR and "hard rule failed" in row.message and "decided at each sample" in row.message
+
+
+def test_vehicles_discovered_one_by_one():
+    """A live verifier discovers vehicles pose by pose: a pair rule waits for the second one, and the streams restart
+    with the new columns (the bug: one vehicle gave pair rules no columns to judge)."""
+    mon = RuleMonitor([make_rule("apart", "hard", "each_pair", "always (separation >= 1.0)"),
+                       make_rule("alt", "hard", "each_vehicle", "always (z >= 1.0)")], period_s=0.1)
+    assert mon.update(0.0, ["a"], np.array([[0.0, 0, 2]]), np.zeros((1, 3)), np.ones(1, bool)) == []
+    fails = mon.update(0.1, ["a", "b"], np.array([[0.0, 0, 2], [0.5, 0, 2]]), np.zeros((2, 3)), np.ones(2, bool))
+    assert [f.rule.id for f in fails] == ["apart"] and mon.restarts == 1

@@ -277,7 +277,9 @@ class RuleMonitor:
                 self.states.append(LiveRule(rule, False, "an unbounded future operator: decided offline only"))
                 continue
             K = N if rule.over == "each_vehicle" else N * (N - 1) // 2 if rule.over == "each_pair" else 1
-            K = max(K, 1)
+            if K == 0:  # a pair rule with one vehicle: nothing to judge until a second one appears
+                self.states.append(LiveRule(rule, True, "fewer than two vehicles"))
+                continue
             horizon = _delay_steps(body, self.dt)
             cap = horizon + _past_reach(body, self.dt) + 2
             root = _Node(body, self.dt, cap, K)

@@ -269,8 +269,8 @@ def _rule_violations(rules: list, traj: SwarmTrajectory, flight: SafetyResult | 
 
 
 def _rules_not_evaluable(rules: list) -> list[NotEvaluable]:
-    return [NotEvaluable(f"rule:{res.rule.id}", list(uavs), "the rule reads samples the data-quality pass left out, "
-                         "and its robustness there is unknown", t0, t1)
+    return [NotEvaluable(f"rule:{res.rule.id}", list(uavs), "the rule reads signals with no data there (samples the "
+                         "data-quality pass left out, a silence, or a distance with one vehicle)", t0, t1)
             for res in rules for uavs, t0, t1 in res.unknown]
 
 

@@ -7,15 +7,16 @@ from test_rules_rtamt import random_formula
 
 from uav_debate_eval.core.mission import Geofence
 from uav_debate_eval.rules.evaluator import Evaluator
-from uav_debate_eval.rules.monitor import RuleMonitor, _delay_steps, _Node, _past_reach, _undecidable
+from uav_debate_eval.rules.monitor import RuleMonitor
 from uav_debate_eval.rules.spec import make_rule
+from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
 from uav_debate_eval.rules.syntax import parse_formula
 
 
 def online(formula, trace: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
     """(values of the steps decided, the delay in steps) of the streaming tree fed one step at a time."""
     T, K = trace["x"].shape
-    root = _Node(formula, 1.0, _delay_steps(formula, 1.0) + _past_reach(formula, 1.0) + 2, K)  # the live ring size
+    root = Node(formula, 1.0, delay_steps(formula, 1.0) + past_reach(formula, 1.0) + 2, K)  # the live ring size
     atoms = root.atoms()
     decided = []
     for i in range(T):
@@ -32,14 +33,14 @@ def test_streams_equal_the_offline_robustness_at_every_decided_step():
     tried = 0
     while tried < 200:
         formula = random_formula(rng, int(rng.integers(1, 4)))
-        if _undecidable(formula):
+        if undecidable(formula):
             continue
         tried += 1
         T, K = int(rng.integers(2, 30)), 3
         trace = {n: np.round(rng.normal(0, 2, size=(T, K)), 3) for n in ("x", "y", "z")}
         offline = Evaluator(lambda name, trace=trace: (trace[name], None), (T, K), 1.0).rob(formula)
         values, delay = online(formula, trace)
-        assert delay == _delay_steps(formula, 1.0)
+        assert delay == delay_steps(formula, 1.0)
         # a step is decided at most `delay` steps after it (sooner when a window reaches only before the start)
         assert max(0, T - delay) <= len(values) <= T
         np.testing.assert_allclose(values, offline[:len(values)], rtol=0, atol=1e-12)
@@ -49,7 +50,7 @@ def test_streams_equal_the_offline_robustness_at_every_decided_step():
                                        ("eventually[1, 4] x >= 0", 4), ("x >= 0 until[0, 2] y >= 0", 2),
                                        ("always[0, 2] (once[0, 5] x >= 0)", 2)])
 def test_delay_equals_the_horizon(stl, delay):
-    assert _Node(parse_formula(stl), 1.0, 10, 1).delay == delay
+    assert Node(parse_formula(stl), 1.0, 10, 1).delay == delay
 
 
 def flight_step(k: int, dip: bool):

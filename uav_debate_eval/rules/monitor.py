@@ -17,7 +17,6 @@ clock, for every vehicle / pair / the swarm at once, with rtamt's discrete-time 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,8 +29,6 @@ from uav_debate_eval.rules.signals import BASIS, Grid
 from uav_debate_eval.rules.spec import Rule
 from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
 from uav_debate_eval.rules.syntax import Temporal
-
-INF = math.inf
 
 
 @dataclass

@@ -159,3 +159,10 @@ def test_data_quality_exclusion_is_not_evaluable_never_violated():
     assert res.label == "risky"
     ne = [n for n in res.data_quality.not_evaluable if n.constraint == "rule:alt"]
     assert ne and ne[0].uavs == ["u1"] and ne[0].t_start == pytest.approx(3.0)
+    # the hard rule alone, undecided by the data: no violation, and the verdict says it could not be checked
+    only = check_trajectory(traj, mission(("alt", "hard", "each_vehicle", "always[1, 7] (z >= 1)"),
+                                          min_separation_m=0.5))
+    assert only.violations == [] and only.label == "inconclusive"
+    soft = check_trajectory(traj, mission(("alt", "soft", "each_vehicle", "always[1, 7] (z >= 1)"),
+                                          min_separation_m=0.5))
+    assert soft.label != "inconclusive"

@@ -223,8 +223,9 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     checked = c.checked
     if viol:
         label = "risky"
-    elif quality.material_gaps(traj, checked):
-        label = "inconclusive"
+    elif quality.material_gaps(traj, checked) or any(r.rule.severity == "hard" and r.satisfied is None
+                                                      for r in rules):
+        label = "inconclusive"  # a hard rule the data cannot decide is a check that could not be evaluated
     elif any(m["ratio"] is not None and m["ratio"] >= 1.0 - th.borderline_fraction for m in margins.values()):
         label = "borderline"
     else:

@@ -125,7 +125,8 @@ def risk_lines(safety, mission: Mission, t_range) -> list[Line]:
     for k, (status, name, uavs, t0, t1, worst, limit, ratio) in enumerate(rows, 1):
         if t0 is not None and not overlaps(t0, t1, t_range):
             continue
-        unit = UNITS.get(name, "s" if name == "time_to_geofence" else "m")
+        # a rule's robustness is in its own formula's units
+        unit = "" if name.startswith("rule:") else UNITS.get(name, "s" if name == "time_to_geofence" else "m")
         pr = 0 if status != "warning" else SAFETY_EVENT_PRIORITY
         line = Line(f"RISK[{k}]", "RISK", uavs, t0, t1, priority=pr, rank=k, group=status).lit(status).lit(name)
         if uavs:

@@ -137,3 +137,22 @@ def test_vehicles_discovered_one_by_one():
     assert mon.update(0.0, ["a"], np.array([[0.0, 0, 2]]), np.zeros((1, 3)), np.ones(1, bool)) == []
     fails = mon.update(0.1, ["a", "b"], np.array([[0.0, 0, 2], [0.5, 0, 2]]), np.zeros((2, 3)), np.ones(2, bool))
     assert [f.rule.id for f in fails] == ["apart"] and mon.restarts == 1
+
+
+def test_rule_status_rows_are_veto_evidence():
+    """The live veto's evidence (live.veto_history) names a rule's status row as the constraint rule:<id>."""
+    from uav_debate_eval.core.mission import Constraints, Mission
+    from uav_debate_eval.live.veto_history import status_evidence
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+    from uav_debate_eval.safety.status import status_rows
+
+    mon = SafetyMonitor(Mission(constraints=Constraints(min_separation_m=0.1),
+                                rules=[make_rule("floor", "hard", "each_vehicle", "always (z >= 1.0)")]))
+    state = mon.update(0.0, {"a": (0.0, 0, 0, 0.5, 0, 0, 0), "b": (0.0, 5, 0, 2.0, 0, 0, 0)})
+    row = next(r for r in status_rows(state, {"min_separation": 0.1}, {}) if r.name == "safety/rule:floor")
+    from types import SimpleNamespace
+
+    ev = status_evidence(SimpleNamespace(name=row.name, level=row.level, message=row.message,  # as from the topic
+                                         values=[SimpleNamespace(key=k, value=v) for k, v in row.values.items()]))
+    assert state.veto and ev.constraint == "rule:floor" and ev.uavs == ["a"]
+    assert ev.number("value") == pytest.approx(-0.5) and ev.number("limit") == 0.0

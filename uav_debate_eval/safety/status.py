@@ -99,9 +99,11 @@ def rule_rows(state: SafetyState, active: dict[str, dict]) -> list[StatusRow]:
                        f"{a['t']:.2f}: robustness {a['value']:.3f} ({when})")
         else:
             level, message = OK, f"holds ({when})"
+        value = _num(a["value"] if a else r.get("robustness"))
         rows.append(StatusRow(f"safety/{name}", level, message, {
-            "uavs": ",".join(a["uavs"]) if a else "", "robustness": _num(a["value"] if a else r.get("robustness")),
-            "delay_s": _num(delay), "severity": r["severity"], "t": f"{(a['t'] if a else state.t):.6f}"}))
+            "constraint": name, "uavs": ",".join(a["uavs"]) if a else "", "value": value, "limit": "0",
+            "robustness": value, "delay_s": _num(delay), "severity": r["severity"],
+            "t": f"{(a['t'] if a else state.t):.6f}"}))
     return rows
 
 

@@ -21,7 +21,9 @@ setup(
     ],
     install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog", "pymavlink",
                       "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "websockets", "pyarrow"],
-    extras_require={"train": ["torch==2.13.0", "stable-baselines3==2.9.2", "gymnasium==1.4.0"]},
+    extras_require={"train": ["torch==2.13.0", "stable-baselines3==2.9.2", "gymnasium==1.4.0"],
+                    # rtamt: the STL oracle of test/test_rules_rtamt.py and benchmarks/bench_rules.py (issue 26)
+                    "test": ["pytest", "rtamt==0.4.10"]},
     zip_safe=True,
     maintainer="uav_debate_eval maintainers",
     maintainer_email="maintainers@uav-debate-eval.invalid",

@@ -16,7 +16,7 @@ Edge accounting: each rising edge is matched to the break window it falls in ([b
 The publisher stops before the subscriber does, so every vehicle goes silent together: the verifier takes
 that as the end of the flight (close_on_quiet), not as stale data, and an edge after it is reported apart.
 ``--load K`` runs K CPU-bound processes alongside, to see the pipeline on a loaded machine.
-Target (issue 3): p99 < 10 ms.
+Target (issue 3): p99 < 10 ms. `--rules` runs each graph without and with 5 mission rules (issue 26).
 """
 
 from __future__ import annotations
@@ -146,20 +146,33 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_verifier(graph: str, env: dict, out: Path, sim_time: bool) -> subprocess.Popen:
+def rules_mission(out: Path) -> Path:
+    """A mission file with the 5 live rules of bench_rules_live (3 per vehicle, 2 per pair; --rules)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_rules_live import LIVE_RULES
+
+    path = out / "rules_mission.yaml"
+    path.write_text(json.dumps({"mission": {"name": "bench_rules"}, "rules": [
+        {"id": rid, "severity": sev, "over": over, "stl": stl} for rid, sev, over, stl in LIVE_RULES]}))
+    return path
+
+
+def start_verifier(graph: str, env: dict, out: Path, sim_time: bool, rules: bool = False) -> subprocess.Popen:
     """The standalone safety_verifier, or `uav-debate-eval live --foxglove 0` (verifier, builder, panel and the
-    Foxglove view in one process) with the same verifier settings; either logs on stderr."""
+    Foxglove view in one process) with the same verifier settings; either logs on stderr. `rules`: the verifier
+    also monitors the 5 mission rules of bench_rules_live."""
+    params = dict(VERIFIER_PARAMS, **({"mission_file": str(rules_mission(out))} if rules else {}))
     if graph == "verifier":
         return subprocess.Popen(
             [sys.executable, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
              "-p", f"uav_names:=[{', '.join(NAMES)}]", "--log-level", "info",
-             *[a for k, v in VERIFIER_PARAMS.items() for a in ("-p", f"{k}:={v}")],
+             *[a for k, v in params.items() for a in ("-p", f"{k}:={v}")],
              "-p", f"use_sim_time:={str(sim_time).lower()}"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     config = out / "live.yaml"
     config.write_text(json.dumps({  # JSON is YAML
         "/**": {"ros__parameters": {"uav_names": NAMES, "pose_qos": "sensor_data", "use_sim_time": sim_time}},
-        "/**/safety_verifier": {"ros__parameters": VERIFIER_PARAMS},
+        "/**/safety_verifier": {"ros__parameters": params},
         "/**/dsl_builder": {"ros__parameters": {"segment_mode": "window", "window_s": 10.0}},
         "/**/debate_panel": {"ros__parameters": {"llm_backend": "rules", "keep_reports": 2}}}))
     return subprocess.Popen([sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config),
@@ -167,7 +180,7 @@ def start_verifier(graph: str, env: dict, out: Path, sim_time: bool) -> subproce
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def run(graph: str, args: argparse.Namespace) -> tuple[dict, dict, float, str, float]:
+def run(graph: str, args: argparse.Namespace, rules: bool = False) -> tuple[dict, dict, float, str, float]:
     """One measurement: the publisher's and the subscriber's records, the verifier process's CPU share, its
     log and the load average at the start."""
     me = [sys.executable, __file__]
@@ -177,7 +190,7 @@ def run(graph: str, args: argparse.Namespace) -> tuple[dict, dict, float, str, f
     env = dict(os.environ, ROS_DOMAIN_ID=str(150 + os.getpid() % 50),
                ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     with tempfile.TemporaryDirectory(prefix="bench_veto_") as tmp:
-        verifier = start_verifier(graph, env, Path(tmp), sim_time)
+        verifier = start_verifier(graph, env, Path(tmp), sim_time, rules)
         sub = subprocess.Popen(me + ["--role", "sub", "--duration", str(args.duration + 12.0)], env=env,
                                stdout=subprocess.PIPE, text=True)
         pub = subprocess.Popen(me + ["--role", "pub", "--duration", str(args.duration)] + ["--sim-time"] * sim_time,
@@ -208,6 +221,8 @@ def main() -> int:
                     help="the verifier alone (its own process), inside `uav-debate-eval live`, or both in turn")
     ap.add_argument("--sim-time", action="store_true",
                     help="the verifier alone uses /clock too (the live graph always does)")
+    ap.add_argument("--rules", action="store_true",
+                    help="each graph twice: without, then with the 5 mission rules of bench_rules_live (issue 26)")
     ap.add_argument("--role", choices=["pub", "sub", "burn"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.role:
@@ -219,8 +234,12 @@ def main() -> int:
     if args.nice:
         os.nice(args.nice)  # inherited by the processes (the burners too)
     os.environ.pop("ROS_LOCALHOST_ONLY", None)  # deprecated; the discovery range says the same
-    codes = [report(graph, *run(graph, args), verbose=args.verbose)
-             for graph in (["verifier", "live"] if args.graph == "both" else [args.graph])]
+    codes = []
+    for graph in (["verifier", "live"] if args.graph == "both" else [args.graph]):
+        for rules in ([False, True] if args.rules else [False]):
+            if args.rules:
+                print(f"== {'with' if rules else 'without'} the 5 mission rules")
+            codes.append(report(graph, *run(graph, args, rules), verbose=args.verbose))
     return max(codes)
 
 

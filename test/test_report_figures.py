@@ -59,6 +59,6 @@ def test_separation_keeps_the_closest_approach_limit_and_vetoes(ev):
 def test_every_figure_renders_to_png(ev):
     before = plt.get_fignums()
     pngs = figures.render_figures(ev)
-    assert list(pngs) == list(CAPTIONS)
+    assert list(pngs) == [n for n in CAPTIONS if n != "rules"]  # no mission rule near failing: no rules figure
     assert all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs.values())
     assert plt.get_fignums() == before  # rendering closes its figures

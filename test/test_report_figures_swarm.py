@@ -64,7 +64,7 @@ def test_altitude_speed_shows_the_swarm_band_and_the_overspeed(ev):
 
 def test_every_figure_renders(ev):
     pngs = figures.render_figures(ev)
-    assert list(pngs) == list(CAPTIONS)
+    assert list(pngs) == [n for n in CAPTIONS if n != "rules"]  # no mission rule near failing: no rules figure
     assert all(p[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs.values())
 
 

@@ -15,6 +15,8 @@ import yaml
 
 from uav_debate_eval.core.errors import MissionError
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
+from uav_debate_eval.rules.spec import QUANTIFIERS, RULE_ID, SEVERITIES, Rule, make_rule
+from uav_debate_eval.rules.syntax import FormulaError
 
 DEFAULT_WEIGHTS = {"flight_control": 0.35, "coordination": 0.40, "safety": 0.25}
 
@@ -129,13 +131,15 @@ class Mission:
     #: `frames: shared` asserts one frame (True); per-vehicle origins place local frames; None: not said
     frames_shared: bool | None = None
     frame_origins: dict[str, FrameOrigin] = field(default_factory=dict)
+    #: mission rules in STL (CONTRACT.md §2a), checked offline and live
+    rules: list[Rule] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     source: str = ""
 
 
 _CONSTRAINT_KEYS = {"min_separation_m", "max_speed_mps", "max_vertical_speed_mps", "geofence", "stale_timeout_s"}
 _TOP_KEYS = {"mission", "constraints", "thresholds", "weights", "uavs", "formation", "waypoints", "vehicles",
-             "vehicle_class", "frames"}
+             "vehicle_class", "frames", "rules"}
 
 
 class _Ctx:
@@ -305,8 +309,48 @@ def parse_mission(text: str, source: str = "<mission>") -> Mission:
                 raise ctx.fail(v, f"waypoints.{name}", "expected a list of [x, y, z]")
             mission.waypoints[name] = [_point(ctx, p, f"waypoints.{name}") for p in v.value]
 
+    if "rules" in top:
+        mission.rules = _rules(ctx, top["rules"][1], mission.constraints.geofence is not None)
+
     mission.warnings = ctx.warnings
     return mission
+
+
+_RULE_KEYS = ("id", "severity", "over", "stl")
+
+
+def _rules(ctx: _Ctx, node: yaml.Node, geofence: bool) -> list[Rule]:
+    """`rules:` (CONTRACT.md §2a): a formula that does not parse or names an unknown signal fails the load with the
+    rule's id and the column of the error."""
+    if not isinstance(node, yaml.SequenceNode):
+        raise ctx.fail(node, "rules", "expected a list of rules (id, severity, over, stl)")
+    rules: list[Rule] = []
+    for i, item in enumerate(node.value):
+        fields = _mapping(ctx, item, f"rules[{i}]")
+        for name, (knode, _) in fields.items():
+            if name not in _RULE_KEYS:
+                raise ctx.fail(knode, f"rules[{i}].{name}", f"unknown key; known: {', '.join(_RULE_KEYS)}")
+        for need in _RULE_KEYS:
+            if need not in fields:
+                raise ctx.fail(item, f"rules[{i}].{need}", "missing")
+        rid = _text(ctx, fields["id"][1], f"rules[{i}].id")
+        if not RULE_ID.match(rid):
+            raise ctx.fail(fields["id"][1], f"rules[{i}].id", f"{rid!r}: use letters, digits, '_', '.' or '-'")
+        if any(r.id == rid for r in rules):
+            raise ctx.fail(fields["id"][1], f"rules[{i}].id", f"duplicate rule id {rid!r}")
+        values = {}
+        for key, allowed in (("severity", SEVERITIES), ("over", QUANTIFIERS)):
+            values[key] = _text(ctx, fields[key][1], f"rule {rid}: {key}")
+            if values[key] not in allowed:
+                raise ctx.fail(fields[key][1], f"rule {rid}: {key}",
+                               f"{values[key]!r}; expected one of {', '.join(allowed)}")
+        stl_node = fields["stl"][1]
+        stl = _text(ctx, stl_node, f"rule {rid}: stl")
+        try:
+            rules.append(make_rule(rid, values["severity"], values["over"], stl, geofence))
+        except FormulaError as exc:
+            raise ctx.fail(stl_node, f"rule {rid}: stl", f"column {exc.column} of {stl!r}: {exc.message}") from None
+    return rules
 
 
 def _frames(ctx: _Ctx, node: yaml.Node, mission: Mission) -> None:
@@ -390,6 +434,8 @@ def mission_to_yaml(m: Mission) -> str:
     if m.formation_offsets:
         doc["formation"] = {"offsets": {u: list(v) for u, v in m.formation_offsets.items()},
                             "tolerance_m": m.formation_tolerance_m}
+    if m.rules:
+        doc["rules"] = [{"id": r.id, "severity": r.severity, "over": r.over, "stl": r.stl} for r in m.rules]
     if m.waypoints:
         doc["waypoints"] = {u: [list(p) for p in pts] for u, pts in m.waypoints.items()}
         doc["waypoints"]["tolerance_m"] = m.waypoint_tolerance_m

@@ -122,13 +122,13 @@ def segment_text(ctx: Any, stage: str, ids: list[str], compact: bool, findings: 
 
 
 #: DSL tags a compact DSL keeps (the header line, scores, risks, data quality, attention lines and events).
-COMPACT_DSL_TAGS = ("DSL", "SCORES", "RISK", "DQ", "ATTN", "EVENT", "SUMMARY")
+COMPACT_DSL_TAGS = ("DSL", "SCORES", "RISK", "RULE", "DQ", "ATTN", "EVENT", "SUMMARY")
 #: Margins at least this share of their limit are shown in a lean SAFETY block.
 NEAR_LIMIT = 0.8
 
 
 #: With compact prompts and findings: SCORES and ATTN lines go too (METRICS and FINDINGS state what they point at).
-FINDINGS_DSL_TAGS = ("DSL", "RISK", "DQ", "EVENT", "SUMMARY")
+FINDINGS_DSL_TAGS = ("DSL", "RISK", "RULE", "DQ", "EVENT", "SUMMARY")
 
 
 def compact_dsl(text: str, keep: set[str] | None = None, tags: tuple[str, ...] = COMPACT_DSL_TAGS) -> str:

@@ -5,6 +5,7 @@ One line per item, each with a stable id, printing `key=value<unit>` numbers:
     DSL v1 mission=<name> type=<type> uavs=<n> t=<t0>..<t1>s
     SCORES[1] flight_control=0.912 coordination=0.780 safety=0.552 overall=0.760
     RISK[k]   violated|near_limit|warning <constraint> <uavs> t=..s worst=.. limit=.. (hard limits first)
+    RULE[k]   failed|holds|not_evaluable <rule id> hard|soft <over> rob=<robustness> <worst uavs> t=..s (mission rules)
     DQ[k]     <finding kind> <uavs> t=..s <numbers>: a recording artefact (data quality), not a hazard
     ATTN[k]   what deserves scrutiny: veto windows, low metric scores, event clusters, busiest vehicle
     EVENT[k]  <type> <uavs> t=..s value=<v><unit> (ids shared with detect_events / the report)
@@ -44,6 +45,7 @@ from uav_debate_eval.dsl.lines import (
     overlaps,
     quality_lines,
     risk_lines,
+    rule_lines,
     scores_line,
     segment_lines,
     waypoint_lines,
@@ -53,7 +55,7 @@ from uav_debate_eval.dsl.tokens import count_tokens, raw_tokens
 __all__ = ["DslDocument", "DslItem", "build_dsl"]
 
 DSL_VERSION = 1
-KIND_ORDER = ("SCORES", "RISK", "DQ", "ATTN", "EVENT", "FORM", "WAYPTS", "SEG")
+KIND_ORDER = ("SCORES", "RISK", "RULE", "DQ", "ATTN", "EVENT", "FORM", "WAYPTS", "SEG")
 SUMMARY_RESERVE = 60
 NAME_CHARS = 40
 
@@ -150,7 +152,7 @@ def build_dsl(traj: SwarmTrajectory, mission: Mission, metrics=None, safety=None
     header = (f"DSL v{DSL_VERSION} mission={name.replace(' ', '_')} type={mission.type.replace(' ', '_')} "
               f"uavs={len(part.tracks)} t={t0:.2f}..{t1:.2f}s")
     fixed = [scores_line(metrics)]
-    candidates = (risk_lines(safety, mission, t_range) + quality_lines(safety, t_range)
+    candidates = (risk_lines(safety, mission, t_range) + rule_lines(safety, t_range) + quality_lines(safety, t_range)
                   + attn_lines(metrics, in_range, safety, t_range)
                   + [event_line(e) for e in in_range] + form_lines(part, mission)
                   + waypoint_lines(traj, mission) + segment_lines(part))

@@ -125,7 +125,8 @@ def risk_lines(safety, mission: Mission, t_range) -> list[Line]:
     for k, (status, name, uavs, t0, t1, worst, limit, ratio) in enumerate(rows, 1):
         if t0 is not None and not overlaps(t0, t1, t_range):
             continue
-        unit = UNITS.get(name, "s" if name == "time_to_geofence" else "m")
+        # a rule's robustness is in its own formula's units
+        unit = "" if name.startswith("rule:") else UNITS.get(name, "s" if name == "time_to_geofence" else "m")
         pr = 0 if status != "warning" else SAFETY_EVENT_PRIORITY
         line = Line(f"RISK[{k}]", "RISK", uavs, t0, t1, priority=pr, rank=k, group=status).lit(status).lit(name)
         if uavs:
@@ -138,6 +139,29 @@ def risk_lines(safety, mission: Mission, t_range) -> list[Line]:
             line.num("limit", limit, unit, 3 if unit == "m" else 2)
         if ratio is not None:
             line.num("used", 100.0 * ratio, "%", 1)
+        out.append(line)
+    return out
+
+
+def rule_lines(safety, t_range) -> list[Line]:
+    """RULE[k] items: the mission's k-th rule (stable ids), its outcome and robustness; a failed rule appears in a
+    window only where one of its failing intervals overlaps it."""
+    out = []
+    for k, res in enumerate(getattr(safety, "rules", None) or [], 1):
+        failed = res.satisfied is False
+        spans = [s for s in res.intervals if overlaps(s[0], s[1], t_range)]
+        if failed and not spans and t_range is not None:
+            continue
+        status = "failed" if failed else "holds" if res.satisfied else "not_evaluable"
+        line = Line(f"RULE[{k}]", "RULE", res.worst, spans[0][0] if spans else None, spans[-1][1] if spans else None,
+                    priority=0 if failed else SAFETY_EVENT_PRIORITY, rank=k, group=status)
+        line.lit(status).lit(res.rule.id).lit(res.rule.severity).lit(res.rule.over)
+        if res.robustness is not None:
+            line.num("rob", res.robustness, "", 3)
+        if res.worst:
+            line.lit(_uavs(res.worst))
+        if spans:
+            line.span(spans[0][0], spans[-1][1])
         out.append(line)
     return out
 

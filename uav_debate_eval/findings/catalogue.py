@@ -23,6 +23,8 @@ UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s",
          "stale_data": "s"}
 #: A metric scoring below this is worth an info finding (when nothing stronger already covers it).
 LOW_SCORE = 0.5
+#: A soft rule's worst failing runs (vehicles or pairs) that become findings.
+MAX_RULE_RUNS = 5
 _WARNING_EVENTS = ("proximity", "altitude_rate", "link_loss", "formation_breach")
 
 
@@ -90,6 +92,9 @@ def _violations(safety: Any, index: dict, events: list, rng: tuple | None) -> li
                         f"below the {num(v.limit)} m min_separation limit.")
         elif v.constraint == "geofence":
             sentence = f"{vehicles(v.uavs)} left the geofence by up to {num(v.worst_value)} m {where}."
+        elif v.constraint.startswith("rule:"):
+            sentence = _rule_sentence(safety, v.constraint[5:], v.uavs, v.t_start, v.t_end, v.worst_value, "hard")
+            refs = _rule_refs(safety, v.constraint[5:]) + refs
         elif v.constraint == "stale_data":
             sentence = (f"{vehicles(v.uavs)} sent no pose for {num(v.worst_value)} s {where} "
                         f"(stale_data limit {num(v.limit)} s).")
@@ -102,6 +107,38 @@ def _violations(safety: Any, index: dict, events: list, rng: tuple | None) -> li
             list(dict.fromkeys(refs)), recommend.for_violation(v, bool(turns)),
             f"violation:{v.constraint}:{','.join(v.uavs)}:{v.t_start:.2f}",
             1.0 + (v.t_end - v.t_start) / 100.0 + min(worst, 10.0) / 1000.0))
+    return out
+
+
+def _rule_refs(safety: Any, rule_id: str) -> list[str]:
+    """The DSL id RULE[k] of a mission rule (k: its place in the mission)."""
+    return [f"RULE[{k}]" for k, r in enumerate(getattr(safety, "rules", None) or [], 1) if r.rule.id == rule_id]
+
+
+def _rule_sentence(safety: Any, rule_id: str, uavs: list[str], t0: float, t1: float, worst: Any, severity: str) -> str:
+    stl = next((r.rule.stl for r in getattr(safety, "rules", None) or [] if r.rule.id == rule_id), "")
+    who = vehicles(uavs) if uavs else "The swarm"
+    return (f"{who} broke the {severity} mission rule {rule_id} "
+            f"({stl}) at {span(t0, t1)}, robustness {num(worst, 3)}.")
+
+
+def _soft_rules(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
+    """A soft rule's failing runs: warnings with their robustness and intervals (hard ones are violations)."""
+    out = []
+    for res in getattr(safety, "rules", None) or []:
+        if res.rule.severity != "soft":
+            continue
+        runs = sorted(res.failures, key=lambda f: f[3])[:MAX_RULE_RUNS]  # the worst runs of a large swarm
+        for uavs, t0, t1, worst, _n in sorted(runs, key=lambda f: f[1]):
+            if not _overlaps(t0, t1, rng):
+                continue
+            sentence = _rule_sentence(safety, res.rule.id, uavs, t0, t1, worst, "soft")
+            rec = [f"Recommend reviewing the plan of {vehicles(uavs)} at {span(t0, t1)} against the mission rule "
+                   f"{res.rule.id} ({res.rule.stl})."]
+            out.append(VerifiedFinding("rule:" + res.rule.id, "warning", sentence, t0, t1, list(uavs),
+                                       _rule_refs(safety, res.rule.id), rec,
+                                       f"rule:{res.rule.id}:{','.join(uavs)}:{t0:.2f}",
+                                       0.7 + min(abs(float(worst)), 10.0) / 100.0))
     return out
 
 
@@ -270,7 +307,8 @@ def build_findings(safety: Any, dsl: Any, metrics: Any, mission: Any = None,
     span_ = t_range or _flight_range(safety, dsl, events)
     uav_count = len({u for it in index.values() for u in (getattr(it, "uavs", []) or [])})
     hazards = _violations(safety, index, events, t_range)
-    found = hazards + _warnings(safety, index, t_range) + _margins(safety, index, fraction, span_)
+    found = hazards + _warnings(safety, index, t_range) + _soft_rules(safety, t_range)
+    found += _margins(safety, index, fraction, span_)
     found += _events(events, index, t_range, uav_count, hazards) + _waypoints(index, span_)
     found += autopilot_findings(events, t_range) + _data_quality(safety, t_range)
     found += _low_metrics(metrics, span_, {r for f in found for r in f.refs})

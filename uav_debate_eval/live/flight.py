@@ -66,6 +66,7 @@ class FlightRecord:
     dsl_lines: list[str] = field(default_factory=list)
     dsl_tokens: int = 0
     raw_tokens: int = 0
+    rules: list[list[dict]] = field(default_factory=list)  # each segment's `rules` (CONTRACT.md §2a)
     _score_sums: dict[str, list[float]] = field(default_factory=dict)
     _worst: dict | None = None
 
@@ -87,6 +88,8 @@ class FlightRecord:
             self.dq_status = status
         self.dq_findings += [{**f, "detail": f"[{sid}] {f.get('detail', '')}"} for f in dq.get("findings", [])]
         self.not_evaluable += dq.get("not_evaluable", [])
+        if report.get("rules"):
+            self.rules.append(report["rules"])
         weight = max(t1 - t0, 1e-6)
         for name in SCORES:
             value = report["scores"].get(name)
@@ -133,6 +136,10 @@ class FlightRecord:
             "live": {"flight": True, "t_start": t_start, "t_end": t_end, "worst_segment": worst_id,
                      "segments": [s.to_dict() for s in self.segments]},
         }
+        if self.rules:
+            from uav_debate_eval.rules.check import merge_entries
+
+            report["rules"] = merge_entries(self.rules)
         validate_report(report)
         return report
 

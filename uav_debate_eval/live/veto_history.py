@@ -59,7 +59,7 @@ class VetoEvidence:
     @property
     def constraint(self) -> str | None:
         for text in (str(self.values.get("constraint", "")), self.name.split("/")[-1], self.name):
-            if text in CONSTRAINT_NAMES:
+            if text in CONSTRAINT_NAMES or text.startswith("rule:"):  # rule:<id>: a hard mission rule (§2a)
                 return text
         return next((c for c in CONSTRAINT_NAMES if c in self.name), None)
 

@@ -74,7 +74,7 @@ class SafetyVerifierNode(Node):
                 raise ValueError(f"geofence_min {fence_min} / geofence_max {fence_max}: need 3 values each, min < max")
             c.geofence = Geofence(tuple(fence_min), tuple(fence_max))
         monitor = SafetyMonitor(mission, hold_s=None if hold < 0 else hold, predict_period_s=predict_s,
-                                close_on_quiet=close_on_quiet)
+                                close_on_quiet=close_on_quiet, rule_period_s=1.0 / self.check_rate_hz)
         self.verifier = LiveVerifier(mission, monitor, 1.0 / self.check_rate_hz, self._now, self._on_check,
                                      self.get_logger().warning)
 

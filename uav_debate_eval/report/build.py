@@ -107,6 +107,7 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
         "violations": [v.to_dict() for v in safety.violations],
         "findings": [f.to_dict() for f in getattr(ev, "findings", None) or []],
         "data_quality": data_quality_of(safety),
+        **({"rules": [r.to_dict() for r in safety.rules]} if getattr(safety, "rules", None) else {}),
         "safety": safety.to_dict(),
         "metrics": metrics.to_dict(),
         "segments": [{"id": s.id, "t_start": float(s.t_start), "t_end": float(s.t_end), "label": s.label,

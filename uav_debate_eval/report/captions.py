@@ -7,6 +7,8 @@ CAPTIONS = {
     "trajectory_3d": "3-D trajectories (colours as in the top-down view); violations x (red), events ^",
     "separation": "Minimum pairwise separation with the limit, the warning distance and veto intervals (shaded)",
     "altitude_speed": "Altitude and speed per vehicle",
+    "rules": "Mission rules that failed or came near failing: robustness over time (min over vehicles / pairs), "
+             "failing intervals shaded",
     "scores": "Category scores (0..1)",
     "debate_rounds": "Debate: consensus and response quality per round",
 }

@@ -92,7 +92,8 @@ def _draw(inbox: Any, traj: Any, mission: Any) -> dict[str, bytes]:
     view = SimpleNamespace(traj=traj if same else assess(traj, mission).traj, mission=mission, safety=None, report={})
     known: set[str] = set()
     drawn: dict[str, bytes] = {}
-    while len(drawn) < len(FIGURES):
+    tried: set[str] = set()  # a figure with nothing to draw (e.g. no rule near failing) is tried, not drawn
+    while len(tried) < len(FIGURES):
         tag, value = inbox.recv()
         if tag == "safety":
             view.safety = value
@@ -100,5 +101,7 @@ def _draw(inbox: Any, traj: Any, mission: Any) -> dict[str, bytes]:
         else:
             view.report = {**view.report, **value}
             known.update(value)
-        drawn.update(render_figures(view, tuple(n for n in FIGURES if n not in drawn and NEEDS[n] <= known)))
-    return {name: drawn[name] for name in FIGURES}
+        ready = tuple(n for n in FIGURES if n not in tried and NEEDS[n] <= known)
+        drawn.update(render_figures(view, ready))
+        tried.update(ready)
+    return {name: drawn[name] for name in FIGURES if name in drawn}

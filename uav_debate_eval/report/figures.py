@@ -271,18 +271,42 @@ def debate_rounds(ev: Any):
     return fig
 
 
-#: Figure name -> builder returning the matplotlib Figure (rendered and closed by render_figures).
+def rules(ev: Any):
+    """Robustness over time of the mission rules that failed or came near failing (None: no such rule)."""
+    fraction = ev.mission.thresholds.borderline_fraction
+    shown = [r for r in getattr(ev.safety, "rules", None) or [] if r.timeline is not None and r.near_failing(fraction)]
+    if not shown:
+        return None
+    fig = _figure(8, 1.2 + 1.6 * len(shown), (0.08, 0.5 / (1.2 + 1.6 * len(shown)) + 0.04, 0.98, 0.97), hspace=0.35)
+    axes = np.atleast_1d(fig.subplots(len(shown), 1, sharex=True))
+    for ax, r in zip(axes, shown, strict=True):
+        t, rob = r.timeline
+        finite = np.isfinite(rob)
+        ax.plot(*_min_envelope(t[finite], rob[finite]), color="#1f77b4", lw=1.1, label=f"{r.rule.id} ({r.rule.over})")
+        ax.axhline(0.0, color="red", lw=1)
+        for i, (a, b) in enumerate(r.intervals):
+            ax.axvspan(a, b if b > a else a + 0.05, color="red", alpha=0.15, label="fails" if i == 0 else None)
+        ax.set_ylabel("robustness")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1].set_xlabel("t [s]")
+    return fig
+
+
+#: Figure name -> builder returning the matplotlib Figure (rendered and closed by render_figures), or None when the
+#: flight has nothing to draw for it.
 FIGURES = {"trajectory_xy": trajectory_xy, "trajectory_3d": trajectory_3d, "separation": separation,
-           "altitude_speed": altitude_speed, "scores": scores, "debate_rounds": debate_rounds}
+           "altitude_speed": altitude_speed, "rules": rules, "scores": scores, "debate_rounds": debate_rounds}
 
 
 #: What each figure needs besides the trajectory and the mission: the safety result and report sections (the figure
 #: child draws each one as soon as these exist: report/figure_job.py).
 NEEDS = {"trajectory_xy": {"safety", "violations", "events"}, "trajectory_3d": {"safety", "violations", "events"},
-         "separation": {"safety"}, "altitude_speed": {"safety", "violations"}, "scores": {"scores"},
-         "debate_rounds": {"debate"}}
+         "separation": {"safety"}, "altitude_speed": {"safety", "violations"}, "rules": {"safety"},
+         "scores": {"scores"}, "debate_rounds": {"debate"}}
 
 
 def render_figures(ev: Any, names: tuple[str, ...] | None = None) -> dict[str, bytes]:
     """The report figures (all, or those in `names`) as {name: PNG bytes}, in the order of report.captions.CAPTIONS."""
-    return {name: _png(fn(ev)) for name, fn in FIGURES.items() if names is None or name in names}
+    drawn = ((name, fn(ev)) for name, fn in FIGURES.items() if names is None or name in names)
+    return {name: _png(fig) for name, fig in drawn if fig is not None}

@@ -10,6 +10,7 @@ import base64
 from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.report.escape import anchor_id, h, link_citations
 from uav_debate_eval.report.markdown import event_value
+from uav_debate_eval.report.rules_table import rules_html
 
 MAX_EVENTS = 200
 _COLORS = {"safe": "#2e7d32", "borderline": "#ef6c00", "risky": "#c62828", "inconclusive": "#546e7a"}
@@ -70,7 +71,8 @@ def render_html(report: dict, figures: dict[str, bytes]) -> str:
         notes.insert(0, report["debate"]["fallback"])
     if notes:
         parts.append('<div class="note"><ul>' + "".join(f"<li>{h(n)}</li>" for n in notes) + "</ul></div>")
-    parts += _scores(report), _violations(report), _findings(report, ids), _data_quality(report), _figures(figures)
+    parts += _scores(report), _violations(report), rules_html(report), _findings(report, ids)
+    parts += _data_quality(report), _figures(figures)
     parts.append(_recommendations(v, ids))
     parts += _debate(report["debate"], ids), _events(report), _dsl(report["dsl"])
     parts.append(f'<p class="meta">{h(report.get("tool", {}).get("name", ""))} '

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.report.escape import md, md_code_block
+from uav_debate_eval.report.rules_table import rules_markdown
 
 MAX_EVENTS = 50
 
@@ -41,7 +42,7 @@ def render_markdown(report: dict, figures: list[str] | None = None) -> str:
                 f"{_num(x['worst_value'])} | {_num(x['limit'])} |" for x in report["violations"]]
     else:
         out.append("None.")
-    out += ["", *_data_quality(report)]
+    out += ["", *rules_markdown(report), *_data_quality(report)]
     events = report["events"]
     out += ["", f"## Events ({len(events)})", ""]
     if events:

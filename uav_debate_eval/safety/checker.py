@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from uav_debate_eval.core.mission import Mission
-from uav_debate_eval.core.records import DataQuality, Violation
+from uav_debate_eval.core.records import DataQuality, NotEvaluable, Violation
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.quality.assessment import Assessment, assess
@@ -58,6 +58,8 @@ class SafetyResult:
     #: metrics' pass over the very same grid (metrics.swarm) and the checks of the flight's segment windows reuse
     #: them; not pickled
     nearest: GridPairs | None = field(default=None, repr=False, compare=False)
+    #: the mission rules' results (rules.check.RuleResult), the flight's in a segment window
+    rules: list = field(default_factory=list)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "nearest": None}
@@ -213,20 +215,64 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         warnings.extend(_fence_warnings(rows, outside, mission, gap))
     warnings.sort(key=lambda w: (w["t"], w["kind"], w["uavs"]))
 
+    rules = _rules(traj, mission, quality, separation, flight, gap, period)
+    violations.extend(_rule_violations(rules, traj, flight, period))
     violations.sort(key=lambda vr: (vr[0].t_start, vr[0].constraint, vr[0].uavs))
     vetoes = _veto_intervals([(v.t_start, restored) for v, restored in violations], th.veto_hold_s, traj.t_end)
     viol = [v for v, _ in violations]
     checked = c.checked
     if viol:
         label = "risky"
-    elif quality.material_gaps(traj, checked):
-        label = "inconclusive"
+    elif quality.material_gaps(traj, checked) or any(r.rule.severity == "hard" and r.satisfied is None
+                                                      for r in rules):
+        label = "inconclusive"  # a hard rule the data cannot decide is a check that could not be evaluated
     elif any(m["ratio"] is not None and m["ratio"] >= 1.0 - th.borderline_fraction for m in margins.values()):
         label = "borderline"
     else:
         label = "safe"
+    data_quality = quality.data_quality(traj, checked)
+    data_quality.not_evaluable.extend(_rules_not_evaluable(rules) if flight is None else [])
     return SafetyResult(viol, warnings, _integrity(traj, rows, mission), margins, separation, vetoes, label,
-                        data_quality=quality.data_quality(traj, checked), nearest=nearest)
+                        data_quality=data_quality, nearest=nearest, rules=rules)
+
+
+def _rules(traj: SwarmTrajectory, mission: Mission, quality: Assessment, separation: SeparationTimeline,
+           flight: SafetyResult | None, gap: float, period: float) -> list:
+    """The mission rules on the checker's grid (rules.check); a segment window keeps its flight's results."""
+    if not mission.rules:
+        return []
+    if flight is not None:
+        return flight.rules
+    from uav_debate_eval.rules.check import check_rules, grid_of
+
+    grid = grid_of(traj, mission, quality, separation.d_min if len(separation.d_min) else None)
+    return check_rules(traj, mission, grid=grid, gap=max(gap, 2.0 * period + 1e-9))
+
+
+def _rule_violations(rules: list, traj: SwarmTrajectory, flight: SafetyResult | None, period: float
+                     ) -> list[tuple[Violation, float]]:
+    """A hard rule's failing runs are violations `rule:<id>` (CONTRACT.md §2a); a window keeps the parts of its
+    flight's that fall inside it."""
+    out = []
+    for res in rules:
+        if res.rule.severity != "hard":
+            continue
+        for uavs, t0, t1, worst, n in res.failures:
+            if flight is not None:
+                if t1 < traj.t_start or t0 > traj.t_end:
+                    continue
+                t0, t1 = max(t0, traj.t_start), min(t1, traj.t_end)
+            who = "-".join(uavs) or "the swarm"
+            v = Violation(f"rule:{res.rule.id}", _r(t0), _r(t1), list(uavs), _r(worst), 0.0,
+                          f"{who} breaks rule {res.rule.id} ({res.rule.stl}): robustness {worst:.3f} < 0", n)
+            out.append((v, t1 + period))
+    return out
+
+
+def _rules_not_evaluable(rules: list) -> list[NotEvaluable]:
+    return [NotEvaluable(f"rule:{res.rule.id}", list(uavs), "the rule reads signals with no data there (samples the "
+                         "data-quality pass left out, a silence, or a distance with one vehicle)", t0, t1)
+            for res in rules for uavs, t0, t1 in res.unknown]
 
 
 def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:

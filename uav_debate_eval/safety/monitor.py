@@ -28,6 +28,7 @@ import numpy as np
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.quality.jumps import STEP_FACTOR, STEP_SPEED_MPS
+from uav_debate_eval.rules.monitor import RuleMonitor
 from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, time_to_box_exit
 
 #: Separation evidence lists at most this many pairs (the worst first); the count is always exact.
@@ -53,6 +54,8 @@ class SafetyState:
     ended: list[str] = field(default_factory=list)  # vehicles whose flight is over (no veto for their silence)
     #: data-quality faults seen now (kind, uavs, t): the veto still acts on them, the status names them apart
     data_quality: list[dict] = field(default_factory=list)
+    #: the mission rules' live status (rules.monitor.RuleMonitor.status: live, delay_s, robustness, failing)
+    rules: list[dict] = field(default_factory=list)
 
 
 class SafetyMonitor:
@@ -60,10 +63,12 @@ class SafetyMonitor:
 
     def __init__(self, mission: Mission, hold_s: float | None = None, max_extrapolation_s: float = 0.1,
                  clock_jump_s: float = 0.5, history: int = 256, predict_period_s: float = 0.0,
-                 close_on_quiet: bool = True):
+                 close_on_quiet: bool = True, rule_period_s: float = 0.02):
         """predict_period_s > 0 recomputes the predictive warnings at most that often (the veto checks run
         on every update); in between, the last warnings are returned. close_on_quiet: every vehicle going
-        quiet together ends the flight (else only `end_flight` does)."""
+        quiet together ends the flight (else only `end_flight` does). rule_period_s: the grid step of the mission
+        rules' online monitor (a hard rule failing is a violation `rule:<id>`, a soft one a warning)."""
+        self.rule_period_s = rule_period_s
         self.close_on_quiet = close_on_quiet
         self.mission = mission
         self.hold_s = mission.thresholds.veto_hold_s if hold_s is None else float(hold_s)
@@ -96,6 +101,8 @@ class SafetyMonitor:
         self._vel = np.zeros((0, 3))  # velocity the checks use: reported, else derived from the last two samples
         self._live = np.zeros(0, dtype=bool)  # slot holds a vehicle the monitor currently tracks
         self._jump = np.zeros(0, dtype=bool)  # the newest sample jumped from the one before faster than flight
+        self.rules = RuleMonitor(self.mission.rules, self.rule_period_s, self.mission.constraints.geofence) \
+            if self.mission.rules else None
 
     def _new_slot(self, uav: str) -> int:
         k = len(self._ids)
@@ -218,7 +225,7 @@ class SafetyMonitor:
                 self._clear_since = None
         return SafetyState(self.veto, self.veto != veto_before, active, warnings,
                            self.snapshot_policy, now, values, stale, clock_reset, list(self.ended),
-                           self._data_quality(active, now))
+                           self._data_quality(active, now), self.rules.status() if self.rules is not None else [])
 
     def _data_quality(self, active: list[dict], now: float) -> list[dict]:
         """Vehicles whose newest sample jumped faster than a vehicle flies: named apart, and on the evidence of
@@ -361,7 +368,28 @@ class SafetyMonitor:
                                              "limit": limit, "t_predicted": t_ref + tt})
         if predict:
             self._warnings, self._predicted_at = warnings, now
+        if self.rules is not None:
+            full = cur[:, 1:4].copy()
+            full[fresh if not every else slice(None)] = pos
+            hard, soft = self._rules(now, full, fresh & live)
+            return active + hard, self._warnings + soft, values, stale
         return active, self._warnings, values, stale
+
+    def _rules(self, now: float, pos: np.ndarray, fresh: np.ndarray) -> tuple[list[dict], list[dict]]:
+        """The mission rules on this snapshot (RuleMonitor): a hard rule whose newest decided step fails is a
+        violation `rule:<id>` (it raises the veto), a soft one a warning; each names its decision delay."""
+        assert self.rules is not None
+        n = len(self._ids)
+        self.rules.update(now, self._ids, pos, self._vel[:n], fresh)
+        hard, soft = [], []
+        for f in self.rules.failing():
+            row = {"constraint": f"rule:{f.rule.id}", "uavs": f.uavs, "value": f.value, "limit": 0.0, "t": f.t,
+                   "count": f.count, "delay_s": f.delay_s}
+            if f.rule.severity == "hard":
+                hard.append(row)
+            else:
+                soft.append({**row, "kind": f"rule:{f.rule.id}", "t_predicted": f.t})
+        return hard, soft
 
     def would_violate(self, uav: str, sample) -> bool:
         """Cheap O(N) pre-check of one new sample against the stored state (speed, fence, separation).

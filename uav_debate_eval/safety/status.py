@@ -34,7 +34,7 @@ def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict
     `unheard`: vehicles expected but never heard from (see `unheard_vehicles`)."""
     rows: list[StatusRow] = []
     active = {a["constraint"]: a for a in state.active}
-    warned = {_WARN_OF[w["kind"]] for w in state.warnings}
+    warned = {_WARN_OF.get(w["kind"]) for w in state.warnings}
     for name in CONSTRAINT_NAMES:
         if limits.get(name) is None:
             continue
@@ -66,6 +66,7 @@ def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict
                                   "uavs": ",".join(w["uavs"]), "value": f"{w['value']:.6g}",
                                   "limit": f"{w['limit']:.6g}", "t": f"{w['t']:.6f}",
                                   "t_predicted": f"{w['t_predicted']:.6f}"}))
+    rows += rule_rows(state, active)
     for dq in state.data_quality:
         rows.append(StatusRow(f"safety/data_quality/{dq['kind']}", WARN,
                               f"{', '.join(dq['uavs'][:10])}: moved faster than {dq['limit']:g} m/s between two "
@@ -77,6 +78,32 @@ def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict
                               {"uavs": ",".join(unheard), "t": f"{state.t:.6f}"}))
     rows.append(StatusRow("safety/veto", ERROR if state.veto else OK, "VETO" if state.veto else "clear",
                           {"snapshot_policy": state.snapshot_policy, **veto_values}))
+    return rows
+
+
+def rule_rows(state: SafetyState, active: dict[str, dict]) -> list[StatusRow]:
+    """One row per mission rule: failing (a hard rule's failure is the veto's reason `rule:<id>`), its decision
+    delay (a bounded-future rule is decided that long after the step it judges), or why it is offline only."""
+    rows = []
+    warned = {w["kind"]: w for w in state.warnings}
+    for r in state.rules:
+        name = f"rule:{r['rule']}"
+        a = active.get(name) or warned.get(name)
+        delay = r.get("delay_s")
+        when = "decided at each sample" if not delay else f"decided {delay:g} s after the step it judges"
+        if not r["live"]:
+            level, message = OK, f"not monitored live: {r['why']}"
+        elif a:
+            level = ERROR if r["severity"] == "hard" else WARN
+            message = (f"{r['severity']} rule failed by {', '.join(a['uavs'][:10]) or 'the swarm'} at "
+                       f"{a['t']:.2f}: robustness {a['value']:.3f} ({when})")
+        else:
+            level, message = OK, f"holds ({when})"
+        value = _num(a["value"] if a else r.get("robustness"))
+        rows.append(StatusRow(f"safety/{name}", level, message, {
+            "constraint": name, "uavs": ",".join(a["uavs"]) if a else "", "value": value, "limit": "0",
+            "robustness": value, "delay_s": _num(delay), "severity": r["severity"],
+            "t": f"{(a['t'] if a else state.t):.6f}"}))
     return rows
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Constraints, Geofence, Mission, mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.rules.spec import make_rule
 from uav_debate_eval.sim.dynamics import Limits, Reference, integrate
 from uav_debate_eval.sim.faults import (
     FaultSpec,
@@ -86,13 +87,29 @@ def _cruise_length(speed: float, duration: float, accel: float = 0.5) -> float:
     return max(speed * (duration - START_HOVER_S - END_HOVER_S - 1.0 - speed / accel), 4.0 * speed)
 
 
+#: Mission rules (CONTRACT.md §2a) a real mission of each kind states beyond the fixed constraints.
+SCENARIO_RULES: dict[str, list[tuple[str, str, str, str]]] = {
+    # an outdoor formation keeps a safe height above obstacles and does not climb or sink hard next to a neighbour
+    "formation": [("min_altitude", "soft", "each_vehicle", "always (z >= 5.0)"),
+                  ("calm_when_close", "soft", "each_pair",
+                   "always ((separation < 3.0) -> (abs(a.vz) <= 1.0 and abs(b.vz) <= 1.0))")],
+    # a survey holds its altitude band while it sweeps (the sensor's footprint depends on it)
+    "surveillance": [("survey_altitude", "soft", "each_vehicle", "always[5, 50] (abs(z - 20.0) <= 1.0)")],
+    # crossing through the centre is deconflicted by altitude layers: close vehicles must be a layer apart
+    "swap": [("layered_crossing", "hard", "each_pair", "always ((separation < 2.0) -> (abs(a.z - b.z) >= 1.0))")],
+    # a large grid starts spread out: every pair at least 2.5 m apart within 10 s of the start
+    "grid": [("spread_at_start", "soft", "swarm", "eventually[0, 10] (min_separation >= 2.5)")],
+}
+
+
 def _mission(kind: str, description: str, uavs: list[str], c: dict, lo: np.ndarray, hi: np.ndarray) -> Mission:
     fence = Geofence((float(lo[0] - FENCE_MARGIN_M), float(lo[1] - FENCE_MARGIN_M), 0.0),
                      (float(hi[0] + FENCE_MARGIN_M), float(hi[1] + FENCE_MARGIN_M), float(hi[2] + CEILING_MARGIN_M)))
     constraints = Constraints(c["min_separation_m"], c["max_speed_mps"], c["max_vertical_speed_mps"], fence,
                               c["stale_timeout_s"])
+    rules = [make_rule(*r) for r in SCENARIO_RULES.get(kind, [])]
     return Mission(name=kind, type=kind, description=description, constraints=constraints, uavs=list(uavs),
-                   waypoint_tolerance_m=1.0, formation_tolerance_m=1.0)
+                   waypoint_tolerance_m=1.0, formation_tolerance_m=1.0, rules=rules)
 
 
 def _route_plan(kind: str, description: str, route: Route, offsets: np.ndarray, c: dict, spacing: float,

@@ -1,0 +1,158 @@
+"""The online rule monitor: each operator's stream gives, step by step, the robustness the offline evaluator (checked
+against rtamt) gives, decided with a delay equal to the formula's horizon; failures name the vehicles."""
+
+import numpy as np
+import pytest
+from test_rules_rtamt import random_formula
+
+from uav_debate_eval.core.mission import Geofence
+from uav_debate_eval.rules.evaluator import Evaluator
+from uav_debate_eval.rules.monitor import RuleMonitor
+from uav_debate_eval.rules.spec import make_rule
+from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
+from uav_debate_eval.rules.syntax import parse_formula
+
+
+def online(formula, trace: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
+    """(values of the steps decided, the delay in steps) of the streaming tree fed one step at a time."""
+    T, K = trace["x"].shape
+    root = Node(formula, 1.0, delay_steps(formula, 1.0) + past_reach(formula, 1.0) + 2, K)  # the live ring size
+    atoms = root.atoms()
+    decided = []
+    for i in range(T):
+        step = {k: v[i:i + 1] for k, v in trace.items()}
+        ev = Evaluator(lambda name, step=step: (step[name], None), (1, K), 1.0)
+        before = root.out.done
+        root.advance({id(a): ev.rob(a.f)[0] for a in atoms})
+        decided += [root.out.get(j, j, 0.0)[0].copy() for j in range(before, root.out.done)]
+    return np.array(decided).reshape(-1, K), root.delay
+
+
+def test_streams_equal_the_offline_robustness_at_every_decided_step():
+    rng = np.random.default_rng(7)
+    tried = 0
+    while tried < 200:
+        formula = random_formula(rng, int(rng.integers(1, 4)))
+        if undecidable(formula):
+            continue
+        tried += 1
+        T, K = int(rng.integers(2, 30)), 3
+        trace = {n: np.round(rng.normal(0, 2, size=(T, K)), 3) for n in ("x", "y", "z")}
+        offline = Evaluator(lambda name, trace=trace: (trace[name], None), (T, K), 1.0).rob(formula)
+        values, delay = online(formula, trace)
+        assert delay == delay_steps(formula, 1.0)
+        # a step is decided at most `delay` steps after it (sooner when a window reaches only before the start)
+        assert max(0, T - delay) <= len(values) <= T
+        np.testing.assert_allclose(values, offline[:len(values)], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("stl,delay", [("x >= 0", 0), ("historically[0, 3] x >= 0", 0), ("x >= 0 since y >= 0", 0),
+                                       ("eventually[1, 4] x >= 0", 4), ("x >= 0 until[0, 2] y >= 0", 2),
+                                       ("always[0, 2] (once[0, 5] x >= 0)", 2)])
+def test_delay_equals_the_horizon(stl, delay):
+    assert Node(parse_formula(stl), 1.0, 10, 1).delay == delay
+
+
+def flight_step(k: int, dip: bool):
+    pos = np.array([[0.0, 0.0, 2.0], [5.0, 0.0, 0.3 if dip else 2.0]])
+    return ["u1", "u2"], pos, np.zeros((2, 3)), np.ones(2, bool)
+
+
+def test_monitor_decides_failures_with_the_stated_delay():
+    rules = [make_rule("alt", "hard", "each_vehicle", "always (z >= 1.0)"),
+             make_rule("recover", "soft", "each_vehicle", "always ((z < 1.0) -> eventually[0, 0.2] (z >= 1.0))"),
+             make_rule("later", "soft", "each_vehicle", "eventually (z >= 5)")]
+    mon = RuleMonitor(rules, period_s=0.05, geofence=Geofence((-10, -10, 0), (10, 10, 10)))
+    seen = {}
+    for k in range(40):
+        t = 0.05 * k
+        for f in mon.update(t, *flight_step(k, 10 <= k < 20)):
+            seen.setdefault(f.rule.id, []).append((round(t, 3), round(f.t, 3), f.uavs, f.value))
+    alt, recover = seen["alt"], seen["recover"]
+    assert alt[0][:3] == (0.5, 0.5, ["u2"]) and alt[0][3] == pytest.approx(-0.7)  # past-only: decided at once
+    assert len(alt) == 10
+    # z stayed low for 0.5 s: each step of the dip whose 0.2 s future is still low fails, decided 0.2 s later
+    assert recover[0][:3] == (0.7, 0.5, ["u2"]) and len(recover) == 6
+    status = {row["rule"]: row for row in mon.status()}
+    assert status["recover"]["delay_s"] == pytest.approx(0.2) and status["alt"]["delay_s"] == 0.0
+    assert status["later"]["live"] is False and "offline" in status["later"]["why"]
+    assert "later" not in seen
+
+
+def test_pairs_and_swarm_online():
+    rules = [make_rule("apart", "hard", "each_pair", "always (separation >= 1.0)"),
+             make_rule("spread", "soft", "swarm", "always (spread <= 3.0)")]
+    mon = RuleMonitor(rules, period_s=0.1)
+    ids = ["a", "b", "c"]
+    pos = np.array([[0.0, 0, 2], [0.5, 0, 2], [10.0, 0, 2]])
+    fails = mon.update(0.0, ids, pos, np.zeros((3, 3)), np.ones(3, bool))
+    by = {f.rule.id: f for f in fails}
+    assert by["apart"].uavs == ["a", "b"] and by["apart"].value == pytest.approx(-0.5) and by["apart"].count == 1
+    assert by["spread"].uavs == [] and by["spread"].value < 0
+    # c goes stale: its signals are unknown, nothing fails on them
+    fails = mon.update(0.1, ids, np.array([[0.0, 0, 2], [5.0, 0, 2], [10.0, 0, 2]]), np.zeros((3, 3)),
+                       np.array([True, True, False]))
+    assert fails == []
+
+
+def test_live_veto_on_a_rule_in_a_built_in_scenario():
+    """The swap scenario's hard rule (close vehicles a layer apart) breaks in its near miss: the live monitor raises
+    the veto with the reason rule:layered_crossing inside the fault, and the status names it."""
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+    from uav_debate_eval.safety.status import ERROR, status_rows
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("swap", seed=1, faults=["near_miss"])
+    truth = next(f for f in sim.truth if f.kind == "near_miss")
+    mon = SafetyMonitor(sim.mission, rule_period_s=0.05)
+    latest: dict = {}
+    hit = None
+    for t, batch in sim.ticks():
+        for u, pos, vel, _link in batch:
+            latest[u] = (t, *pos, *vel)
+        state = mon.update(t, latest)
+        rule = [a for a in state.active if a["constraint"] == "rule:layered_crossing"]
+        if rule and hit is None:
+            hit = (t, rule[0], state)
+    assert hit is not None, "the hard rule never vetoed live"
+    t, evidence, state = hit
+    assert state.veto and set(evidence["uavs"]) & set(truth.uavs) and evidence["delay_s"] == 0.0
+    # the rule (closer than 2 m on one layer) breaks during the approach, before the separation limit does, and
+    # live agrees with the offline check of the same flight to a grid step
+    from uav_debate_eval.safety.checker import check_trajectory
+
+    offline = next(r for r in check_trajectory(sim.traj, sim.mission).rules if r.rule.id == "layered_crossing")
+    assert offline.satisfied is False and abs(t - offline.intervals[0][0]) <= 0.05 + 1e-6
+    assert t <= truth.t_start
+    row = next(r for r in status_rows(state, {"min_separation": sim.mission.constraints.min_separation_m}, {})
+               if r.name == "safety/rule:layered_crossing")
+    assert row.level == ERROR and "hard rule failed" in row.message and "decided at each sample" in row.message
+
+
+def test_vehicles_discovered_one_by_one():
+    """A live verifier discovers vehicles pose by pose: a pair rule waits for the second one, and the streams restart
+    with the new columns (the bug: one vehicle gave pair rules no columns to judge)."""
+    mon = RuleMonitor([make_rule("apart", "hard", "each_pair", "always (separation >= 1.0)"),
+                       make_rule("alt", "hard", "each_vehicle", "always (z >= 1.0)")], period_s=0.1)
+    assert mon.update(0.0, ["a"], np.array([[0.0, 0, 2]]), np.zeros((1, 3)), np.ones(1, bool)) == []
+    fails = mon.update(0.1, ["a", "b"], np.array([[0.0, 0, 2], [0.5, 0, 2]]), np.zeros((2, 3)), np.ones(2, bool))
+    assert [f.rule.id for f in fails] == ["apart"] and mon.restarts == 1
+
+
+def test_rule_status_rows_are_veto_evidence():
+    """The live veto's evidence (live.veto_history) names a rule's status row as the constraint rule:<id>."""
+    from uav_debate_eval.core.mission import Constraints, Mission
+    from uav_debate_eval.live.veto_history import status_evidence
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+    from uav_debate_eval.safety.status import status_rows
+
+    mon = SafetyMonitor(Mission(constraints=Constraints(min_separation_m=0.1),
+                                rules=[make_rule("floor", "hard", "each_vehicle", "always (z >= 1.0)")]))
+    state = mon.update(0.0, {"a": (0.0, 0, 0, 0.5, 0, 0, 0), "b": (0.0, 5, 0, 2.0, 0, 0, 0)})
+    row = next(r for r in status_rows(state, {"min_separation": 0.1}, {}) if r.name == "safety/rule:floor")
+    from types import SimpleNamespace
+
+    ev = status_evidence(SimpleNamespace(name=row.name, level=row.level, message=row.message,  # as from the topic
+                                         values=[SimpleNamespace(key=k, value=v) for k, v in row.values.items()]))
+    assert state.veto and ev.constraint == "rule:floor" and ev.uavs == ["a"]
+    assert ev.number("value") == pytest.approx(-0.5) and ev.number("limit") == 0.0

@@ -1,0 +1,337 @@
+"""The offline check of a mission's rules on the flight's common grid: each rule's robustness at flight time 0, the
+vehicles or pairs that set it, the intervals where its body fails, and where the data cannot tell.
+
+- Quantifiers: `each_vehicle` / `each_pair` evaluate every vehicle / pair as a column of one array, a block of
+  columns at a time; the rule's robustness is the minimum over them. `swarm` is one column.
+- Intervals: for `always[a,b] body` (or `always body`), the steps of its window where `body` fails; for any other
+  formula, the span it reads from time 0 (0 .. its horizon) when it fails.
+- Pair pruning (exact): a pair whose separation never drops below m (m: a lower bound of its closest approach,
+  both vehicles readable at every step) has a robustness of at least L(m), the formula's lower bound when only
+  `separation >= m` is known (rules.bounds). Pairs are taken in order of m; the first pair with L(m) no lower
+  than the rule's robustness found so far (and its body's lower bound >= 0, so it has no failing interval) ends
+  the pass: none of the pairs after it can lower the minimum or add an interval. A formula that does not depend
+  on `separation` monotonically gets L = -inf: every pair is evaluated. Pairs with unreadable steps always are.
+- Data quality: where a signal cannot be read the evaluator bounds the robustness (evaluator, worlds lo/hi); a rule
+  fails only when its upper bound is below zero, holds when its lower bound is not, and is not evaluable between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.quality.updates import true_spans
+from uav_debate_eval.rules.bounds import bound
+from uav_debate_eval.rules.evaluator import INF, Evaluator, steps_of
+from uav_debate_eval.rules.signals import BASIS, Grid
+from uav_debate_eval.rules.spec import Rule
+from uav_debate_eval.rules.syntax import Formula, Temporal, constants_of
+
+#: A grid step this close to a sample stamp (seconds) is that sample's instant (grid arithmetic rounds).
+STAMP_TOL = 1e-6
+#: Grid steps between the distances that bound each pair's closest approach from below (pair pruning).
+PAIR_STRIDE = 8
+#: Columns x steps per evaluated block (bounds the evaluator's temporaries to some tens of MB).
+BLOCK_CELLS = 2_000_000
+
+
+@dataclass
+class RuleResult:
+    """One rule's outcome (the report's `rules` entry) and what the report's other parts draw from it."""
+
+    rule: Rule
+    satisfied: bool | None
+    robustness: float | None
+    worst: list[str]
+    intervals: list[tuple[float, float]]
+    #: (uavs, t_start, t_end, worst robustness, steps) of each failing run of a vehicle / pair / the swarm
+    failures: list[tuple[list[str], float, float, float, int]] = field(default_factory=list)
+    #: (uavs, t_start, t_end) where the data cannot tell whether the body holds
+    unknown: list[tuple[list[str], float, float]] = field(default_factory=list)
+    #: the body's robustness per grid step, minimum over the vehicles / pairs evaluated (figures)
+    timeline: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    evaluated: int = 0
+    columns: int = 0
+
+    def near_failing(self, fraction: float) -> bool:
+        """Failed, or held by less than `fraction` of the largest threshold its formula compares with (at least 1)."""
+        if self.satisfied is False:
+            return True
+        if self.robustness is None:
+            return False
+        return self.robustness < fraction * max([1.0, *(abs(v) for v in constants_of(self.rule.formula))])
+
+    def to_dict(self) -> dict:
+        r = self.rule
+        return {"id": r.id, "severity": r.severity, "over": r.over, "stl": r.stl, "satisfied": self.satisfied,
+                "robustness": self.robustness,
+                "worst": list(self.worst), "intervals": [[a, b] for a, b in self.intervals],
+                "horizon_s": r.horizon_s, "evaluated": self.evaluated, "of": self.columns}
+
+
+def grid_of(traj: SwarmTrajectory, mission: Mission, quality=None, min_separation: np.ndarray | None = None) -> Grid:
+    """The checker's grid with, per check basis, the steps each vehicle can be read at (valid and not excluded)."""
+    snaps = traj.resample(max_gap_s=mission.constraints.stale_timeout_s)
+
+    def within(lo: float | None, hi: float | None) -> np.ndarray:  # grid steps in a span of sample stamps
+        return ((snaps.t >= (-np.inf if lo is None else lo - STAMP_TOL))
+                & (snaps.t <= (np.inf if hi is None else hi + STAMP_TOL)))
+
+    estimated = snaps.valid.copy()  # the estimator's own invalid spans, whichever constraints the mission checks
+    for j, u in enumerate(snaps.uav_ids):
+        tr = traj.tracks[u]
+        if tr.est_valid is not None and not tr.est_valid.all():
+            for lo, hi in true_spans(tr.t, ~tr.est_valid):
+                estimated[within(lo, hi), j] = False
+    column = {u: j for j, u in enumerate(snaps.uav_ids)}
+    known = {basis: estimated.copy() for basis in sorted(set(BASIS.values()))}
+    for ne in quality.not_evaluable if quality is not None else []:
+        if ne.constraint in known:
+            for u in ne.uavs:
+                if u in column:
+                    known[ne.constraint][within(ne.t_start, ne.t_end), column[u]] = False
+    return Grid(snaps, known, mission.constraints.geofence, min_separation)
+
+
+def check_rules(traj: SwarmTrajectory, mission: Mission, quality=None, grid: Grid | None = None,
+                gap: float | None = None) -> list[RuleResult]:
+    """Every rule of the mission on the flight's grid (see the module docstring); `gap`: failing steps of one vehicle
+    or pair closer than this are one run (default: two grid steps)."""
+    if not mission.rules or not traj.tracks:
+        return []
+    grid = grid or grid_of(traj, mission, quality)
+    return [check_rule(rule, grid, gap) for rule in mission.rules]
+
+
+def _split(f: Formula) -> tuple[Formula, bool]:
+    """(body, stripped): `always[a,b] body` reads its body over a window of steps."""
+    if isinstance(f, Temporal) and f.op == "always":
+        return f.arg, True
+    return f, False
+
+
+def check_rule(rule: Rule, grid: Grid, gap: float | None = None) -> RuleResult:
+    T, N = grid.snaps.valid.shape
+    ids = grid.snaps.uav_ids
+    dt = grid.dt
+    body, stripped = _split(rule.formula)
+    if stripped:
+        top = rule.formula
+        assert isinstance(top, Temporal)
+        a, b = (0, T - 1) if top.hi is None else steps_of(top.lo, top.hi, dt)
+    else:
+        horizon = rule.horizon_s
+        a, b = 0, (T - 1 if horizon is None else min(T - 1, int(round(horizon / dt))))
+    b = min(b, T - 1)
+    acc = _Accumulator(T)
+
+    def run(columns: np.ndarray, signal, names) -> None:
+        step = max(1, BLOCK_CELLS // max(T, 1))
+        for s in range(0, len(columns), step):
+            cols = columns[s:s + step]
+            lo, hi, v_lo, v_hi = _evaluate(body, signal, cols, T, dt, stripped, a, b)
+            acc.add(lo, hi, v_lo, v_hi, [names(c) for c in cols.tolist()])
+
+    if rule.over == "each_vehicle":
+        run(np.arange(N), lambda name, cols: _cols(grid.vehicle(name), cols), lambda c: [ids[c]])
+        columns = N
+    elif rule.over == "swarm":
+        run(np.arange(1), lambda name, cols: grid.swarm(name), lambda c: [])
+        columns = 1
+    else:
+        first, second = np.triu_indices(N, k=1)
+        columns = len(first)
+        order, closest = _pair_order(grid, first, second)
+
+        def pair_signal(name, cols):
+            return grid.pair(name, first[cols], second[cols])
+
+        def pair_names(c):
+            return sorted((ids[first[c]], ids[second[c]]))
+
+        start = 0
+        while start < len(order):
+            stop = _stop(rule.formula, body, stripped, closest, order, start, acc.hi_min)
+            if stop == start:
+                break
+            stop = min(stop, start + max(64, start))  # doubling batches: the minimum found so far prunes more
+            run(order[start:stop], pair_signal, pair_names)
+            start = stop
+    return acc.result(rule, grid, columns, a, b, stripped, gap)
+
+
+def _cols(signal: tuple[np.ndarray, np.ndarray | None], cols: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    values, unknown = signal
+    return values[:, cols], None if unknown is None else unknown[:, cols]
+
+
+def _pair_order(grid: Grid, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs in order of a lower bound of their closest approach (-inf: a pair with an unreadable step, evaluated
+    first), and that bound: the distance at every PAIR_STRIDE-th step (and the last) less how far the two vehicles
+    can move in the PAIR_STRIDE // 2 + 1 steps to the nearest such step (each one's largest step on the grid). A
+    bound below the true approach only keeps more pairs: the pruning stays exact at a tenth of the work."""
+    ok = grid.readable("min_separation")
+    pos = grid.snaps.pos
+    T, N = ok.shape
+    rows = np.unique(np.append(np.arange(0, T, PAIR_STRIDE), T - 1))
+    sampled = pos[rows]
+    step = np.zeros(N) if T < 2 else np.nanmax(np.sqrt(np.einsum("tnk,tnk->tn", np.diff(pos, axis=0),
+                                                                  np.diff(pos, axis=0))), axis=0)
+    reach = step * (PAIR_STRIDE // 2 + 1)
+    readable = np.asarray(ok.all(axis=0))
+    closest = np.empty(len(first))
+    at = 0
+    for i in range(N - 1):  # one vehicle against the vehicles after it: the pairs np.triu_indices lists in order
+        d = sampled[:, i + 1:] - sampled[:, i:i + 1]
+        near = np.sqrt(np.einsum("tpk,tpk->tp", d, d).min(axis=0)) - reach[i] - reach[i + 1:]
+        closest[at:at + N - 1 - i] = np.where(readable[i] & readable[i + 1:], np.maximum(near, 0.0), -np.inf)
+        at += N - 1 - i
+    order = np.argsort(closest, kind="stable")
+    return order, closest[order]
+
+
+def _stop(formula: Formula, body: Formula, stripped: bool, closest: np.ndarray, order: np.ndarray, start: int,
+          found: float) -> int:
+    """The first pair from `start` on that cannot lower the rule's robustness below `found` nor fail its body: pairs
+    are sorted by closest approach and the bounds grow with it, so a binary search finds it."""
+
+    def prunable(m: float) -> bool:
+        if not np.isfinite(m):
+            return m == np.inf
+        box = {"separation": (float(m), INF)}
+        if stripped and bound(body, box)[0] < 0:
+            return False
+        return bound(formula, box)[0] >= found
+
+    lo, hi = start, len(order)
+    if prunable(float(closest[start])):
+        return start
+    while lo < hi:  # invariant: closest[lo - 1] not prunable
+        mid = (lo + hi) // 2
+        if prunable(float(closest[mid])):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _evaluate(body: Formula, signal, cols: np.ndarray, T: int, dt: float, stripped: bool, a: int, b: int):
+    """(body lo, body hi, value lo, value hi) of a block of columns: value = the rule at step 0."""
+    shape = (T, len(cols))
+    unknown_seen = []
+
+    def fetch(name):
+        values, unknown = signal(name, cols)
+        if unknown is not None and unknown.any():
+            unknown_seen.append(name)
+            return values, unknown
+        return values, None
+
+    hi = Evaluator(fetch, shape, dt, "hi").rob(body)
+    lo = Evaluator(fetch, shape, dt, "lo").rob(body) if unknown_seen else hi
+    if stripped:
+        if a > b or a >= T:
+            v_hi = v_lo = np.full(len(cols), INF)
+        else:
+            v_hi, v_lo = hi[a:b + 1].min(axis=0), lo[a:b + 1].min(axis=0)
+    else:
+        v_hi, v_lo = hi[0], lo[0]
+    return lo, hi, v_lo, v_hi
+
+
+class _Accumulator:
+    """Folds blocks of columns into the rule's minimum, worst columns, failing runs and the timeline."""
+
+    def __init__(self, T: int):
+        self.hi_min, self.lo_min = INF, INF
+        self.worst: list[str] = []
+        self.timeline = np.full(T, INF)
+        self.fail_keys: list[np.ndarray] = []
+        self.fail_steps: list[np.ndarray] = []
+        self.fail_values: list[np.ndarray] = []
+        self.unknown_keys: list[np.ndarray] = []
+        self.unknown_steps: list[np.ndarray] = []
+        self.names: list[list[str]] = []
+
+    def add(self, lo, hi, v_lo, v_hi, names: list[list[str]]) -> None:
+        base = len(self.names)
+        self.names.extend(names)
+        k = int(np.argmin(v_hi))
+        if v_hi[k] < self.hi_min:
+            self.hi_min, self.worst = float(v_hi[k]), names[k]
+        self.lo_min = min(self.lo_min, float(v_lo.min()))
+        np.minimum(self.timeline, hi.min(axis=1), out=self.timeline)
+        step, col = np.nonzero(hi < 0)
+        self.fail_keys.append(col + base)
+        self.fail_steps.append(step)
+        self.fail_values.append(hi[step, col])
+        if lo is not hi:
+            step, col = np.nonzero((lo < 0) & (hi >= 0))
+            self.unknown_keys.append(col + base)
+            self.unknown_steps.append(step)
+
+    def result(self, rule: Rule, grid: Grid, columns: int, a: int, b: int, stripped: bool,
+               gap: float | None) -> RuleResult:
+        from uav_debate_eval.safety.checker import merge_runs
+
+        t = grid.t
+        dt = grid.dt
+        gap = gap if gap is not None else 2.0 * dt + 1e-9
+        if self.hi_min < 0:
+            satisfied, robustness = False, self.hi_min
+        elif self.lo_min >= 0:
+            satisfied, robustness = True, self.lo_min
+        else:
+            satisfied, robustness = None, None
+        failures, unknown = [], []
+        inside = slice(a, b + 1) if stripped else slice(0, 1)
+        keys, steps, values = (np.concatenate(x) if x else np.zeros(0, int) for x in
+                               (self.fail_keys, self.fail_steps, self.fail_values))
+        if satisfied is False:
+            keep = (steps >= inside.start) & (steps < inside.stop)
+            for key, t0, t1, w, _, n in merge_runs(keys[keep], t[steps[keep]], values[keep], gap, worst="min"):
+                if not stripped:  # the formula read from time 0 fails: the span it reads
+                    t1 = float(t[min(b, len(t) - 1)])
+                failures.append((self.names[key], t0, t1, w, n))
+        if self.unknown_keys:
+            uk, us = np.concatenate(self.unknown_keys), np.concatenate(self.unknown_steps)
+            keep = (us >= inside.start) & (us < inside.stop)
+            for key, t0, t1, _, _, _ in merge_runs(uk[keep], t[us[keep]], np.zeros(int(keep.sum())), gap):
+                unknown.append((self.names[key], t0, float(t[min(b, len(t) - 1)]) if not stripped else t1))
+        return RuleResult(rule, satisfied, robustness, self.worst if robustness is not None else [],
+                          _union([(f[1], f[2]) for f in failures]), failures, unknown, (t, self.timeline),
+                          len(self.names), columns)
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(x, y) for x, y in out]
+
+
+def merge_entries(per_segment: list[list[dict]]) -> list[dict]:
+    """A live flight's `rules` from its segments' (each segment a flight of its own, read from its start): a rule
+    fails when it failed in any segment, holds when it held in every one, else is not evaluable; the robustness is
+    the lowest, the worst vehicles those of that segment, the intervals all of them."""
+    merged: dict[str, dict] = {}
+    for entries in per_segment:
+        for e in entries:
+            m = merged.setdefault(e["id"], {**e, "intervals": [], "satisfied": True, "robustness": None, "worst": []})
+            m["intervals"] = sorted(m["intervals"] + [list(i) for i in e.get("intervals", [])])
+            if e["satisfied"] is False or m["satisfied"] is False:
+                m["satisfied"] = False
+            elif e["satisfied"] is None:
+                m["satisfied"] = None
+            if e["robustness"] is not None and (m["robustness"] is None or e["robustness"] < m["robustness"]):
+                m["robustness"], m["worst"] = e["robustness"], list(e.get("worst", []))
+    for m in merged.values():
+        if m["satisfied"] is None:
+            m["robustness"], m["worst"] = None, []
+    return list(merged.values())

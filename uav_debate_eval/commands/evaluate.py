@@ -207,7 +207,7 @@ def evaluate_and_write(paths: list[Path], out: Path, opts: dict, show_progress: 
         if opts.get("mcap_out"):
             from uav_debate_eval.viz.mcap_export import write_mcap
 
-            write_mcap(ev, Path(opts["mcap_out"]))
+            write_mcap(ev, Path(opts["mcap_out"]), poses=traj)  # the samples as read: the file replays
         bar("write", 1, 1)
     return ev
 

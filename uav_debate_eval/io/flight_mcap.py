@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -132,7 +133,7 @@ def _decode(msgtype: str, data: list[bytes]) -> tuple[np.ndarray, np.ndarray, np
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.ROS2_JAZZY)
-    msgs = [store.deserialize_cdr(d, msgtype) for d in data]
+    msgs: list[Any] = [store.deserialize_cdr(d, msgtype) for d in data]
     ns = np.array([m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec for m in msgs], dtype=np.int64)
     poses = [m.pose.pose if msgtype == ODOM else m.pose for m in msgs]
     pos = np.array([[p.position.x, p.position.y, p.position.z] for p in poses], dtype=float).reshape(-1, 3)

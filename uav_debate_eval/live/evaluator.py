@@ -1,11 +1,13 @@
 """The panel's evaluation service: segments queue for one worker *process* fed by one thread, so the
 debate (numpy, the LLM) never holds the node process's GIL and the executor (in `live`, the safety
 verifier) keeps its pace. Too many waiting segments are skipped (and named in later reports); a hung
-LLM is redone with the rules agents; every report is folded into the flight record."""
+LLM is redone with the rules agents; every report is folded into the flight record. The poses go on the
+flight's tape as the segments close; at the end the whole flight is evaluated (live.flight)."""
 
 from __future__ import annotations
 
 import math
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -13,10 +15,12 @@ from concurrent.futures import BrokenExecutor, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
-from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.mission import Mission, RouteSoFar
+from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.live.flight import FlightRecord, write_flight_report
+from uav_debate_eval.live.flight import FlightJob, FlightRecord, evaluate_flight
 from uav_debate_eval.live.segment_job import JobResult, PanelJob, PanelSettings, evaluate_segment, next_seq
+from uav_debate_eval.live.tape import FlightTape
 from uav_debate_eval.live.veto_history import VetoHistory
 from uav_debate_eval.live.workers import stop_pool, worker_pool
 
@@ -25,8 +29,12 @@ Log = Callable[[str, str], None]  # (logger level, text)
 
 class SegmentEvaluator:
     def __init__(self, settings: PanelSettings, mission: Mission, vetoes: VetoHistory, *, max_pending: int,
-                 publish: Callable[[dict], None], log: Log, clock_jumps: Callable[[], int]):
+                 publish: Callable[[dict], None], log: Log, clock_jumps: Callable[[], int], swarm: StreamingSwarm,
+                 session: Callable[[], dict] = dict, record: bool = True):
+        """`swarm`: the buffered poses (taped as segments close); `session`: the live session's topics, vehicles
+        and clock for the flight report; `record`: also write OUT/flight/flight.mcap."""
         self.settings, self.mission, self.vetoes = settings, mission, vetoes
+        self.swarm, self._session, self.record = swarm, session, record
         self.max_pending = max_pending
         self._publish, self._log, self._clock_jumps = publish, log, clock_jumps
         self.output_dir = Path(settings.output_dir)
@@ -41,9 +49,21 @@ class SegmentEvaluator:
         self._seen: deque[str] = deque(maxlen=50)
         self.last_end = -math.inf
         self._seq = next_seq(self.output_dir)
-        #: Every evaluated segment, folded into the flight-level report written by `close_flight`.
+        #: the flight so far: how close to each waypoint, how many passed (segments judge what was due)
+        self._route = RouteSoFar()
+        #: Every evaluated segment, for the live record of the flight report written by `close_flight`.
         self.flight = FlightRecord()
+        self.tape = FlightTape(self.output_dir / "flight" / ".tape" if settings.write_files
+                               else Path(tempfile.mkdtemp(prefix="uav_debate_eval_tape_")))
+        #: The flight report (None until `close_flight` made it) and its folder (None: files are off).
+        self.flight_report: dict | None = None
         self._flight_written: Path | None = None
+        self._flight_done = False
+
+    def clock_jumped(self) -> None:
+        """After a backwards time jump the last segment end and the route so far mean nothing."""
+        self.last_end = -math.inf
+        self._route = RouteSoFar()
 
     @property
     def pending(self) -> int:
@@ -52,7 +72,9 @@ class SegmentEvaluator:
 
     def admit(self, seg_id: str, t0: float) -> bool:
         """Whether a closed segment is evaluated: not seen before (a latched segment after a restart) and
-        not too many waiting (then it is skipped, said once and named in later reports)."""
+        not too many waiting (then it is skipped, said once and named in later reports). Either way its poses go
+        on the flight's tape."""
+        self.tape.take(self.swarm)
         key = f"{seg_id}@{t0:.3f}"
         if key in self._seen:
             return False
@@ -106,8 +128,10 @@ class SegmentEvaluator:
             seq = self._seq
             self._seq += 1
         job = PanelJob(self.settings, self.mission, traj, seg_id, t0, t1, reason, self.vetoes.snapshot(), seq,
-                       list(self.skipped), self._clock_jumps())
+                       list(self.skipped), self._clock_jumps(), route=self._route)
         result = self._run(job)
+        if result.route is not None:
+            self._route = result.route
         for level, text in result.log:
             self._log(level, text)
         report, path = result.report, result.path
@@ -126,15 +150,32 @@ class SegmentEvaluator:
         return report
 
     def close_flight(self) -> Path | None:
-        """Write the flight-level report over every evaluated segment to OUTPUT_DIR/flight/ (once; None when
-        no segment was evaluated or files are off)."""
-        if self._flight_written is not None or not self.settings.write_files:
+        """Evaluate the whole flight (its tape, in the worker process) and write OUTPUT_DIR/flight/ (once; None when
+        no pose was received or files are off; the report is kept in `flight_report` either way)."""
+        if self._flight_done:
             return self._flight_written
+        self._flight_done = True
+        self.tape.take(self.swarm)
         with self._lock:
-            report = self.flight.report()
-        if report is None:
+            segments = list(self.flight.segments)
+        job = FlightJob(self.settings, self.mission, list(self.tape.chunks), list(self.tape.vehicles), segments,
+                        self.vetoes.snapshot(), self._session(), self.tape.stats.to_dict(), dict(self.swarm.rejected),
+                        list(self.skipped), self._clock_jumps(),
+                        self.output_dir / "flight" if self.settings.write_files else None, self.record)
+        pool = worker_pool() if self._closing else self._pool  # (close stopped the segments' worker)
+        try:
+            result = pool.submit(evaluate_flight, job).result()
+        except Exception as exc:  # the segment reports stay; say why the flight report is missing
+            self._log("error", f"flight report failed: {exc!r}")
             return None
-        self._flight_written = write_flight_report(report, self.output_dir / "flight")
+        finally:
+            if pool is not self._pool:
+                stop_pool(pool)
+        for level, text in result.log:
+            self._log(level, text)
+        self.tape.discard()
+        self.flight_report = result.report
+        self._flight_written = Path(result.path) if result.path else None
         return self._flight_written
 
     def close(self) -> Path | None:

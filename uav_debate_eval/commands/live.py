@@ -286,10 +286,9 @@ def _wait_panel(panel, timeout_s: float, stop: threading.Event) -> None:
 def _summary(console, panel, out: Path) -> int:
     """Each evaluated segment, then the flight report's verdict in words, its top findings and where it is."""
     done = list(panel.evaluated)
-    if done:
-        console.print("evaluating the whole flight (the flight report)")
+    console.print("evaluating the whole flight for the flight report")
     where = panel.close_flight()
-    if not done:
+    if not done and panel.flight_report is None:
         console.print("[red]no segment was evaluated[/] (no poses received? check the topics and the domain id)")
         return 1
     colour = {"safe": "green", "borderline": "yellow", "inconclusive": "blue", "risky": "red"}

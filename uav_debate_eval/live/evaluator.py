@@ -42,6 +42,7 @@ class SegmentEvaluator:
         self._pool = worker_pool()
         self._lock = threading.Lock()
         self._closing = False  # set by close: an evaluation cut short then is no error
+        self._llm_crashed: str | None = None  # why the LLM backend is no longer tried (its worker died)
         self._pending = 0
         self.skipped: deque[str] = deque(maxlen=100)
         #: The last evaluated segments: id, label, vetoed, summary and report directory (None: not written).
@@ -109,6 +110,8 @@ class SegmentEvaluator:
 
     def _run(self, job: PanelJob) -> JobResult:
         limit = self.settings.llm_timeout_s if self.settings.backend != "rules" else 0.0
+        if self._llm_crashed and job.forced_fallback is None:
+            job.forced_fallback = self._llm_crashed
         try:
             return self._pool.submit(evaluate_segment, job).result(timeout=limit or None)
         except FutureTimeout:  # a hung or far too slow LLM counts as down for this segment
@@ -116,6 +119,14 @@ class SegmentEvaluator:
             self._pool = worker_pool()
             job.forced_fallback = (f"LLM backend {self.settings.backend} did not finish within {limit:g} s; "
                                    "rules backend used")
+            self._log("warning", f"segment {job.seg_id}: {job.forced_fallback}")
+            return self._pool.submit(evaluate_segment, job).result()
+        except BrokenExecutor:  # the worker died under the LLM library (a crash, not an error): rules from now on
+            self._pool = worker_pool()
+            if self.settings.backend == "rules" or job.forced_fallback is not None or self._closing:
+                raise
+            self._llm_crashed = job.forced_fallback = (f"the worker process died in the {self.settings.backend} "
+                                                       "LLM backend; rules backend used")
             self._log("warning", f"segment {job.seg_id}: {job.forced_fallback}")
             return self._pool.submit(evaluate_segment, job).result()
 

@@ -116,8 +116,10 @@ def headline(report: dict) -> list[str]:
                          else 0)
         text = (f"The live veto was raised {_count(len(episodes), 'time')}"
                 + (f" (segment{'s' if len(seg_ids) != 1 else ''} {', '.join(seg_ids)})" if seg_ids else ""))
-        if latencies:
-            text += f", at most {max(latencies):.2f} s after the offending sample"
+        if latencies and max(latencies) < 0.005:
+            text += ", each time with the offending sample (stream time)"
+        elif latencies:
+            text += f", at most {max(latencies):.2f} s of stream time after the offending sample"
         out.append(text + ".")
     elif report["violations"]:
         out.append("The live veto was not raised during the session.")

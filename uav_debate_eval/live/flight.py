@@ -20,8 +20,6 @@ from uav_debate_eval.live.flight_record import headline, live_record
 from uav_debate_eval.live.segment_job import JobResult, PanelSettings
 from uav_debate_eval.live.veto_history import VetoEpisode
 
-#: Worst last.
-LABEL_ORDER = ("safe", "borderline", "inconclusive", "risky")
 _FINDING_ID = re.compile(r"\bF(\d+)\b")
 
 
@@ -61,11 +59,6 @@ class FlightRecord:
 
     def add(self, report: dict, path: str | None = None) -> None:
         self.segments.append(segment_summary(report, path))
-
-    @property
-    def worst_label(self) -> str | None:
-        labels = [s["label"] for s in self.segments]
-        return max(labels, key=LABEL_ORDER.index) if labels else None
 
 
 @dataclass

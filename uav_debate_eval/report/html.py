@@ -55,8 +55,7 @@ def render_html(report: dict, figures: dict[str, bytes]) -> str:
         f"<h1>Swarm evaluation: {h(m.get('name', ''))}</h1>",
         f'<p><span class="badge" style="background:{color}">{h(v["label"]).upper()}</span>'
         + (' <span class="badge" style="background:#000">SAFETY VETO</span>' if v["vetoed"] else "") + "</p>",
-        f"<p>{link_citations(h(v['summary']), ids)}</p>",
-        headline_html(report),
+        f"<p>{link_citations(h(v['summary']), ids)}</p>" + headline_html(report),
         '<ul class="meta">',
         f"<li>Vehicles ({len(m['uavs'])}): {h(', '.join(m['uavs']))}</li>",
         f"<li>Duration {m['duration_s']:.2f} s, {h(m.get('samples', 'n/a'))} samples</li>",
@@ -73,8 +72,7 @@ def render_html(report: dict, figures: dict[str, bytes]) -> str:
     if notes:
         parts.append('<div class="note"><ul>' + "".join(f"<li>{h(n)}</li>" for n in notes) + "</ul></div>")
     parts += _scores(report), _violations(report), _findings(report, ids), _data_quality(report), _figures(figures)
-    parts.append(_recommendations(v, ids))
-    parts.append(live_html(report))
+    parts.append(_recommendations(v, ids) + live_html(report))
     parts += _debate(report["debate"], ids), _events(report), _dsl(report["dsl"])
     parts.append(f'<p class="meta">{h(report.get("tool", {}).get("name", ""))} '
                  f'{h(report.get("tool", {}).get("version", ""))}, report schema {report["schema_version"]}</p>')

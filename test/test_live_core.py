@@ -328,3 +328,35 @@ def test_segment_evaluator_skips_duplicates_publishes_and_writes_the_flight(tmp_
     assert flight["live"]["tape"]["samples"] == sim.traj.n_samples and not (tmp_path / "flight" / ".tape").exists()
     assert (tmp_path / "flight" / "flight.mcap").is_file() and list((tmp_path / "flight" / "figures").glob("*.png"))
     assert ("info", f"segment S1: {report['verdict']['label']}, backend rules, {tmp_path / '00001_S1'}") in logs
+
+
+def crash_unless_told_to_fall_back(job: PanelJob):
+    """A worker job that dies like llama.cpp's segfault does, unless the panel already fell back to rules."""
+    if job.forced_fallback is None:
+        os._exit(139)
+    return evaluate_segment(job)
+
+
+def test_a_worker_that_dies_in_the_llm_redoes_the_segment_with_rules(tmp_path: Path, monkeypatch):
+    from uav_debate_eval.live import evaluator as evaluator_mod
+    from uav_debate_eval.live.veto_history import VetoHistory
+    from uav_debate_eval.sim.scenarios import simulate
+
+    monkeypatch.setattr(evaluator_mod, "evaluate_segment", crash_unless_told_to_fall_back)
+    sim = simulate("formation", seed=0, duration_s=12.0)
+    logs = []
+    ev = evaluator_mod.SegmentEvaluator(
+        PanelSettings(backend="local", write_files=False), sim.mission, VetoHistory(), max_pending=2,
+        publish=lambda report: None, log=lambda level, text: logs.append((level, text)), clock_jumps=lambda: 0,
+        swarm=StreamingSwarm())
+    try:
+        first = ev.submit("S1", 0.0, 12.0, "window", sim.traj).result(timeout=120)
+        second = ev.submit("S2", 0.0, 12.0, "window", sim.traj).result(timeout=120)
+    finally:
+        ev.close()
+    why = "the worker process died in the local LLM backend; rules backend used"
+    for report in (first, second):
+        assert report["debate"]["backend"] == "rules" and report["live"]["llm_fallback"] == why
+        assert report["verdict"]["summary"].startswith(f"[{why}]")
+    said = [text for level, text in logs if level == "warning" and text.startswith("segment")]
+    assert said == [f"segment S1: {why}"]  # S2 went straight to rules

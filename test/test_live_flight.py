@@ -169,3 +169,16 @@ def test_the_tape_counts_what_the_ring_lost_and_restarts_on_a_clock_jump(tmp_pat
     assert tape.take(swarm) == 1 and tape.stats.restarts == 1 and len(tape.chunks) == 1
     traj = load_tape(tape.chunks, tape.vehicles)
     assert traj.t0 == 50.0 and traj.n_samples == 1
+
+
+@pytest.mark.parametrize("capacity", [3, 5, 17])
+def test_a_ring_gives_the_samples_after_a_stamp_wherever_its_write_position_is(capacity: int):
+    from uav_debate_eval.core.streaming import VehicleRing
+
+    for n in range(4 * capacity):
+        ring = VehicleRing(capacity)
+        for k in range(n):
+            ring.append(float(k), 0.0, 0.0, float(k))
+        held = ring.view()
+        for t in [-1.0, *np.arange(0.0, n + 1.0, 0.5).tolist()]:
+            np.testing.assert_array_equal(ring.after(t), held[held[:, 0] > t])

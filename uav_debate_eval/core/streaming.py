@@ -50,9 +50,15 @@ class VehicleRing:
         return np.roll(self._buf, -self._head, axis=0)
 
     def after(self, t: float) -> np.ndarray:
-        """The stored samples stamped after t, oldest first (a copy); the stamps of a ring only grow."""
-        order = (self._head - self._size + np.arange(self._size)) % self.capacity
-        return self._buf[order[int(np.searchsorted(self._buf[order, 0], t, side="right")):]]
+        """The stored samples stamped after t, oldest first (a copy); the stamps of a ring only grow, so each of its
+        two stretches (before and after the write position) is sorted and only the samples taken are copied."""
+        if self._size < self.capacity:
+            older, newer = self._buf[:0], self._buf[: self._size]
+        else:
+            older, newer = self._buf[self._head:], self._buf[: self._head]
+        if len(newer) and newer[0, 0] <= t:  # all of them in the newer stretch
+            return newer[int(np.searchsorted(newer[:, 0], t, side="right")):].copy()
+        return np.concatenate([older[int(np.searchsorted(older[:, 0], t, side="right")):], newer])
 
     @property
     def first_t(self) -> float:

@@ -42,6 +42,7 @@ class FlightTape:
         shutil.rmtree(folder, ignore_errors=True)  # a previous session's chunks are not this flight
         folder.mkdir(parents=True, exist_ok=True)
         self.vehicles: list[str] = []
+        self._index: dict[str, int] = {}
         self.chunks: list[Path] = []
         self.stats = TapeStats()
         self._cursors: dict[str, float] = {}
@@ -56,21 +57,23 @@ class FlightTape:
                 self._restart()
                 rows, oldest, resets = swarm.rows_after({})
             self._resets = resets
-            parts = []
+            rows = {u: block for u, block in rows.items() if len(block)}
+            if not rows:
+                return 0
+            data = np.empty((sum(len(b) for b in rows.values()), 8))  # vehicle index, then the ring's 7 columns
+            at = 0
             for u, block in rows.items():
-                if not len(block):
-                    continue
                 cursor = self._cursors.get(u, -math.inf)
                 if math.isfinite(cursor) and oldest[u] > cursor:  # the ring overwrote samples not taped yet
                     self.stats.lost[u] = self.stats.lost.get(u, 0.0) + float(oldest[u] - cursor)
-                if u not in self.vehicles:
+                if u not in self._index:
+                    self._index[u] = len(self.vehicles)
                     self.vehicles.append(u)
-                parts.append(np.column_stack([np.full(len(block), self.vehicles.index(u), dtype=float), block]))
+                data[at: at + len(block), 0] = self._index[u]
+                data[at: at + len(block), 1:] = block
+                at += len(block)
                 self._cursors[u] = float(block[-1, 0])
-            if not parts:
-                return 0
             chunk = self.folder / f"{len(self.chunks):05d}.npy"
-            data = np.concatenate(parts)
             np.save(chunk, data)
             self.chunks.append(chunk)
             self.stats.samples += len(data)
@@ -79,7 +82,7 @@ class FlightTape:
     def _restart(self) -> None:
         for chunk in self.chunks:
             chunk.unlink(missing_ok=True)
-        self.chunks, self.vehicles, self._cursors = [], [], {}
+        self.chunks, self.vehicles, self._index, self._cursors = [], [], {}, {}
         self.stats = TapeStats(restarts=self.stats.restarts + 1)
 
     def discard(self) -> None:

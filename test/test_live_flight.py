@@ -113,7 +113,7 @@ def test_the_live_record_names_segments_episodes_and_ids_that_resolve(near_miss)
     assert ep["offending_t"] == pytest.approx(first) and ep["latency_s"] == pytest.approx(14.55 - first)
     head = live["headline"]
     assert head[0].startswith("Min separation broken in 1 episode in segment S1: worst 0.227 m against the 0.5 m")
-    assert head[1].startswith("The live veto was raised 1 time (segment S1)")
+    assert head[1].startswith("The live veto was raised once (segment S1), at most 0.")
     assert report["inputs"][0].startswith("live ROS 2 session: 5 vehicles (uav1, uav2, uav3, uav4, uav5) on /uav1/pose")
     html = (where / "report.html").read_text()
     assert f"<li>{head[0][:60]}" in html and 'id="live"' in html and "S1/F1" in html

@@ -114,10 +114,12 @@ def headline(report: dict) -> list[str]:
         latencies = [e["latency_s"] for e in episodes if e.get("latency_s") is not None]
         seg_ids = sorted({s for e in episodes for s in e["segments"]}, key=lambda s: int(s[1:]) if s[1:].isdigit()
                          else 0)
-        text = (f"The live veto was raised {_count(len(episodes), 'time')}"
+        n = len(episodes)
+        times = {1: "once", 2: "twice"}.get(n, f"{n} times")
+        text = (f"The live veto was raised {times}"
                 + (f" (segment{'s' if len(seg_ids) != 1 else ''} {', '.join(seg_ids)})" if seg_ids else ""))
         if latencies and max(latencies) < 0.005:
-            text += ", each time with the offending sample (stream time)"
+            text += f", {'each time ' if n > 1 else ''}with the offending sample itself (stream time)"
         elif latencies:
             text += f", at most {max(latencies):.2f} s of stream time after the offending sample"
         out.append(text + ".")

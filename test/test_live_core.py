@@ -360,3 +360,32 @@ def test_a_worker_that_dies_in_the_llm_redoes_the_segment_with_rules(tmp_path: P
         assert report["verdict"]["summary"].startswith(f"[{why}]")
     said = [text for level, text in logs if level == "warning" and text.startswith("segment")]
     assert said == [f"segment S1: {why}"]  # S2 went straight to rules
+
+
+def test_a_second_ctrl_c_skips_the_flight_report_and_keeps_the_poses(tmp_path: Path):
+    import threading
+
+    from uav_debate_eval.live.evaluator import SegmentEvaluator
+    from uav_debate_eval.live.veto_history import VetoHistory
+
+    swarm = StreamingSwarm(capacity=100)
+    for k in range(50):
+        swarm.add("uav1", 100.0 + 0.1 * k, (0.1 * k, 0.0, 1.0))
+    logs = []
+    ev = SegmentEvaluator(PanelSettings(output_dir=str(tmp_path)), parse_mission_text(), VetoHistory(), max_pending=2,
+                          publish=lambda report: None, log=lambda level, text: logs.append((level, text)),
+                          clock_jumps=lambda: 0, swarm=swarm)
+    stop = threading.Event()
+    stop.set()
+    try:
+        assert ev.close_flight(stop) is None and ev.flight_report is None
+    finally:
+        ev.close()
+    assert list((tmp_path / "flight" / ".tape").glob("*.npy")) and not (tmp_path / "flight" / "report.json").exists()
+    assert any("flight report skipped" in text for _, text in logs)
+
+
+def parse_mission_text():
+    from uav_debate_eval.core.mission import parse_mission
+
+    return parse_mission("mission: {name: skip}\nconstraints: {min_separation_m: 0.5}\n", "test")

@@ -184,7 +184,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                 nodes[1].close_segment("end")
                 console.print("stopping: evaluating the open segment (Ctrl-C again to skip)")
             _wait_panel(panel, timeout_s=STOP_GRACE_S if interrupted.is_set() else 180.0, stop=hurry)
-            code = _summary(console, panel, out)
+            code = _summary(console, panel, out, hurry)
             return 0 if interrupted.is_set() else code
     finally:
         if sim is not None:
@@ -283,11 +283,12 @@ def _wait_panel(panel, timeout_s: float, stop: threading.Event) -> None:
         time.sleep(0.2)
 
 
-def _summary(console, panel, out: Path) -> int:
+def _summary(console, panel, out: Path, hurry: threading.Event) -> int:
     """Each evaluated segment, then the flight report's verdict in words, its top findings and where it is."""
     done = list(panel.evaluated)
-    console.print("evaluating the whole flight for the flight report")
-    where = panel.close_flight()
+    console.print("evaluating the whole flight for the flight report (Ctrl-C twice to skip)")
+    hurry.clear()  # a Ctrl-C that skipped the open segment does not skip the flight report
+    where = panel.close_flight(stop=hurry)
     if not done and panel.flight_report is None:
         console.print("[red]no segment was evaluated[/] (no poses received? check the topics and the domain id)")
         return 1
@@ -298,7 +299,7 @@ def _summary(console, panel, out: Path) -> int:
                       f"{' (vetoed)' if seg['vetoed'] else ''}  {seg['path'] or '(files not written)'}")
     report = panel.flight_report
     if report is None:
-        console.print("[red]the flight report could not be made[/] (see the panel's log above)")
+        console.print("[red]no flight report[/] (skipped, or see the panel's log above)")
         return 1
     from uav_debate_eval.live.flight import final_lines
 

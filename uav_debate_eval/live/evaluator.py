@@ -160,9 +160,10 @@ class SegmentEvaluator:
                           f"backend {report['debate']['backend']}{f', {path}' if path else ''}")
         return report
 
-    def close_flight(self) -> Path | None:
+    def close_flight(self, stop: threading.Event | None = None) -> Path | None:
         """Evaluate the whole flight (its tape, in the worker process) and write OUTPUT_DIR/flight/ (once; None when
-        no pose was received or files are off; the report is kept in `flight_report` either way)."""
+        no pose was received or files are off; the report is kept in `flight_report` either way). `stop` set
+        meanwhile (a second Ctrl-C) abandons it; the tape stays in OUTPUT_DIR/flight/.tape."""
         if self._flight_done:
             return self._flight_written
         self._flight_done = True
@@ -175,7 +176,11 @@ class SegmentEvaluator:
                         self.output_dir / "flight" if self.settings.write_files else None, self.record)
         pool = worker_pool() if self._closing else self._pool  # (close stopped the segments' worker)
         try:
-            result = pool.submit(evaluate_flight, job).result()
+            result = _result_unless(pool.submit(evaluate_flight, job), stop)
+            if result is None:
+                stop_pool(pool)
+                self._log("warning", f"flight report skipped (asked to stop); the poses stay in {self.tape.folder}")
+                return None
         except Exception as exc:  # the segment reports stay; say why the flight report is missing
             self._log("error", f"flight report failed: {exc!r}")
             return None
@@ -196,3 +201,13 @@ class SegmentEvaluator:
         stop_pool(self._pool)
         self._worker.shutdown(wait=True, cancel_futures=True)
         return self.close_flight()
+
+
+def _result_unless(future: Future, stop: threading.Event | None) -> JobResult | None:
+    """The job's result, or None as soon as `stop` is set."""
+    while stop is not None and not stop.is_set():
+        try:
+            return future.result(timeout=0.2)
+        except FutureTimeout:
+            continue
+    return future.result() if stop is None else None

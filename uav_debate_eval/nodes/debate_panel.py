@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import threading
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -166,8 +167,8 @@ class DebatePanelNode(Node):
     evaluated = property(lambda self: self.evaluator.evaluated)
     flight_report = property(lambda self: self.evaluator.flight_report)
 
-    def close_flight(self) -> Path | None:
-        return self.evaluator.close_flight()
+    def close_flight(self, stop: threading.Event | None = None) -> Path | None:
+        return self.evaluator.close_flight(stop)
 
     def destroy_node(self) -> None:
         if (where := self.evaluator.close()) is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uav_debate_eval.core.mission import RouteSoFar
+from uav_debate_eval.core.mission import RouteSoFar, mission_to_yaml
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.live.flight import FlightJob, FlightRecord, evaluate_flight, final_lines
 from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment
@@ -64,6 +64,8 @@ def _live(tmp_path: Path, sim, cuts: list[float], episodes: list[VetoEpisode] | 
 def near_miss(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("near_miss")
     sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=60.0)
+    sim.mission.source = str(tmp / "session_mission.yaml")  # as `live` loads it: from a file
+    Path(sim.mission.source).write_text(mission_to_yaml(sim.mission))
     sep = VetoEvidence("safety/min_separation", 2, "violated", {"uavs": "uav1,uav2", "t": BASE + 14.5,
                                                                  "value": 0.48, "limit": 0.5})
     episode = VetoEpisode(BASE + 14.5, BASE + 21.0, BASE + 19.9, [sep], t_raised=BASE + 14.55)
@@ -123,7 +125,6 @@ def test_the_live_record_names_segments_episodes_and_ids_that_resolve(near_miss)
 
 def test_the_recorded_mcap_replays_to_the_same_report(near_miss, tmp_path: Path):
     from uav_debate_eval.cli import main
-    from uav_debate_eval.core.mission import mission_to_yaml
 
     sim, report, where, _, _ = near_miss
     (tmp_path / "mission.yaml").write_text(mission_to_yaml(sim.mission))
@@ -132,6 +133,9 @@ def test_the_recorded_mcap_replays_to_the_same_report(near_miss, tmp_path: Path)
     replay = json.loads((tmp_path / "replay" / "report.json").read_text())
     assert replay["verdict"]["label"] == report["verdict"]["label"]
     assert replay["violations"] == report["violations"] and replay["findings"] == report["findings"]
+    assert main(["evaluate", str(where / "flight.mcap"), "--out", str(tmp_path / "beside"), "--quiet"]) == 3
+    beside = json.loads((tmp_path / "beside" / "report.json").read_text())  # the session's mission.yaml beside it
+    assert beside["violations"] == report["violations"] and beside["findings"] == report["findings"]
 
 
 def test_route_progress_passes_waypoints_in_order():

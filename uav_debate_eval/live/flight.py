@@ -12,6 +12,7 @@ quality found live, the dropped poses (live.flight_record).
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,6 +120,8 @@ def evaluate_flight(job: FlightJob) -> JobResult:
         from uav_debate_eval.viz.mcap_export import write_mcap
 
         write_mcap(evaluation, job.out_dir / "flight.mcap", poses=traj)
+        if job.mission.source and Path(job.mission.source).is_file():  # `evaluate flight.mcap` finds it beside
+            shutil.copyfile(job.mission.source, job.out_dir / "mission.yaml")
     return JobResult(report, str(job.out_dir))
 
 

@@ -20,7 +20,7 @@ setup(
         ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json")),
     ],
     install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog", "pymavlink",
-                      "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "websockets", "pyarrow"],
+                      "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "mcap", "websockets", "pyarrow"],
     extras_require={"train": ["torch==2.13.0", "stable-baselines3==2.9.2", "gymnasium==1.4.0"],
                     # rtamt: the STL oracle of test/test_rules_rtamt.py and benchmarks/bench_rules.py (issue 26)
                     "test": ["pytest", "rtamt==0.4.10"]},

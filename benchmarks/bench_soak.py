@@ -323,7 +323,7 @@ def main() -> int:
         finally:
             publisher.wait()
             live.terminate()
-            live.wait(timeout=60)
+            live.wait(timeout=600)  # then `live` evaluates the whole 10-minute flight (~1-2 min for 3M poses)
             rec.close()
         log_tail = (tmp / "live.log").read_text()[-2000:]
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.live import workers
 from uav_debate_eval.live.config import find_config, mission_from_param, read_params_file
 from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment, write_rotated
@@ -280,42 +281,7 @@ def test_live_core_imports_no_rclpy():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-# -- the flight-level report ----------------------------------------------------------------------------------
-
-def test_flight_report_folds_every_segment_and_names_the_worst(tmp_path: Path):
-    """Two real segment reports of a near-miss flight: the flight report is risky, keeps the near miss in
-    flight time, ranks it first, validates, and the terminal's last lines say so."""
-    from uav_debate_eval.live.flight import FlightRecord, final_lines, write_flight_report
-    from uav_debate_eval.sim.scenarios import simulate
-
-    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=30.0)
-    near = next(f for f in sim.truth if f.kind == "near_miss")
-    settings = PanelSettings(write_files=False)
-    flight = FlightRecord()
-    assert flight.report() is None  # nothing evaluated yet
-    t0 = sim.traj.t0
-    for k, (a, b) in enumerate(((0.0, 12.0), (12.0, 30.0)), 1):
-        window = sim.traj.window(a, b)
-        job = PanelJob(settings, sim.mission, window, f"S{k}", t0 + a, t0 + b, "window", [], k, [], 0)
-        flight.add(evaluate_segment(job).report)
-    report = flight.report()
-    validate_report(report)
-    labels = [s["label"] for s in report["live"]["segments"]]
-    assert report["verdict"]["label"] == "risky" and "risky" in labels
-    seps = [v for v in report["violations"] if v["constraint"] == "min_separation"]
-    assert seps and all(near.t_start - 0.5 <= v["t_start"] <= near.t_end + 0.5 for v in seps)
-    assert report["findings"][0]["id"] == "F1" and report["findings"][0]["severity"] == "hazard"
-    assert report["findings"][0]["kind"] == "violation:min_separation"
-    assert report["mission"]["duration_s"] == pytest.approx(30.0, abs=0.2)
-    assert "hard constraints broken: min separation" in report["verdict"]["summary"]
-    out = write_flight_report(report, tmp_path / "flight")
-    assert json.loads((out / "report.json").read_text()) == report
-    assert (out / "report.md").read_text().strip() and "<html" in (out / "report.html").read_text().lower()
-    lines = final_lines(report, out)
-    assert lines[0].startswith("flight verdict: Risky flight")
-    assert lines[1].startswith("  F1 [hazard] t=") and lines[-1] == f"flight report: {out / 'report.html'} " \
-        "(also report.json, report.md)"
-
+# -- the flight-level report (test_live_flight.py: the whole flight through evaluate) ----------------------------
 
 def test_veto_history_records_episodes_with_the_verifiers_times():
     from uav_debate_eval.live.veto_history import VetoHistory
@@ -341,9 +307,13 @@ def test_segment_evaluator_skips_duplicates_publishes_and_writes_the_flight(tmp_
 
     sim = simulate("formation", seed=0, duration_s=12.0)
     published, logs = [], []
+    swarm = StreamingSwarm(capacity=1000)
+    for t, u, p in sorted((t, u, tuple(p)) for u, tr in sim.traj.tracks.items()
+                          for t, p in zip((tr.t + sim.traj.t0).tolist(), tr.pos, strict=True)):
+        swarm.add(u, t, p)
     ev = SegmentEvaluator(PanelSettings(output_dir=str(tmp_path)), sim.mission, VetoHistory(), max_pending=2,
                           publish=published.append, log=lambda level, text: logs.append((level, text)),
-                          clock_jumps=lambda: 0)
+                          clock_jumps=lambda: 0, swarm=swarm)
     try:
         t0 = sim.traj.t0
         assert ev.admit("S1", t0) and not ev.admit("S1", t0)  # a latched segment seen again
@@ -355,4 +325,67 @@ def test_segment_evaluator_skips_duplicates_publishes_and_writes_the_flight(tmp_
         assert ev.close() == tmp_path / "flight"
     flight = json.loads((tmp_path / "flight" / "report.json").read_text())
     assert flight["live"]["segments"][0]["id"] == "S1" and flight["verdict"]["label"] == report["verdict"]["label"]
+    assert flight["live"]["tape"]["samples"] == sim.traj.n_samples and not (tmp_path / "flight" / ".tape").exists()
+    assert (tmp_path / "flight" / "flight.mcap").is_file() and list((tmp_path / "flight" / "figures").glob("*.png"))
     assert ("info", f"segment S1: {report['verdict']['label']}, backend rules, {tmp_path / '00001_S1'}") in logs
+
+
+def crash_unless_told_to_fall_back(job: PanelJob):
+    """A worker job that dies like llama.cpp's segfault does, unless the panel already fell back to rules."""
+    if job.forced_fallback is None:
+        os._exit(139)
+    return evaluate_segment(job)
+
+
+def test_a_worker_that_dies_in_the_llm_redoes_the_segment_with_rules(tmp_path: Path, monkeypatch):
+    from uav_debate_eval.live import evaluator as evaluator_mod
+    from uav_debate_eval.live.veto_history import VetoHistory
+    from uav_debate_eval.sim.scenarios import simulate
+
+    monkeypatch.setattr(evaluator_mod, "evaluate_segment", crash_unless_told_to_fall_back)
+    sim = simulate("formation", seed=0, duration_s=12.0)
+    logs = []
+    ev = evaluator_mod.SegmentEvaluator(
+        PanelSettings(backend="local", write_files=False), sim.mission, VetoHistory(), max_pending=2,
+        publish=lambda report: None, log=lambda level, text: logs.append((level, text)), clock_jumps=lambda: 0,
+        swarm=StreamingSwarm())
+    try:
+        first = ev.submit("S1", 0.0, 12.0, "window", sim.traj).result(timeout=120)
+        second = ev.submit("S2", 0.0, 12.0, "window", sim.traj).result(timeout=120)
+    finally:
+        ev.close()
+    why = "the worker process died in the local LLM backend; rules backend used"
+    for report in (first, second):
+        assert report["debate"]["backend"] == "rules" and report["live"]["llm_fallback"] == why
+        assert report["verdict"]["summary"].startswith(f"[{why}]")
+    said = [text for level, text in logs if level == "warning" and text.startswith("segment")]
+    assert said == [f"segment S1: {why}"]  # S2 went straight to rules
+
+
+def test_a_second_ctrl_c_skips_the_flight_report_and_keeps_the_poses(tmp_path: Path):
+    import threading
+
+    from uav_debate_eval.live.evaluator import SegmentEvaluator
+    from uav_debate_eval.live.veto_history import VetoHistory
+
+    swarm = StreamingSwarm(capacity=100)
+    for k in range(50):
+        swarm.add("uav1", 100.0 + 0.1 * k, (0.1 * k, 0.0, 1.0))
+    logs = []
+    ev = SegmentEvaluator(PanelSettings(output_dir=str(tmp_path)), parse_mission_text(), VetoHistory(), max_pending=2,
+                          publish=lambda report: None, log=lambda level, text: logs.append((level, text)),
+                          clock_jumps=lambda: 0, swarm=swarm)
+    stop = threading.Event()
+    stop.set()
+    try:
+        assert ev.close_flight(stop) is None and ev.flight_report is None
+    finally:
+        ev.close()
+    assert list((tmp_path / "flight" / ".tape").glob("*.npy")) and not (tmp_path / "flight" / "report.json").exists()
+    assert any("flight report skipped" in text for _, text in logs)
+
+
+def parse_mission_text():
+    from uav_debate_eval.core.mission import parse_mission
+
+    return parse_mission("mission: {name: skip}\nconstraints: {min_separation_m: 0.5}\n", "test")

@@ -5,8 +5,9 @@ nodes.executors.spin_nodes; the DSL and the debate run in worker processes, so t
 `--sim` plays the config's swarm_sim section in a child process, so the poses really cross DDS;
 `--demo` is the README's live demo: the 5-vehicle formation mission with an injected near miss,
 the panel on the embedded local LLM when it is installed. However the session ends (the flight is over,
---duration, Ctrl-C, SIGTERM) the open segment is evaluated, the flight-level report is written to
-OUT/flight/ and the terminal ends with its verdict, its top findings and where it is; exit status 0.
+--duration, Ctrl-C, SIGTERM) the open segment is evaluated, then the whole flight as `evaluate` would (its
+report, figures and the recorded OUT/flight/flight.mcap, which `evaluate` replays to the same report), and the
+terminal ends with its verdict, its top findings and where it is; exit status 0.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def register(subparsers) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible server URL")
     p.add_argument("--mission", help="mission YAML (overrides mission_file of every node)")
     p.add_argument("--quiet", action="store_true", help="no progress lines, only the final summary")
+    p.add_argument("--no-record", dest="record", action="store_false",
+                   help="do not write OUT/flight/flight.mcap (the flight's poses, annotated; on by default)")
     p.add_argument("--executor", choices=("auto", "events", "single"), default="auto",
                    help="each node's executor: rclpy's EventsExecutor or the SingleThreadedExecutor "
                    "(auto: events when this rclpy has it)")
@@ -87,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     overrides: dict[str, dict] = {name: {} for name in MONITOR_NODES}
     overrides["debate_panel"]["output_dir"] = str(out)
+    if not args.record:
+        overrides["debate_panel"]["record_flight"] = False
     notes: list[str] = []
     backend = args.llm or ("local" if args.demo else None)
     if backend == "local" and (why := local_llm_missing()):
@@ -179,7 +184,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                 nodes[1].close_segment("end")
                 console.print("stopping: evaluating the open segment (Ctrl-C again to skip)")
             _wait_panel(panel, timeout_s=STOP_GRACE_S if interrupted.is_set() else 180.0, stop=hurry)
-            code = _summary(console, panel, out)
+            code = _summary(console, panel, out, hurry)
             return 0 if interrupted.is_set() else code
     finally:
         if sim is not None:
@@ -278,11 +283,13 @@ def _wait_panel(panel, timeout_s: float, stop: threading.Event) -> None:
         time.sleep(0.2)
 
 
-def _summary(console, panel, out: Path) -> int:
+def _summary(console, panel, out: Path, hurry: threading.Event) -> int:
     """Each evaluated segment, then the flight report's verdict in words, its top findings and where it is."""
     done = list(panel.evaluated)
-    where = panel.close_flight()
-    if not done:
+    console.print("evaluating the whole flight for the flight report (Ctrl-C twice to skip)")
+    hurry.clear()  # a Ctrl-C that skipped the open segment does not skip the flight report
+    where = panel.close_flight(stop=hurry)
+    if not done and panel.flight_report is None:
         console.print("[red]no segment was evaluated[/] (no poses received? check the topics and the domain id)")
         return 1
     colour = {"safe": "green", "borderline": "yellow", "inconclusive": "blue", "risky": "red"}
@@ -290,7 +297,10 @@ def _summary(console, panel, out: Path) -> int:
     for seg in done:
         console.print(f"segment {seg['id']}: [{colour[seg['label']]}]{seg['label']}[/]"
                       f"{' (vetoed)' if seg['vetoed'] else ''}  {seg['path'] or '(files not written)'}")
-    report = panel.flight.report()
+    report = panel.flight_report
+    if report is None:
+        console.print("[red]no flight report[/] (skipped, or see the panel's log above)")
+        return 1
     from uav_debate_eval.live.flight import final_lines
 
     for line in final_lines(report, where or out / "flight"):

@@ -113,6 +113,18 @@ class Thresholds:
 
 
 @dataclass
+class RouteSoFar:
+    """A live segment's view of its flight (a window of a flight still going on): how close each vehicle came to
+    each of its waypoints before the window, how many of them its route has reached or passed in order, and
+    whether the flight ends with the window. A waypoint is judged only once it is due: reached or passed in
+    order (a later one reached after the ones before it), or the flight is over."""
+
+    closest: dict[str, list[float]] = field(default_factory=dict)
+    passed: dict[str, int] = field(default_factory=dict)
+    final: bool = False
+
+
+@dataclass
 class Mission:
     name: str = "unnamed"
     type: str = "unspecified"
@@ -135,6 +147,8 @@ class Mission:
     rules: list[Rule] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     source: str = ""
+    #: set by `live` on a segment's mission (None: the trajectory is the whole flight, every waypoint is due)
+    route_so_far: RouteSoFar | None = None
 
 
 _CONSTRAINT_KEYS = {"min_separation_m", "max_speed_mps", "max_vertical_speed_mps", "geofence", "stale_timeout_s"}

@@ -49,6 +49,21 @@ class VehicleRing:
             return self._buf[: self._size].copy()
         return np.roll(self._buf, -self._head, axis=0)
 
+    def after(self, t: float) -> np.ndarray:
+        """The stored samples stamped after t, oldest first (a copy); the stamps of a ring only grow, so each of its
+        two stretches (before and after the write position) is sorted and only the samples taken are copied."""
+        if self._size < self.capacity:
+            older, newer = self._buf[:0], self._buf[: self._size]
+        else:
+            older, newer = self._buf[self._head:], self._buf[: self._head]
+        if len(newer) and newer[0, 0] <= t:  # all of them in the newer stretch
+            return newer[int(np.searchsorted(newer[:, 0], t, side="right")):].copy()
+        return np.concatenate([older[int(np.searchsorted(older[:, 0], t, side="right")):], newer])
+
+    @property
+    def first_t(self) -> float:
+        return float(self._buf[(self._head - self._size) % self.capacity, 0]) if self._size else math.inf
+
     def clear(self) -> None:
         self._head = 0
         self._size = 0
@@ -116,6 +131,13 @@ class StreamingSwarm:
             ring.clear()
         self.newest_t = -math.inf
         self.origin = None
+
+    def rows_after(self, cursors: dict[str, float]) -> tuple[dict[str, np.ndarray], dict[str, float], int]:
+        """Per vehicle the samples stamped after its cursor (t, x, y, z, vx, vy, vz), the oldest stamp each ring
+        still holds (a cursor before it lost samples to the ring) and the number of clock resets so far."""
+        with self._lock:
+            rows = {u: r.after(cursors.get(u, -math.inf)) for u, r in self.rings.items() if len(r)}
+            return rows, {u: r.first_t for u, r in self.rings.items() if len(r)}, self.resets
 
     def last_seen(self) -> dict[str, float]:
         with self._lock:

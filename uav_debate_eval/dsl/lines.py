@@ -281,20 +281,21 @@ def form_lines(traj: SwarmTrajectory, mission: Mission) -> list[Line]:
 def waypoint_lines(traj: SwarmTrajectory, mission: Mission) -> list[Line]:
     if not mission.waypoints:
         return []
-    from uav_debate_eval.metrics.coordination import waypoint_status
+    from uav_debate_eval.metrics.coordination import due_waypoints, waypoint_status
 
     status = waypoint_status(traj, mission)
-    total = sum(len(s) for s in status.values())
-    reached = sum(r for s in status.values() for r, _ in s)
+    due = due_waypoints(traj, mission)  # a live segment judges only the waypoints due by its end
+    total = sum(sum(d) for d in due.values())
+    reached = sum(r for u, s in status.items() for (r, _), d in zip(s, due[u], strict=True) if d)
     out = [Line("WAYPTS[1]", "WAYPTS", sorted(status), priority=6, group="swarm").lit("swarm")
            .num("reached", reached, "", 0).num("total", total, "", 0).num("tol", mission.waypoint_tolerance_m, "m")]
     for u, s in status.items():
-        missed = [(i, d) for i, (r, d) in enumerate(s, 1) if not r]
+        missed = [(i, d) for i, (r, d) in enumerate(s, 1) if not r and due[u][i - 1]]
         if not missed:
             continue
         worst = max(d for _, d in missed)
         line = Line(f"WAYPTS[{len(out) + 1}]", "WAYPTS", [u], priority=6, rank=-worst, group="vehicle").lit(u)
-        line.num("missed", len(missed), "", 0).num("total", len(s), "", 0)
+        line.num("missed", len(missed), "", 0).num("total", sum(due[u]), "", 0)
         line.lit("which=" + ",".join(str(i) for i, _ in missed))
         if np.isfinite(worst):
             line.num("worst_miss", worst, "m")

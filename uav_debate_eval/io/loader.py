@@ -77,6 +77,10 @@ def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] 
         from uav_debate_eval.io.ardupilot import read_ardupilot_logs
 
         return read_ardupilot_logs([path], names=names)
+    from uav_debate_eval.io.flight_mcap import is_flight_mcap, read_flight_mcap
+
+    if is_flight_mcap(path):  # the annotated MCAP of `evaluate --mcap-out` or `live` (OUT/flight/flight.mcap)
+        return read_flight_mcap(path, names=names)
     from uav_debate_eval.io.rosbag import read_bag
 
     return read_bag(path, topics=topics, names=names)

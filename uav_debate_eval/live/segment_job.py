@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.mission import Mission, RouteSoFar
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.live.veto_history import VetoEpisode, apply_live_veto
 from uav_debate_eval.report.schema import ReportSchemaError, validate_report
@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # the pipeline, debate and figures load in the worker process
 
 #: Report folders are named `NNNNN_<segment id>`; `latest` points at the newest.
 REPORT_DIR_GLOB = "[0-9]" * 5 + "_*"
+#: Segments that end the flight: every waypoint not reached by then is missed.
+FINAL_REASONS = ("end", "idle")
 
 
 @dataclass
@@ -56,6 +58,9 @@ class PanelJob:
     skipped: list[str]
     clock_jumps: int
     forced_fallback: str | None = None  # evaluate with `rules` for this reason (the LLM timed out)
+    #: the flight before this segment: how close to each waypoint, how many passed in order (segments judge what
+    #: was due by their end)
+    route: RouteSoFar = field(default_factory=RouteSoFar)
 
 
 @dataclass
@@ -63,6 +68,7 @@ class JobResult:
     report: dict | None
     path: str | None
     log: list[tuple[str, str]] = field(default_factory=list)  # (logger level, text)
+    route: RouteSoFar | None = None  # the flight so far, this segment included
 
 
 #: Set in the worker process once the LLM backend failed, so later segments go straight to `rules`.
@@ -99,9 +105,12 @@ def debate_config(s: PanelSettings, backend: str) -> DebateConfig:
 
 def evaluate_segment(job: PanelJob) -> JobResult:
     """Worker-process side: evaluate, apply the live veto, validate, write the files (rotated)."""
+    from uav_debate_eval.metrics.coordination import route_progress, waypoint_status
     from uav_debate_eval.runner.pipeline import evaluate
     global _LLM_DOWN
     s, log = job.settings, []
+    # the segment judges only the waypoints due by its end (reached, passed, or the flight is over)
+    mission = replace(job.mission, route_so_far=replace(job.route, final=job.reason in FINAL_REASONS))
     origin = job.traj.t0  # stream clock at flight time 0: job times are stream times, the report's flight times
     window = max(job.t1 - origin - job.traj.t_start, 1.0) + 1.0  # one debate context for the whole live segment
     fallback = job.forced_fallback
@@ -110,7 +119,7 @@ def evaluate_segment(job: PanelJob) -> JobResult:
               f"time 0: {origin:.3f})"]
     if s.backend != "rules" and _LLM_DOWN is None and fallback is None:
         try:
-            evaluation = evaluate(job.traj, job.mission, debate_config(s, s.backend), segment_mode="window",
+            evaluation = evaluate(job.traj, mission, debate_config(s, s.backend), segment_mode="window",
                                   window_s=window, inputs=inputs)
         except Exception as exc:  # the LLM (server, model, bindings) is down: keep evaluating with rules
             _LLM_DOWN = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
@@ -118,7 +127,7 @@ def evaluate_segment(job: PanelJob) -> JobResult:
     if evaluation is None:
         if s.backend != "rules" and fallback is None:
             fallback = f"LLM backend {s.backend} unavailable ({_LLM_DOWN}); rules backend used"
-        evaluation = evaluate(job.traj, job.mission, debate_config(s, "rules"), segment_mode="window",
+        evaluation = evaluate(job.traj, mission, debate_config(s, "rules"), segment_mode="window",
                               window_s=window, inputs=inputs)
     report = evaluation.report
     # pipeline.evaluate may have fallen back to the rules agents itself (a backend that fails mid-debate)
@@ -139,7 +148,9 @@ def evaluate_segment(job: PanelJob) -> JobResult:
         return JobResult(None, None, log)
     path = write_rotated(evaluation, Path(s.output_dir), f"{job.seq:05d}_{job.seg_id}", s.keep_reports) \
         if s.write_files else None
-    return JobResult(report, str(path) if path else None, log)
+    route = RouteSoFar({u: [d for _, d in status] for u, status in waypoint_status(evaluation.traj, mission).items()},
+                       route_progress(evaluation.traj, mission, job.route.passed))
+    return JobResult(report, str(path) if path else None, log, route)
 
 
 def write_rotated(evaluation: Evaluation, out_dir: Path, name: str, keep: int) -> Path:

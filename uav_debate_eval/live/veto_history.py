@@ -89,12 +89,15 @@ class VetoEpisode:
 
     `t_violating` is the last stream time a constraint status was still in error: after it the veto only
     waits out its hold time, so a segment that sees nothing but that tail is not made risky by it.
+    `t_raised` is when the raised veto arrived (the newest pose's time then); `t_on` becomes the verifier's own
+    time of the violation once its status says so.
     """
 
     t_on: float
     t_off: float | None = None
     t_violating: float | None = None
     evidence: list[VetoEvidence] = field(default_factory=list)
+    t_raised: float | None = None
 
     def overlaps(self, t0: float, t1: float) -> bool:
         end = self.t_violating if self.t_violating is not None else self.t_off
@@ -160,7 +163,7 @@ class VetoHistory:
         """A veto value at stream time t (the newest pose's: the Bool carries no stamp)."""
         with self._lock:
             if veto and not self._veto:
-                self._episodes.append(VetoEpisode(t))
+                self._episodes.append(VetoEpisode(t, t_raised=t))
             elif self._veto and not veto and self._episodes:
                 self._episodes[-1].t_off = t
             self._veto = bool(veto)

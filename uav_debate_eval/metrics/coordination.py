@@ -12,7 +12,8 @@
   over vehicles that manoeuvre (RMS acceleration >= 0.05 m/s^2, at most 50 vehicles evenly
   chosen); score = 1/(1+max(0,delay-0.1)/1.0). None when nobody manoeuvres (no lag to measure).
 - task completion: share of mission waypoints with some sample within mission.waypoint_tolerance_m
-  of them (any order); None without waypoints.
+  of them (any order); None without waypoints. A live segment (mission.route_so_far) counts only the waypoints
+  due by its end: reached (then or before), passed (a later one reached) or, at the end of the flight, all.
 """
 
 from __future__ import annotations
@@ -154,24 +155,58 @@ def waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[t
 
 def _waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[tuple[bool, float]]]:
     out = {}
+    before = mission.route_so_far.closest if mission.route_so_far is not None else {}
     for u, pts in mission.waypoints.items():
         tr = traj.tracks.get(u)
+        prior = before.get(u) or [np.inf] * len(pts)
         if tr is None or not len(tr) or not len(pts):
-            out[u] = [(np.inf <= mission.waypoint_tolerance_m, np.inf) for _ in pts]
+            out[u] = [(d <= mission.waypoint_tolerance_m, d) for d in prior]
             continue
         # every waypoint at once: the same distances per sample, the closest of each waypoint's column
-        closest = norm(tr.pos[:, None, :] - np.asarray(pts, dtype=float)[None]).min(axis=0)
+        closest = np.minimum(norm(tr.pos[:, None, :] - np.asarray(pts, dtype=float)[None]).min(axis=0), prior)
         out[u] = [(d <= mission.waypoint_tolerance_m, d) for d in closest.tolist()]
     return out
+
+
+def route_progress(traj: SwarmTrajectory, mission: Mission, start: dict[str, int]) -> dict[str, int]:
+    """Per vehicle how many of its waypoints the route reached or passed in order by the trajectory's end, from
+    `start` (the flight before it): a sample within tolerance of waypoint j (the first such j not passed yet)
+    passes every waypoint up to j, once the vehicle has left the waypoint it reached last (so hovering at the
+    start of a closed route does not count as its return)."""
+    out = {}
+    for u, pts in mission.waypoints.items():
+        p, tr = start.get(u, 0), traj.tracks.get(u)
+        if tr is not None and len(tr) and p < len(pts):
+            near = norm(tr.pos[:, None, :] - np.asarray(pts, dtype=float)[None]) <= mission.waypoint_tolerance_m
+            for row in near[near.any(axis=1)]:
+                hits = np.flatnonzero(row[p:])
+                if hits.size and not (p > 0 and row[p - 1]):
+                    p += int(hits[0]) + 1
+                    if p >= len(pts):
+                        break
+        out[u] = p
+    return out
+
+
+def due_waypoints(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[bool]]:
+    """Which waypoints are judged: every one for a whole flight (or the last segment of a live one); inside a
+    live segment (mission.route_so_far) only those its route reached or passed in order by the segment's end."""
+    status = waypoint_status(traj, mission)
+    route = mission.route_so_far
+    if route is None or route.final:
+        return {u: [True] * len(s) for u, s in status.items()}
+    passed = route_progress(traj, mission, route.passed)
+    return {u: [i < passed.get(u, 0) for i in range(len(s))] for u, s in status.items()}
 
 
 def task_completion(traj: SwarmTrajectory, mission: Mission) -> dict:
     formula = FORMULAS["task_completion"].format(tol=mission.waypoint_tolerance_m)
     status = waypoint_status(traj, mission)
-    total = sum(len(s) for s in status.values())
+    due = due_waypoints(traj, mission)
+    total = sum(sum(d) for d in due.values())
     if not total:
         return detail(None, None, "fraction", formula)
-    share = sum(r for s in status.values() for r, _ in s) / total
+    share = sum(r for u, s in status.items() for (r, _), d in zip(s, due[u], strict=True) if d) / total
     return detail(share, share, "fraction", formula)
 
 

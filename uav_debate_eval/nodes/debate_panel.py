@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import threading
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -62,6 +63,7 @@ class DebatePanelNode(Node):
             llm_timeout_s=d("llm_timeout_s", 0.0, "an LLM evaluation taking longer is redone with rules (0: wait)",
                             lo=0.0, hi=86400.0),
         )
+        record = d("record_flight", True, "write OUTPUT_DIR/flight/flight.mcap (the flight's poses, annotated)")
         self.backend = self.settings.backend
         self.output_dir = Path(self.settings.output_dir)
         self.max_pending = d("max_pending", 2, "segments waiting for the panel; more are skipped", lo=1, hi=1000)
@@ -72,8 +74,6 @@ class DebatePanelNode(Node):
         self.mission = mission_from_param(self.mission_file)
         self.jumps = ClockJumpGuard(self, "panel buffer and veto history")
         self.vetoes = VetoHistory()
-        self.evaluator = SegmentEvaluator(self.settings, self.mission, self.vetoes, max_pending=self.max_pending,
-                                          publish=self._publish, log=self._log, clock_jumps=lambda: self.jumps.jumps)
 
         self.report_pub = self.create_publisher(String, REPORT_TOPIC, latched())
         if builder is None:  # own buffer, boundaries from /swarm/segment (a process of its own)
@@ -84,7 +84,11 @@ class DebatePanelNode(Node):
             add_heap_trim(self)  # (in one process with the builder, its trim covers the process)
         else:  # same process: the builder hands over each segment's samples (no second copy of every pose)
             self.swarm = builder.swarm
+            self.poses = builder.poses
             builder.segment_listeners.append(self._on_builder_segment)
+        self.evaluator = SegmentEvaluator(self.settings, self.mission, self.vetoes, max_pending=self.max_pending,
+                                          publish=self._publish, log=self._log, clock_jumps=lambda: self.jumps.jumps,
+                                          swarm=self.swarm, session=self.session, record=record)
         self.create_subscription(Bool, VETO_TOPIC, self._on_veto, latched())
         self.create_subscription(DiagnosticArray, STATUS_TOPIC, self._on_status, 10)
         # the trigger waits for its evaluation: on a node (and so a thread) of its own, it holds up nothing else
@@ -102,7 +106,7 @@ class DebatePanelNode(Node):
         """After a backwards time jump the veto history and the last segment end are meaningless."""
         if self.jumps.check(self.swarm.resets, self.swarm.newest_t):
             self.vetoes.clear()
-            self.evaluator.last_end = -math.inf
+            self.evaluator.clock_jumped()
 
     def _on_veto(self, msg: Bool) -> None:
         self._check_jump()
@@ -138,6 +142,13 @@ class DebatePanelNode(Node):
             traj = self.swarm.window(t0, t1, name=seg_id)
         return self.evaluator.submit(seg_id, t0, t1, reason, traj)
 
+    def session(self) -> dict:
+        """The live session for the flight report's Inputs: pose topics, vehicles, clock."""
+        sim_time = bool(self.get_parameter("use_sim_time").value)
+        return {"node": self.get_fully_qualified_name(), "pose_type": self.poses.pose_type,
+                "topics": self.poses.topics, "vehicles": sorted(self.swarm.last_seen()) or list(self.poses.uav_names),
+                "clock": "ROS time from /clock (use_sim_time)" if sim_time else "pose header stamps (system clock)"}
+
     def _publish(self, report: dict) -> None:
         if self.context.ok():  # (shutting down: nothing to publish to)
             self.report_pub.publish(String(data=json.dumps(rounded(report))))
@@ -155,10 +166,10 @@ class DebatePanelNode(Node):
     # the live command's view of the evaluation
     pending = property(lambda self: self.evaluator.pending)
     evaluated = property(lambda self: self.evaluator.evaluated)
-    flight = property(lambda self: self.evaluator.flight)
+    flight_report = property(lambda self: self.evaluator.flight_report)
 
-    def close_flight(self) -> Path | None:
-        return self.evaluator.close_flight()
+    def close_flight(self, stop: threading.Event | None = None) -> Path | None:
+        return self.evaluator.close_flight(stop)
 
     def destroy_node(self) -> None:
         if (where := self.evaluator.close()) is not None:

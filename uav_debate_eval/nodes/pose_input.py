@@ -137,6 +137,11 @@ class PoseInput:
         value = self.node.declare_parameter(name, default, ParameterDescriptor(description=description)).value
         return value
 
+    @property
+    def topics(self) -> list[str]:
+        """The pose topics subscribed so far."""
+        return sorted(self._subs)
+
     def topic_for(self, uav: str) -> str:
         return self.pattern.replace("{uav}", uav)
 

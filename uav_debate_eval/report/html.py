@@ -9,6 +9,7 @@ import base64
 
 from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.report.escape import anchor_id, h, link_citations
+from uav_debate_eval.report.live_section import headline_html, live_html
 from uav_debate_eval.report.markdown import event_value
 from uav_debate_eval.report.rules_table import rules_html
 
@@ -36,6 +37,7 @@ pre{background:#fff;border:1px solid #e3e3e3;padding:.6rem;overflow:auto;font-si
 .dsl-item{font-family:ui-monospace,monospace;font-size:.8rem;padding:.1rem .3rem}
 .dsl-item:target{background:#fff59d}a.cite{font-family:ui-monospace,monospace}
 .note{background:#fff8e1;border:1px solid #ffe082;padding:.4rem .6rem}
+ul.headline{font-weight:600;padding-left:1.2rem}
 """
 
 
@@ -55,7 +57,7 @@ def render_html(report: dict, figures: dict[str, bytes]) -> str:
         f"<h1>Swarm evaluation: {h(m.get('name', ''))}</h1>",
         f'<p><span class="badge" style="background:{color}">{h(v["label"]).upper()}</span>'
         + (' <span class="badge" style="background:#000">SAFETY VETO</span>' if v["vetoed"] else "") + "</p>",
-        f"<p>{link_citations(h(v['summary']), ids)}</p>",
+        f"<p>{link_citations(h(v['summary']), ids)}</p>" + headline_html(report),
         '<ul class="meta">',
         f"<li>Vehicles ({len(m['uavs'])}): {h(', '.join(m['uavs']))}</li>",
         f"<li>Duration {m['duration_s']:.2f} s, {h(m.get('samples', 'n/a'))} samples</li>",
@@ -73,7 +75,7 @@ def render_html(report: dict, figures: dict[str, bytes]) -> str:
         parts.append('<div class="note"><ul>' + "".join(f"<li>{h(n)}</li>" for n in notes) + "</ul></div>")
     parts += _scores(report), _violations(report), rules_html(report), _findings(report, ids)
     parts += _data_quality(report), _figures(figures)
-    parts.append(_recommendations(v, ids))
+    parts.append(_recommendations(v, ids) + live_html(report))
     parts += _debate(report["debate"], ids), _events(report), _dsl(report["dsl"])
     parts.append(f'<p class="meta">{h(report.get("tool", {}).get("name", ""))} '
                  f'{h(report.get("tool", {}).get("version", ""))}, report schema {report["schema_version"]}</p>')

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from uav_debate_eval.report.captions import CAPTIONS
 from uav_debate_eval.report.escape import md, md_code_block
+from uav_debate_eval.report.live_section import headline_markdown, live_markdown
 from uav_debate_eval.report.rules_table import rules_markdown
 
 MAX_EVENTS = 50
@@ -23,7 +24,7 @@ def render_markdown(report: dict, figures: list[str] | None = None) -> str:
     m, v = report["mission"], report["verdict"]
     out: list[str] = [f"# Swarm evaluation: {md(m.get('name', ''))}", ""]
     flag = " (safety veto)" if v["vetoed"] else ""
-    out += [f"**Verdict: {md(v['label']).upper()}{flag}**", "", md(v["summary"]), ""]
+    out += [f"**Verdict: {md(v['label']).upper()}{flag}**", "", md(v["summary"]), "", *headline_markdown(report)]
     out += [f"- Vehicles: {', '.join(md(u) for u in m['uavs'])}",
             f"- Duration: {m['duration_s']:.2f} s ({m.get('samples', 'n/a')} samples)",
             f"- Mission type: {md(m.get('type', ''))}; constraints checked: "
@@ -57,6 +58,7 @@ def render_markdown(report: dict, figures: list[str] | None = None) -> str:
     recs = v.get("recommendations") or []
     if recs:
         out += ["", "## Recommendations", ""] + [f"- {md(r)}" for r in recs]
+    out += live_markdown(report)
     out += ["", *_debate(report["debate"])]
     dsl = report["dsl"]
     out += ["", "## Trajectory DSL", "",
@@ -68,6 +70,9 @@ def render_markdown(report: dict, figures: list[str] | None = None) -> str:
     notes = list(report.get("notes", [])) + list(report.get("ingest", {}).get("notes", []))
     if notes:
         out += ["## Notes", ""] + [f"- {md(n)}" for n in notes] + [""]
+    tool = report.get("tool") or {}
+    out += [f"_{md(tool.get('name', 'uav_debate_eval'))} {md(tool.get('version', ''))}, report schema "
+            f"{report['schema_version']}_", ""]
     return "\n".join(out) + "\n"
 
 

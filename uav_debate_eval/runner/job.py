@@ -159,7 +159,7 @@ def evaluate_flight(paths: list[Path], out: Path, options: JobOptions,
     if options.mcap_out:
         from uav_debate_eval.viz.mcap_export import write_mcap
 
-        write_mcap(ev, Path(options.mcap_out))
+        write_mcap(ev, Path(options.mcap_out), poses=flight.traj)  # the samples as read: the file replays
     tick("write", 1, 1)
     return ev
 

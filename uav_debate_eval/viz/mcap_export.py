@@ -1,6 +1,7 @@
 """An evaluated flight as an annotated MCAP that opens in Foxglove with config/foxglove_layout.json: the
 scene and poses over time, the veto intervals as a topic, every event and violation as an annotation
-(a foxglove.Log at its time on /swarm/annotations, and an MCAP metadata record), the DSL and the report.
+(a foxglove.Log at its time on /swarm/annotations, and an MCAP metadata record), the DSL and the report, and
+every raw sample the flight was evaluated from (io.flight_mcap: `evaluate FILE` replays it to the same report).
 
 Message times are the input clock (flight time + the report's mission.t0), so the timeline matches the
 recording; every time inside a message is flight time.
@@ -16,6 +17,8 @@ import foxglove
 import numpy as np
 from foxglove.messages import Log, LogLevel
 
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io import flight_mcap
 from uav_debate_eval.runner.pipeline import Evaluation
 from uav_debate_eval.viz import scene
 from uav_debate_eval.viz.channels import Channels
@@ -25,8 +28,9 @@ RATE_HZ = 10.0
 TRAIL_STEPS = 25
 
 
-def write_mcap(evaluation: Evaluation, path: Path) -> Path:
-    """Write the flight to `path` (replaced if it exists)."""
+def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None = None) -> Path:
+    """Write the flight to `path` (replaced if it exists); `poses`: the samples as read (before the data-quality
+    pass; default the evaluated trajectory), recorded raw so the file replays to the same evaluation."""
     report, traj, mission = evaluation.report, evaluation.traj, evaluation.mission
     origin = report["mission"].get("t0") or 0.0
 
@@ -55,9 +59,22 @@ def write_mcap(evaluation: Evaluation, path: Path) -> Path:
         ch.log_json("dsl", {"text": report["dsl"]["text"]}, log_time=ns(traj.t_start))
         ch.log_json("report", report, log_time=ns(traj.t_end))
         ch.log_json("verdict", scene.verdict(report), log_time=ns(traj.t_end))
+        _raw_poses(context, poses if poses is not None else traj)
     finally:
         writer.close()
     return path
+
+
+def _raw_poses(context: foxglove.Context, traj: SwarmTrajectory) -> None:
+    """Every sample on its vehicle's pose (or odometry) topic, CDR as a ROS 2 recorder writes it."""
+    schemas: dict[str, foxglove.Schema] = {}
+    for topic, msgtype, stamps, rows in flight_mcap.messages(traj):
+        if msgtype not in schemas:
+            schemas[msgtype] = foxglove.Schema(name=msgtype, encoding="ros2msg",
+                                               data=flight_mcap.schema_text(msgtype).encode())
+        channel = foxglove.Channel(topic, schema=schemas[msgtype], message_encoding="cdr", context=context)
+        for ns_, row in zip(stamps.tolist(), rows, strict=True):
+            channel.log(row.tobytes(), log_time=ns_)
 
 
 def _vetoed_uavs(violations: list[dict], t: float) -> list[str]:

@@ -1,0 +1,188 @@
+"""The live flight report without ROS: the poses go on the tape segment by segment, the segments are evaluated as
+the panel does (judging only the waypoints due by their end), and at the end the whole flight goes through
+`evaluate`. The flight report must be `evaluate` of that flight plus the live record, and its recorded MCAP must
+replay to the same report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from uav_debate_eval.core.mission import RouteSoFar, mission_to_yaml
+from uav_debate_eval.core.streaming import StreamingSwarm
+from uav_debate_eval.live.flight import FlightJob, FlightRecord, evaluate_flight, final_lines
+from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment
+from uav_debate_eval.live.tape import FlightTape, load_tape
+from uav_debate_eval.live.veto_history import VetoEpisode, VetoEvidence
+from uav_debate_eval.report.schema import validate_report
+from uav_debate_eval.sim.scenarios import simulate
+
+BASE = 1_000.0  # the stream clock at the flight's first sample
+
+
+def _live(tmp_path: Path, sim, cuts: list[float], episodes: list[VetoEpisode] | None = None):
+    """Stream the flight through a ring buffer as small as the panel's, tape it as segments close, evaluate each
+    segment as the panel does and then the flight. Returns (flight report, its folder, segment reports)."""
+    settings = PanelSettings(output_dir=str(tmp_path))
+    swarm = StreamingSwarm(capacity=700)  # 35 s at 20 Hz: the tape must keep what the ring forgets
+    tape, record, route, reports = FlightTape(tmp_path / "flight" / ".tape"), FlightRecord(), RouteSoFar(), []
+    rows = sorted((BASE + t, u, tuple(p)) for u, tr in sim.traj.tracks.items()
+                  for t, p in zip(tr.t.tolist(), tr.pos, strict=True))
+    start, k = rows[0][0], 0
+    bounds = [BASE + c for c in cuts] + [rows[-1][0]]
+
+    def close(reason: str) -> None:
+        nonlocal start, route, k
+        tape.take(swarm)
+        window = swarm.window(start, bounds[k], name=f"S{k + 1}")
+        result = evaluate_segment(PanelJob(settings, sim.mission, window, f"S{k + 1}", start, bounds[k], reason,
+                                           episodes or [], k + 1, [], 0, route=route))
+        route = result.route
+        record.add(result.report, result.path)
+        reports.append(result.report)
+        start, k = bounds[k], k + 1
+
+    for t, u, p in rows:
+        if t > bounds[k]:
+            close("window")
+        swarm.add(u, t, p)
+    close("end")
+    tape.take(swarm)
+    session = {"topics": [f"/{u}/pose" for u in sim.traj.uav_ids], "vehicles": list(sim.traj.uav_ids),
+               "clock": "ROS time from /clock (use_sim_time)"}
+    job = FlightJob(settings, sim.mission, tape.chunks, tape.vehicles, record.segments, episodes or [], session,
+                    tape.stats.to_dict(), dict(swarm.rejected), [], 0, tmp_path / "flight")
+    result = evaluate_flight(job)
+    return result.report, Path(result.path), reports, tape
+
+
+@pytest.fixture(scope="module")
+def near_miss(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("near_miss")
+    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=60.0)
+    sim.mission.source = str(tmp / "session_mission.yaml")  # as `live` loads it: from a file
+    Path(sim.mission.source).write_text(mission_to_yaml(sim.mission))
+    sep = VetoEvidence("safety/min_separation", 2, "violated", {"uavs": "uav1,uav2", "t": BASE + 14.5,
+                                                                 "value": 0.48, "limit": 0.5})
+    episode = VetoEpisode(BASE + 14.5, BASE + 21.0, BASE + 19.9, [sep], t_raised=BASE + 14.55)
+    return sim, *_live(tmp, sim, [30.0], [episode])
+
+
+def test_the_flight_report_is_evaluate_of_the_whole_flight(near_miss):
+    from uav_debate_eval.debate.config import DebateConfig
+    from uav_debate_eval.runner.pipeline import evaluate
+
+    sim, report, where, _, tape = near_miss
+    validate_report(report)
+    offline = evaluate(load_tape(tape.chunks, tape.vehicles), sim.mission, DebateConfig(backend="rules")).report
+    assert report["verdict"]["label"] == offline["verdict"]["label"] == "risky"
+    assert report["violations"] == offline["violations"] and report["findings"] == offline["findings"]
+    assert report["live"]["tape"]["samples"] == sim.traj.n_samples  # the ring forgot, the tape did not
+    # the whole flight reached 24 of 25 waypoints: only uav2's miss (the near miss pushed it off) is claimed
+    misses = [f for f in report["findings"] if f["kind"] == "waypoint_miss"]
+    assert [f["uavs"] for f in misses] == [["uav2"]]
+    assert report["verdict"]["recommendations"] and sorted(p.name for p in (where / "figures").glob("*.png"))
+    assert "<img" in (where / "report.html").read_text()
+
+
+def test_segments_judge_only_the_waypoints_due_by_their_end(near_miss):
+    _, report, _, segments, _ = near_miss
+    first = [f for f in segments[0]["findings"] if f["kind"] == "waypoint_miss"]
+    # by 30 s the route has passed 3 of its 5 waypoints; uav2 missed the second of them, nobody missed the rest
+    assert [(f["uavs"], f["sentence"].split(" (")[0]) for f in first] == [(["uav2"], "uav2 missed 1 of 3 waypoints")]
+    last = [f for f in segments[1]["findings"] if f["kind"] == "waypoint_miss"]
+    assert [f["uavs"] for f in last] == [["uav2"]]  # the flight is over: the same miss, no other
+
+
+def test_the_live_record_names_segments_episodes_and_ids_that_resolve(near_miss):
+    _, report, where, segments, _ = near_miss
+    live = report["live"]
+    assert [s["id"] for s in live["segments"]] == ["S1", "S2"] and live["segments"][0]["vetoed"]
+    assert live["segments"][0]["t_start"] == pytest.approx(0.0) and live["segments"][1]["t_end"] == pytest.approx(60.0)
+    by_id = {f"{s['live']['segment']['id']}/{f['id']}": f for s in segments for f in s["findings"]}
+    shown = [f for s in live["segments"] for f in s["findings"]]
+    assert shown and all(by_id[f["id"]]["kind"] == f["kind"] for f in shown)
+    for seg in live["segments"]:  # a sentence quoting a finding quotes that segment's finding
+        for fid in __import__("re").findall(r"\bS\d+/F\d+\b", seg["summary"]):
+            assert fid.startswith(seg["id"] + "/") and fid in by_id
+    (ep,) = live["veto_episodes"]
+    assert ep["segments"] == ["S1"] and ep["constraints"] == ["min_separation"]
+    first = min(v["t_start"] for v in report["violations"] if v["constraint"] == "min_separation")
+    assert ep["offending_t"] == pytest.approx(first) and ep["latency_s"] == pytest.approx(14.55 - first)
+    head = live["headline"]
+    assert head[0].startswith("Min separation broken in 1 episode in segment S1: worst 0.227 m against the 0.5 m")
+    assert head[1].startswith("The live veto was raised once (segment S1), at most 0.")
+    assert report["inputs"][0].startswith("live ROS 2 session: 5 vehicles (uav1, uav2, uav3, uav4, uav5) on /uav1/pose")
+    html = (where / "report.html").read_text()
+    assert f"<li>{head[0][:60]}" in html and 'id="live"' in html and "S1/F1" in html
+    lines = final_lines(report, where)
+    assert lines[1] == "  " + head[0] and lines[-1].endswith("(also report.json, report.md, flight.mcap)")
+
+
+def test_the_recorded_mcap_replays_to_the_same_report(near_miss, tmp_path: Path):
+    from uav_debate_eval.cli import main
+
+    sim, report, where, _, _ = near_miss
+    (tmp_path / "mission.yaml").write_text(mission_to_yaml(sim.mission))
+    assert main(["evaluate", str(where / "flight.mcap"), "--mission", str(tmp_path / "mission.yaml"), "--out",
+                 str(tmp_path / "replay"), "--quiet"]) == 3
+    replay = json.loads((tmp_path / "replay" / "report.json").read_text())
+    assert replay["verdict"]["label"] == report["verdict"]["label"]
+    assert replay["violations"] == report["violations"] and replay["findings"] == report["findings"]
+    assert main(["evaluate", str(where / "flight.mcap"), "--out", str(tmp_path / "beside"), "--quiet"]) == 3
+    beside = json.loads((tmp_path / "beside" / "report.json").read_text())  # the session's mission.yaml beside it
+    assert beside["violations"] == report["violations"] and beside["findings"] == report["findings"]
+
+
+def test_route_progress_passes_waypoints_in_order():
+    from uav_debate_eval.core.mission import Mission
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.metrics.coordination import due_waypoints, route_progress
+
+    pts = [(0.0, 0.0, 1.0), (10.0, 0.0, 1.0), (10.0, 10.0, 1.0), (0.0, 0.0, 1.0)]  # a closed route
+    mission = Mission(waypoints={"a": pts}, waypoint_tolerance_m=0.5)
+
+    def flown(*legs):
+        path = np.concatenate([np.linspace(p, q, 50) for p, q in legs])
+        return SwarmTrajectory.from_columns(np.arange(len(path)) * 0.1, ["a"] * len(path), path)
+
+    hover = flown((pts[0], pts[0]))
+    assert route_progress(hover, mission, {}) == {"a": 1}  # hovering at the start is not the route's return
+    skip = flown((pts[0], (5.0, 5.0, 1.0)), ((5.0, 5.0, 1.0), pts[2]))  # cuts the corner past waypoint 2
+    assert route_progress(skip, mission, {}) == {"a": 3}
+    live = replace(mission, route_so_far=RouteSoFar())
+    assert due_waypoints(skip, live) == {"a": [True, True, True, False]}  # the return is not due yet
+    assert due_waypoints(skip, replace(live, route_so_far=RouteSoFar(final=True))) == {"a": [True] * 4}
+    assert route_progress(flown((pts[2], pts[3])), mission, {"a": 3}) == {"a": 4}
+
+
+def test_the_tape_counts_what_the_ring_lost_and_restarts_on_a_clock_jump(tmp_path: Path):
+    swarm = StreamingSwarm(capacity=10)
+    tape = FlightTape(tmp_path / "tape")
+    for k in range(5):
+        swarm.add("a", 100.0 + k, (0.0, 0.0, float(k)))
+    assert tape.take(swarm) == 5 and tape.take(swarm) == 0
+    for k in range(5, 30):  # 25 more samples into a ring of 10 before the next take
+        swarm.add("a", 100.0 + k, (0.0, 0.0, float(k)))
+    assert tape.take(swarm) == 10 and tape.stats.lost == {"a": pytest.approx(16.0)}
+    swarm.add("a", 50.0, (0.0, 0.0, 0.0))  # a looping bag: the clock jumps back
+    assert tape.take(swarm) == 1 and tape.stats.restarts == 1 and len(tape.chunks) == 1
+    traj = load_tape(tape.chunks, tape.vehicles)
+    assert traj.t0 == 50.0 and traj.n_samples == 1
+
+
+@pytest.mark.parametrize("capacity", [3, 5, 17])
+def test_a_ring_gives_the_samples_after_a_stamp_wherever_its_write_position_is(capacity: int):
+    from uav_debate_eval.core.streaming import VehicleRing
+
+    for n in range(4 * capacity):
+        ring = VehicleRing(capacity)
+        for k in range(n):
+            ring.append(float(k), 0.0, 0.0, float(k))
+        held = ring.view()
+        for t in [-1.0, *np.arange(0.0, n + 1.0, 0.5).tolist()]:
+            np.testing.assert_array_equal(ring.after(t), held[held[:, 0] > t])

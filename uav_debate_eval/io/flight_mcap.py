@@ -1,0 +1,142 @@
+"""The raw poses inside the annotated flight MCAP (`evaluate --mcap-out`, `live`'s OUT/flight/flight.mcap).
+
+Beside the Foxglove channels the file carries every sample as it was evaluated: one topic per vehicle,
+`/<uav>/pose` (geometry_msgs/PoseStamped) or `/<uav>/odom` (nav_msgs/Odometry when the source measured the
+velocity), CDR-encoded as a ROS 2 recorder would, stamps in the input clock. Such a file is not a rosbag2 (its
+profile is Foxglove's, with JSON and protobuf channels rosbags cannot read), so `read_flight_mcap` reads it back
+with the `mcap` library: `evaluate flight.mcap` re-evaluates exactly the samples the report came from.
+
+Messages of the one layout this module writes (frame "map") are encoded and decoded a whole array at a time;
+any other layout of those types goes through rosbags' CDR decoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+POSE = "geometry_msgs/msg/PoseStamped"
+ODOM = "nav_msgs/msg/Odometry"
+TOPICS = {POSE: "/{uav}/pose", ODOM: "/{uav}/odom"}
+FRAME_ID, CHILD_FRAME_ID = b"map\0", b"base_link\0"
+_CDR_LE = b"\x00\x01\x00\x00"
+_HEADER = [("enc", "S4"), ("sec", "<i4"), ("nanosec", "<u4"), ("frame_len", "<u4"), ("frame", "S4")]
+#: CDR (little endian) of the two messages with frame "map" (and child frame "base_link"), byte for byte.
+LAYOUTS = {
+    POSE: np.dtype([*_HEADER, ("pos", "<f8", (3,)), ("quat", "<f8", (4,))]),
+    ODOM: np.dtype([*_HEADER, ("child_len", "<u4"), ("child", "S10"), ("pad", "S2"), ("pos", "<f8", (3,)),
+                    ("quat", "<f8", (4,)), ("pose_cov", "<f8", (36,)), ("vel", "<f8", (3,)), ("ang", "<f8", (3,)),
+                    ("twist_cov", "<f8", (36,))]),
+}
+
+
+def stamp_ns(t: np.ndarray) -> np.ndarray:
+    """Input-clock seconds as integer nanoseconds (a message stamp)."""
+    return np.round(np.asarray(t, dtype=float) * 1e9).astype(np.int64)
+
+
+def stamp_s(ns: np.ndarray) -> np.ndarray:
+    """A message stamp in seconds, as the live pose input reads it (sec + nanosec * 1e-9)."""
+    ns = np.asarray(ns, dtype=np.int64)
+    return (ns // 1_000_000_000).astype(float) + (ns % 1_000_000_000) * 1e-9
+
+
+def poses_trajectory(ns: np.ndarray, uav: np.ndarray, pos: np.ndarray, vel: np.ndarray | None,
+                     name: str) -> SwarmTrajectory:
+    """The trajectory of raw samples (stamps in ns, velocity NaN where not measured): the one way both the live
+    flight and its replay from the MCAP become a trajectory, so both are the same to the last bit."""
+    return SwarmTrajectory.from_columns(stamp_s(ns), uav, pos, vel=vel, name=name)
+
+
+def encode(msgtype: str, ns: np.ndarray, pos: np.ndarray, vel: np.ndarray | None = None) -> np.ndarray:
+    """One CDR message per row (a structured array: `.tobytes()` of a row is the message)."""
+    rows = np.zeros(len(ns), dtype=LAYOUTS[msgtype])
+    rows["enc"], rows["sec"], rows["nanosec"] = _CDR_LE, ns // 1_000_000_000, ns % 1_000_000_000
+    rows["frame_len"], rows["frame"] = len(FRAME_ID), FRAME_ID
+    rows["pos"], rows["quat"][:, 3] = pos, 1.0
+    if msgtype == ODOM:
+        rows["child_len"], rows["child"] = len(CHILD_FRAME_ID), CHILD_FRAME_ID
+        rows["vel"] = vel
+    return rows
+
+
+def messages(traj: SwarmTrajectory) -> Iterator[tuple[str, str, np.ndarray, np.ndarray]]:
+    """Per vehicle: (topic, message type, stamps in ns, encoded rows) of every sample in the input clock."""
+    for u, tr in traj.tracks.items():
+        msgtype = POSE if tr.vel_derived else ODOM
+        ns = stamp_ns(tr.t + traj.t0)
+        yield TOPICS[msgtype].format(uav=u), msgtype, ns, encode(msgtype, ns, tr.pos, tr.vel)
+
+
+def schema_text(msgtype: str) -> str:
+    """The ros2msg definition (with its dependencies) a Foxglove or ROS 2 reader decodes the messages with."""
+    from rosbags.typesys import Stores, get_typestore
+
+    return get_typestore(Stores.ROS2_JAZZY).generate_msgdef(msgtype, ros_version=2)[0]
+
+
+def is_flight_mcap(path: Path) -> bool:
+    """An MCAP file whose profile is not rosbag2's (Foxglove's annotated flight)."""
+    if path.suffix.lower() != ".mcap" or not path.is_file():
+        return False
+    from mcap.reader import make_reader
+
+    try:
+        with path.open("rb") as fh:
+            return make_reader(fh).get_header().profile != "ros2"
+    except Exception:  # not readable as MCAP at all: the bag reader says why
+        return False
+
+
+def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmTrajectory:
+    """The raw poses of an annotated flight MCAP as a trajectory (InputError when it has none)."""
+    from mcap.reader import make_reader
+
+    from uav_debate_eval.io.names import apply_names
+    from uav_debate_eval.io.rosbag_read import vehicle_from_topic
+
+    path = Path(path)
+    raw: dict[tuple[str, str], list[bytes]] = {}
+    try:
+        with path.open("rb") as fh:
+            for schema, channel, message in make_reader(fh).iter_messages():
+                if schema is not None and schema.name in LAYOUTS and channel.message_encoding == "cdr":
+                    raw.setdefault((channel.topic, schema.name), []).append(message.data)
+    except Exception as exc:  # a truncated or corrupt file
+        raise InputError(f"{path}: cannot read MCAP ({type(exc).__name__}: {exc})") from None
+    if not raw:
+        raise InputError(f"{path}: no raw pose channel (/<uav>/pose or /<uav>/odom) in this MCAP; it was written "
+                         "before the flight MCAP carried its poses, evaluate the original recording instead")
+    parts = [_decode(msgtype, data) for (_, msgtype), data in raw.items()]
+    uav = np.concatenate([np.full(len(p[0]), vehicle_from_topic(topic)) for (topic, _), p in zip(raw, parts,
+                                                                                                   strict=True)])
+    ns, pos, vel = (np.concatenate([p[k] for p in parts]) for k in range(3))
+    traj = poses_trajectory(ns, uav, pos, vel, path.name.split(".")[0] or path.name)
+    return apply_names(traj, names, str(path))
+
+
+def _decode(msgtype: str, data: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stamps ns, positions, velocities NaN for poses) of one topic's messages."""
+    layout = LAYOUTS[msgtype]
+    if all(len(d) == layout.itemsize for d in data):
+        rows = np.frombuffer(b"".join(data), dtype=layout)
+        if (rows["frame_len"] == len(FRAME_ID)).all() and (msgtype == POSE or (rows["child_len"] == 10).all()):
+            ns = rows["sec"].astype(np.int64) * 1_000_000_000 + rows["nanosec"]
+            vel = rows["vel"] if msgtype == ODOM else np.full((len(rows), 3), np.nan)
+            return ns, rows["pos"].astype(float), np.asarray(vel, dtype=float)
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    msgs: list[Any] = [store.deserialize_cdr(d, msgtype) for d in data]
+    ns = np.array([m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec for m in msgs], dtype=np.int64)
+    poses = [m.pose.pose if msgtype == ODOM else m.pose for m in msgs]
+    pos = np.array([[p.position.x, p.position.y, p.position.z] for p in poses], dtype=float).reshape(-1, 3)
+    vel = (np.array([[m.twist.twist.linear.x, m.twist.twist.linear.y, m.twist.twist.linear.z] for m in msgs],
+                    dtype=float).reshape(-1, 3) if msgtype == ODOM else np.full((len(msgs), 3), np.nan))
+    return ns, pos, vel

@@ -196,8 +196,8 @@ def build_contexts(traj: Any, mission: Any) -> tuple[list[SegmentContext], Any]:
     from uav_debate_eval.dsl.events import detect_events
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.metrics.compute import compute_metrics
-    from uav_debate_eval.safety.checker import check_trajectory
     from uav_debate_eval.runner.segment_work import segment_context
+    from uav_debate_eval.safety.checker import check_trajectory
 
     safety = check_trajectory(traj, mission)
     metrics = compute_metrics(traj, mission, safety)

@@ -123,8 +123,8 @@ def test_lean_prompt_with_findings_states_each_fact_once(near_miss_contexts):
         assert f"{f.id} [{f.severity}] {f.sentence}" in prefix
     full = ScriptedBackend(_choose({}))
     run_debate(contexts[:1], sim.mission, DebateConfig(lean_prompts=False), backend=full)  # not lean: the DSL
-    assert "\nATTN[1] " in full.requests[0].messages[0]["content"] and len(prefix) < len(
-        full.requests[0].messages[0]["content"])
+    sent = "\n".join(m["content"] for m in full.requests[0].messages)
+    assert "\nATTN[1] " in sent and len(prefix) < len(sent)
 
 
 def test_frontier_counts_without_the_disk_cache(monkeypatch):

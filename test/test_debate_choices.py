@@ -127,7 +127,8 @@ def test_grounded_note_is_kept_and_disputes_do_not_count_as_identification(near_
     report = res.to_report()
     r = report["rounds"][0]["responses"][0]
     assert r["note"] == "The closest approach of uav1 and uav2 needs a second look." and r["note"] in r["summary"]
-    assert [c["stance"] for c in r["findings"]] == ["dispute", "dispute"] and "F1" not in {c["id"] for c in r["findings"]}
+    assert [c["stance"] for c in r["findings"]] == ["dispute", "dispute"]
+    assert "F1" not in {c["id"] for c in r["findings"]}
     assert f"disputes {r['findings'][0]['id']} as " in r["summary"]
     n = sum(len(rd["responses"]) for rd in report["rounds"])  # the hazard's unsupported dispute: dropped, counted
     assert report["inadmissible"] == {"answers": n, "repaired": 0, "dropped": n}

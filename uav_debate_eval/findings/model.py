@@ -28,7 +28,8 @@ class VerifiedFinding:
     def to_dict(self) -> dict:
         d = {"id": self.id, "kind": self.kind, "severity": self.severity, "sentence": self.sentence,
              "t_start": round(float(self.t_start), 3), "t_end": round(float(self.t_end), 3),
-             "uavs": list(self.uavs), "refs": list(self.refs), "recommendations": list(self.recommendations)}
+             "uavs": list(self.uavs), "refs": list(self.refs), "recommendations": list(self.recommendations),
+             "key": self.key}
         if self.panel:
             d["panel"] = dict(self.panel)
         return d

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uav_debate_eval.findings import recommend
+import uav_debate_eval.findings.recommend as recommend
 from uav_debate_eval.findings.model import SEVERITY, VerifiedFinding
 from uav_debate_eval.findings.text import num, span, vehicles
 

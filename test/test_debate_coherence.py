@@ -12,6 +12,7 @@ from uav_debate_eval.debate.coherence import KEYS, coherence
 from uav_debate_eval.debate.comparison import hazards, hazards_chosen, parse_suite_entry
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.suite import DEFAULT_SUITE
+from uav_debate_eval.report.html import render_html
 from uav_debate_eval.report.markdown import render_markdown
 from uav_debate_eval.report.schema import validate_report
 from uav_debate_eval.runner.pipeline import evaluate
@@ -63,6 +64,8 @@ def test_report_names_segment_rounds_and_shows_coherence(rules_runs):
     md = render_markdown(ev.report)
     assert "### MSEG\\[1\\] round 1 of 1" in md and "### Round 0" not in md
     assert "Coherence: 0 stance contradictions, 0 unsupported disputes, 0 counter/finding mismatches, 0 debris." in md
+    html = render_html(ev.report, {})
+    assert "<summary>MSEG[1] round 1 of 1: " in html and '<p class="coherence">Coherence: 0 stance' in html
 
 
 def test_flight_summary_cites_the_flights_own_finding_ids(rules_runs):

@@ -9,7 +9,9 @@ over at least MATERIAL_FRACTION of the segment's vehicle-time.
 
 Dispute reasons (a hazard may be disputed only as a supported `sensor_artefact`, and its violation stands):
 - `sensor_artefact`: the finding overlaps a data-quality finding in time and in vehicles;
-- `within_tolerance`: warnings and info findings (margins, predictions, events, metrics), never hazards;
+- `within_tolerance`: warnings and info findings (margins, predictions, events, metrics), never hazards nor a warning
+  that overlaps a hazard in time and vehicles (an altitude-rate event during a max_vertical_speed violation is that
+  violation seen as an event);
 - `outside_mission_scope`: kinds no constraint or threshold of the mission covers (route turns, metric scores, a
   formation breach without formation offsets, a waypoint miss without waypoints);
 - `needs_more_data`: short evidence, a finding spanning less than SHORT_S seconds or fewer than SHORT_SAMPLES
@@ -91,8 +93,8 @@ def _spans(safety: Any, findings: list) -> list[tuple[float, float, set[str]]]:
     return out
 
 
-def _artefact_support(f: Any, spans: list[tuple[float, float, set[str]]]) -> bool:
-    """A data-quality fact overlapping the finding in time and in vehicles."""
+def _overlapping(f: Any, spans: list[tuple[float, float, set[str]]]) -> bool:
+    """A span (of a data-quality fact, or of a hazard) overlapping the finding in time and in vehicles."""
     uavs = set(f.uavs)
     return any(t0 <= f.t_end and t1 >= f.t_start and (not u or not uavs or u & uavs) for t0, t1, u in spans)
 
@@ -114,16 +116,20 @@ def _short(f: Any, sample_period: float | None) -> bool:
     return span < SHORT_S or (sample_period is not None and span < SHORT_SAMPLES * sample_period)
 
 
-def finding_reasons(f: Any, spans: list, mission: Any, sample_period: float | None) -> tuple[str, ...]:
-    """The reasons one finding may be endorsed or disputed for (see the module docstring)."""
+def finding_reasons(f: Any, spans: list, mission: Any, sample_period: float | None,
+                    hazards: list | None = None) -> tuple[str, ...]:
+    """The reasons one finding may be endorsed or disputed for (see the module docstring); `hazards`: the segment's
+    hazard findings."""
     endorse = ["confirmed_by_data", "mission_impact"]
     if f.severity in ("hazard", "warning"):
         endorse.insert(1, "safety_critical")
-    supported = f.severity != "data_quality" and _artefact_support(f, spans)
+    supported = f.severity != "data_quality" and _overlapping(f, spans)
     if f.severity == "hazard":
         return (*endorse, *(("sensor_artefact",) if supported else ()))
     dispute = ["sensor_artefact"] if supported else []
-    if f.severity in ("warning", "info"):
+    part_of_hazard = f.severity == "warning" and _overlapping(
+        f, [(float(h.t_start), float(h.t_end), set(h.uavs)) for h in hazards or []])
+    if f.severity in ("warning", "info") and not part_of_hazard:
         dispute.append("within_tolerance")
     if f.severity != "data_quality" and not _constrained(f.kind, mission):
         dispute.append("outside_mission_scope")
@@ -155,8 +161,8 @@ def admissible(findings: list, safety: Any = None, mission: Any = None, t_range:
     """The labels and, per finding, the reasons the facts of one segment admit. `vetoed`: a violation or a veto
     overlaps the segment (a hazard finding implies it)."""
     spans = _spans(safety, findings)
-    reasons = {f.id: finding_reasons(f, spans, mission, sample_period) for f in findings}
     hazards = [f for f in findings if f.severity == "hazard"]
+    reasons = {f.id: finding_reasons(f, spans, mission, sample_period, hazards) for f in findings}
     if vetoed or hazards:
         return Admissible(("risky",), reasons, "risky", hazards[0].id if hazards else "")
     n = n_vehicles or len({u for f in findings for u in f.uavs})

@@ -17,10 +17,11 @@ import re
 from collections.abc import Iterator
 
 from uav_debate_eval.debate import gate
-from uav_debate_eval.findings.admissible import Admissible
+from uav_debate_eval.findings.admissible import DISPUTE_REASONS, Admissible
 
 KEYS = ("stance_contradictions", "unsupported_disputes", "counter_mismatches", "debris")
-_NAMED_DISPUTE = re.compile(r"\b(F\d+) is disputed as ([a-z ]+?)[.:]|\bdisputes? (F\d+) as ([a-z ]+?)(?=[.,;]| and )")
+_REASON_WORDS = "|".join(r.replace("_", " ") for r in DISPUTE_REASONS)
+_NAMED_DISPUTE = re.compile(rf"\b(F\d+) is disputed as ({_REASON_WORDS})\b|\bdisputes? (F\d+) as ({_REASON_WORDS})\b")
 
 
 def _responses(debate: dict) -> Iterator[tuple[str, dict]]:

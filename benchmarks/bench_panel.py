@@ -40,7 +40,9 @@ BEFORE = {
               "formation:telemetry_dropout": 8601, "tracking:overspeed": 8532, "surveillance:sharp_turn": 3355,
               "formation:link_loss": 3238},
     "local": {"formation": 1023, "surveillance": 838, "tracking": 1006, "swap": 887, "formation:near_miss": 15574,
-              "formation:altitude_drop": 18684},
+              "formation:altitude_drop": 18684, "surveillance:geofence_exit": 8406,
+              "formation:telemetry_dropout": 7918, "tracking:overspeed": 7897, "surveillance:sharp_turn": 4119,
+              "formation:link_loss": 3281},
 }
 ARTEFACT = "formation:mocap_swap"
 

@@ -4,6 +4,7 @@ python benchmarks/bench_panel.py [--backend rules|local] [--scenarios ...] [--no
 
 Per method (the debate and the single-agent baseline, on the chosen backend), over the built-in suite plus one
 recorded flight with an injected artefact (a one-frame motion-capture swap, sim.recording):
+- Table II chosen identification (comparison.hazards_chosen: endorsed by some agent in some round);
 - hazards endorsed: injected hazards (route turns excluded) covered by a hazard or warning finding the final round
   endorsed (more endorsements than disputes) / injected hazards;
 - true events not disputed: hazard and warning findings overlapping an injected fault (time +-1 s, vehicles) that the
@@ -26,7 +27,14 @@ from typing import Any
 
 from uav_debate_eval.debate.baselines import evaluate_baseline
 from uav_debate_eval.debate.coherence import KEYS
-from uav_debate_eval.debate.comparison import DEFAULT_SUITE, build_contexts, hazards, names_fault, parse_suite_entry
+from uav_debate_eval.debate.comparison import (
+    DEFAULT_SUITE,
+    build_contexts,
+    hazards,
+    hazards_chosen,
+    names_fault,
+    parse_suite_entry,
+)
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.scenarios import simulate
@@ -75,7 +83,7 @@ def agreement(result: Any, truth: list, artefacts: list[tuple[float, float, list
               and any(_overlaps(f, t0, t1, u, 0.5) for t0, t1, u in artefacts)]
     found = hazards(truth)
     endorsed = sum(any(d == "endorsed" and names_fault(f, t) for f, d, _ in decided) for t in found)
-    return {"hazards_endorsed": [endorsed, len(found)],
+    return {"table_ii_chosen": list(hazards_chosen(result, truth)), "hazards_endorsed": [endorsed, len(found)],
             "events_not_disputed": [sum(d != "disputed" for _, d in events), len(events)],
             "artefacts_disputed": [sum(d == "disputed" and "sensor_artefact" in why for _, d, why in caused),
                                    len(caused)]}
@@ -104,8 +112,8 @@ def main() -> None:
 
         cfg = replace(cfg, llm=LLMConfig(backend=args.backend, model=args.model, use_cache=False))
     methods = ("debate", "single_agent")
-    rows = {m: {"hazards_endorsed": [0, 0], "events_not_disputed": [0, 0], "artefacts_disputed": [0, 0]}
-            for m in methods}
+    rows = {m: {"table_ii_chosen": [0, 0], "hazards_endorsed": [0, 0], "events_not_disputed": [0, 0],
+                "artefacts_disputed": [0, 0]} for m in methods}
     incoherent = dict.fromkeys(KEYS, 0)
     inadmissible = {"answers": 0, "repaired": 0, "dropped": 0}
     tokens: dict[str, int] = {}
@@ -134,10 +142,13 @@ def main() -> None:
             print(f"{entry:<28} label={ev.report['verdict']['label']:<9} tokens={tokens.get(entry, '-')!s:>6} "
                   f"coherence={ev.report['debate']['coherence']} hazards={len(hazards(sim.truth))}", flush=True)
     print(f"\nbackend {args.backend}: the panel's choices against the simulator's truth, per finding")
-    print(f"{'method':<14} {'hazards endorsed':>17} {'true events not disputed':>25} {'artefacts disputed':>19}")
+    print(f"{'method':<14} {'Table II chosen':>16} {'hazards endorsed':>17} {'true events not disputed':>25} "
+          f"{'artefacts disputed':>19}")
     for m, r in rows.items():
         cells = [f"{a}/{n}" if n else "n/a" for a, n in r.values()]
-        print(f"{m:<14} {cells[0]:>17} {cells[1]:>25} {cells[2]:>19}")
+        print(f"{m:<14} {cells[0]:>16} {cells[1]:>17} {cells[2]:>25} {cells[3]:>19}")
+    print("targets: Table II chosen >= 6/7; hazards endorsed and true events not disputed: all; artefacts disputed: "
+          "all (n/a when the quality pass set the artefact apart before any check)")
     print(f"coherence over the flights: {incoherent}  (target: all 0)")
     print(f"inadmissible choices: {inadmissible}")
     before = BEFORE.get(args.backend, {})

@@ -99,7 +99,8 @@ def test_coherence_counts_what_contradicts_the_facts(rules_runs):
 
 @pytest.mark.llm
 @pytest.mark.slow
-def test_local_panel_is_coherent_on_the_built_in_suite(tmp_path):
+@pytest.mark.timeout(3600)  # 11 flights through the embedded model: ~10 min on two cores
+def test_local_panel_is_coherent_on_the_built_in_suite():
     require_embedded_model()
     from uav_debate_eval.debate.llm.factory import LLMConfig
 

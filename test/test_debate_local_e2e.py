@@ -10,8 +10,8 @@ from llm_support import require_embedded_model
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.llm.factory import LLMConfig
 from uav_debate_eval.debate.llm.structured import extract_ids
-from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.report.schema import validate_report
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.scenarios import simulate
 
 

@@ -17,8 +17,8 @@ from llm_support import require_embedded_model
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.debate.comparison import DEFAULT_SUITE, parse_suite_entry
 from uav_debate_eval.debate.config import DebateConfig
-from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.report.schema import validate_report
+from uav_debate_eval.runner.pipeline import evaluate
 from uav_debate_eval.sim.scenarios import simulate
 
 _ID = re.compile(r"\b[A-Z][A-Z0-9_]*\[[A-Za-z0-9_.:\-]{1,32}\]")

@@ -12,8 +12,8 @@ python benchmarks/bench_debate.py [--backend rules|local] [--scenarios ...]
 - prompt tokens by part (role, header, dsl, metrics, safety, findings, valid_ids, previous, repair) over the suite,
   and the part of the prompts that is the per-round shared prefix a KV / prompt cache reuses;
 - tokens per mission by call kind (agent answers, citation repairs, judge calls);
-- the issue-13 target: at most 8.4k tokens per mission on average (rules estimated; local counted by the model's own
-  tokenizer, without the disk cache).
+- the issue-23 target: at most 4.2k tokens per mission on average and no mission over 12k (rules estimated; local
+  counted by the model's own tokenizer, without the disk cache); issue 13's was 8.4k.
 
 --router / --topology / --full-prompts pick the setting (default: the default configuration).
 """
@@ -93,8 +93,9 @@ def main() -> None:
     print(f"\nbackend {res.backend} / {res.model}, {len(args.scenarios)} missions")
     mean_tokens = statistics.mean(mission_tokens)
     print(f"router {cfg.router}, topology {cfg.topology}, lean prompts {cfg.lean_prompts}")
-    print(f"tokens per mission{est}: mean {mean_tokens:.0f}, max {max(mission_tokens)}  (target <= 8400: "
-          f"{'met' if mean_tokens <= 8400 else 'NOT met'})")
+    print(f"tokens per mission{est}: mean {mean_tokens:.0f}, max {max(mission_tokens)}  (target, issue 23: mean <= "
+          f"4200 with rules, no flight over 12000: {'met' if mean_tokens <= 4200 else 'mean NOT met'}, "
+          f"{'met' if max(mission_tokens) <= 12000 else 'max NOT met'})")
     cached = parts.pop("cache_reusable", 0)
     n = len(args.scenarios)
     print("tokens per mission by call kind: " + ", ".join(f"{k} {v[1] / n:.0f} ({v[0] / n:.1f} calls)"

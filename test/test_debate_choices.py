@@ -14,6 +14,7 @@ from uav_debate_eval.debate.consensus import consensus
 from uav_debate_eval.debate.engine import run_debate
 from uav_debate_eval.debate.response import AgentResponse
 from uav_debate_eval.findings import build_findings
+from uav_debate_eval.findings.admissible import admissible
 from uav_debate_eval.sim.scenarios import simulate
 
 NAMES = {"uav1", "uav2", "min_separation", "mseg[1]", "event[2]", "speed_consistency", "f1"}
@@ -47,23 +48,29 @@ def near_miss():
     return sim, contexts
 
 
-def test_choice_schema_offers_only_what_exists(near_miss):
+def test_choice_schema_offers_only_what_the_facts_admit(near_miss):
     sim, contexts = near_miss
     ctx = contexts[0]
     found = build_findings(ctx.safety, ctx.dsl, ctx.metrics, sim.mission, (ctx.t_start, ctx.t_end))
-    schema = choice_schema(found)
+    adm = admissible(found, ctx.safety, sim.mission, (ctx.t_start, ctx.t_end), vetoed=True)
+    assert found[0].severity == "hazard" and adm.labels == ("risky",)
+    schema = choice_schema(found, adm)
     recs = candidates(found)
-    good = {"findings": [{"id": "F1", "stance": "endorse", "reason": "safety_critical"}], "label": "risky",
+    assert "label" not in schema["properties"]  # one admissible label: the question is not asked
+    good = {"findings": [{"id": "F1", "stance": "endorse", "reason": "safety_critical"}],
             "confidence": 0.8, "recommendations": ["R1"], "note": ""}
     jsonschema.validate(good, schema)
     for bad in ({**good, "findings": [{"id": f"F{len(found) + 1}", "stance": "endorse", "reason": "safety_critical"}]},
                 {**good, "findings": [{"id": "F1", "stance": "endorse", "reason": "sensor_artefact"}]},
+                {**good, "findings": [{"id": "F1", "stance": "dispute", "reason": "within_tolerance"}]},
+                {**good, "findings": [{"id": "F1", "stance": "dispute", "reason": "sensor_artefact"}]},
+                {**good, "label": "safe"},
                 {**good, "recommendations": [f"R{len(recs) + 1}"]}, {**good, "note": "cites {RISK[1]}"}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
-    choices, picked = normalise({**good, "findings": [*good["findings"], {"id": "F99", "reason": "x"},
-                                                      {"id": "F1", "reason": "within_tolerance"}]}, found)
-    assert choices == good["findings"] and picked == [recs["R1"][1]]
+    choices, picked, dropped = normalise({**good, "findings": [
+        *good["findings"], {"id": "F99", "reason": "x"}, {"id": "F1", "reason": "within_tolerance"}]}, found, adm)
+    assert choices == good["findings"] and picked == [recs["R1"][1]] and dropped == 1
     assert set(REASONS) >= {"sensor_artefact", "within_tolerance", "outside_mission_scope", "needs_more_data"}
 
 
@@ -107,16 +114,24 @@ def test_llm_panel_chooses_and_the_tool_writes(near_miss):
 def test_grounded_note_is_kept_and_disputes_do_not_count_as_identification(near_miss):
     sim, contexts = near_miss
 
-    def disputer(req):
-        ids = req.json_schema["properties"]["findings"]["items"]["anyOf"][0]["properties"]["id"]["enum"]
-        return {"findings": [{"id": i, "stance": "dispute", "reason": "needs_more_data"} for i in ids[:3]],
-                "label": "safe", "confidence": 0.6, "recommendations": ["R1"],
+    def disputer(req):  # disputes every finding the schema lets it dispute, and the hazard F1 as well
+        alts = [a["properties"] for a in req.json_schema["properties"]["findings"]["items"]["anyOf"]
+                if a["properties"]["stance"]["enum"] == ["dispute"]]
+        chosen = [{"id": i, "stance": "dispute", "reason": a["reason"]["enum"][0]} for a in alts
+                  for i in a["id"]["enum"]][:2]
+        return {"findings": [{"id": "F1", "stance": "dispute", "reason": "sensor_artefact"}, *chosen],
+                "confidence": 0.6, "recommendations": ["R1"],
                 "note": "The closest approach of uav1 and uav2 needs a second look."}
 
     res = run_debate(contexts[:1], sim.mission, DebateConfig(judge="vote"), backend=ScriptedBackend(disputer))
-    r = res.to_report()["rounds"][0]["responses"][0]
+    report = res.to_report()
+    r = report["rounds"][0]["responses"][0]
     assert r["note"] == "The closest approach of uav1 and uav2 needs a second look." and r["note"] in r["summary"]
-    assert "disputes F1 (needs more data)" in r["summary"]
+    assert [c["stance"] for c in r["findings"]] == ["dispute", "dispute"]
+    assert "F1" not in {c["id"] for c in r["findings"]}
+    assert f"disputes {r['findings'][0]['id']} as " in r["summary"]
+    n = sum(len(rd["responses"]) for rd in report["rounds"])  # the hazard's unsupported dispute: dropped, counted
+    assert report["inadmissible"] == {"answers": n, "repaired": 0, "dropped": n}
     assert hazards_chosen(res, sim.truth) == (0, 1)  # the tool's text names it; the panel's choices do not
     assert res.verdict.label == "risky"  # the veto holds whatever the panel chose
 

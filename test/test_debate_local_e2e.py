@@ -46,10 +46,12 @@ def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
         if row.get("kind") == "agent" and row.get("messages"):
             text = "\n".join(m["content"] for m in row["messages"])
             prompts[(row["round"], row["agent"])] = _ids_in_prompt(text)
-    responses = [(r["index"], x) for r in debate["rounds"] for x in r["responses"]]
+    # the tool cites a chosen finding's references (DSL lines, metrics) for it: those of the findings the prompt shows
+    refs = {s["id"]: {ref for f in s["findings"] for ref in f["refs"]} for s in debate["segments"]}
+    responses = [(r["index"], r["segment"], x) for r in debate["rounds"] for x in r["responses"]]
     assert responses, "the local panel produced no response"
-    for index, resp in responses:
-        valid = prompts[(index, resp["agent"])]
+    for index, seg_id, resp in responses:
+        valid = prompts[(index, resp["agent"])] | refs[seg_id]
         for item in resp["evidence"]:
             for ref in extract_ids(item):
                 assert ref in valid, (ref, item)
@@ -61,7 +63,7 @@ def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
         assert judge["by"] == "llm", judge["error"]
         panel = {x["assessment"] for r in debate["rounds"] if r["segment"] == seg["id"] for x in r["responses"]}
         assert judge["label"] in panel and seg["panel_label"] == judge["label"]
-        valid = _ids_in_prompt("\n".join(m["content"] for m in row["messages"]))
+        valid = _ids_in_prompt("\n".join(m["content"] for m in row["messages"])) | refs[seg["id"]]
         assert judge["evidence"] and set(judge["evidence"]) <= valid
         assert judge["tokens"]["completion"] > 0
         # the judge's free text reaches the report only where it passed the quality gate; the rest is counted

@@ -111,24 +111,20 @@ def test_a_unanimous_panel_at_the_local_models_usual_confidence_stops():
         assert (len(res.rounds), res.segments[0].stop_reason) == (rounds, stop)
 
 
-def test_compact_lean_prompt_keeps_the_cited_lines_and_drops_scores_and_attention_lines(near_miss_contexts):
-    from uav_debate_eval.debate.prompts import FINDINGS_DSL_TAGS
-
+def test_lean_prompt_with_findings_states_each_fact_once(near_miss_contexts):
     sim, contexts = near_miss_contexts
     backend = ScriptedBackend(_choose({}))
     res = run_debate(contexts[:1], sim.mission, DebateConfig(prompt_style="compact"), backend=backend)
     prefix = backend.requests[0].messages[0]["content"]
-    dsl = prefix.split("DSL:\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    refs = {ref for f in res.segments[0].findings for ref in f.refs}
-    shown = {ln.split(" ", 1)[0] for ln in dsl}
-    assert not any(ln.startswith(("SCORES", "ATTN")) for ln in dsl) and dsl[-1].endswith("routine lines omitted)")
-    assert {r for r in refs if "[" in r} <= shown  # every DSL line a finding cites is there
-    assert all(ln.split("[", 1)[0].split(" ", 1)[0] in FINDINGS_DSL_TAGS or ln.split(" ", 1)[0] in refs
-               for ln in dsl[:-1])
+    dsl = prefix.split("DSL: ", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(dsl) == 1 and dsl[0].startswith("DSL v1 ")  # the DSL's own lines are the findings' facts
+    assert "VIOLATION" not in prefix and "ATTN[" not in prefix and "\nmargin " not in prefix
+    for f in res.segments[0].findings:
+        assert f"{f.id} [{f.severity}] {f.sentence}" in prefix
     full = ScriptedBackend(_choose({}))
-    run_debate(contexts[:1], sim.mission, DebateConfig(), backend=full)  # not compact: SCORES and ATTN stay
-    assert "\nATTN[1] " in full.requests[0].messages[0]["content"] and len(prefix) < len(
-        full.requests[0].messages[0]["content"])
+    run_debate(contexts[:1], sim.mission, DebateConfig(lean_prompts=False), backend=full)  # not lean: the DSL
+    sent = "\n".join(m["content"] for m in full.requests[0].messages)
+    assert "\nATTN[1] " in sent and len(prefix) < len(sent)
 
 
 def test_frontier_counts_without_the_disk_cache(monkeypatch):

@@ -137,6 +137,7 @@ def test_local_panel_reads_like_an_engineer_on_the_demo_scenario(tmp_path):
     validate_report(report)
     assert report["debate"]["backend"] == "local" and report["debate"]["fallback"] is None
     assert_reads_well(report, "risky")
+    assert set(report["debate"]["coherence"].values()) == {0}  # issue 23: the demo's panel agrees with the facts
     # The model chose: every response selected findings that exist; struck model text stays in the transcript.
     ids = {f["id"] for s in report["debate"]["segments"] for f in s["findings"]}
     responses = [x for rd in report["debate"]["rounds"] for x in rd["responses"]]

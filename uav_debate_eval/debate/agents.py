@@ -49,7 +49,7 @@ class RulesAgent:
         msgs = prompts.messages(turn, previous_answer)
         response = rules_response(turn)
         # with findings a model writes only its choices (the tool composes the text), so that is what is counted
-        answer = choice_answer(response, turn.findings) if response.choices else response.to_dict()
+        answer = choice_answer(response, turn.findings, turn.admissible) if response.choices else response.to_dict()
         text = json.dumps(answer)
         return Reply(response, msgs, text,
                      prompt_tokens=sum(count_tokens(m["content"]) for m in msgs),
@@ -68,25 +68,36 @@ class LLMAgent:
 
     async def respond(self, turn: Turn, previous_answer: AgentResponse | None = None) -> Reply:
         msgs = prompts.messages(turn, previous_answer)
-        schema = choice_schema(turn.findings) if turn.findings else \
+        schema = choice_schema(turn.findings, turn.admissible) if turn.findings else \
             response_schema(turn.valid_ids + turn.metric_refs, quotes=turn.quotes)
         request = ChatRequest(messages=msgs, agent=self.name, round=turn.round, json_schema=schema,
                               valid_ids=turn.valid_ids + turn.metric_refs, temperature=self.temperature,
                               max_tokens=self.max_tokens, seed=self.seed)
         result = await self.backend.chat(request)
-        data = result.data
+        data, error = result.data, result.error
         if data is None and result.text:
             obj = parse_json_object(result.text)
-            data = obj if is_choice_answer(obj) else parse_response(result.text)
-        error = result.error
+            if turn.findings and is_choice_answer(obj):  # still inadmissible after the repair: read, then dropped
+                data, error = obj, None
+            elif error is None:
+                data = obj if is_choice_answer(obj) else parse_response(result.text)
         if error is None and data is None:
             error = "unparseable response"
-        response: AgentResponse | None
+        response: AgentResponse | None = None
+        extra: dict = {"attempts": result.attempts}
         if data is not None and error is None and is_choice_answer(data):
-            response = response_from_choices(data, turn.findings, turn.persona.name, turn.ctx)
-        else:
-            response = from_data(data) if data is not None and error is None else None
+            response, dropped = response_from_choices(data, turn.findings, turn.persona.name, turn.ctx,
+                                                      turn.admissible)
+            extra["inadmissible"] = _inadmissible(result.repaired, dropped)
+        elif data is not None and error is None:
+            response = from_data(data)
         return Reply(response, msgs, result.text,
                      result.prompt_tokens, result.completion_tokens, result.latency_s, result.cached,
-                     result.model or self.backend.model, error, {"attempts": result.attempts},
-                     prompts.part_tokens(turn, previous_answer))
+                     result.model or self.backend.model, error, extra, prompts.part_tokens(turn, previous_answer))
+
+
+def _inadmissible(repaired: str | None, dropped: int) -> dict[str, int]:
+    """An answer the schema (the admissible choices) rejected first is repaired once; what is still inadmissible
+    after that is dropped, each choice counted."""
+    first = bool(repaired and repaired.startswith("schema violation"))
+    return {"answers": int(first or dropped > 0), "repaired": int(first and not dropped), "dropped": dropped}

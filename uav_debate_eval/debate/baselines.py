@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from uav_debate_eval.debate.cite import metric_evidence
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.engine import assemble, run_debate
 from uav_debate_eval.debate.evidence import EvidenceVerifier, q_evidence
@@ -21,7 +22,6 @@ from uav_debate_eval.debate.personas import generalist_persona
 from uav_debate_eval.debate.records import DebateResult, ResponseRecord, RoundRecord, SegmentContext, SegmentDebate
 from uav_debate_eval.debate.response import AgentResponse
 from uav_debate_eval.debate.router import Route
-from uav_debate_eval.debate.rules import metric_evidence
 
 METHODS = ("single_metric", "fixed_weight", "single_agent")
 

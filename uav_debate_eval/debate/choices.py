@@ -9,20 +9,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from uav_debate_eval.debate.cite import dsl_evidence, metric_evidence
 from uav_debate_eval.debate.llm.structured import CONFIDENCE_STEPS, LABELS, plain_string
 from uav_debate_eval.debate.response import AgentResponse
+from uav_debate_eval.findings.admissible import DISPUTE_REASONS, ENDORSE_REASONS, REASONS, Admissible
 
-ENDORSE_REASONS = ("confirmed_by_data", "safety_critical", "mission_impact")
-DISPUTE_REASONS = ("sensor_artefact", "within_tolerance", "outside_mission_scope", "needs_more_data")
-REASONS = ENDORSE_REASONS + DISPUTE_REASONS
+__all__ = ["DISPUTE_REASONS", "ENDORSE_REASONS", "REASONS", "choice_format", "choice_schema", "compose",
+           "normalise", "response_from_choices"]
 MAX_CHOICES = 3
 MAX_PICKS = 2
 NOTE_MAX = 160
-CHOICE_FORMAT = ("Answer with JSON only: {\"findings\": 1-3 items {\"id\": a finding id from FINDINGS, \"stance\": "
-                 "\"endorse\" or \"dispute\", \"reason\": why}, most important first, \"label\": \"safe\" | "
-                 "\"borderline\" | \"risky\", \"confidence\": 0..1, \"recommendations\": 1-2 ids R.. from FINDINGS, "
-                 "\"note\": one short sentence naming a vehicle or finding id, or empty}. Endorse reasons: "
-                 + ", ".join(ENDORSE_REASONS) + "; dispute reasons: " + ", ".join(DISPUTE_REASONS) + ".")
+
+
+def unconstrained(findings: list) -> Admissible:
+    """Every label of the agents' schema and every reason for every finding (callers without the segment's facts)."""
+    return Admissible(LABELS, {f.id: REASONS for f in findings})
+
+
+def choice_format(adm: Admissible | None = None) -> str:
+    """The answer format; the label is asked only when the facts leave more than one open."""
+    label = "" if adm is not None and not adm.label_open else \
+        " \"label\": " + " | ".join(f'\"{x}\"' for x in (adm.labels if adm else LABELS)) + ","
+    allowed = ("a finding may be disputed only for the reasons listed after it" if adm is not None else
+               "dispute reasons: " + ", ".join(DISPUTE_REASONS))
+    return ("Answer with JSON only: {\"findings\": 1-3 items {\"id\": a finding id, \"stance\": \"endorse\" or "
+            "\"dispute\", \"reason\"}, most important first," + label + " \"confidence\": 0..1, "
+            "\"recommendations\": 1-2 ids R.., \"note\": one short sentence naming a vehicle or finding id, or empty}. "
+            "Endorse reasons: " + ", ".join(ENDORSE_REASONS) + "; " + allowed + ".")
 
 
 def candidates(findings: list) -> dict[str, tuple[str, str]]:
@@ -34,48 +47,60 @@ def candidates(findings: list) -> dict[str, tuple[str, str]]:
     return out
 
 
-def findings_text(findings: list) -> str:
-    """The FINDINGS block of the prompt: each finding and its candidate recommendations with their ids."""
+def findings_text(findings: list, adm: Admissible | None = None) -> str:
+    """The FINDINGS block of the prompt: each finding, the reasons it may be disputed for (when the facts are known)
+    and its candidate recommendations with their ids."""
     recs = candidates(findings)
     lines = []
     for f in findings:
-        lines.append(f"{f.id} [{f.severity}] {f.sentence}")
+        allowed = ""
+        if adm is not None:
+            dispute = adm.dispute(f.id)
+            allowed = f" (dispute only as {', '.join(dispute)})" if dispute else " (endorse only)"
+        lines.append(f"{f.id} [{f.severity}] {f.sentence}{allowed}")
         lines += [f"  {rid}: {text}" for rid, (fid, text) in recs.items() if fid == f.id]
     return "\n".join(lines) or "(no findings)"
 
 
-def choice_schema(findings: list, note_max: int = NOTE_MAX) -> dict:
-    """JSON Schema of one agent's choices: finding ids, reasons and recommendation ids are enums of what exists."""
-    ids = [f.id for f in findings]
+def _alternatives(findings: list, adm: Admissible) -> list[dict]:
+    """One schema alternative per (stance, admissible reasons), its ids the findings that admit exactly those."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for f in findings:
+        for stance, reasons in (("endorse", adm.endorse(f.id)), ("dispute", adm.dispute(f.id))):
+            if reasons:
+                groups.setdefault((stance, reasons), []).append(f.id)
+    return [{"type": "object", "properties": {"id": {"type": "string", "enum": ids},
+                                              "stance": {"type": "string", "enum": [stance]},
+                                              "reason": {"type": "string", "enum": list(reasons)}},
+             "required": ["id", "stance", "reason"], "additionalProperties": False}
+            for (stance, reasons), ids in groups.items()]
+
+
+def choice_schema(findings: list, adm: Admissible | None = None, note_max: int = NOTE_MAX) -> dict:
+    """JSON Schema of one agent's choices: finding ids, the reasons each admits, the open labels and recommendation
+    ids are enums (a grammar for `local`, a schema and its post-check for `openai`); no label when one is left."""
+    adm = adm or unconstrained(findings)
     recs = list(candidates(findings))
-    item = {"anyOf": [
-        {"type": "object", "properties": {"id": {"type": "string", "enum": ids},
-                                          "stance": {"type": "string", "enum": [stance]},
-                                          "reason": {"type": "string", "enum": list(reasons)}},
-         "required": ["id", "stance", "reason"], "additionalProperties": False}
-        for stance, reasons in (("endorse", ENDORSE_REASONS), ("dispute", DISPUTE_REASONS))]}
-    return {
-        "type": "object",
-        "properties": {
-            "findings": {"type": "array", "items": item, "minItems": 1, "maxItems": min(MAX_CHOICES, len(ids))},
-            "label": {"type": "string", "enum": list(LABELS)},
-            "confidence": {"type": "number", "enum": CONFIDENCE_STEPS},
-            "recommendations": {"type": "array", "items": {"type": "string", "enum": recs}, "minItems": 1,
-                                "maxItems": min(MAX_PICKS, len(recs))},
-            "note": plain_string(0, note_max),
-        },
-        "required": ["findings", "label", "confidence", "recommendations", "note"],
-        "additionalProperties": False,
-    }
+    props: dict[str, Any] = {
+        "findings": {"type": "array", "items": {"anyOf": _alternatives(findings, adm)}, "minItems": 1,
+                     "maxItems": min(MAX_CHOICES, len(findings))}}
+    if adm.label_open:
+        props["label"] = {"type": "string", "enum": list(adm.labels)}
+    props.update({
+        "confidence": {"type": "number", "enum": CONFIDENCE_STEPS},
+        "recommendations": {"type": "array", "items": {"type": "string", "enum": recs}, "minItems": 1,
+                            "maxItems": min(MAX_PICKS, len(recs))},
+        "note": plain_string(0, note_max)})
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
-def choice_answer(response: AgentResponse, findings: list) -> dict:
-    """What a model writes for these choices (the tool composes the rest): ids, stances, label, confidence,
-    recommendation ids, note."""
+def choice_answer(response: AgentResponse, findings: list, adm: Admissible | None = None) -> dict:
+    """What a model writes for these choices (the tool composes the rest): ids, stances, the label when it is
+    asked, confidence, recommendation ids, note."""
     rids = {text: rid for rid, (_, text) in candidates(findings).items()}
-    return {"findings": [dict(c) for c in response.choices], "label": response.assessment,
-            "confidence": response.confidence, "recommendations": [rids[t] for t in response.picked if t in rids],
-            "note": response.note}
+    label = {"label": response.assessment} if adm is None or adm.label_open else {}
+    return {"findings": [dict(c) for c in response.choices], **label, "confidence": response.confidence,
+            "recommendations": [rids[t] for t in response.picked if t in rids], "note": response.note}
 
 
 def is_choice_answer(data: Any) -> bool:
@@ -86,60 +111,82 @@ def _words(reason: str) -> str:
     return reason.replace("_", " ")
 
 
-def normalise(data: dict, findings: list) -> tuple[list[dict], list[str]]:
-    """(choices, picked recommendation texts) keeping only ids that exist, each finding once, reasons in the set."""
-    known = {f.id for f in findings}
+def normalise(data: dict, findings: list, adm: Admissible | None = None) -> tuple[list[dict], list[str], int]:
+    """(choices, picked recommendation texts, inadmissible choices dropped): each finding once, each choice one the
+    facts admit (its stance follows its reason); a choice of an unknown id or reason, or one the facts rule out, is
+    dropped and counted."""
+    adm = adm or unconstrained(findings)
     recs = candidates(findings)
-    choices, seen = [], set()
+    choices: list[dict] = []
+    seen: set[str] = set()
+    dropped = 0
     for c in data.get("findings") or []:
-        if not isinstance(c, dict) or c.get("id") not in known or c["id"] in seen:
+        if not isinstance(c, dict) or c.get("id") in seen:
             continue
         reason = str(c.get("reason") or "")
-        stance = "dispute" if reason in DISPUTE_REASONS else "endorse" if reason in ENDORSE_REASONS else \
-            ("dispute" if c.get("stance") == "dispute" else "endorse")
-        if reason not in REASONS:
-            reason = "needs_more_data" if stance == "dispute" else "confirmed_by_data"
-        seen.add(c["id"])
-        choices.append({"id": c["id"], "stance": stance, "reason": reason})
+        choice = {"id": str(c.get("id")), "stance": "dispute" if reason in DISPUTE_REASONS else "endorse",
+                  "reason": reason}
+        if not adm.allows(choice):
+            dropped += 1
+            continue
+        seen.add(choice["id"])
+        choices.append(choice)
     picked = list(dict.fromkeys(recs[r][1] for r in data.get("recommendations") or [] if r in recs))
-    return choices, picked
+    return choices, picked, dropped
+
+
+def label_of(data: dict, adm: Admissible) -> tuple[str, int]:
+    """(label, 1 if the answer's own label was inadmissible and replaced by the verifier's else 0)."""
+    label = str(data.get("label") or "").lower()
+    if adm.allows_label(label):
+        return label, 0
+    fixed = adm.labels[0] if not adm.label_open else adm.verifier_label
+    return fixed, int(bool(label))
+
+
+def _claim(who: str, segment: str, label: str, endorsed: list[dict], disputed: list[dict], by_id: dict) -> str:
+    """The agent's claim: its label and the finding it rests on. A finding at or above warning level never follows
+    a "safe" (that would read as if the hazard were safe): the claim then says what keeps the segment safe."""
+    if endorsed:
+        f = by_id[endorsed[0]["id"]]
+        if label == "safe" and f.severity in ("hazard", "warning"):
+            ids = ", ".join(c["id"] for c in endorsed)
+            return f"{who} rates {segment} safe: no hard limit was crossed; it confirms {ids} as below a hard limit."
+        return f"{who} rates {segment} {label}, resting on {f.id}: {f.sentence}"
+    if disputed:
+        c = disputed[0]
+        return f"{who} rates {segment} {label} and disputes {c['id']} as {_words(c['reason'])}."
+    return f"{who} rates {segment} {label} without choosing a finding."
 
 
 def compose(who: str, segment: str, label: str, choices: list[dict], picked: list[str], findings: list,
             ctx: Any = None) -> dict[str, Any]:
-    """The tool's own claim, summary, counter, recommendation and evidence for a set of choices."""
+    """The tool's own claim, summary, counter, recommendation and evidence for a set of (admissible) choices."""
     by_id = {f.id: f for f in findings}
     endorsed = [c for c in choices if c["stance"] == "endorse"]
     disputed = [c for c in choices if c["stance"] == "dispute"]
-    if endorsed:
-        claim = f"{who} rates {segment} {label}: {by_id[endorsed[0]['id']].sentence}"
-    elif disputed:
-        c = disputed[0]
-        claim = f"{who} rates {segment} {label} and disputes {c['id']} as {_words(c['reason'])}."
-    else:
-        claim = f"{who} rates {segment} {label} without choosing a finding."
     parts = []
     if endorsed:
         parts.append(f"endorses {', '.join(c['id'] for c in endorsed)}")
     if disputed:
-        parts.append("disputes " + ", ".join(f"{c['id']} ({_words(c['reason'])})" for c in disputed))
+        parts.append("disputes " + ", ".join(f"{c['id']} as {_words(c['reason'])}" for c in disputed))
     first_rec = next((by_id[c["id"]].recommendations[0] for c in endorsed if by_id[c["id"]].recommendations), "")
     recommendation = picked[0] if picked else first_rec
     summary = f"{who} {' and '.join(parts) or 'chose no finding'} on {segment}." + \
         (f" {recommendation}" if recommendation else "")
     if disputed:
         c = disputed[0]
-        counter = f"{c['id']} is disputed as {_words(c['reason'])}: {by_id[c['id']].sentence}"
+        f = by_id[c["id"]]
+        stands = " The verifier's violation stands." if f.severity == "hazard" else ""
+        counter = f"{c['id']} is disputed as {_words(c['reason'])}. It reads: {f.sentence}{stands}"
     else:
         counter = f"No finding of {segment} is disputed; {len(endorsed)} endorsed."
-    return {"claim": claim, "summary": summary, "counter": counter, "recommendation": recommendation,
-            "evidence": evidence_for(choices, by_id, ctx)}
+    return {"claim": _claim(who, segment, label, endorsed, disputed, by_id), "summary": summary, "counter": counter,
+            "recommendation": recommendation, "evidence": evidence_for(choices, by_id, ctx)}
 
 
 def evidence_for(choices: list[dict], by_id: dict, ctx: Any, limit: int = 5) -> list[str]:
     """The chosen findings' references as citable evidence lines of this segment (DSL lines, metric values)."""
-    from uav_debate_eval.debate.rules import dsl_evidence, metric_evidence
-
     index = getattr(getattr(ctx, "dsl", None), "index", {}) or {}
     details = getattr(getattr(ctx, "metrics", None), "details", {}) or {}
     out: list[str] = []
@@ -153,20 +200,23 @@ def evidence_for(choices: list[dict], by_id: dict, ctx: Any, limit: int = 5) -> 
     return list(dict.fromkeys(out))[:limit]
 
 
-def response_from_choices(data: dict, findings: list, who: str, ctx: Any) -> AgentResponse:
-    """An AgentResponse whose text the tool composed from the model's choices; the model's note rides along."""
-    choices, picked = normalise(data, findings)
-    label = str(data.get("label") or "").lower()
-    if label not in LABELS:
-        label = "borderline"
+def response_from_choices(data: dict, findings: list, who: str, ctx: Any,
+                          adm: Admissible | None = None) -> tuple[AgentResponse, int]:
+    """(an AgentResponse whose text the tool composed from the model's admissible choices, inadmissible choices
+    dropped); the model's note rides along."""
+    adm = adm or unconstrained(findings)
+    choices, picked, dropped = normalise(data, findings, adm)
+    label, wrong_label = label_of(data, adm)
     try:
         confidence = min(1.0, max(0.0, float(data.get("confidence", 0.5))))
     except (TypeError, ValueError):
         confidence = 0.5
     text = compose(who, getattr(ctx, "segment_id", "the segment"), label, choices, picked, findings, ctx)
-    return AgentResponse(claim=text["claim"], evidence=text["evidence"], counter=text["counter"],
-                         summary=text["summary"], recommendation=text["recommendation"], confidence=confidence,
-                         assessment=label, choices=choices, picked=picked, note=str(data.get("note") or "").strip())
+    response = AgentResponse(claim=text["claim"], evidence=text["evidence"], counter=text["counter"],
+                             summary=text["summary"], recommendation=text["recommendation"], confidence=confidence,
+                             assessment=label, choices=choices, picked=picked,
+                             note=str(data.get("note") or "").strip())
+    return response, dropped + wrong_label
 
 
 def endorsed_ids(response: AgentResponse) -> set[str]:

@@ -124,24 +124,23 @@ def hazards_named(result: DebateResult, truth: list[Any]) -> tuple[int, int]:
     return named, len(found)
 
 
+def names_fault(finding: Any, fault: Any) -> bool:
+    """A hazard or warning finding about truth fault `fault`: its time overlaps the fault's (+-1 s) and its kind or
+    sentence names the fault's constraint, event or a synonym."""
+    return (finding.severity in ("hazard", "warning") and finding.t_start <= fault.t_end + 1.0
+            and finding.t_end >= fault.t_start - 1.0
+            and bool(_hits(_low(f"{finding.kind} {finding.sentence}"), _hazard_words(fault))))
+
+
 def hazards_chosen(result: DebateResult, truth: list[Any]) -> tuple[int, int]:
     """(hazards covered by a hazard/warning finding some agent endorsed, hazards)."""
     found = hazards(truth)
     named = 0
     for f in found:
-        words = _hazard_words(f)
-        hit = False
-        for seg in _segments_over(result, f):
-            by_id = {x.id: x for x in getattr(seg, "findings", []) or []}
-            for rd in seg.rounds:
-                for r in rd.responses:
-                    for c in r.response.choices:
-                        x = by_id.get(c["id"])
-                        if (c["stance"] == "endorse" and x is not None and x.severity in ("hazard", "warning")
-                                and x.t_start <= f.t_end + 1.0 and x.t_end >= f.t_start - 1.0
-                                and _hits(_low(f"{x.kind} {x.sentence}"), words)):
-                            hit = True
-        named += hit
+        named += any(c["stance"] == "endorse" and c["id"] in by_id and names_fault(by_id[c["id"]], f)
+                     for seg in _segments_over(result, f)
+                     for by_id in [{x.id: x for x in getattr(seg, "findings", []) or []}]
+                     for rd in seg.rounds for r in rd.responses for c in r.response.choices)
     return named, len(found)
 
 

@@ -22,7 +22,7 @@ REASONS = ("ungrounded", "not_english", "template_debris", "repeated", "truncate
 QUOTE_REASON = "invalid_citation"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CAPS_TAG = re.compile(r"\b[A-Z]{2,}_[A-Z_]{2,}\b")
-_DEBRIS = re.compile(r"[{}<>|\\]|\[\s*\]|\bRecommendez\b|\b(?:SUMMARY|CLAIM|EVIDENCE|COUNTER|"
+_DEBRIS = re.compile(r"[{}<>|\\]|\[[\s:;,.]*\]|\bRecommendez\b|\b(?:SUMMARY|CLAIM|EVIDENCE|COUNTER|"
                      r"LABEL|CONFIDENCE)\s*:|([^\w\s])\1{2,}|\b(\w+)(?:\W+\2\b){2,}", re.IGNORECASE)
 _FUNCTION_WORDS = frozenset({
     "a", "an", "the", "of", "and", "or", "but", "is", "are", "was", "were", "be", "been", "has", "have", "had",
@@ -99,9 +99,14 @@ def _truncated(sentence: str) -> bool:
     return last in _DANGLING or bool(re.search(r"(?:\b\w-|\s-)\.?$", s))
 
 
+def has_debris(sentence: str) -> bool:
+    """Template debris: braces, empty brackets ("data[:]"), tag words, half-French, runs of punctuation."""
+    return bool(_DEBRIS.search(sentence) or _CAPS_TAG.search(sentence))
+
+
 def reason(sentence: str, names: set[str], seen: set[str]) -> str | None:
     """Why `sentence` fails the gate (one of REASONS), or None when it passes."""
-    if _DEBRIS.search(sentence) or _CAPS_TAG.search(sentence):
+    if has_debris(sentence):
         return "template_debris"
     if _truncated(sentence):
         return "truncated"

@@ -23,11 +23,12 @@ from uav_debate_eval.debate.personas import Persona
 from uav_debate_eval.debate.prompts import Turn
 from uav_debate_eval.debate.records import ResponseRecord, RoundRecord, SegmentContext, SegmentDebate
 from uav_debate_eval.debate.response import AgentResponse
-from uav_debate_eval.debate.router import notable, route, segment_violations, sparse_route
+from uav_debate_eval.debate.router import route, segment_violations, sparse_route
 from uav_debate_eval.debate.teams import red_indices, roles, rotation_shift
 from uav_debate_eval.debate.topology import POLICY_FILE, Controller, Policy, observe
 from uav_debate_eval.debate.uncertainty import uncertainty
 from uav_debate_eval.findings import build_findings
+from uav_debate_eval.findings.admissible import admissible
 
 
 def _issues(responses: list[ResponseRecord], quality: Quality) -> str:
@@ -109,6 +110,8 @@ class Panel:
                 still = sum(c.cites and not c.valid for c in checks)
                 seg.invalid["repaired"] += len(invalid) - min(len(invalid), still)
         for r in spent:
+            for k, n in r.extra.get("inadmissible", {}).items():
+                seg.inadmissible[k] += n
             rec.tokens["prompt"] += r.prompt_tokens
             rec.tokens["completion"] += r.completion_tokens
             for k, v in r.parts.items():
@@ -141,6 +144,10 @@ class Panel:
             r_info = sparse_route(r_info, findings, seg_vetoed, max(1, cfg.settled_agents), cfg.veto_rounds)
         seg = SegmentDebate(ctx.segment_id, float(ctx.t_start), float(ctx.t_end), r_info)
         seg.findings = findings
+        traj = getattr(ctx, "traj", None)
+        seg.admissible = admissible(findings, ctx.safety, self.mission, (float(ctx.t_start), float(ctx.t_end)),
+                                    seg_vetoed, getattr(traj, "sample_period", None),
+                                    len(getattr(traj, "tracks", {}) or {}))
         verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, cfg.quote_rel_tol, cfg.quote_abs_tol)
         valid_ids, metric_refs = verifier.valid_ids, verifier.metric_refs()
         quotes = verifier.quotes() if cfg.quotes_evidence and not cfg.choices else None
@@ -179,7 +186,7 @@ class Panel:
                              own_previous=by_role.get(assigned[i].id), interventions=interventions,
                              min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence,
                              compact=cfg.compact, quotes=quotes, findings=seg.findings if cfg.choices else [],
-                             lean=cfg.lean_prompts, notable=notable(seg.findings))
+                             lean=cfg.lean_prompts, admissible=seg.admissible)
                      for i in range(k) if active[i]}
             results = dict(zip(turns, await asyncio.gather(*(self._turn(agents[i], t, verifier, seg, rec)
                                                                 for i, t in turns.items())), strict=True))
@@ -293,7 +300,8 @@ class Panel:
         cfg, agent = self.cfg, self.agents[0]
         findings = seg.findings if cfg.choices else None
         request = synthesis.judge_request(ctx, seg.route.layer, positions, labels, ids, self.vetoed, cfg.compact,
-                                          cfg.temperature, cfg.max_tokens, cfg.seed, findings, cfg.lean_prompts)
+                                          cfg.temperature, cfg.max_tokens, cfg.seed, findings, cfg.lean_prompts,
+                                          seg.admissible)
         start = time.perf_counter()
         async with self.slots:
             try:

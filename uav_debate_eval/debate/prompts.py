@@ -6,16 +6,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from uav_debate_eval.debate.choices import choice_format, findings_text
+from uav_debate_eval.debate.cite import fmt
 from uav_debate_eval.debate.evidence import Check
 from uav_debate_eval.debate.monitor import Intervention
 from uav_debate_eval.debate.personas import Persona
 from uav_debate_eval.debate.response import AgentResponse
 from uav_debate_eval.debate.router import segment_violations
+from uav_debate_eval.findings.admissible import Admissible
 
-RED = ("You are on the RED team: hunt anomalies, challenge optimistic scores and the blue team's assessment, "
-       "and name the weakest evidence. Critique before you conclude.")
-BLUE = ("You are on the BLUE team: give your expert assessment, acknowledge valid criticism from the red team and "
-        "refute the rest with data. Critique before you conclude.")
+RED = "RED team: hunt anomalies, challenge optimistic readings and name the weakest evidence."
+BLUE = "BLUE team: give your assessment; accept valid red criticism and refute the rest with data."
 COLLAB = ("Collaborative mode: this is not a zero-sum debate. Complement the other experts: add the points they "
           "missed, correct gaps with data, and build one shared, complete assessment.")
 FORMAT = ("Answer with JSON only: {\"claim\": one sentence, \"evidence\": 3-5 items {\"id\": a DSL id or metric "
@@ -52,12 +53,8 @@ class Turn:
     compact: bool = False  # short prompts for small in-process models
     quotes: dict[str, list[str]] | None = None  # evidence quotes exact facts (EvidenceVerifier.quotes) when set
     findings: list = field(default_factory=list)  # the segment's verified findings: agents choose among them
-    lean: bool = False  # relevant ids only, compact DSL when nothing is notable, previous round as choices
-    notable: bool = True  # the segment has a finding near a limit (router.notable)
-
-
-def _fmt(x: Any) -> str:
-    return f"{x:.4g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
+    lean: bool = False  # each fact once (findings, or a compact DSL), the previous round as choices
+    admissible: Admissible | None = None  # the choices the segment's facts admit (findings.admissible)
 
 
 #: With compact prompts, only the category scores and the weakest metrics are shown.
@@ -66,7 +63,7 @@ COMPACT_METRICS = 5
 
 def metrics_text(metrics: Any, compact: bool = False) -> str:
     """Category scores, then each metric; compact keeps only the COMPACT_METRICS weakest metrics."""
-    lines = [f"{cat}.score = {_fmt(score)}" for cat, score in (getattr(metrics, "scores", {}) or {}).items()]
+    lines = [f"{cat}.score = {fmt(score)}" for cat, score in (getattr(metrics, "scores", {}) or {}).items()]
     rows = [(cat, name, d) for cat, group in (getattr(metrics, "details", {}) or {}).items()
             for name, d in (group or {}).items()]
     if compact:
@@ -77,7 +74,7 @@ def metrics_text(metrics: Any, compact: bool = False) -> str:
         rows = sorted(rows, key=weakness)[:COMPACT_METRICS]
     for cat, name, d in rows:
         unit = d.get("unit") or ""
-        lines.append(f"{cat}.{name} = {_fmt(d.get('value'))} {unit} (score {_fmt(d.get('score'))})".rstrip())
+        lines.append(f"{cat}.{name} = {fmt(d.get('value'))} {unit} (score {fmt(d.get('score'))})".rstrip())
     return "\n".join(lines) or "(no metrics)"
 
 
@@ -86,14 +83,14 @@ def safety_text(ctx: Any, near: float | None = None) -> str:
     s = ctx.safety
     lines = [f"verifier label: {getattr(s, 'label', 'unknown')}"]
     for v in segment_violations(s, ctx.t_start, ctx.t_end):
-        lines.append(f"VIOLATION {v.constraint} t={_fmt(v.t_start)}-{_fmt(v.t_end)} s uavs {','.join(v.uavs)} "
-                     f"worst {_fmt(v.worst_value)} limit {_fmt(v.limit)}")
+        lines.append(f"VIOLATION {v.constraint} t={fmt(v.t_start)}-{fmt(v.t_end)} s uavs {','.join(v.uavs)} "
+                     f"worst {fmt(v.worst_value)} limit {fmt(v.limit)}")
     for name, m in (getattr(s, "margins", {}) or {}).items():
         ratio = m.get("ratio")
         if near is not None and not (isinstance(ratio, (int, float)) and ratio >= near):
             continue
-        lines.append(f"margin {name}: worst {_fmt(m.get('worst_value'))} limit {_fmt(m.get('limit'))} "
-                     f"ratio {_fmt(m.get('ratio'))}")
+        lines.append(f"margin {name}: worst {fmt(m.get('worst_value'))} limit {fmt(m.get('limit'))} "
+                     f"ratio {fmt(m.get('ratio'))}")
     return "\n".join(lines)
 
 
@@ -110,25 +107,25 @@ def role_text(turn: Turn) -> str:
         parts.append(RED if turn.team == "red" else BLUE)
     if turn.lead:
         parts.append("You lead this round: address the open issues first.")
-    if turn.vetoed:
+    if turn.vetoed and turn.findings:
+        parts.append("SAFETY VETO: the verifier's hard-constraint violation makes the mission RISKY; choose the "
+                     "findings and recommendations.")
+    elif turn.vetoed:
         parts.append("SAFETY VETO: the deterministic safety verifier reports a hard-constraint violation. The "
                      "mission verdict is RISKY whatever the panel concludes; explain the violation and recommend.")
     return "\n".join(parts)
 
 
-def segment_text(ctx: Any, stage: str, ids: list[str], compact: bool, findings: list | None = None) -> str:
+def segment_text(ctx: Any, stage: str, ids: list[str], compact: bool, findings: list | None = None,
+                 adm: Admissible | None = None) -> str:
     """A segment's data (DSL, metrics, safety, findings, citable ids); `stage` says where in the debate it is."""
-    return "\n\n".join(segment_parts(ctx, stage, ids, compact, findings).values())
+    return "\n\n".join(segment_parts(ctx, stage, ids, compact, findings, adm=adm).values())
 
 
 #: DSL tags a compact DSL keeps (the header line, scores, risks, data quality, attention lines and events).
 COMPACT_DSL_TAGS = ("DSL", "SCORES", "RISK", "RULE", "DQ", "ATTN", "EVENT", "SUMMARY")
 #: Margins at least this share of their limit are shown in a lean SAFETY block.
 NEAR_LIMIT = 0.8
-
-
-#: With compact prompts and findings: SCORES and ATTN lines go too (METRICS and FINDINGS state what they point at).
-FINDINGS_DSL_TAGS = ("DSL", "RISK", "RULE", "DQ", "EVENT", "SUMMARY")
 
 
 def compact_dsl(text: str, keep: set[str] | None = None, tags: tuple[str, ...] = COMPACT_DSL_TAGS) -> str:
@@ -141,25 +138,30 @@ def compact_dsl(text: str, keep: set[str] | None = None, tags: tuple[str, ...] =
 
 
 def segment_parts(ctx: Any, stage: str, ids: list[str], compact: bool, findings: list | None = None,
-                  lean: bool = False, notable: bool = True) -> dict[str, str]:
-    """The segment's data by prompt part (header, dsl, metrics, safety, findings, valid_ids). Lean: a compact DSL
-    (anomaly lines only when nothing is notable; plus the lines the findings cite when something is), the weakest
-    metrics, the margins near a limit, and no id list when the findings carry the ids; compact and lean with findings:
-    no SCORES or ATTN lines either."""
-    from uav_debate_eval.debate.choices import findings_text
-
+                  lean: bool = False, adm: Admissible | None = None) -> dict[str, str]:
+    """The segment's data by prompt part (header, dsl, metrics, safety, findings, valid_ids). Lean with findings:
+    the findings state every fact once (their DSL lines, violations, margins and low metrics are not repeated), so
+    the DSL is its header line, the metrics the category scores and the safety block the verifier's label. Lean
+    without findings: a compact DSL, the weakest metrics and the margins near a limit."""
     dsl = str(getattr(ctx.dsl, "text", ""))
+    if lean and findings:
+        header = dsl.splitlines()[0] if dsl else ""
+        scores = getattr(ctx.metrics, "scores", {}) or {}
+        parts = {"header": f"SEGMENT {ctx.segment_id} t={fmt(ctx.t_start)}-{fmt(ctx.t_end)} s, {stage}.",
+                 "dsl": "DSL: " + header,
+                 "metrics": "SCORES: " + ", ".join(f"{k} {fmt(v)}" for k, v in scores.items()),
+                 "safety": f"VERIFIER: {getattr(ctx.safety, 'label', 'unknown')}",
+                 "findings": "FINDINGS (verified by the tool; choose among them):\n" + findings_text(findings, adm)}
+        return parts
     if lean and findings is not None:
-        dsl = compact_dsl(dsl, {ref for f in findings for ref in f.refs} if notable or compact else None,
-                          FINDINGS_DSL_TAGS if compact and findings else COMPACT_DSL_TAGS)
-    parts = {"header": f"SEGMENT {ctx.segment_id} t={_fmt(ctx.t_start)}-{_fmt(ctx.t_end)} s, {stage}.",
+        dsl = compact_dsl(dsl, None, COMPACT_DSL_TAGS)
+    parts = {"header": f"SEGMENT {ctx.segment_id} t={fmt(ctx.t_start)}-{fmt(ctx.t_end)} s, {stage}.",
              "dsl": "DSL:\n" + dsl,
              "metrics": "METRICS:\n" + metrics_text(ctx.metrics, compact or lean),
              "safety": "SAFETY:\n" + safety_text(ctx, NEAR_LIMIT if lean else None)}
     if findings:
-        parts["findings"] = "FINDINGS (verified by the tool; choose among them):\n" + findings_text(findings)
-    if not (lean and findings):
-        parts["valid_ids"] = "VALID IDS: " + ", ".join(ids)
+        parts["findings"] = "FINDINGS (verified by the tool; choose among them):\n" + findings_text(findings, adm)
+    parts["valid_ids"] = "VALID IDS: " + ", ".join(ids)
     return parts
 
 
@@ -172,7 +174,7 @@ def evidence_parts(turn: Turn) -> dict[str, str]:
     the round is then named in the agent's own message)."""
     stage = "debated by the panel" if turn.compact or turn.lean else _stage(turn)
     return segment_parts(turn.ctx, stage, turn.valid_ids + turn.metric_refs, turn.compact, turn.findings,
-                         turn.lean, turn.notable)
+                         turn.lean, turn.admissible)
 
 
 def evidence_text(turn: Turn) -> str:
@@ -182,9 +184,7 @@ def evidence_text(turn: Turn) -> str:
 def answer_format(turn: Turn) -> str:
     """Choices among the findings when the segment has them; else the free-text response (quoted or not)."""
     if turn.findings:
-        from uav_debate_eval.debate.choices import CHOICE_FORMAT
-
-        return CHOICE_FORMAT
+        return choice_format(turn.admissible)
     return FORMAT_QUOTED if turn.quotes else FORMAT
 
 

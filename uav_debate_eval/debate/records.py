@@ -15,6 +15,7 @@ from uav_debate_eval.debate.monitor import Intervention, Quality
 from uav_debate_eval.debate.response import AgentResponse
 from uav_debate_eval.debate.router import Route
 from uav_debate_eval.debate.topology import Plan
+from uav_debate_eval.findings.admissible import Admissible
 
 
 @dataclass
@@ -103,6 +104,9 @@ class SegmentDebate:
     findings: list = field(default_factory=list)
     struck: list[tuple[str, str]] = field(default_factory=list)  # (sentence, reason) the gate struck
     judge_skipped: str | None = None  # no judge call (sparse router): decided (one label left open) | veto
+    admissible: Admissible | None = None  # the choices the segment's facts admit
+    # choices the facts rule out: answers that had one, answers a repair made admissible, choices dropped
+    inadmissible: dict[str, int] = field(default_factory=lambda: {"answers": 0, "repaired": 0, "dropped": 0})
 
     def to_dict(self) -> dict:
         return {"id": self.segment_id, "t_start": self.t_start, "t_end": self.t_end, "layer": self.route.layer,
@@ -113,7 +117,9 @@ class SegmentDebate:
                 "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens),
                 "judge": self.judge.to_dict() if self.judge else None,
                 **({"judge_skipped": self.judge_skipped} if self.judge_skipped else {}),
-                "findings": [f.to_dict() for f in self.findings], "struck": quality.count(self.struck)}
+                "findings": [f.to_dict() for f in self.findings], "struck": quality.count(self.struck),
+                "inadmissible": dict(self.inadmissible),
+                **({"admissible": self.admissible.to_dict()} if self.admissible is not None else {})}
 
 
 @dataclass
@@ -180,6 +186,8 @@ class DebateResult:
             "uncertainty": {**self.uncertainty(), "low_confidence": self.verdict.low_confidence},
             "invalid_citations": self.invalid_citations(),
             "struck": quality.count([x for s in self.segments for x in s.struck]),
+            "inadmissible": {k: int(sum(s.inadmissible[k] for s in self.segments))
+                             for k in ("answers", "repaired", "dropped")},
             "label": self.verdict.label,
             "panel_label": self.verdict.panel_label,
             "verifier_label": self.verdict.verifier_label,

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from uav_debate_eval.debate.llm.structured import normalise_evidence
 
 LABELS = ("safe", "borderline", "risky")
-SEVERITY = {label: i for i, label in enumerate(LABELS)}
+#: `inconclusive` (admissible only where a checked constraint could not be evaluated) ranks between borderline and
+#: risky, as in the verdict: no violation, but the data cannot show the flight safe.
+SEVERITY = {"safe": 0, "borderline": 1, "inconclusive": 2, "risky": 3}
 #: Score implied by a label when a model gives no score (score-gap convergence needs one).
-LABEL_SCORE = {"safe": 1.0, "borderline": 0.5, "risky": 0.0}
+LABEL_SCORE = {"safe": 1.0, "borderline": 0.5, "inconclusive": 0.5, "risky": 0.0}
 
 
 @dataclass

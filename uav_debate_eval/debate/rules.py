@@ -19,26 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from uav_debate_eval.debate.cite import dsl_evidence, metric_evidence
 from uav_debate_eval.debate.monitor import ASPECTS
-from uav_debate_eval.debate.prompts import Turn, _fmt
+from uav_debate_eval.debate.prompts import Turn
 from uav_debate_eval.debate.response import AgentResponse
 from uav_debate_eval.debate.router import segment_violations
 
 _ASPECT_CATEGORY = {"trajectory": "flight_control", "coordination": "coordination", "safety": "safety"}
 _ESCALATE = {"safe": "borderline", "borderline": "borderline", "risky": "risky"}
-
-
-def dsl_evidence(item: Any) -> str:
-    """The item's own DSL line (it starts with its id), so every number quoted is the item's data."""
-    text = str(getattr(item, "text", "") or "").strip()
-    return text if text.startswith(item.id) else f"{item.id}: {text or item.kind}"
-
-
-def metric_evidence(cat: str, name: str, d: dict) -> str:
-    unit = f" {d['unit']}" if d.get("unit") else ""
-    value = f" = {_fmt(d['value'])}{unit}" if isinstance(d.get("value"), (int, float)) else ""
-    score = f" (score {_fmt(d['score'])})" if isinstance(d.get("score"), (int, float)) else ""
-    return f"{cat}.{name}{value}{score}"
 
 
 def _rows(metrics: Any, cat: str) -> list[tuple[str, str, dict]]:
@@ -139,6 +127,7 @@ def rules_response(turn: Turn) -> AgentResponse:
     violations = segment_violations(ctx.safety, ctx.t_start, ctx.t_end)
     f = _analyse(turn, violations)
     label = "risky" if violations else "borderline" if f.defects else "safe"
+    adm = turn.admissible
 
     items = _items(turn)
     kinds = [i.kind for i in turn.interventions]
@@ -170,6 +159,8 @@ def rules_response(turn: Turn) -> AgentResponse:
     else:
         claim = f"{p.name} on {seg}: {label}, {f.headline}" + (f", worst {worst}." if worst else ".")
         counter = _answer_red(turn, label)
+    if adm is not None and not adm.allows_label(label):  # the facts decide (a veto without a violation here)
+        label = adm.labels[0] if not adm.label_open else adm.verifier_label
     if "break_circularity" in kinds and turn.own_previous is not None:
         claim = f"Against my previous position ({turn.own_previous.assessment}): {claim}"
         confidence -= 0.1
@@ -208,10 +199,18 @@ def _finding_kind(f: Any) -> str:
     return f"low_score:{f.refs[0]}" if f.kind == "low_score" and f.refs else f.kind
 
 
+def _stance(f: Any, adm: Any) -> tuple[str, str]:
+    """Endorse by severity; the whole swarm's route turns are disputed as within tolerance. Only what the facts
+    admit (findings.admissible): otherwise the first endorse reason they allow."""
+    stance, reason = ("dispute", "within_tolerance") if f.kind == "route_turns" else _STANCE[f.severity]
+    if adm is None or adm.allows({"id": f.id, "stance": stance, "reason": reason}):
+        return stance, reason
+    return "endorse", adm.endorse(f.id)[0]
+
+
 def rules_choices(turn: Turn, limit: int = 3) -> tuple[list[dict], list[str]]:
-    """The persona's choices among the segment's findings: the most important it looks at, endorsed by
-    severity; the whole swarm's route turns are disputed as within tolerance. Picks each chosen finding's
-    first recommendation (at most two)."""
+    """The persona's choices among the segment's findings: the most important it looks at, with `_stance`. Picks
+    each chosen finding's first recommendation (at most two)."""
     findings = list(turn.findings or [])
     kinds = _BIAS_KINDS.get(turn.persona.bias)
     mine = [f for f in findings if kinds is None or _finding_kind(f).startswith(kinds)]
@@ -220,7 +219,7 @@ def rules_choices(turn: Turn, limit: int = 3) -> tuple[list[dict], list[str]]:
     chosen = (mine or findings[:1])[:limit]
     choices = []
     for f in chosen:
-        stance, reason = ("dispute", "within_tolerance") if f.kind == "route_turns" else _STANCE[f.severity]
+        stance, reason = _stance(f, turn.admissible)
         choices.append({"id": f.id, "stance": stance, "reason": reason})
     picked = [f.recommendations[0] for f, c in zip(chosen, choices, strict=True)
               if c["stance"] == "endorse" and f.recommendations][:2]

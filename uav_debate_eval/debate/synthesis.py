@@ -21,7 +21,6 @@ from uav_debate_eval.debate.llm.base import ChatRequest
 from uav_debate_eval.debate.llm.structured import plain_string
 from uav_debate_eval.debate.prompts import chosen_text, segment_parts, segment_text
 from uav_debate_eval.debate.response import AgentResponse
-from uav_debate_eval.debate.router import notable
 
 JUDGE = ("You are the JUDGE of a panel of UAV flight experts. Read their final positions on one segment of a "
          "swarm flight and write the panel's verdict: weigh the evidence, not the number of voices; side with "
@@ -104,7 +103,7 @@ def judge_choice_schema(labels: list[str], findings: list) -> dict:
 
 def judge_messages(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
                    valid_ids: list[str], vetoed: bool, compact: bool, findings: list | None = None,
-                   lean: bool = False) -> list[dict[str, str]]:
+                   lean: bool = False, adm: Any = None) -> list[dict[str, str]]:
     """System: the judge's role and format. User: the segment's data and each expert's final position. Lean: the
     segment data as the agents saw it (no id list when findings carry the ids, margins near a limit) and each
     position as its choices, not the composed text."""
@@ -112,7 +111,7 @@ def judge_messages(ctx: Any, layer: int, positions: list[tuple[str, AgentRespons
             "the mission is RISKY whatever you conclude. Explain it and recommend." if vetoed else "")
     stage = f"layer L{layer}, final verdict"
     if lean and findings:
-        data = "\n\n".join(segment_parts(ctx, stage, valid_ids, compact, findings, True, notable(findings)).values())
+        data = "\n\n".join(segment_parts(ctx, stage, valid_ids, compact, findings, True, adm=adm).values())
     else:
         data = segment_text(ctx, stage, valid_ids, compact, findings)
     panel = "\n".join(f"- {role}: label {r.assessment}, confidence {r.confidence:.2f}" +
@@ -125,12 +124,12 @@ def judge_messages(ctx: Any, layer: int, positions: list[tuple[str, AgentRespons
 
 def judge_request(ctx: Any, layer: int, positions: list[tuple[str, AgentResponse]], labels: list[str],
                   valid_ids: list[str], vetoed: bool, compact: bool, temperature: float, max_tokens: int,
-                  seed: int, findings: list | None = None, lean: bool = False) -> ChatRequest:
+                  seed: int, findings: list | None = None, lean: bool = False, adm: Any = None) -> ChatRequest:
     # The schema bounds the answer's length; a smaller token budget could cut it mid-JSON (a token is >= 1 char).
     longest_id = max(map(len, valid_ids), default=0)
     bound = SUMMARY_MAX + 3 * RECOMMENDATION_MAX + 3 * (longest_id + 4) + 100
     schema = judge_choice_schema(labels, findings) if findings else judge_schema(labels, valid_ids)
-    messages = judge_messages(ctx, layer, positions, labels, valid_ids, vetoed, compact, findings, lean)
+    messages = judge_messages(ctx, layer, positions, labels, valid_ids, vetoed, compact, findings, lean, adm)
     return ChatRequest(messages=messages, agent="judge", json_schema=schema, valid_ids=valid_ids,
                        temperature=temperature, max_tokens=max(max_tokens, bound), seed=seed)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from uav_debate_eval.findings.model import VerifiedFinding
 from uav_debate_eval.findings.text import span, vehicles
 from uav_debate_eval.io.ardupilot_codes import RECOVERY_MODES
 
@@ -15,11 +16,9 @@ _QUALITY_ERRORS = ("GPS_glitch",)
 _WARNING_LOG_EVENTS = ("LOST_GPS", "EKF_ALT_RESET", "EKF_YAW_RESET")
 
 
-def autopilot_findings(events: list, rng: tuple[float, float] | None) -> list[Any]:
+def autopilot_findings(events: list, rng: tuple[float, float] | None) -> list[VerifiedFinding]:
     """One warning per failsafe, autopilot error, recovery-mode switch and alarming log event within `rng`."""
-    from uav_debate_eval.findings.catalogue import VerifiedFinding
-
-    out = []
+    out: list[VerifiedFinding] = []
     for e in events:
         t1 = e.t_end if e.t_end is not None else e.t
         if not e.id or (rng is not None and (e.t > rng[1] or t1 < rng[0])):

@@ -11,14 +11,13 @@ The panel chooses among these; `key` identifies the same finding in a segment's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from uav_debate_eval.findings import recommend
+import uav_debate_eval.findings.recommend as recommend
 from uav_debate_eval.findings.autopilot import autopilot_findings
+from uav_debate_eval.findings.model import SEVERITY, VerifiedFinding
 from uav_debate_eval.findings.text import num, span, vehicles
 
-SEVERITY = ("hazard", "warning", "data_quality", "info")
 UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m",
          "stale_data": "s"}
 #: A metric scoring below this is worth an info finding (when nothing stronger already covers it).
@@ -26,32 +25,6 @@ LOW_SCORE = 0.5
 #: A soft rule's worst failing runs (vehicles or pairs) that become findings.
 MAX_RULE_RUNS = 5
 _WARNING_EVENTS = ("proximity", "altitude_rate", "link_loss", "formation_breach")
-
-
-@dataclass
-class VerifiedFinding:
-    """One finding; `weight` (0..1+, larger = more important) orders findings of one severity."""
-
-    kind: str
-    severity: str
-    sentence: str
-    t_start: float
-    t_end: float
-    uavs: list[str]
-    refs: list[str]
-    recommendations: list[str]
-    key: str
-    weight: float = 0.0
-    id: str = ""
-    panel: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        d = {"id": self.id, "kind": self.kind, "severity": self.severity, "sentence": self.sentence,
-             "t_start": round(float(self.t_start), 3), "t_end": round(float(self.t_end), 3),
-             "uavs": list(self.uavs), "refs": list(self.refs), "recommendations": list(self.recommendations)}
-        if self.panel:
-            d["panel"] = dict(self.panel)
-        return d
 
 
 def _overlaps(t0: float | None, t1: float | None, rng: tuple[float, float] | None) -> bool:
@@ -313,8 +286,14 @@ def build_findings(safety: Any, dsl: Any, metrics: Any, mission: Any = None,
     found += autopilot_findings(events, t_range) + _data_quality(safety, t_range)
     found += _low_metrics(metrics, span_, {r for f in found for r in f.refs})
     if not found:
-        found = [recommend.all_clear(safety, span_)]
+        found = [_all_clear(safety, span_)]
     return rank(found)
+
+
+def _all_clear(safety: Any, t_range: tuple[float, float]) -> VerifiedFinding:
+    """The one finding of a segment where nothing was found: the closest constraint and what to keep."""
+    sentence, rec = recommend.all_clear(safety, t_range)
+    return VerifiedFinding("all_clear", "info", sentence, t_range[0], t_range[1], [], [], [rec], "all_clear", 0.0)
 
 
 def rank(found: list[VerifiedFinding]) -> list[VerifiedFinding]:

@@ -142,9 +142,8 @@ def for_metric(cat: str, name: str, d: dict, t_range: tuple[float, float]) -> li
     return [f"Recommend {advice} to raise {cat}.{name} (score {num(d.get('score'), 2)} at {span(*t_range)})."]
 
 
-def all_clear(safety: Any, t_range: tuple[float, float]) -> Any:
-    from uav_debate_eval.findings.catalogue import VerifiedFinding
-
+def all_clear(safety: Any, t_range: tuple[float, float]) -> tuple[str, str]:
+    """(sentence, recommendation) of a segment without any finding: the constraint that came closest."""
     margins = getattr(safety, "margins", {}) or {}
     rated = [(m["ratio"], n) for n, m in margins.items() if isinstance(m.get("ratio"), (int, float))]
     closest = max(rated) if rated else None
@@ -153,4 +152,4 @@ def all_clear(safety: Any, t_range: tuple[float, float]) -> Any:
     sentence = f"No violation, warning or anomaly at {span(*t_range)}{tail}."
     rec = ("Recommend keeping the current settings" + (f" and watching {closest[1]}" if closest else "")
            + f" in the next flight (checked {span(*t_range)}).")
-    return VerifiedFinding("all_clear", "info", sentence, t_range[0], t_range[1], [], [], [rec], "all_clear", 0.0)
+    return sentence, rec

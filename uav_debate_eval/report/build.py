@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from uav_debate_eval import REPORT_SCHEMA_VERSION, __version__
+from uav_debate_eval.debate.coherence import coherence
 
 LABELS = ("safe", "borderline", "risky", "inconclusive")
 
@@ -120,7 +121,9 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
     findings = getattr(ev, "findings", None)
     if findings:
         report["verdict"].update(_verdict_words(report, debate, findings))
-    return jsonable(report)
+    report = jsonable(report)
+    report["debate"]["coherence"] = coherence(report)
+    return report
 
 
 def _verdict_words(report: dict, debate: Any, findings: list) -> dict:
@@ -133,16 +136,35 @@ def _verdict_words(report: dict, debate: Any, findings: list) -> dict:
     verdict = report["verdict"]
     if verdict.get("overridden") and verdict.get("panel_label"):
         summary += f" The panel's '{verdict['panel_label']}' was overridden by the safety veto."
+    flight_id = {f.key: f.id for f in findings}
     for seg in getattr(debate, "segments", []) or []:
         judge = getattr(seg, "judge", None)
+        # the flight's ids of the segment's findings (a segment numbers its own F1..)
+        ids = {f.id: flight_id[f.key] for f in getattr(seg, "findings", []) or [] if f.key in flight_id}
+        summary += _label_differs(seg, ids)
         if judge is not None and judge.by == "llm" and judge.findings:  # it chose: name its choice, not repeat it
-            summary += (f" Judge on {seg.segment_id}: {judge.label}, resting on {', '.join(judge.findings)}."
+            rests = [ids[i] for i in judge.findings if i in ids]
+            summary += (f" Judge on {seg.segment_id}: {judge.label}"
+                        + (f", resting on {', '.join(rests)}." if rests else ".")
                         + (f" {judge.note}" if judge.note else ""))
         elif judge is not None and judge.by == "llm" and judge.summary:
             summary += f" Judge on {seg.segment_id}: {judge.summary}"
     judged = [r for seg in getattr(debate, "segments", []) or [] for r in
               (seg.judge.recommendations if getattr(seg, "judge", None) is not None and seg.judge.by == "llm" else [])]
     return {"summary": summary, "recommendations": list(dict.fromkeys([*recommendations(findings), *judged]))[:6]}
+
+
+def _label_differs(seg: Any, ids: dict[str, str]) -> str:
+    """One sentence when a segment's panel label differs from the verifier's, naming the fact that decides it."""
+    adm = getattr(seg, "admissible", None)
+    panel = getattr(seg, "panel_label", None)
+    if adm is None or panel is None or panel == adm.verifier_label:
+        return ""
+    by_id = {f.id: f for f in getattr(seg, "findings", []) or []}
+    fact = by_id.get(adm.deciding)
+    why = (f"on {ids.get(fact.id, fact.id)}: {fact.sentence.rstrip('.')}" if fact is not None
+           else "there: no hard limit was crossed or came within its margin")
+    return f" On {seg.segment_id} the panel said {panel}; the verifier's {adm.verifier_label} stands {why}."
 
 
 def _segment_findings(ev: Any, segment_id: str) -> list:

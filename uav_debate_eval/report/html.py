@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 
 from uav_debate_eval.report.captions import CAPTIONS
+from uav_debate_eval.report.debate_words import coherence_line, round_name
 from uav_debate_eval.report.escape import anchor_id, h, link_citations
 from uav_debate_eval.report.live_section import headline_html, live_html
 from uav_debate_eval.report.markdown import event_value
@@ -159,6 +160,12 @@ def _debate(d: dict, ids: list[str]) -> str:
             + (f" ({h(d.get('model'))})" if d.get("model") else "")
             + f", layer {h(d.get('layer'))}, {len(d.get('rounds', []))} round(s), consensus {_num(cons, '.2f')}, "
             f"tokens {h(d['tokens'].get('prompt', 0))} prompt / {h(d['tokens'].get('completion', 0))} completion.</p>")
+    struck = d.get("struck") or {}
+    if struck.get("count"):
+        reasons = ", ".join(f"{h(k)} {n}" for k, n in sorted(struck.get("reasons", {}).items()))
+        head += f"<p>Struck model sentences: {struck['count']} ({reasons}); kept in transcript.jsonl.</p>"
+    if d.get("coherence"):
+        head += f'<p class="coherence">{h(coherence_line(d))}</p>'
     rounds = []
     for rnd in d.get("rounds", []):
         resp = []
@@ -176,8 +183,8 @@ def _debate(d: dict, ids: list[str]) -> str:
         rc = rnd.get("consensus")
         rc = rc.get("overall") if isinstance(rc, dict) else rc
         extra = f", consensus {_num(rc, '.2f')}" if isinstance(rc, (int, float)) else ""
-        seg = f" ({link_citations(h(rnd['segment']), ids)})" if rnd.get("segment") else ""
-        rounds.append(f"<details><summary>Round {h(rnd.get('index'))}{seg}: {len(resp)} response(s){extra}</summary>"
+        name = link_citations(h(round_name(d, rnd)), ids)
+        rounds.append(f"<details><summary>{name}: {len(resp)} response(s){extra}</summary>"
                       + "".join(resp) + "</details>")
     judged = [(s["id"], s["judge"]) for s in d.get("segments", []) if (s.get("judge") or {}).get("by") == "llm"]
     judges = "".join(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from uav_debate_eval.report.captions import CAPTIONS
+from uav_debate_eval.report.debate_words import coherence_line, round_name
 from uav_debate_eval.report.escape import md, md_code_block
 from uav_debate_eval.report.live_section import headline_markdown, live_markdown
 from uav_debate_eval.report.rules_table import rules_markdown
@@ -127,9 +128,10 @@ def _debate(d: dict) -> list[str]:
     if struck.get("count"):
         reasons = ", ".join(f"{md(k)} {n}" for k, n in sorted(struck.get("reasons", {}).items()))
         out += [f"Struck model sentences: {struck['count']} ({reasons}); kept in transcript.jsonl.", ""]
+    if d.get("coherence"):
+        out += [md(coherence_line(d)), ""]
     for rnd in d.get("rounds", []):
-        seg = f" ({md(rnd['segment'])})" if rnd.get("segment") else ""
-        out += [f"### Round {md(rnd.get('index'))}{seg}", ""]
+        out += [f"### {md(round_name(d, rnd))}", ""]
         for r in rnd.get("responses", []):
             ev = ", ".join(md(e) for e in r.get("evidence", []))
             out.append(f"- **{md(r.get('agent'))}** ({md(r.get('role'))}, {md(r.get('team'))}, confidence "

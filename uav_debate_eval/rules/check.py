@@ -275,7 +275,7 @@ class _Accumulator:
 
     def result(self, rule: Rule, grid: Grid, columns: int, a: int, b: int, stripped: bool,
                gap: float | None) -> RuleResult:
-        from uav_debate_eval.safety.checker import merge_runs
+        from uav_debate_eval.safety.runs import merge_runs
 
         t = grid.t
         dt = grid.dt

@@ -26,6 +26,7 @@ from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.quality.assessment import Assessment, assess
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
 from uav_debate_eval.safety.grid_pairs import GridPairs, pairs_dense, pairs_shared, pairs_sparse_halves
+from uav_debate_eval.safety.runs import denoise, merge_runs
 from uav_debate_eval.safety.samples import Samples
 
 SNAPSHOT_POLICY_OFFLINE = "common grid at the median sample period, linear interpolation, no data across silences"
@@ -92,33 +93,6 @@ class SafetyResult:
 def verdict_label(result: SafetyResult) -> str:
     """The contract label: risky (any violation), borderline (within the fraction of a limit), safe."""
     return result.label
-
-
-def _r(x: float) -> float:
-    """Round grid arithmetic noise (3.9999999999 -> 4.0) out of reported times and values."""
-    return round(float(x), 9)
-
-
-def merge_runs(key: np.ndarray, t: np.ndarray, value: np.ndarray, gap: float, worst: str = "max"
-               ) -> list[tuple[int, float, float, float, float, int]]:
-    """Group (key, t, value) samples into runs per key where consecutive t differ by <= gap.
-
-    Returns (key, t_start, t_end, worst value, t of worst, samples) per run, ordered by t_start.
-    """
-    if not len(t):
-        return []
-    order = np.lexsort((t, key))
-    key, t, value = key[order], t[order], value[order]
-    brk = np.flatnonzero((np.diff(key) != 0) | (np.diff(t) > gap)) + 1
-    starts = np.concatenate([[0], brk])
-    ends = np.concatenate([brk, [len(t)]])
-    out = []
-    for s, e in zip(starts, ends, strict=True):
-        seg = value[s:e]
-        w = int(np.argmax(seg) if worst == "max" else np.argmin(seg))
-        out.append((int(key[s]), _r(t[s]), _r(t[e - 1]), _r(seg[w]), _r(t[s + w]), int(e - s)))
-    out.sort(key=lambda r: (r[1], r[0]))
-    return out
 
 
 def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: float = 2.0,
@@ -197,7 +171,8 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
                 last, back = float(stamps[i]), float(stamps[i + 1])
                 ended = i == len(tr.t) - 1
                 detail = f"{u} silent from {last:.3f} s" + (" to the end" if ended else f" until {back:.3f} s")
-                v = Violation("stale_data", _r(last + limit), _r(back), [u], _r(back - last), limit, detail)
+                v = Violation("stale_data", denoise(last + limit), denoise(back), [u], denoise(back - last), limit,
+                              detail)
                 violations.append((v, back))
         margin("stale_data", longest, limit, longest / limit)
 
@@ -263,7 +238,7 @@ def _rule_violations(rules: list, traj: SwarmTrajectory, flight: SafetyResult | 
                     continue
                 t0, t1 = max(t0, traj.t_start), min(t1, traj.t_end)
             who = "-".join(uavs) or "the swarm"
-            v = Violation(f"rule:{res.rule.id}", _r(t0), _r(t1), list(uavs), _r(worst), 0.0,
+            v = Violation(f"rule:{res.rule.id}", denoise(t0), denoise(t1), list(uavs), denoise(worst), 0.0,
                           f"{who} breaks rule {res.rule.id} ({res.rule.stl}): robustness {worst:.3f} < 0", n)
             out.append((v, t1 + period))
     return out
@@ -342,7 +317,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
         for key, t0, _t1, _w, _, _n in merge_runs(keys, ts, dcs, grid_gap, worst="min"):
             first = np.flatnonzero((keys == key) & (np.abs(ts - t0) < 1e-6))[0]
             warnings.append({"t": t0, "kind": "cpa", "uavs": sorted((ids[key // N], ids[key % N])),
-                             "value": _r(dcs[first]), "limit": limit, "t_predicted": _r(tps[first])})
+                             "value": denoise(dcs[first]), "limit": limit, "t_predicted": denoise(tps[first])})
     return timeline, violations, warnings, nearest
 
 
@@ -363,8 +338,8 @@ def _fence_warnings(rows: Samples, outside: np.ndarray, mission: Mission, gap: f
         t, tte, hit = rows.t[sl], tte_all[sl], hit_all[sl]
         for _, t0, _t1, _w, _, _n in merge_runs(np.zeros(int(hit.sum()), dtype=int), t[hit], tte[hit], gap, "min"):
             k = int(np.searchsorted(t, t0))
-            out.append({"t": t0, "kind": "time_to_geofence", "uavs": [rows.ids[j]], "value": _r(tte[k]),
-                        "limit": horizon, "t_predicted": _r(t0 + tte[k])})
+            out.append({"t": t0, "kind": "time_to_geofence", "uavs": [rows.ids[j]], "value": denoise(tte[k]),
+                        "limit": horizon, "t_predicted": denoise(t0 + tte[k])})
     return out
 
 
@@ -377,7 +352,7 @@ def _veto_intervals(spans: list[tuple[float, float]], hold: float, t_end: float)
             out[-1][1] = max(out[-1][1], clear)
         else:
             out.append([t0, clear])
-    return [(_r(a), _r(b)) for a, b in out]
+    return [(denoise(a), denoise(b)) for a, b in out]
 
 
 def _integrity(traj: SwarmTrajectory, rows: Samples, mission: Mission) -> list[dict]:

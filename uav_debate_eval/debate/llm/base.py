@@ -33,6 +33,7 @@ class ChatResult:
     latency_s: float = 0.0
     attempts: int = 1
     error: str | None = None
+    repaired: str | None = None  # why the first answer was re-prompted once (a backend's one repair), if it was
     # Added for the disk cache: on a hit the two counts above are 0 (nothing spent) and these hold the original ones.
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0

@@ -8,13 +8,16 @@ and run in a worker thread so the event loop (and the other agents' HTTP calls) 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from .base import ChatRequest, ChatResult
 from .resilience import BackendUnavailable
@@ -39,6 +42,32 @@ def _grammar_text(schema_json: str) -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     return json_schema_to_gbnf(schema_json)
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _plain_weight_buffers() -> Iterator[None]:
+    """Load the model without llama.cpp's extra CPU buffer types (weights repacked for AMX / AVX-512 tiles): on
+    a CPU that reports AMX inside a VM that does not enable it, the first batched decode segfaults (seen with
+    llama-cpp-python 0.3.36). Llama() reads its defaults through llama_cpp.llama_cpp, so they are swapped for the
+    construction only."""
+    import llama_cpp.llama_cpp as native
+
+    default = native.llama_model_default_params
+
+    def params() -> Any:
+        p = default()
+        p.use_extra_bufts = False
+        return p
+
+    with _LOAD_LOCK:
+        native.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            native.llama_model_default_params = default
 
 
 class LocalBackend:
@@ -70,14 +99,15 @@ class LocalBackend:
         self.repeat_penalty = repeat_penalty
         self._lock = threading.Lock()
         try:
-            self._llm = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                # half the cores (llama's own default): more threads than free cores makes llama.cpp crawl
-                n_threads=n_threads or max(1, (os.cpu_count() or 2) // 2),
-                seed=seed,
-                verbose=False,
-            )
+            with _plain_weight_buffers():
+                self._llm = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    # half the cores (llama's own default): more threads than free cores makes llama.cpp crawl
+                    n_threads=n_threads or max(1, (os.cpu_count() or 2) // 2),
+                    seed=seed,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError) as exc:
             raise BackendUnavailable(f"local backend: cannot load {path.name} ({exc})") from exc
 

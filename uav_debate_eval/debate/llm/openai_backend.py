@@ -102,6 +102,7 @@ class OpenAIBackend:
         schema = request.json_schema or response_schema(request.valid_ids)
         messages = list(request.messages)
         text, error = "", "no answer"
+        repaired: str | None = None
         try:
             if await self.ensure_model() is None:
                 raise BackendUnavailable("openai backend: no model configured and the server lists none")
@@ -109,17 +110,18 @@ class OpenAIBackend:
                 text, mode = await self._complete(messages, schema, request, state)
                 data, error = parse_for_schema(text, schema, request.valid_ids)
                 if data is not None:
-                    return self._result(request, state, start, text=text, data=data)
+                    return self._result(request, state, start, text=text, data=data, repaired=repaired)
                 if turn == 0:  # one repair re-prompt, then give up
-                    fix = repair_prompt(error, json_mode=mode != "text", valid_ids=request.valid_ids)
+                    fix = repair_prompt(error, json_mode=mode != "text", valid_ids=request.valid_ids, schema=schema)
                     messages = [*messages, {"role": "assistant", "content": text}, fix]
+                    repaired = error
         except RetryError as exc:
             error = str(exc)
         except BackendUnavailable as exc:
             error = str(exc)
         except Exception as exc:  # never let one agent's failure escape into the round
             error = describe_error(exc)
-        return self._result(request, state, start, text=text, error=f"{self.name}: {error}")
+        return self._result(request, state, start, text=text, error=f"{self.name}: {error}", repaired=repaired)
 
     def _result(self, request: ChatRequest, state: dict, start: float, **kw) -> ChatResult:
         return ChatResult(

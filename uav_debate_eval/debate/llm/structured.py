@@ -280,7 +280,13 @@ def format_instructions(valid_ids: list[str], *, json_mode: bool = False) -> str
     )
 
 
-def repair_prompt(error: str, *, json_mode: bool = False, valid_ids: list[str] | None = None) -> dict[str, str]:
-    """The one user message that asks for a corrected answer after `error` (why the last one did not parse)."""
+def repair_prompt(error: str, *, json_mode: bool = False, valid_ids: list[str] | None = None,
+                  schema: dict | None = None) -> dict[str, str]:
+    """The one user message that asks for a corrected answer after `error` (why the last one did not parse or
+    what the schema did not allow)."""
+    if schema is not None and not is_panel_schema(schema):
+        return {"role": "user", "content": f"Your last answer could not be used ({error}). Reply with one JSON "
+                                           "object only, with only the ids, stances, reasons and labels the JSON "
+                                           "schema allows."}
     fix = format_instructions(valid_ids or [], json_mode=json_mode)
     return {"role": "user", "content": f"Your last answer could not be used ({error}). {fix}"}

@@ -66,7 +66,7 @@ def _violations(safety: Any, index: dict, events: list, rng: tuple | None) -> li
         elif v.constraint == "geofence":
             sentence = f"{vehicles(v.uavs)} left the geofence by up to {num(v.worst_value)} m {where}."
         elif v.constraint.startswith("rule:"):
-            sentence = _rule_sentence(safety, v.constraint[5:], v.uavs, v.t_start, v.t_end, v.worst_value, "hard")
+            sentence = _rule_sentence(v.constraint[5:], v.uavs, v.t_start, v.t_end, v.worst_value, "hard")
             refs = _rule_refs(safety, v.constraint[5:]) + refs
         elif v.constraint == "stale_data":
             sentence = (f"{vehicles(v.uavs)} sent no pose for {num(v.worst_value)} s {where} "
@@ -88,11 +88,9 @@ def _rule_refs(safety: Any, rule_id: str) -> list[str]:
     return [f"RULE[{k}]" for k, r in enumerate(getattr(safety, "rules", None) or [], 1) if r.rule.id == rule_id]
 
 
-def _rule_sentence(safety: Any, rule_id: str, uavs: list[str], t0: float, t1: float, worst: Any, severity: str) -> str:
-    stl = next((r.rule.stl for r in getattr(safety, "rules", None) or [] if r.rule.id == rule_id), "")
-    who = vehicles(uavs) if uavs else "The swarm"
-    return (f"{who} broke the {severity} mission rule {rule_id} "
-            f"({stl}) at {span(t0, t1)}, robustness {num(worst, 3)}.")
+def _rule_sentence(rule_id: str, uavs: list[str], t0: float, t1: float, worst: Any, severity: str) -> str:
+    who = vehicles(uavs) if uavs else "The swarm"  # the formula stands in the rules table (comparisons read as debris)
+    return f"{who} broke the {severity} mission rule {rule_id} at {span(t0, t1)}, robustness {num(worst, 3)}."
 
 
 def _soft_rules(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
@@ -105,9 +103,9 @@ def _soft_rules(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
         for uavs, t0, t1, worst, _n in sorted(runs, key=lambda f: f[1]):
             if not _overlaps(t0, t1, rng):
                 continue
-            sentence = _rule_sentence(safety, res.rule.id, uavs, t0, t1, worst, "soft")
+            sentence = _rule_sentence(res.rule.id, uavs, t0, t1, worst, "soft")
             rec = [f"Recommend reviewing the plan of {vehicles(uavs)} at {span(t0, t1)} against the mission rule "
-                   f"{res.rule.id} ({res.rule.stl})."]
+                   f"{res.rule.id}."]
             out.append(VerifiedFinding("rule:" + res.rule.id, "warning", sentence, t0, t1, list(uavs),
                                        _rule_refs(safety, res.rule.id), rec,
                                        f"rule:{res.rule.id}:{','.join(uavs)}:{t0:.2f}",

@@ -18,6 +18,7 @@ from uav_debate_eval.live.flight import FlightJob, FlightRecord, evaluate_flight
 from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment
 from uav_debate_eval.live.tape import FlightTape, load_tape
 from uav_debate_eval.live.veto_history import VetoEpisode, VetoEvidence
+from uav_debate_eval.report.precision import rounded
 from uav_debate_eval.report.schema import validate_report
 from uav_debate_eval.sim.scenarios import simulate
 
@@ -81,6 +82,7 @@ def test_the_flight_report_is_evaluate_of_the_whole_flight(near_miss):
     offline = evaluate(load_tape(tape.chunks, tape.vehicles), sim.mission, DebateConfig(backend="rules")).report
     assert report["verdict"]["label"] == offline["verdict"]["label"] == "risky"
     assert report["violations"] == offline["violations"] and report["findings"] == offline["findings"]
+    assert report["rules"] == offline["rules"] and report["rules"]  # the mission's rules, over the whole flight
     assert report["live"]["tape"]["samples"] == sim.traj.n_samples  # the ring forgot, the tape did not
     # the whole flight reached 24 of 25 waypoints: only uav2's miss (the near miss pushed it off) is claimed
     misses = [f for f in report["findings"] if f["kind"] == "waypoint_miss"]
@@ -127,6 +129,7 @@ def test_the_recorded_mcap_replays_to_the_same_report(near_miss, tmp_path: Path)
     from uav_debate_eval.cli import main
 
     sim, report, where, _, _ = near_miss
+    report = rounded(report)  # as its report.json shows it
     (tmp_path / "mission.yaml").write_text(mission_to_yaml(sim.mission))
     assert main(["evaluate", str(where / "flight.mcap"), "--mission", str(tmp_path / "mission.yaml"), "--out",
                  str(tmp_path / "replay"), "--quiet"]) == 3

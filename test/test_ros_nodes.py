@@ -116,7 +116,7 @@ def test_builder_hands_segments_to_an_in_process_panel(ros_context, tmp_path: Pa
     got = []
     panel.submit = lambda *args: got.append(args)  # the evaluation itself is the pipeline's business
     try:
-        assert panel.swarm is builder.swarm and not hasattr(panel, "poses")
+        assert panel.swarm is builder.swarm and panel.poses is builder.poses  # no subscription of its own
         for k in range(61):
             builder._on_pose("a", k * 0.1, (0.0, 0.0, 10.0))
             builder._on_pose("b", k * 0.1, (3.0, 0.0, 10.0))

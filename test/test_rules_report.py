@@ -74,26 +74,3 @@ def test_dsl_table_and_figure(written):
     html = (out / "report.html").read_text()
     assert '<h2 id="rules">Mission rules (3)</h2>' in html
     assert (out / "figures" / "rules.png").is_file()
-
-
-def test_live_flight_report_carries_the_segments_rules(written):
-    """A live flight's report folds its segments' rules: failed anywhere -> failed, the lowest robustness."""
-    import copy
-
-    from uav_debate_eval.live.flight import FlightRecord
-    from uav_debate_eval.rules.check import merge_entries
-
-    _, _, report = written
-    second = copy.deepcopy(report)
-    for r in second["rules"]:
-        r["robustness"] = None if r["id"] == "spread_out" else r["robustness"]
-        r["satisfied"] = None if r["id"] == "spread_out" else r["satisfied"]
-    record = FlightRecord()
-    record.add(report)
-    record.add(second)
-    flight = {r["id"]: r for r in record.report()["rules"]}
-    assert flight["ceiling"]["satisfied"] is False and flight["spread_out"]["satisfied"] is None
-    assert len(flight["ceiling"]["intervals"]) == 2 * len(report["rules"][0]["intervals"])
-    merged = merge_entries([[{"id": "a", "satisfied": True, "robustness": 2.0, "worst": ["u1"]}],
-                            [{"id": "a", "satisfied": True, "robustness": 0.5, "worst": ["u2"]}]])
-    assert merged == [{"id": "a", "satisfied": True, "robustness": 0.5, "worst": ["u2"], "intervals": []}]

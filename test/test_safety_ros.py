@@ -182,9 +182,9 @@ def test_status_markers_and_sim_time_clock_jump_in_process(ros_domain):
                 ex.spin_once(timeout_sec=0.02)
 
         at(100.0)
-        node._on_pose("a", 100.0, (0.0, 0.0, 1.0), None)
-        node._on_pose("b", 100.0, (0.3, 0.0, 1.0), None)  # breaks separation: checked on arrival
-        assert node.monitor.veto and node.state.active[0]["uavs"] == ["a", "b"]
+        node.verifier.on_pose("a", 100.0, (0.0, 0.0, 1.0), None)
+        node.verifier.on_pose("b", 100.0, (0.3, 0.0, 1.0), None)  # breaks separation: checked on arrival
+        assert node.monitor.veto and node.verifier.state.active[0]["uavs"] == ["a", "b"]
         end = time.time() + 5.0
         while (not status or not markers) and time.time() < end:
             ex.spin_once(timeout_sec=0.05)
@@ -199,9 +199,9 @@ def test_status_markers_and_sim_time_clock_jump_in_process(ros_domain):
         assert len(m["geofence"].points) == 24 and len(m["violating_pairs"].points) == 2
         # a bag loop: sim time jumps back -> state reset once, veto dropped
         at(10.0)
-        node.check()
+        node.verifier.check()
         assert node.monitor.resets == 1 and not node.monitor.veto
-        node.check()
+        node.verifier.check()
         assert node.monitor.resets == 1
         ex.shutdown()
         node.destroy_node()

@@ -99,7 +99,7 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
     from mcap.reader import make_reader
 
     from uav_debate_eval.io.names import apply_names
-    from uav_debate_eval.io.rosbag_read import vehicle_from_topic
+    from uav_debate_eval.io.rosbag import vehicle_from_topic
 
     path = Path(path)
     raw: dict[tuple[str, str], list[bytes]] = {}

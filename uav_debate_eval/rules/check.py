@@ -314,24 +314,3 @@ def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
         else:
             out.append([a, b])
     return [(x, y) for x, y in out]
-
-
-def merge_entries(per_segment: list[list[dict]]) -> list[dict]:
-    """A live flight's `rules` from its segments' (each segment a flight of its own, read from its start): a rule
-    fails when it failed in any segment, holds when it held in every one, else is not evaluable; the robustness is
-    the lowest, the worst vehicles those of that segment, the intervals all of them."""
-    merged: dict[str, dict] = {}
-    for entries in per_segment:
-        for e in entries:
-            m = merged.setdefault(e["id"], {**e, "intervals": [], "satisfied": True, "robustness": None, "worst": []})
-            m["intervals"] = sorted(m["intervals"] + [list(i) for i in e.get("intervals", [])])
-            if e["satisfied"] is False or m["satisfied"] is False:
-                m["satisfied"] = False
-            elif e["satisfied"] is None:
-                m["satisfied"] = None
-            if e["robustness"] is not None and (m["robustness"] is None or e["robustness"] < m["robustness"]):
-                m["robustness"], m["worst"] = e["robustness"], list(e.get("worst", []))
-    for m in merged.values():
-        if m["satisfied"] is None:
-            m["robustness"], m["worst"] = None, []
-    return list(merged.values())

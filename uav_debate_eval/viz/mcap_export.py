@@ -19,6 +19,7 @@ from foxglove.messages import Log, LogLevel
 
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io import flight_mcap
+from uav_debate_eval.report.precision import rounded
 from uav_debate_eval.runner.pipeline import Evaluation
 from uav_debate_eval.viz import scene
 from uav_debate_eval.viz.channels import Channels
@@ -31,7 +32,7 @@ TRAIL_STEPS = 25
 def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None = None) -> Path:
     """Write the flight to `path` (replaced if it exists); `poses`: the samples as read (before the data-quality
     pass; default the evaluated trajectory), recorded raw so the file replays to the same evaluation."""
-    report, traj, mission = evaluation.report, evaluation.traj, evaluation.mission
+    report, traj, mission = rounded(evaluation.report), evaluation.traj, evaluation.mission  # as report.json shows it
     origin = report["mission"].get("t0") or 0.0
 
     def ns(t: float) -> int:

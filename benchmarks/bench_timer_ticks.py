@@ -4,7 +4,7 @@ Why: the safety verifier's full check runs on such a timer. On rclpy's EventsExe
 ROS-time timer under use_sim_time was dispatched several times at the same instant and then not at all for
 over a second of sim time while the executor's thread was about half busy with messages; the live test of a
 vehicle silent for 2 s (stale after 1 s) then missed the veto about once in four full test runs. The verifier
-now also runs an overdue check from the pose callback (safety_verifier._on_pose); this benchmark shows the
+now also runs an overdue check from the pose callback (live.verifier.LiveVerifier.on_pose); this benchmark shows the
 executor behaviour itself, so the workaround can be reviewed when rclpy changes.
 
 One process: a node publishes /clock (sim time = 1 s + wall time since start) at 20 Hz and `--rate` messages/s

@@ -98,7 +98,7 @@ def test_coherence_counts_what_contradicts_the_facts(rules_runs):
 
 
 @pytest.mark.llm
-@pytest.mark.slow
+@pytest.mark.suite  # ~4 min on two cores: `make test-suite`; `make test` checks the demo's local panel
 @pytest.mark.timeout(3600)  # 11 flights through the embedded model: ~10 min on two cores
 def test_local_panel_is_coherent_on_the_built_in_suite():
     require_embedded_model()

@@ -23,7 +23,7 @@ from uav_debate_eval.report.schema import validate_report
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-DURATION_S = 40.0
+DURATION_S = 30.0
 SCENARIOS = {"near_miss": ["near_miss"], "dropout": ["telemetry_dropout"], "clean": []}
 SEVERE = ("hazard", "warning")
 

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, TypeVar
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.live.workers import EXIT_WITH_ENV
@@ -119,6 +120,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                foxglove: tuple[str, int] | None = None) -> int:
     import rclpy
     from rclpy.logging import LoggingSeverity, set_logger_level
+    from rclpy.node import Node
     from rclpy.parameter import Parameter
     from rclpy.signals import SignalHandlerOptions
     from rich.console import Console
@@ -132,27 +134,23 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     from uav_debate_eval.nodes.progress import ProgressNode
     from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
 
+    NodeT = TypeVar("NodeT", bound=Node)  # here: rclpy loads only when the graph runs
     tune_malloc()  # before rclpy starts the DDS threads
     console = Console(stderr=False, highlight=False)
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
-    classes = {"safety_verifier": SafetyVerifierNode, "dsl_builder": DslBuilderNode, "debate_panel": DebatePanelNode}
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)  # see _stop_on_signals
     interrupted = threading.Event()
     hurry = threading.Event()  # a second Ctrl-C: stop waiting for the last evaluation
     stop = threading.Event()  # set when the simulated flight is evaluated, or by a signal (with `interrupted`)
-    nodes = []
+    nodes: list[Node] = []
     sim = None
     view = None
     try:
         with _stop_on_signals(hurry, interrupted, stop):
-            values = {name: {**params.get(name, params.get("**", {})), **overrides[name]} for name in classes}
-            for name, cls in classes.items():
-                extra = {}
-                if name == "debate_panel":  # shares the builder's buffer
-                    extra = {"builder": nodes[1]}
-                elif name == "dsl_builder" and _pose_params(values[name]) == _pose_params(values["safety_verifier"]):
-                    extra = {"pose_source": nodes[0].poses}  # one subscription per pose topic for both
+            values = {name: {**params.get(name, params.get("**", {})), **overrides[name]} for name in MONITOR_NODES}
+
+            def make(name: str, cls: type[NodeT], **extra: Any) -> NodeT:
                 node = cls(parameter_overrides=[Parameter(k, value=v) for k, v in values[name].items()], **extra)
                 nodes.append(node)
                 unused = _pose_params(values[name]) if extra else {}  # a node fed by another has no pose input
@@ -160,11 +158,17 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                     raise InputError(f"{config}: {name}: unknown parameters {bad} (typo? they would be ignored)")
                 if demo or quiet:
                     set_logger_level(node.get_logger().name, LoggingSeverity.WARN)
-            panel: DebatePanelNode = nodes[2]
+                return node
+
+            verifier = make("safety_verifier", SafetyVerifierNode)
+            one_input = _pose_params(values["dsl_builder"]) == _pose_params(values["safety_verifier"])
+            builder = make("dsl_builder", DslBuilderNode,  # one subscription per pose topic for both
+                           **({"pose_source": verifier.poses} if one_input else {}))
+            panel = make("debate_panel", DebatePanelNode, builder=builder)  # shares the builder's buffer
             nodes.append(ProgressNode(console, quiet=quiet))
             if foxglove is not None:
                 view = _foxglove_view(panel.mission, *foxglove)
-                nodes.append(FoxgloveBridgeNode(view, pose_source=nodes[0].poses))
+                nodes.append(FoxgloveBridgeNode(view, pose_source=verifier.poses))
                 from uav_debate_eval.live.config import find_config
 
                 console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
@@ -173,7 +177,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
                           f"(backend {panel.backend}), reports in {out}")
-            done = StopWhenFlown(sim, nodes[1], panel, stop)
+            done = StopWhenFlown(sim, builder, panel, stop)
             spin_nodes([*nodes, panel.trigger_server], duration_s=duration, stop=stop, on_tick=done.check,
                        executor=executor)
             if sim is not None and sim.poll() not in (None, 0):
@@ -181,7 +185,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                               + _last_line(out / "swarm_sim.log"))
                 return 1
             if interrupted.is_set() or not with_sim:  # the open segment is part of the flight too
-                nodes[1].close_segment("end")
+                builder.close_segment("end")
                 console.print("stopping: evaluating the open segment (Ctrl-C again to skip)")
             _wait_panel(panel, timeout_s=STOP_GRACE_S if interrupted.is_set() else 180.0, stop=hurry)
             code = _summary(console, panel, out, hurry)
@@ -220,7 +224,7 @@ def _stop_on_signals(hurry: threading.Event, *events: threading.Event):
     if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
         yield
         return
-    def handler(*_) -> None:
+    def handler(*_: Any) -> None:
         if all(e.is_set() for e in events):  # already stopping
             hurry.set()
         for e in events:
@@ -230,8 +234,8 @@ def _stop_on_signals(hurry: threading.Event, *events: threading.Event):
     try:
         yield
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
 
 
 def _start_sim(config: Path, out: Path) -> subprocess.Popen:

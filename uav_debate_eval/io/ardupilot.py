@@ -12,6 +12,7 @@ vehicle class), all in flight time.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from uav_debate_eval.core.records import Event, Finding
@@ -35,7 +36,7 @@ def read_vehicle_logs(path: str | Path) -> list[VehicleLog]:
     return [read_dataflash(path, path.stem)]
 
 
-def read_ardupilot_logs(paths: list[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
+def read_ardupilot_logs(paths: Sequence[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
     """Several logs of vehicles flown together -> one SwarmTrajectory. `names` (the mission's uavs): one per
     vehicle names them in the order of the logs; otherwise they select vehicles by id (io.names.apply_names)."""
     files_in = [Path(p) for p in paths]

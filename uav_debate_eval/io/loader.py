@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,22 +45,22 @@ def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names:
     may hold several); several other files (per-drone
     bags or CSVs recorded together) are merged on one clock. `vehicles` (mission globs) or `vehicle_regex`
     (--vehicles) say which pose sources are vehicles."""
-    paths = [Path(p) for p in paths]
-    if not paths:
+    files = [Path(p) for p in paths]
+    if not files:
         raise InputError("no input given")
-    kinds = [input_kind(p) for p in paths]
+    kinds = [input_kind(p) for p in files]
     if all(k == "ulog" for k in kinds):
         from uav_debate_eval.io.ulog import read_ulogs
 
-        traj = read_ulogs(paths, names=names)
+        traj = read_ulogs(files, names=names)
     elif all(k in ("ardupilot", "ulog") for k in kinds):
         from uav_debate_eval.io.ardupilot import read_ardupilot_logs
 
-        traj = read_ardupilot_logs(paths, names=names)
-    elif len(paths) == 1:
-        traj = _read_one(paths[0], kinds[0], topics, names)
+        traj = read_ardupilot_logs(files, names=names)
+    elif len(files) == 1:
+        traj = _read_one(files[0], kinds[0], topics, names)
     else:
-        traj = merge_flights([_read_one(p, k, topics, None) for p, k in zip(paths, kinds, strict=True)], paths)
+        traj = merge_flights([_read_one(p, k, topics, None) for p, k in zip(files, kinds, strict=True)], files)
         traj = apply_names(traj, names, "inputs")
     return select_vehicles(traj, vehicles or [], vehicle_regex)
 
@@ -90,36 +91,36 @@ def merge_flights(trajs: list[SwarmTrajectory], paths: list[Path]) -> SwarmTraje
     """Several recordings of one flight (one per drone) on one clock; a vehicle id that occurs in several files
     is named after its file. Each track keeps its own source and the end of its own recording."""
     counts: dict[str, int] = {}
-    for tr in trajs:
-        for u in tr.uav_ids:
+    for flight in trajs:
+        for u in flight.uav_ids:
             counts[u] = counts.get(u, 0) + 1
     cols: dict[str, list] = {k: [] for k in ("t", "id", "pos", "vel", "quat", "valid")}
-    meta: dict[str, tuple] = {}
+    meta: dict[str, tuple[str, bool, str, float]] = {}
     notes: list[str] = []
-    for traj, path in zip(trajs, paths, strict=True):
-        for u, tr in traj.tracks.items():
-            name = u if counts[u] == 1 else (path.stem if len(traj.tracks) == 1 else f"{path.stem}/{u}")
+    for flight, path in zip(trajs, paths, strict=True):
+        for u, tr in flight.tracks.items():
+            name = u if counts[u] == 1 else (path.stem if len(flight.tracks) == 1 else f"{path.stem}/{u}")
             if name != u:
                 notes.append(f"{path.name}: vehicle {u} named {name} (the id occurs in several inputs)")
             n = len(tr)
-            cols["t"].append(tr.t + traj.t0)
+            cols["t"].append(tr.t + flight.t0)
             cols["id"].append(np.full(n, name, dtype=object))
             cols["pos"].append(tr.pos)
             cols["vel"].append(np.full((n, 3), np.nan) if tr.vel_derived else tr.vel)
             cols["quat"].append(tr.quat if tr.quat is not None else np.full((n, 4), np.nan))
             cols["valid"].append(np.ones(n, dtype=bool) if tr.est_valid is None else tr.est_valid)
-            end = traj.t0 + (tr.recording_end if tr.recording_end is not None else traj.t_end)
+            end = flight.t0 + (tr.recording_end if tr.recording_end is not None else flight.t_end)
             meta[name] = (tr.source or str(path), tr.receive_time, tr.frame, end)
-        notes.extend(f"{path.name}: {n}" for n in traj.ingest.notes)
+        notes.extend(f"{path.name}: {n}" for n in flight.ingest.notes)
     merged = SwarmTrajectory.from_columns(
         np.concatenate(cols["t"]), np.concatenate(cols["id"]).astype(str), np.concatenate(cols["pos"]),
         vel=np.concatenate(cols["vel"]), quat=np.concatenate(cols["quat"]), est_valid=np.concatenate(cols["valid"]),
         name="+".join(t.name for t in trajs))
-    for u, tr in merged.tracks.items():
-        tr.source, tr.receive_time, tr.frame, end = meta[u]
-        tr.recording_end = end - merged.t0
-        if tr.est_valid is not None and tr.est_valid.all():
-            tr.est_valid = None
+    for u, track in merged.tracks.items():
+        track.source, track.receive_time, track.frame, end = meta[u]
+        track.recording_end = end - merged.t0
+        if track.est_valid is not None and track.est_valid.all():
+            track.est_valid = None
     merged.ingest.notes.append(f"{len(paths)} inputs merged into one flight on one clock: "
                                + ", ".join(p.name for p in paths))
     merged.ingest.notes.extend(notes)
@@ -134,7 +135,7 @@ def select_vehicles(traj: SwarmTrajectory, patterns: list[str], regex: str | Non
             rx = re.compile(regex)
         except re.error as exc:
             raise InputError(f"--vehicles: not a regular expression: {exc}") from exc
-    taken = []
+    taken: list[dict[str, Any]] = []
     for u, tr in list(traj.tracks.items()):
         keys = [u, tr.source]
         if rx is not None:
@@ -178,10 +179,10 @@ def one_flight(paths: list[Path]) -> tuple[bool, str]:
             return False, f"time spans do not overlap ({name} starts after the others end)"
         reach = max(reach, t1)
     seen: set[str] = set()
-    shared = set()
-    for _, _, ids, _ in spans:
-        shared |= seen & ids
-        seen |= ids
+    shared: set[str] = set()
+    for _, _, held, _ in spans:
+        shared |= seen & held
+        seen |= held
     absolute = all(t0 > ABSOLUTE_CLOCK_S for t0, _, _, _ in spans)
     if shared and not absolute:
         return False, f"they overlap in time but each holds {', '.join(sorted(shared))}: separate flights"

@@ -8,6 +8,7 @@ with the GPS time (`time_utc_usec`) when every log has it; otherwise the logs' s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,7 +211,7 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
     return traj
 
 
-def read_ulogs(paths: list[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
+def read_ulogs(paths: Sequence[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
     """One .ulg per vehicle -> one SwarmTrajectory; `names` (the mission's uavs) name them in order."""
     files = [Path(p) for p in paths]
     if names and len(names) != len(files):

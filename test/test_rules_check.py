@@ -166,3 +166,22 @@ def test_data_quality_exclusion_is_not_evaluable_never_violated():
     soft = check_trajectory(traj, mission(("alt", "soft", "each_vehicle", "always[1, 7] (z >= 1)"),
                                           min_separation_m=0.5))
     assert soft.label != "inconclusive"
+
+
+def test_a_window_whose_streams_end_a_sample_apart_is_evaluable_but_a_silence_is_not():
+    """A live segment's window: u0's last pose (t=10.0) arrived before the others' did; the grid's last step is
+    within one period of their last samples and reads their edge value. A vehicle silent for 2 s stays unknown."""
+    t = np.round(np.arange(0.0, 10.0 + 1e-9, 0.1), 9)
+    m = mission(("alt", "soft", "each_vehicle", "always (z >= 1)"), geofence=None, min_separation_m=0.5)
+
+    def traj(last: dict[int, float]) -> SwarmTrajectory:
+        keep = [t[t <= last.get(k, 10.0) + 1e-9] for k in range(3)]
+        return SwarmTrajectory.from_columns(np.concatenate(keep), [f"u{k}" for k, tk in enumerate(keep) for _ in tk],
+                                            np.concatenate([np.column_stack([tk * 0 + 3.0 * k, tk * 0, tk * 0 + 5.0])
+                                                            for k, tk in enumerate(keep)]))
+
+    res = check_trajectory(traj({1: 9.9, 2: 9.9}), m)
+    assert res.rules[0].satisfied is True and res.rules[0].robustness == pytest.approx(4.0)
+    assert not [n for n in res.data_quality.not_evaluable if n.constraint == "rule:alt"]
+    silent = check_trajectory(traj({1: 8.0}), m).rules[0]
+    assert silent.satisfied is None and silent.unknown[0][0] == ["u1"]

@@ -81,8 +81,12 @@ def grid_of(traj: SwarmTrajectory, mission: Mission, quality=None, min_separatio
                 & (snaps.t <= (np.inf if hi is None else hi + STAMP_TOL)))
 
     estimated = snaps.valid.copy()  # the estimator's own invalid spans, whichever constraints the mission checks
+    period = traj.sample_period or 0.0
     for j, u in enumerate(snaps.uav_ids):
         tr = traj.tracks[u]
+        # Unsynchronised streams end (or start) a window a sample apart: within one period of its own first or last
+        # sample a vehicle reads its edge value (the grid holds it there); a longer silence stays unknown.
+        estimated[within(tr.t[0] - period, tr.t[0]) | within(tr.t[-1], tr.t[-1] + period), j] = True
         if tr.est_valid is not None and not tr.est_valid.all():
             for lo, hi in true_spans(tr.t, ~tr.est_valid):
                 estimated[within(lo, hi), j] = False

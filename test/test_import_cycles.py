@@ -1,5 +1,6 @@
-"""No import cycles in the package: every import between its modules (at any depth of a function, except
-`if TYPE_CHECKING:` blocks) points one way. A new cycle fails here with the modules that form it."""
+"""The house rules of the package's layout. No import cycle: every import between its modules (at any depth of a
+function, except `if TYPE_CHECKING:` blocks) points one way; a new cycle fails here with the modules that form it.
+No module over 500 lines, and the package root holds only the CLI."""
 
 from __future__ import annotations
 
@@ -71,3 +72,10 @@ def test_a_cycle_is_found(tmp_path, monkeypatch):
                                     "    from uav_debate_eval.a.x import f\n")
     monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
     assert import_cycles() == [["uav_debate_eval.a.x", "uav_debate_eval.a.y"]]
+
+
+def test_modules_stay_small_and_the_root_holds_only_the_cli():
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
+             for p in PACKAGE.rglob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 500} == {}
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "cli.py"]

@@ -80,7 +80,10 @@ def test_worker_death_is_retried_or_reported(tmp_path):
     assert seen[-1] == (3, 3) and len(seen) == 3
 
 
-def test_unreachable_scheduler_is_bad_input(batch_inputs, tmp_path, capsys):
+def test_unreachable_scheduler_is_bad_input(batch_inputs, tmp_path, capsys, monkeypatch):
+    from uav_debate_eval.runner import fleet
+
+    monkeypatch.setattr(fleet, "CONNECT_TIMEOUT_S", 2)  # nothing listens there: no need to wait the full 20 s
     assert main(["evaluate", *batch_inputs, "--out", str(tmp_path / "x"), "--scheduler", "tcp://127.0.0.1:9",
                  "--quiet"]) == 2
     assert "cannot reach the Dask scheduler" in capsys.readouterr().err

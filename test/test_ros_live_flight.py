@@ -23,28 +23,31 @@ from uav_debate_eval.report.schema import validate_report
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-DURATION_S = 30.0
-SCENARIOS = {"near_miss": ["near_miss"], "dropout": ["telemetry_dropout"], "clean": []}
+#: faults and flight length (s): the near miss needs 29 s of flight, the 2-s dropout starts at 6 s
+SCENARIOS = {"near_miss": (["near_miss"], 30.0), "dropout": (["telemetry_dropout"], 20.0), "clean": ([], 20.0)}
+#: Stream seconds per wall second: the flight report is `evaluate` of the poses taped (reliable QoS, none lost), so
+#: the playback rate changes no value it is compared on.
+SPEED = 2.0
 SEVERE = ("hazard", "warning")
 
 
-def _config(tmp: Path, faults: list[str]) -> tuple[Path, Path, object]:
+def _config(tmp: Path, faults: list[str], duration_s: float) -> tuple[Path, Path, object]:
     """Parameter file for `live --sim`, the mission file and the simulated flight itself (the same seed)."""
     from uav_debate_eval.core.mission import mission_to_yaml
     from uav_debate_eval.sim.scenarios import simulate
 
-    sim = simulate("formation", seed=3, duration_s=DURATION_S, faults=faults)
+    sim = simulate("formation", seed=3, duration_s=duration_s, faults=faults)
     sim.mission.constraints.stale_timeout_s = STALE_S  # as test_ros_live: 2 shared cores
     mission = tmp / "mission.yaml"
     mission.write_text(mission_to_yaml(sim.mission))
     monitor = {"use_sim_time": True, "uav_names": list(sim.traj.uav_ids), "mission_file": str(mission),
                "pose_qos": "reliable"}
     cfg = {
-        "swarm_sim": {"ros__parameters": {"scenario": "formation", "seed": 3, "duration_s": DURATION_S,
-                                          "faults": faults, "speed": 1.0, "publish_clock": True,
+        "swarm_sim": {"ros__parameters": {"scenario": "formation", "seed": 3, "duration_s": duration_s,
+                                          "faults": faults, "speed": SPEED, "publish_clock": True,
                                           "start_delay_s": 2.0, "pose_qos": "reliable", "wait_for_subscribers": 1}},
         "safety_verifier": {"ros__parameters": dict(monitor)},
-        "dsl_builder": {"ros__parameters": {**monitor, "segment_mode": "window", "window_s": 20.0,
+        "dsl_builder": {"ros__parameters": {**monitor, "segment_mode": "window", "window_s": duration_s / 2,
                                             "idle_flush_s": 2.0}},
         "debate_panel": {"ros__parameters": {**monitor, "llm_backend": "rules", "max_pending": 6}},
     }
@@ -53,9 +56,9 @@ def _config(tmp: Path, faults: list[str]) -> tuple[Path, Path, object]:
     return path, mission, sim
 
 
-def _fly(tmp: Path, faults: list[str]) -> SimpleNamespace:
+def _fly(tmp: Path, faults: list[str], duration_s: float) -> SimpleNamespace:
     """`live --sim` to the end of the flight; then `evaluate` of the simulated flight and of the recorded MCAP."""
-    config, mission, sim = _config(tmp, faults)
+    config, mission, sim = _config(tmp, faults, duration_s)
     out, log = tmp / "out", tmp / "live.log"
     with leased_domain() as domain:
         cmd = [sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config), "--out", str(out),
@@ -85,7 +88,7 @@ def _fly(tmp: Path, faults: list[str]) -> SimpleNamespace:
 
 @pytest.fixture(scope="module", params=list(SCENARIOS))
 def flown(request, tmp_path_factory):
-    return _fly(tmp_path_factory.mktemp(request.param), SCENARIOS[request.param])
+    return _fly(tmp_path_factory.mktemp(request.param), *SCENARIOS[request.param])
 
 
 def _severe(report: dict) -> set[tuple[str, tuple[str, ...]]]:

@@ -100,7 +100,7 @@ def _soft_rules(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
         if res.rule.severity != "soft":
             continue
         runs = sorted(res.failures, key=lambda f: f[3])[:MAX_RULE_RUNS]  # the worst runs of a large swarm
-        for uavs, t0, t1, worst, _n in sorted(runs, key=lambda f: f[1]):
+        for uavs, t0, t1, worst in _concurrent(runs):
             if not _overlaps(t0, t1, rng):
                 continue
             sentence = _rule_sentence(res.rule.id, uavs, t0, t1, worst, "soft")
@@ -111,6 +111,19 @@ def _soft_rules(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
                                        f"rule:{res.rule.id}:{','.join(uavs)}:{t0:.2f}",
                                        0.7 + min(abs(float(worst)), 10.0) / 100.0))
     return out
+
+
+def _concurrent(runs: list) -> list[tuple[list[str], float, float, float]]:
+    """A rule's failing runs that overlap in time as one (vehicles of every run, the span, the lowest robustness):
+    one vehicle breaking a pair rule with two neighbours at once is one fact for the panel, not two."""
+    merged: list[tuple[list[str], float, float, float]] = []
+    for uavs, t0, t1, worst, _n in sorted(runs, key=lambda f: f[1]):
+        if merged and t0 <= merged[-1][2]:
+            had, a, b, w = merged[-1]
+            merged[-1] = (sorted(set(had) | set(uavs)), a, max(b, t1), min(w, worst))
+        else:
+            merged.append((list(uavs), t0, t1, worst))
+    return merged
 
 
 def _warnings(safety: Any, index: dict, rng: tuple | None) -> list[VerifiedFinding]:
@@ -235,21 +248,36 @@ def _data_quality(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
         out.append(VerifiedFinding("data_quality:" + f.kind, "data_quality", sentence, f.t_start, f.t_end,
                                    list(f.uavs), [], recommend.for_data_quality(f),
                                    f"dq:{f.kind}:{','.join(f.uavs)}:{f.t_start:.2f}", 0.4))
+    rules: dict[tuple[float, float], list] = {}  # the mission rules one span left unread: one finding
     for n in getattr(dq, "not_evaluable", []) or []:
         t0 = n.t_start if n.t_start is not None else (rng[0] if rng else 0.0)
         t1 = n.t_end if n.t_end is not None else (rng[1] if rng else t0)
         if not _overlaps(t0, t1, rng):
             continue
+        if n.constraint.startswith("rule:"):
+            rules.setdefault((t0, t1), []).append(n)
+            continue
         sentence = f"{n.constraint} could not be checked for {vehicles(n.uavs)} at {span(t0, t1)}: {n.reason}."
         out.append(VerifiedFinding("not_evaluable:" + n.constraint, "data_quality", sentence, t0, t1, list(n.uavs),
                                    [], recommend.for_not_evaluable(n), f"ne:{n.constraint}:{','.join(n.uavs)}:{t0:.2f}",
                                    0.45))
+    for (t0, t1), group in rules.items():
+        names = " and ".join(n.constraint for n in group)
+        uavs = sorted({u for n in group for u in n.uavs})
+        sentence = f"{names} could not be checked for {vehicles(uavs)} at {span(t0, t1)}: {group[0].reason}."
+        out.append(VerifiedFinding("not_evaluable:" + group[0].constraint, "data_quality", sentence, t0, t1, uavs,
+                                   [], recommend.for_not_evaluable(group[0]), f"ne:rules:{','.join(uavs)}:{t0:.2f}",
+                                   0.45))
     return out
 
 
-def _low_metrics(metrics: Any, t_range: tuple[float, float], taken: set[str]) -> list[VerifiedFinding]:
+def _low_metrics(metrics: Any, t_range: tuple[float, float], taken: set[str], hazard: bool) -> list[VerifiedFinding]:
+    """Metrics scoring low that no finding covers; with a hazard found, not the safety metrics (compliance and margin
+    score what the violation already states)."""
     out = []
     for cat, group in (getattr(metrics, "details", {}) or {}).items():
+        if hazard and cat == "safety":
+            continue
         for name, d in (group or {}).items():
             score = d.get("score") if isinstance(d, dict) else None
             ref = f"{cat}.{name}"
@@ -282,7 +310,7 @@ def build_findings(safety: Any, dsl: Any, metrics: Any, mission: Any = None,
     found += _margins(safety, index, fraction, span_)
     found += _events(events, index, t_range, uav_count, hazards) + _waypoints(index, span_)
     found += autopilot_findings(events, t_range) + _data_quality(safety, t_range)
-    found += _low_metrics(metrics, span_, {r for f in found for r in f.refs})
+    found += _low_metrics(metrics, span_, {r for f in found for r in f.refs}, bool(hazards))
     if not found:
         found = [_all_clear(safety, span_)]
     return rank(found)

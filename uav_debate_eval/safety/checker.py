@@ -245,9 +245,15 @@ def _rule_violations(rules: list, traj: SwarmTrajectory, flight: SafetyResult | 
 
 
 def _rules_not_evaluable(rules: list) -> list[NotEvaluable]:
-    return [NotEvaluable(f"rule:{res.rule.id}", list(uavs), "the rule reads signals with no data there (samples the "
+    """One entry per rule and span, naming every vehicle (of every pair) the rule could not read there: a silent
+    vehicle leaves each of its pairs unknown over the same span, which is one fact, not one per pair."""
+    spans: dict[tuple[str, float, float], set[str]] = {}
+    for res in rules:
+        for uavs, t0, t1 in res.unknown:
+            spans.setdefault((res.rule.id, t0, t1), set()).update(uavs)
+    return [NotEvaluable(f"rule:{rule_id}", sorted(uavs), "the rule reads signals with no data there (samples the "
                          "data-quality pass left out, a silence, or a distance with one vehicle)", t0, t1)
-            for res in rules for uavs, t0, t1 in res.unknown]
+            for (rule_id, t0, t1), uavs in spans.items()]
 
 
 def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:

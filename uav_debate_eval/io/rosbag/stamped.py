@@ -64,14 +64,16 @@ def decode_stamped(reader: AnyReader, topic: str, msgtype: str, explicit: str | 
         cols.meta[uav].frame_id = first.header.frame_id.strip("/")
 
 
+def _empty(n: int, msgtype: str) -> Decoded:
+    """Arrays for a topic's n samples (twist and position spread for Odometry only), filled by a decoder."""
+    odom = msgtype == ODOM
+    return Decoded(np.empty(n, dtype=np.int64), np.empty((n, 3)), np.empty((n, 4)),
+                   np.empty((n, 3)) if odom else None, np.empty(n) if odom else None)
+
+
 def _slow_decode(reader: AnyReader, raw: Raw, msgtype: str) -> Decoded:
-    n = len(raw)
-    header_ns = np.empty(n, dtype=np.int64)
-    pos = np.empty((n, 3))
-    quat = np.empty((n, 4))
-    vel = np.empty((n, 3)) if msgtype == ODOM else None
-    std = np.empty(n) if msgtype == ODOM else None
-    for i in range(n):
+    header_ns, pos, quat, vel, std = _empty(len(raw), msgtype)
+    for i in range(len(raw)):
         m: Any = reader.deserialize(raw.message(i), msgtype)
         header_ns[i] = stamp_ns(m.header.stamp)
         p = m.pose.pose if msgtype == ODOM else m.pose
@@ -105,12 +107,7 @@ def _twist_to_world(first_msg: Any, quat: np.ndarray, vel: np.ndarray) -> np.nda
 def _fast_decode(reader: AnyReader, raw: Raw, msgtype: str, is_ros1: bool) -> Decoded | None:
     """Decode a topic with numpy, one group per serialised length; None when a group does not fit the fixed
     layout, so the library decodes the topic."""
-    n = len(raw)
-    header_ns = np.empty(n, dtype=np.int64)
-    pos = np.empty((n, 3))
-    quat = np.empty((n, 4))
-    vel = np.empty((n, 3)) if msgtype == ODOM else None
-    std = np.empty(n) if msgtype == ODOM else None
+    header_ns, pos, quat, vel, std = _empty(len(raw), msgtype)
     sizes = raw.end - raw.start
     for size in np.unique(sizes):
         idx = np.flatnonzero(sizes == size)

@@ -32,7 +32,7 @@ TRAIL_STEPS = 25
 def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None = None) -> Path:
     """Write the flight to `path` (replaced if it exists); `poses`: the samples as read (before the data-quality
     pass; default the evaluated trajectory), recorded raw so the file replays to the same evaluation."""
-    report, traj, mission = rounded(evaluation.report), evaluation.traj, evaluation.mission  # as report.json shows it
+    report, traj, mission = evaluation.report, evaluation.traj, evaluation.mission
     origin = report["mission"].get("t0") or 0.0
 
     def ns(t: float) -> int:
@@ -58,8 +58,9 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
         _veto_topic(ch, report, evaluation.safety.veto_intervals, ns, traj.t_start)
         _annotations(ch, writer, report, ns)
         ch.log_json("dsl", {"text": report["dsl"]["text"]}, log_time=ns(traj.t_start))
-        ch.log_json("report", report, log_time=ns(traj.t_end))
-        ch.log_json("verdict", scene.verdict(report), log_time=ns(traj.t_end))
+        shown = rounded(report)  # as report.json shows it; the intervals above are matched at full precision
+        ch.log_json("report", shown, log_time=ns(traj.t_end))
+        ch.log_json("verdict", scene.verdict(shown), log_time=ns(traj.t_end))
         _raw_poses(context, poses if poses is not None else traj)
     finally:
         writer.close()

@@ -52,8 +52,11 @@ lint: setup
 typecheck: setup
 	$(PY) -m mypy
 
+# Two workers: the real-time DDS flights (test_ros_*.py) in order on one, the other tests on both (test/conftest.py).
+TEST_WORKERS ?= 2
+
 test: setup lint typecheck
-	$(PY) -m pytest -q -rs -m "not suite" test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+	$(PY) -m pytest -q -rs -m "not suite" -n $(TEST_WORKERS) test; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
 # The embedded model over the whole built-in suite (issue 23's coherence counts with `local`; ~4 min more).
 test-suite: setup

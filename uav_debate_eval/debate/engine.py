@@ -107,6 +107,7 @@ async def run_debate_async(contexts: list[SegmentContext], mission: Any, config:
     start = time.perf_counter()
     personas = personas or load_personas(config.personas_file, config.personas)
     agents, owned, fallback = _agents(config, personas, backend)
+    model: str | None
     if isinstance(agents[0], RulesAgent):
         backend_name, model, estimated = "rules", "rules", True
     else:

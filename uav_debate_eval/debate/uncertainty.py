@@ -50,8 +50,7 @@ def uncertainty(rounds: list[dict[str, tuple[str, float]]], lam: float = 0.5) ->
     base = majority(final)
     loo = sum(majority(final[:i] + final[i + 1:]) != base for i in range(len(final))) / len(final) \
         if len(final) > 1 else 0.0
-    out = {"flip_rate": f, "belief_revision": m, "u_intra": lam * f + (1 - lam) * m,
-           "disagreement": d, "u_inter": float(np.mean(d)) if d else 0.0, "entropy": h,
-           "final_disagreement": d[-1] if d else 0.0, "loo_instability": loo}
-    out["u_sys"] = (out["entropy"] + out["final_disagreement"] + out["loo_instability"]) / 3.0
-    return out
+    final_d = d[-1] if d else 0.0
+    return {"flip_rate": f, "belief_revision": m, "u_intra": lam * f + (1 - lam) * m,
+            "disagreement": d, "u_inter": float(np.mean(d)) if d else 0.0, "entropy": h,
+            "final_disagreement": final_d, "loo_instability": loo, "u_sys": (h + final_d + loo) / 3.0}

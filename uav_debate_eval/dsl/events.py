@@ -225,8 +225,9 @@ def merge_swarm_turns(turns: list[Event], order: list[str]) -> list[Event]:
             out.append(c[0])
             continue
         uavs = sorted({x.uavs[0] for x in c}, key=lambda u: rank.get(u, 0))
-        out.append(Event("", "sharp_turn", _r(np.median([x.t for x in c])), uavs, max(x.t_end for x in c),
-                         _r(np.mean([x.value for x in c]), 1), "deg",
+        t_end = max(x.t if x.t_end is None else x.t_end for x in c)
+        out.append(Event("", "sharp_turn", _r(float(np.median([x.t for x in c]))), uavs, t_end,
+                         _r(float(np.mean([x.value for x in c])), 1), "deg",
                          {"t_from": min(x.extra["t_from"] for x in c), "direction": c[0].extra["direction"]}))
     return out
 

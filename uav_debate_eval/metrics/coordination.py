@@ -62,8 +62,8 @@ def communication_quality(traj: SwarmTrajectory) -> dict:
     duration = traj.duration
     limit = max(MIN_GAP_S, GAP_FACTOR * (traj.sample_period or 0.0))
     gap_time: dict[str, float] = {}
-    for g in traj.ingest.gaps:
-        gap_time[g.uav] = gap_time.get(g.uav, 0.0) + g.duration
+    for gap in traj.ingest.gaps:
+        gap_time[gap.uav] = gap_time.get(gap.uav, 0.0) + gap.duration
     for u, last in traj.ingest.silent.items():
         gap_time[u] = gap_time.get(u, 0.0) + (traj.t_end - last)
     scores, healthy = [], []
@@ -128,7 +128,7 @@ def coordination_delay(snap: Snapshots) -> dict:
         own = acc[:, i]
         if _rms(own) < MANOEUVRE_MIN_ACC or _rms(ref) < MANOEUVRE_MIN_ACC:
             continue
-        c = sum(correlate_full(own[:, k], ref[:, k]) for k in range(2))
+        c = correlate_full(own[:, 0], ref[:, 0]) + correlate_full(own[:, 1], ref[:, 1])  # x and y
         lag_axis = correlation_lags(T, T)
         keep = np.abs(lag_axis) <= max_lag
         c, lag_axis = c[keep], lag_axis[keep]

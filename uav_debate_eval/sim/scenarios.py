@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,13 +57,19 @@ class Plan:
 
     @property
     def limits(self) -> Limits:
-        c = self.mission.constraints
-        return Limits(0.8 * c.max_speed_mps, 0.8 * c.max_vertical_speed_mps, 2.5)
+        speed, vz = self._constraints()[2:4]
+        return Limits(0.8 * speed, 0.8 * vz, 2.5)
 
     def info(self) -> PlanInfo:
+        return PlanInfo(self.uavs, self.base, self.spacing, self.z_min, *self._constraints(), self.limits)
+
+    def _constraints(self) -> tuple[float, float, float, float, float]:
+        """Ceiling, separation, speed, vertical speed, stale timeout: `_mission` sets all five."""
         c = self.mission.constraints
-        return PlanInfo(self.uavs, self.base, self.spacing, self.z_min, c.geofence.max[2], c.min_separation_m,
-                        c.max_speed_mps, c.max_vertical_speed_mps, c.stale_timeout_s, self.limits)
+        assert c.geofence is not None and c.min_separation_m is not None and c.max_speed_mps is not None
+        assert c.max_vertical_speed_mps is not None and c.stale_timeout_s is not None
+        return (c.geofence.max[2], c.min_separation_m, c.max_speed_mps, c.max_vertical_speed_mps,
+                c.stale_timeout_s)
 
 
 @dataclass(frozen=True)
@@ -121,10 +127,9 @@ def _route_plan(kind: str, description: str, route: Route, offsets: np.ndarray, 
     lo = np.minimum(dense.min(axis=0), pts.min(axis=0)) + offsets.min(axis=0)
     hi = np.maximum(dense.max(axis=0), pts.max(axis=0)) + offsets.max(axis=0)
     mission = _mission(kind, description, uavs, c, lo, hi)
-    mission.waypoints = {u: [tuple(float(x) for x in p + off) for p in pts] for u, off in zip(uavs, offsets,
-                                                                                               strict=True)}
+    mission.waypoints = {u: [_xyz(p + off) for p in pts] for u, off in zip(uavs, offsets, strict=True)}
     if formation:
-        mission.formation_offsets = {u: tuple(float(x) for x in off) for u, off in zip(uavs, offsets, strict=True)}
+        mission.formation_offsets = {u: _xyz(off) for u, off in zip(uavs, offsets, strict=True)}
 
     def base(t: float) -> tuple[np.ndarray, np.ndarray]:
         p, v = route.at(t)
@@ -132,6 +137,10 @@ def _route_plan(kind: str, description: str, route: Route, offsets: np.ndarray, 
 
     corners = [(k.t_in, k.t_out, k.angle_deg) for k in route.corners]
     return Plan(uavs, base, mission, spacing, float(dense[:, 2].min() + offsets[:, 2].min()), corners)
+
+
+def _xyz(p: np.ndarray) -> tuple[float, float, float]:
+    return float(p[0]), float(p[1]), float(p[2])
 
 
 def _min_spacing(offsets: np.ndarray) -> float:
@@ -143,11 +152,11 @@ def _min_spacing(offsets: np.ndarray) -> float:
 
 def _formation(n: int, duration: float, rng: np.random.Generator, c: dict) -> Plan:
     """V formation (leader ahead, 2 m steps back and sideways) flying a rectangular loop with 90 deg corners."""
-    offsets = [(0.0, 0.0, 0.0)]
+    rows = [(0.0, 0.0, 0.0)]
     for k in range(1, n):
         rank, side = (k + 1) // 2, 1.0 if k % 2 else -1.0
-        offsets.append((-2.0 * rank, side * 2.0 * rank, 0.0))
-    offsets = np.array(offsets)
+        rows.append((-2.0 * rank, side * 2.0 * rank, 0.0))
+    offsets = np.array(rows)
     length = _cruise_length(1.2, duration)
     a, b, z = length / 3.0, length / 6.0, 10.0
     wp = np.array([(0, 0, z), (a, 0, z), (a, b, z + 1), (0, b, z + 1), (0, 0, z)], dtype=float)
@@ -232,8 +241,7 @@ def _swap(n: int, duration: float, rng: np.random.Generator, c: dict) -> Plan:
     hi = np.array([radius, radius, z0 + layer[:, 2].max()])
     mission = _mission("swap", f"{n} vehicles swap sides through the centre on separate altitude layers",
                        uavs, c, lo, hi)
-    mission.waypoints = {u: [tuple(float(x) for x in home[i]), tuple(float(x) for x in home[i] * [-1, -1, 1])]
-                         for i, u in enumerate(uavs)}
+    mission.waypoints = {u: [_xyz(home[i]), _xyz(home[i] * [-1, -1, 1])] for i, u in enumerate(uavs)}
     return Plan(uavs, ref.at, mission, min(1.5, 2 * radius * math.sin(math.pi / n)), float(lo[2]))
 
 
@@ -326,7 +334,7 @@ class SimResult:
 
 
 def simulate(name: str, seed: int = 0, n_uavs: int | None = None, duration_s: float | None = None,
-             rate_hz: float | None = None, faults: list[str | FaultSpec] | None = None) -> SimResult:
+             rate_hz: float | None = None, faults: Sequence[str | FaultSpec] | None = None) -> SimResult:
     """Fly scenario `name` with the given faults ("kind" or "kind@t") and return data, mission and truth."""
     spec = SCENARIOS.get(name)
     if spec is None:

@@ -48,7 +48,9 @@ class LLMBackend(Protocol):
     `max_concurrency` (an int) when it serves only that many calls at once; the panel then queues its agents."""
 
     name: str
-    model: str | None
+
+    @property
+    def model(self) -> str | None: ...  # read-only here: a backend may hold a plain str
 
     async def chat(self, request: ChatRequest) -> ChatResult: ...
 

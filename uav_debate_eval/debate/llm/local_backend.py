@@ -14,10 +14,10 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .base import ChatRequest, ChatResult
 from .resilience import BackendUnavailable
@@ -152,15 +152,16 @@ class LocalBackend:
                 raise TimeoutError("local generation cancelled by the caller")
             deadline = time.monotonic() + self.timeout_s  # generation time; waiting for the lock is not counted
             # Streamed so a deadline can stop it: a thread cannot be cancelled, a generator can be closed.
-            stream = self._llm.create_chat_completion(
-                messages=request.messages,
+            # llama-cpp-python types the stream as a union with the whole answer; stream=True yields chunks
+            stream = cast(Generator[dict[str, Any], None, None], self._llm.create_chat_completion(
+                messages=cast(Any, request.messages),  # its TypedDict messages are our plain role/content dicts
                 grammar=grammar,
                 temperature=request.temperature,
                 max_tokens=max_tokens,
                 seed=request.seed,
                 repeat_penalty=self.repeat_penalty,
                 stream=True,
-            )
+            ))
             try:
                 for chunk in stream:
                     choice = chunk["choices"][0]

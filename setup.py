@@ -29,7 +29,6 @@ setup(
     maintainer_email="maintainers@uav-debate-eval.invalid",
     description="UAV swarm evaluation: deterministic safety veto, trajectory DSL and an LLM expert panel.",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "uav-debate-eval = uav_debate_eval.cli:console",

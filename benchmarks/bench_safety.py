@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from uav_debate_eval.core.mission import parse_mission
+from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.safety.geometry import close_pairs
 from uav_debate_eval.safety.monitor import SafetyMonitor
 

@@ -64,7 +64,7 @@ def flight_csv(data: Path, n: int, duration: float) -> Path:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from uav_debate_eval.core.mission import mission_to_yaml
+    from uav_debate_eval.core.mission_file import mission_to_yaml
     from uav_debate_eval.sim.scenarios import simulate
 
     sim = simulate("grid", seed=0, n_uavs=n, duration_s=duration, rate_hz=RATE_HZ, faults=["near_miss", "overspeed"])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from uav_debate_eval.core.mission import Mission, parse_mission
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.mission_file import parse_mission
 
 BOX_CONSTRAINTS = """
 constraints:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from uav_debate_eval.core import MissionError, parse_mission
-from uav_debate_eval.core.mission import mission_to_yaml
+from uav_debate_eval.core.mission_file import mission_to_yaml
 
 GOOD = """\
 mission:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from uav_debate_eval.cli import main
-from uav_debate_eval.core.mission import mission_to_yaml
+from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.sim.recording import write_mocap_bags
 from uav_debate_eval.sim.scenarios import simulate
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from uav_debate_eval.core.mission import parse_mission
+from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.report.build import final_verdict

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from uav_debate_eval.core.mission import Mission, parse_mission
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.findings.admissible import admissible
 from uav_debate_eval.findings.model import VerifiedFinding
 

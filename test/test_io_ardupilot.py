@@ -20,7 +20,7 @@ from ardupilot_logs import (
 )
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.mission import load_mission
+from uav_debate_eval.core.mission_file import load_mission
 from uav_debate_eval.io.ardupilot import read_ardupilot_logs
 from uav_debate_eval.io.dataflash import columns, open_dataflash
 from uav_debate_eval.io.loader import load_inputs, one_flight

@@ -386,6 +386,6 @@ def test_a_second_ctrl_c_skips_the_flight_report_and_keeps_the_poses(tmp_path: P
 
 
 def parse_mission_text():
-    from uav_debate_eval.core.mission import parse_mission
+    from uav_debate_eval.core.mission_file import parse_mission
 
     return parse_mission("mission: {name: skip}\nconstraints: {min_separation_m: 0.5}\n", "test")

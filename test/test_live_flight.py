@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uav_debate_eval.core.mission import RouteSoFar, mission_to_yaml
+from uav_debate_eval.core.mission import RouteSoFar
+from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.live.flight import FlightJob, FlightRecord, evaluate_flight, final_lines
 from uav_debate_eval.live.segment_job import PanelJob, PanelSettings, evaluate_segment

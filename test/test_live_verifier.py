@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from uav_debate_eval.core.mission import parse_mission
+from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.live.verifier import MUTE_S, LiveVerifier
 from uav_debate_eval.safety.monitor import SafetyMonitor
 

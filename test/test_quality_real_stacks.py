@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from contract import REPORT_SCHEMA
 
-from uav_debate_eval.core.mission import Geofence, mission_to_yaml
+from uav_debate_eval.core.mission import Geofence
+from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.io.csv_io import write_csv
 from uav_debate_eval.io.loader import load_inputs, one_flight
 from uav_debate_eval.report.schema import validate_report
@@ -123,7 +124,7 @@ def test_mission_frames_place_local_frames(mavros, tmp_path):
                                    for u, p in starts.items())
     mission_file = tmp_path / "mission.yaml"
     mission_file.write_text(mission_to_yaml(sim.mission) + frames)
-    from uav_debate_eval.core.mission import load_mission
+    from uav_debate_eval.core.mission_file import load_mission
 
     report = _report([path], load_mission(mission_file))
     assert not {"frames_misaligned", "frames_unverified"} & _kinds(report)

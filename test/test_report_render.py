@@ -12,7 +12,7 @@ from browser import needs_chromium, render
 from contract import REPORT_SCHEMA
 from markdown_it import MarkdownIt
 
-from uav_debate_eval.core.mission import parse_mission
+from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.report import writer as writer_mod
 from uav_debate_eval.report.escape import anchor_id, md, md_code_block

@@ -57,7 +57,7 @@ class _NoAliases(yaml.SafeDumper):
 
 def _write_config(tmp: Path, faults: list[str], duration_s: float) -> tuple[Path, dict]:
     """Parameter file for sim + monitor, and the scenario (computed here too, for names and the mission)."""
-    from uav_debate_eval.core.mission import mission_to_yaml
+    from uav_debate_eval.core.mission_file import mission_to_yaml
     from uav_debate_eval.sim.scenarios import simulate
 
     sim = simulate("formation", seed=3, duration_s=duration_s, faults=faults)

@@ -33,7 +33,7 @@ SEVERE = ("hazard", "warning")
 
 def _config(tmp: Path, faults: list[str], duration_s: float) -> tuple[Path, Path, object]:
     """Parameter file for `live --sim`, the mission file and the simulated flight itself (the same seed)."""
-    from uav_debate_eval.core.mission import mission_to_yaml
+    from uav_debate_eval.core.mission_file import mission_to_yaml
     from uav_debate_eval.sim.scenarios import simulate
 
     sim = simulate("formation", seed=3, duration_s=duration_s, faults=faults)

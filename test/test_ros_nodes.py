@@ -29,7 +29,7 @@ def test_live_command_rejects_unknown_parameters(tmp_path: Path, capsys, ros_env
 
 
 def test_demo_mission_matches_the_simulated_demo_flight():
-    from uav_debate_eval.core.mission import load_mission, mission_to_yaml
+    from uav_debate_eval.core.mission_file import load_mission, mission_to_yaml
     from uav_debate_eval.sim.scenarios import simulate
     sim = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())["swarm_sim"]["ros__parameters"]
     result = simulate(sim["scenario"], seed=sim["seed"], faults=sim["faults"])

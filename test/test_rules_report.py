@@ -8,7 +8,7 @@ import pytest
 from contract import REPORT_SCHEMA
 
 from uav_debate_eval.cli import main
-from uav_debate_eval.core.mission import mission_to_yaml
+from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.report.schema import validate_report
 from uav_debate_eval.rules.spec import make_rule
 from uav_debate_eval.sim.scenarios import simulate

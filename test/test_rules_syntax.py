@@ -6,7 +6,7 @@ import pytest
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.core.errors import MissionError
-from uav_debate_eval.core.mission import mission_to_yaml, parse_mission
+from uav_debate_eval.core.mission_file import mission_to_yaml, parse_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.csv_io import write_csv
 from uav_debate_eval.rules.syntax import Binary, Compare, Logic, Temporal, parse_formula, to_text

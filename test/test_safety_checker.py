@@ -5,7 +5,7 @@ import pytest
 from safety_support import BOX_CONSTRAINTS
 
 from uav_debate_eval.core import SwarmTrajectory
-from uav_debate_eval.core.mission import parse_mission
+from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.safety.checker import check_trajectory, merge_runs, verdict_label
 
 # The hand-built tracks below teleport between samples (no vehicle can): the plausibility bound is lifted so these

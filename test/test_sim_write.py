@@ -12,7 +12,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.mission import load_mission
+from uav_debate_eval.core.mission_file import load_mission
 from uav_debate_eval.io.csv_io import read_csv
 from uav_debate_eval.io.rosbag_write import write_bag
 from uav_debate_eval.sim.scenarios import simulate

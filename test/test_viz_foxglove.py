@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from foxglove_client import FoxgloveClient
 
-from uav_debate_eval.core.mission import parse_mission
+from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.live.veto_history import VetoEvidence
 from uav_debate_eval.viz.foxglove_live import LiveView
 from uav_debate_eval.viz.scene import TOPICS

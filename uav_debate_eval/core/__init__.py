@@ -8,8 +8,8 @@ from importlib import import_module
 
 _EXPORTS = {
     "InputError": "errors", "MissionError": "errors",
-    "Constraints": "mission", "Geofence": "mission", "Mission": "mission", "load_mission": "mission",
-    "parse_mission": "mission",
+    "Constraints": "mission", "Geofence": "mission", "Mission": "mission", "load_mission": "mission_file",
+    "parse_mission": "mission_file",
     "Event": "records", "Violation": "records",
     "StreamingSwarm": "streaming", "VehicleRing": "streaming",
     "IngestReport": "records", "SwarmTrajectory": "trajectory", "Track": "trajectory",

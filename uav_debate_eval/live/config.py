@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.mission import Mission, load_mission
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.mission_file import load_mission
 
 PACKAGE = "uav_debate_eval"
 

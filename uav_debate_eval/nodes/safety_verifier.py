@@ -18,7 +18,8 @@ from rclpy.node import Node
 from std_msgs.msg import Bool, String
 from visualization_msgs.msg import MarkerArray
 
-from uav_debate_eval.core.mission import Geofence, Mission, load_mission
+from uav_debate_eval.core.mission import Geofence, Mission
+from uav_debate_eval.core.mission_file import load_mission
 from uav_debate_eval.live.verifier import LiveVerifier
 from uav_debate_eval.nodes.executors import node_executor
 from uav_debate_eval.nodes.params import declare

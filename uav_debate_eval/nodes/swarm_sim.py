@@ -25,7 +25,8 @@ from rclpy.publisher import Publisher
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
-from uav_debate_eval.core.mission import Mission, mission_to_yaml
+from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.live.segments import end_message
 from uav_debate_eval.nodes.params import declare

@@ -88,7 +88,8 @@ def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) 
     recordings, operators keep one per flight folder or per campaign); else a default mission with no
     constraints, so nothing is checked, which the report says.
     """
-    from uav_debate_eval.core.mission import Mission, load_mission
+    from uav_debate_eval.core.mission import Mission
+    from uav_debate_eval.core.mission_file import load_mission
 
     if mission_path:
         return load_mission(mission_path), []

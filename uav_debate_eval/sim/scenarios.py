@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.mission import Constraints, Geofence, Mission, mission_to_yaml
+from uav_debate_eval.core.mission import Constraints, Geofence, Mission
+from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.rules.spec import make_rule
 from uav_debate_eval.sim.dynamics import Limits, Reference, integrate

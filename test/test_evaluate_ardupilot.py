@@ -3,13 +3,13 @@ data-quality findings, autopilot events, exit codes 0/3/4/2, reports valid again
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from ardupilot_logs import Vehicle, swarm, write_bin, write_mission, write_swarm_bins, write_tlog
+from batch_summary import summary_rows
 from contract import COMPARISON_SCHEMA, REPORT_SCHEMA
 
 from uav_debate_eval.cli import main
@@ -118,11 +118,6 @@ def test_bad_log_exit_2_one_line_nothing_written(logs, tmp_path, capsys, name, d
     assert not out.exists()
 
 
-def _rows(out: Path) -> list[dict]:
-    with (out / "summary.csv").open() as fh:
-        return list(csv.DictReader(fh))
-
-
 def test_logs_of_different_days_are_a_batch(logs, tmp_path, capsys):
     day2 = tmp_path / "day2"
     day2.mkdir()
@@ -132,7 +127,7 @@ def test_logs_of_different_days_are_a_batch(logs, tmp_path, capsys):
                "--jobs", "1"])
     assert rc == 3
     assert "evaluated one by one (time spans do not overlap" in capsys.readouterr().err
-    assert [(r["status"], r["label"], r["violations"]) for r in _rows(out)] == [("ok", "risky", "1"),
+    assert [(r["status"], r["label"], r["violations"]) for r in summary_rows(out)] == [("ok", "risky", "1"),
                                                                                  ("ok", "safe", "0")]
 
 
@@ -145,7 +140,7 @@ def test_dask_batch_takes_bin_inputs(logs, tmp_path):
     (folder / "mission.yaml").write_bytes(logs["mission"].read_bytes())
     out = tmp_path / "dask"
     assert main(["evaluate", str(folder), "--out", str(out), "--scheduler", "local", "--quiet"]) == 3
-    rows = {Path(r["file"]).name: r for r in _rows(out)}
+    rows = {Path(r["file"]).name: r for r in summary_rows(out)}
     assert rows["overspeed.bin"]["violations"] == "1" and rows["calm.bin"]["label"] == "safe"
     validate_report(json.loads((out / "overspeed_bin" / "report.json").read_text()), REPORT_SCHEMA)
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 import pytest
+from batch_summary import summary_rows
 from contract import REPORT_SCHEMA
 
 from uav_debate_eval.cli import main
@@ -146,11 +146,6 @@ def test_bad_arguments_exit_2(flights, tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-def _summary(out: Path) -> list[dict]:
-    with (out / "summary.csv").open() as fh:
-        return list(csv.DictReader(fh))
-
-
 def test_batch_folder_with_failures_exit_2(flights, tmp_path, capsys):
     folder = tmp_path / "batch"
     folder.mkdir()
@@ -163,7 +158,7 @@ def test_batch_folder_with_failures_exit_2(flights, tmp_path, capsys):
     assert run([str(folder), "--out", str(out), "--jobs", "2", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "broken.mcap" in err and "cannot read bag" in err
-    rows = {Path(r["file"]).name: r for r in _summary(out)}
+    rows = {Path(r["file"]).name: r for r in summary_rows(out)}
     assert sorted(rows) == ["broken.mcap", "clean.mcap", "near.csv"]
     assert rows["near.csv"]["status"] == "ok" and rows["near.csv"]["label"] == "risky"
     assert rows["near.csv"]["violations"] == "1"
@@ -181,12 +176,12 @@ def test_batch_of_files_exit_3_then_0(flights, tmp_path):
     near, clean = flights["near"] / "trajectory.csv", flights["clean"] / "trajectory.csv"
     out = tmp_path / "mixed"
     assert run([str(near), str(clean), "--out", str(out), "--jobs", "1", "--quiet"]) == 3
-    assert [r["label"] for r in _summary(out)] == ["risky", "safe"]
+    assert [r["label"] for r in summary_rows(out)] == ["risky", "safe"]
     assert sorted(p.name for p in out.iterdir()) == ["summary.csv", "summary.md", "trajectory_csv",
                                                      "trajectory_csv_2"]
     only_clean = tmp_path / "clean"
     assert run([str(flights["clean"] / "*.csv"), "--out", str(only_clean), "--quiet"]) == 0
-    assert len(_summary(only_clean)) == 1
+    assert len(summary_rows(only_clean)) == 1
 
 
 def test_several_ulogs_are_one_flight_unless_batch(tmp_path):
@@ -199,5 +194,5 @@ def test_several_ulogs_are_one_flight_unless_batch(tmp_path):
     assert rep["mission"]["uavs"] == ["px4a", "px4b"]
     batch = tmp_path / "two"
     assert run([str(a), str(b), "--out", str(batch), "--batch", "--jobs", "1", "--quiet"]) == 0
-    assert [r["status"] for r in _summary(batch)] == ["ok", "ok"]
+    assert [r["status"] for r in summary_rows(batch)] == ["ok", "ok"]
     assert (batch / "px4a_ulg" / "report.json").exists() and (batch / "px4b_ulg" / "report.json").exists()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
+from batch_summary import summary_rows
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.sim.scenarios import simulate
@@ -26,11 +26,6 @@ def batch_inputs(tmp_path_factory):
     return [str(root / "near" / "trajectory.csv"), str(root / "clean" / "trajectory.csv"), str(root / "bad.csv")]
 
 
-def _summary(out: Path) -> list[dict]:
-    with (out / "summary.csv").open() as fh:
-        return [{k: v for k, v in row.items() if k != "time_s"} for row in csv.DictReader(fh)]
-
-
 def _report(path: Path) -> dict:
     report = json.loads(path.read_text())
     report.pop("timing")
@@ -42,8 +37,9 @@ def test_local_cluster_equals_jobs(batch_inputs, tmp_path):
     by_jobs, by_dask = tmp_path / "jobs", tmp_path / "dask"
     assert main(["evaluate", *batch_inputs, "--out", str(by_jobs), "--jobs", "2", "--quiet"]) == 2
     assert main(["evaluate", *batch_inputs, "--out", str(by_dask), "--scheduler", "local", "--quiet"]) == 2
-    rows_jobs = _summary(by_jobs)
-    rows_dask = [{**r, "report": r["report"].replace(str(by_dask), str(by_jobs))} for r in _summary(by_dask)]
+    rows_jobs = summary_rows(by_jobs, timed=False)
+    rows_dask = [{**r, "report": r["report"].replace(str(by_dask), str(by_jobs))}
+                 for r in summary_rows(by_dask, timed=False)]
     assert rows_dask == rows_jobs
     assert [r["status"] for r in rows_jobs] == ["ok", "ok", "failed"]
     assert [r["label"] for r in rows_jobs[:2]] == ["risky", "safe"]
@@ -103,6 +99,6 @@ def test_jobs_worker_death_is_an_error_row_not_a_lost_batch(batch_inputs, tmp_pa
     monkeypatch.setattr(batch, "evaluate_one", _die_on_bad)
     out = tmp_path / "jobs"
     assert main(["evaluate", *batch_inputs, "--out", str(out), "--jobs", "2", "--quiet"]) == 1
-    rows = _summary(out)
+    rows = summary_rows(out, timed=False)
     assert [r["file"] for r in rows] == batch_inputs
     assert rows[2]["status"] == "error" and "worker process lost" in rows[2]["error"]

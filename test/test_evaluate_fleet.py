@@ -4,7 +4,6 @@ And one read path: `metrics`, `dsl` and `evaluate` see the same vehicles."""
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from dataclasses import replace
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from batch_summary import summary_rows
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.core.mission_file import mission_to_yaml
@@ -55,11 +55,6 @@ def fleet(tmp_path_factory):
     return root
 
 
-def _rows(out: Path) -> list[dict]:
-    with (out / "summary.csv").open(encoding="utf-8") as fh:
-        return [{k: v for k, v in row.items() if k != "time_s"} for row in csv.DictReader(fh)]
-
-
 def _report(path: Path) -> dict:
     report = json.loads((path / "report.json").read_text(encoding="utf-8"))
     report.pop("timing")
@@ -73,7 +68,7 @@ def test_fleet_folder_with_jobs_and_dask_equals_one_by_one(fleet, tmp_path, caps
     assert main(["evaluate", str(fleet), "--out", str(by_jobs), "--jobs", "2"]) == 3
     err = capsys.readouterr().err
     assert "site_b/days: 2 recordings evaluated one by one" in err
-    rows = _rows(by_jobs)
+    rows = summary_rows(by_jobs, timed=False)
     missions = {r["flight"]: Path(r["mission"]) for r in rows}
     assert missions == {"solo.csv": fleet / "mission.yaml", "site_a/calm": fleet / "site_a" / "mission.yaml",
                         "site_a/near": fleet / "site_a" / "near" / "mission.yaml",
@@ -88,7 +83,8 @@ def test_fleet_folder_with_jobs_and_dask_equals_one_by_one(fleet, tmp_path, caps
         "site_a/calm/report.json", "site_a/near/report.json", "site_b/days/a_csv/report.json",
         "site_b/days/b_csv/report.json", "solo_csv/report.json"]
     assert main(["evaluate", str(fleet), "--out", str(by_dask), "--scheduler", "local", "--quiet"]) == 3
-    assert [{**r, "report": r["report"].replace(str(by_dask), str(by_jobs))} for r in _rows(by_dask)] == rows
+    assert [{**r, "report": r["report"].replace(str(by_dask), str(by_jobs))}
+            for r in summary_rows(by_dask, timed=False)] == rows
     for row in rows:  # each flight alone, as its operator would evaluate it
         alone = tmp_path / "alone" / row["flight"]
         code = main(["evaluate", *row["file"].split(" "), "--out", str(alone), "--quiet"])
@@ -111,7 +107,7 @@ def test_mission_flag_overrides_every_flight_and_out_inside_is_skipped(fleet, tm
     for _ in range(2):
         assert main(["evaluate", str(site), "--out", str(out), "--mission", str(mission), "--jobs", "1",
                      "--quiet"]) in (0, 3, 4)
-    rows = _rows(out)
+    rows = summary_rows(out, timed=False)
     assert [(r["flight"], r["mission"]) for r in rows] == [("y.csv", str(mission)), ("calm", str(mission))]
     assert {_report(out / sub)["mission"]["name"] for sub in ("y_csv", "calm")} == {"near"}
 

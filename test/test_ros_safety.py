@@ -17,10 +17,12 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 PUBLISHER = textwrap.dedent("""
     import sys, time
     import rclpy
+    import rclpy.duration
     from geometry_msgs.msg import PoseStamped
     from rclpy.qos import qos_profile_sensor_data
     far_s, near_s, after_s = (float(v) for v in sys.argv[1:4])
     a, b, c = sys.argv[4:7]
+    behind_ns = int(float(sys.argv[7]) * 1e9) if len(sys.argv) > 7 else 0  # stamps this far behind the clock
     rclpy.init()
     node = rclpy.create_node("test_pose_pub")
     pubs = {u: node.create_publisher(PoseStamped, f"/{u}/pose", qos_profile_sensor_data) for u in (a, b, c)}
@@ -32,7 +34,7 @@ PUBLISHER = textwrap.dedent("""
         if el > far_s + near_s + after_s:
             break
         near = far_s <= el < far_s + near_s
-        stamp = node.get_clock().now()
+        stamp = node.get_clock().now() - rclpy.duration.Duration(nanoseconds=behind_ns)
         if phase != near:
             phase = near
             print(("NEAR " if near else "FAR ") + repr(stamp.nanoseconds * 1e-9), flush=True)
@@ -208,3 +210,41 @@ def test_status_markers_and_sim_time_clock_jump_in_process(ros_domain):
         aux.destroy_node()
     finally:
         rclpy.try_shutdown(context=ctx)
+
+
+def test_veto_rises_on_a_stream_stamped_seconds_behind_the_verifiers_clock(tmp_path, ros_domain):
+    """Issue 32's miss, over DDS: the poses' stamps sit 2.5 s behind the verifier's clock (the demo's simulator
+    started late; a remote computer's clock). Before, every vehicle looked silent past the 0.5-s stale timeout,
+    the flight was taken for over and the near miss never raised the veto; the verifier now checks in the
+    stream's time."""
+    pub_py, sub_py = tmp_path / "pub.py", tmp_path / "sub.py"
+    pub_py.write_text(PUBLISHER)
+    sub_py.write_text(SUBSCRIBER)
+    env, py = _env(ros_domain), sys.executable
+    uavs = [f"t{os.getpid()}{u}" for u in "abc"]
+    veto_topic = f"/t{os.getpid()}/veto"
+    verifier = subprocess.Popen(
+        [py, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
+         "-p", f"uav_names:=[{', '.join(uavs)}]", "-p", "min_separation_m:=0.5", "-p", "hold_time_s:=0.5",
+         "-p", "stale_timeout_s:=0.5", "-r", f"{VETO_TOPIC}:={veto_topic}"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sub = subprocess.Popen([py, str(sub_py), veto_topic, "now"], env=env, stdout=subprocess.PIPE, text=True)
+    procs = [verifier, sub]
+    try:
+        sub_lines = [_readline(sub), _readline(sub)]  # START, then the latched False
+        pub = subprocess.Popen([py, str(pub_py), "2.0", "2.0", "1.0", *uavs, "2.5"], env=env,
+                               stdout=subprocess.PIPE, text=True)
+        procs.append(pub)
+        marks = pub.communicate(timeout=30)[0].splitlines()
+        time.sleep(1.0)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        outs = {id(p): p.communicate(timeout=15)[0] for p in procs if p is not pub}
+    verifier_out = outs[id(verifier)]
+    msgs = _messages(sub_lines + outs[id(sub)].splitlines())
+    rises = [t for k, (t, v) in enumerate(msgs) if v and (k == 0 or not msgs[k - 1][1])]
+    near = next(float(ln.split()[1]) for ln in marks if ln.startswith("NEAR")) + 2.5  # the wall clock then
+    assert rises and 0.0 <= rises[0] - near < 0.5, (msgs, marks, verifier_out)
+    assert f"min_separation {uavs[0]},{uavs[1]}" in verifier_out and "verifier_degraded" not in verifier_out

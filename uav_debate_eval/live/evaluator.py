@@ -173,7 +173,8 @@ class SegmentEvaluator:
         job = FlightJob(self.settings, self.mission, list(self.tape.chunks), list(self.tape.vehicles), segments,
                         self.vetoes.snapshot(), self._session(), self.tape.stats.to_dict(), dict(self.swarm.rejected),
                         list(self.skipped), self._clock_jumps(),
-                        self.output_dir / "flight" if self.settings.write_files else None, self.record)
+                        self.output_dir / "flight" if self.settings.write_files else None, self.record,
+                        lost_before_verifier=dict(self.vetoes.lost_before_verifier))
         pool = worker_pool() if self._closing else self._pool  # (close stopped the segments' worker)
         try:
             result = _result_unless(pool.submit(evaluate_flight, job), stop)

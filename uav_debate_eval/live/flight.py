@@ -79,6 +79,7 @@ class FlightJob:
     clock_jumps: int
     out_dir: Path | None  # None: files are off
     record: bool = True
+    lost_before_verifier: dict[str, int] = field(default_factory=dict)  # poses the verifier never processed
 
 
 def session_inputs(session: dict) -> list[str]:

@@ -7,11 +7,14 @@ import math
 from typing import TYPE_CHECKING
 
 from uav_debate_eval.live.veto_history import VetoEpisode
+from uav_debate_eval.safety.health import DEGRADED
 
 if TYPE_CHECKING:
     from uav_debate_eval.live.flight import FlightJob
 
 UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m", "stale_data": "s"}
+#: The verifier's degraded causes (safety.health) in words.
+CAUSES = {"lag": "behind the pose stream", "poses_lost": "poses lost", "stalled": "check loop stalled"}
 #: A violation's worst value is its smallest for these constraints, its largest for the others.
 SMALLER_IS_WORSE = {"min_separation"}
 
@@ -41,14 +44,16 @@ def episode_record(ep: VetoEpisode, violations: list[dict], segments: list[dict]
     evidence_t = [ev.t - t0 for ev in ep.evidence if ev.t is not None]
     offending = min(v["t_start"] for v in matching) if matching else min(evidence_t, default=None)
     constraint = constraints[0] if constraints else None
+    causes = sorted({CAUSES.get(r, r) for ev in ep.evidence if ev.constraint == DEGRADED
+                     for r in str(ev.values.get("reasons", "")).split(",") if r})
     return {
-        "t_rise": rise, "t_fall": fall,
+        "kind": ep.kind, "t_rise": rise, "t_fall": fall,
         "t_violating_until": None if ep.t_violating is None else ep.t_violating - t0,
         "constraints": constraints, "uavs": uavs,
         "worst_value": _worst(constraint or "", [v for ev in ep.evidence if (v := ev.number("value")) is not None]),
         "limit": next((lim for ev in ep.evidence if (lim := ev.number("limit")) is not None), None),
         "offending_t": offending, "latency_s": None if offending is None else rise - offending,
-        "segments": _overlapping(segments, rise, end),
+        "segments": _overlapping(segments, rise, end), "causes": causes,
     }
 
 
@@ -68,7 +73,10 @@ def live_record(report: dict, job: FlightJob, t0: float) -> dict:
         "flight": True,
         "session": job.session,
         "stream_t0": t0,
-        "veto_episodes": [episode_record(ep, report["violations"], segs, t0) for ep in job.episodes],
+        "veto_episodes": [episode_record(ep, report["violations"], segs, t0) for ep in job.episodes
+                          if ep.kind == "hazard"],
+        "degraded_episodes": [episode_record(ep, [], segs, t0) for ep in job.episodes if ep.kind == "degraded"],
+        "poses_lost_before_verifier": dict(job.lost_before_verifier),
         "segments": segs,
         "data_quality": [f for _, dq in segments for f in dq],
         "dropped_poses": dict(job.dropped),
@@ -125,4 +133,14 @@ def headline(report: dict) -> list[str]:
         out.append(text + ".")
     elif report["violations"]:
         out.append("The live veto was not raised during the session.")
+    degraded = live.get("degraded_episodes", [])
+    if degraded:
+        n = len(degraded)
+        causes = sorted({c for e in degraded for c in e.get("causes", [])})
+        out.append(f"The verifier could not vouch for the swarm {({1: 'once', 2: 'twice'}).get(n, f'{n} times')}"
+                   + (f" ({', '.join(causes)})" if causes else "")
+                   + " and held the fail-safe veto (verifier_degraded) until it had caught up.")
+    lost = sum(live.get("poses_lost_before_verifier", {}).values())
+    if lost:
+        out.append(f"{_count(lost, 'pose')} never reached the verifier (counted per vehicle in the live section).")
     return out

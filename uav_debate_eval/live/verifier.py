@@ -5,7 +5,8 @@ publishes follows from the `SafetyState` each check returns (`on_check`). Each i
 monitor's arrays in O(1) after an O(N) pre-check; a pose that breaks a constraint runs the full kd-tree check at
 once, so the veto rises within one message of the breaking pose and a burst of ordinary poses costs no full checks.
 A pose arriving when the periodic check is overdue runs it itself, so a timer that fires late cannot hide a silent
-vehicle.
+vehicle. Checks run in the stream's time and the verifier says when it cannot vouch for the swarm
+(`safety.health`): in fail-safe mode `veto` that raises the veto with the reason `verifier_degraded`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.core.streaming import StreamingSwarm
+from uav_debate_eval.safety.health import DEGRADED, FAIL_SAFE_MODES, MAX_LAG_S, HealthReport, VerifierHealth
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 from uav_debate_eval.safety.status import StatusRow, status_rows, unheard_vehicles
 
@@ -27,13 +29,22 @@ MUTE_S = 0.1
 class LiveVerifier:
     """One live veto: a `SafetyMonitor` fed pose by pose, with the rules that decide when to run its full check.
 
-    `clock()` gives the current (ROS or sim) time of a check; `on_check(state)` sees every check's result (the node
-    publishes on `state.changed`); `warn(text)` reports a state reset; `monotonic()` paces the periodic check.
+    `clock()` gives the current (ROS or sim) time; the checks run at its stream time (`VerifierHealth.now`).
+    `on_check(state)` sees every check's result (the node publishes on `state.changed`); `warn(text)` reports a
+    state reset; `monotonic()` paces the periodic check and times the check loop. `fail_safe`: `veto` raises the
+    veto while the verifier is degraded, `warn` only says so on the status.
     """
 
     def __init__(self, mission: Mission, monitor: SafetyMonitor, check_period_s: float, clock: Callable[[], float],
                  on_check: Callable[[SafetyState], None], warn: Callable[[str], None],
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, fail_safe: str = "veto",
+                 max_lag_s: float = MAX_LAG_S) -> None:
+        if fail_safe not in FAIL_SAFE_MODES:
+            raise ValueError(f"fail_safe: expected one of {', '.join(FAIL_SAFE_MODES)}, got {fail_safe!r}")
+        self.fail_safe = fail_safe
+        self.health = VerifierHealth(max_lag_s, mission.constraints.stale_timeout_s,
+                                     max_check_gap_s=max(max_lag_s, 2 * check_period_s))
+        self.health_report = HealthReport()
         self.mission = mission
         self.monitor = monitor
         self.check_period_s = check_period_s
@@ -67,9 +78,14 @@ class LiveVerifier:
         if self.swarm.resets != self._swarm_resets:  # this pose starts a new run: forget the old one first
             self._swarm_resets = self.swarm.resets
             self.monitor.reset()
+            self.health.reset()
             self._first_pose_t = t  # the new run starts here
             self._muted_until.clear()
             self._warn("safety verifier: pose stamps jumped backwards (bag loop?): state reset")
+        if not self.health.started:
+            # the checks move from the verifier's clock to the stream's: no backwards clock jump, nothing to forget
+            self.monitor.reset()
+        self.health.on_pose(uav, t, self._clock())
         sample = (t, *pos) if vel is None else (t, *pos, *vel)
         # pre-check against the stored state before storing (a missing velocity comes from the last sample)
         breaking = (not self.monitor.veto and t >= self._muted_until.get(uav, -math.inf)
@@ -86,12 +102,25 @@ class LiveVerifier:
             # others keep it checked.
             self.check()
 
+    def on_lost(self, uav: str, count: int) -> None:
+        """The transport lost `count` poses of `uav` before they reached the verifier (DDS sample-lost event)."""
+        self.health.on_lost(uav, count)
+
     def check(self) -> SafetyState:
-        """Full check at the current time; `on_check` sees the result."""
-        self._check_due = self._monotonic() + self.check_period_s
-        state = self.monitor.update(self._clock())
+        """Full check at the stream's current time; `on_check` sees the result."""
+        mono = self._monotonic()
+        self._check_due = mono + self.check_period_s
+        now = self.health.now(self._clock())
+        live = self.state is not None and not self.monitor.end_announced and not self.state.ended
+        report = self.health.check(now, mono, live and bool(self.swarm.rings))
+        self.health_report = report
+        unverified = [{"constraint": DEGRADED, "uavs": sorted({u for r in report.reasons for u in r["uavs"]}),
+                       "value": report.lag_s, "limit": self.health.max_lag_s, "t": now,
+                       "reasons": report.reasons}] if report.degraded and self.fail_safe == "veto" else None
+        state = self.monitor.update(now, unverified=unverified)
         if state.clock_reset:
             self.swarm.reset()
+            self.health.reset()
             self._first_pose_t = math.inf
             self._muted_until.clear()
             self._warn("safety verifier: clock jumped backwards: state reset")
@@ -109,4 +138,5 @@ class LiveVerifier:
                                    self.mission.constraints.stale_timeout_s)
         return status_rows(state, limits, {"vehicles": str(len(self.swarm.rings)),
                                            "poses_received": str(self.poses_received),
-                                           "rejected": str(dict(self.swarm.rejected))}, unheard)
+                                           "rejected": str(dict(self.swarm.rejected))}, unheard,
+                           health=self.health_report, fail_safe=self.fail_safe)

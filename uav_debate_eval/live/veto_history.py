@@ -1,8 +1,10 @@
 """Live veto episodes and how they override a segment's report.
 
 The panel records each period the verifier's veto was up (stream time) with the evidence of its
-DiagnosticArray status. A segment that overlaps an episode is `risky` and `vetoed` whatever the panel
-concluded, and the report names what the verifier saw.
+DiagnosticArray status. An episode is a `hazard` (a constraint was violated) or `degraded` (the verifier only
+said it could not vouch for the swarm: fail-safe, `verifier_degraded`). A segment that overlaps a hazard
+episode is `risky` and `vetoed` whatever the panel concluded, and the report names what the verifier saw; a
+degraded episode is listed apart and decides nothing about the flight (its poses are judged as recorded).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
+from uav_debate_eval.safety.health import DEGRADED
 
 #: Evidence kept per veto episode (the first ones: they show what started it).
 EVIDENCE_PER_EPISODE = 10
@@ -59,7 +62,8 @@ class VetoEvidence:
     @property
     def constraint(self) -> str | None:
         for text in (str(self.values.get("constraint", "")), self.name.split("/")[-1], self.name):
-            if text in CONSTRAINT_NAMES or text.startswith("rule:"):  # rule:<id>: a hard mission rule (§2a)
+            # rule:<id>: a hard mission rule (§2a); verifier_degraded: the fail-safe veto (§5)
+            if text in CONSTRAINT_NAMES or text.startswith("rule:") or text == DEGRADED:
                 return text
         return next((c for c in CONSTRAINT_NAMES if c in self.name), None)
 
@@ -99,6 +103,13 @@ class VetoEpisode:
     evidence: list[VetoEvidence] = field(default_factory=list)
     t_raised: float | None = None
 
+    @property
+    def kind(self) -> str:
+        """`degraded` when every piece of evidence is the verifier's own fail-safe, else `hazard` (no evidence
+        at all counts as a hazard: the veto was up for a reason nobody said)."""
+        named = [ev.constraint for ev in self.evidence]
+        return "degraded" if named and all(c == DEGRADED for c in named) else "hazard"
+
     def overlaps(self, t0: float, t1: float) -> bool:
         end = self.t_violating if self.t_violating is not None else self.t_off
         return self.t_on <= t1 and (end is None or end >= t0)
@@ -107,8 +118,8 @@ class VetoEpisode:
         """In flight time: stream times less `origin`, the stream clock at flight time 0."""
         def flight(t: float | None) -> float | None:
             return None if t is None else t - origin
-        return {"t_on": flight(self.t_on), "t_off": flight(self.t_off), "t_violating_until": flight(self.t_violating),
-                "evidence": [ev.to_dict() for ev in self.evidence]}
+        return {"kind": self.kind, "t_on": flight(self.t_on), "t_off": flight(self.t_off),
+                "t_violating_until": flight(self.t_violating), "evidence": [ev.to_dict() for ev in self.evidence]}
 
 
 def apply_live_veto(report: dict, episodes: list[VetoEpisode], t0: float, t1: float, origin: float = 0.0) -> bool:
@@ -118,9 +129,11 @@ def apply_live_veto(report: dict, episodes: list[VetoEpisode], t0: float, t1: fl
     Live violations the offline check of the window missed are added from the status evidence, so the
     report always names what the verifier saw.
     """
-    hit = [e for e in episodes if e.overlaps(t0, t1)]
+    overlapping = [e for e in episodes if e.overlaps(t0, t1)]
+    hit = [e for e in overlapping if e.kind == "hazard"]
     live = report.setdefault("live", {})
     live["veto_episodes"] = [e.to_dict(origin) for e in hit]
+    live["degraded_episodes"] = [e.to_dict(origin) for e in overlapping if e.kind == "degraded"]
     if not hit:
         live["override"] = False
         return False
@@ -136,7 +149,7 @@ def apply_live_veto(report: dict, episodes: list[VetoEpisode], t0: float, t1: fl
     for ep in hit:
         for ev in ep.evidence:
             constraint, t = ev.constraint, ev.t
-            if constraint is None or constraint in named or (t is not None and not t0 <= t <= t1):
+            if constraint in (None, DEGRADED) or constraint in named or (t is not None and not t0 <= t <= t1):
                 continue  # known already, or seen outside this segment (an episode may span several)
             named.add(constraint)
             t_ev = (t if t is not None else ep.t_on) - origin
@@ -158,6 +171,8 @@ class VetoHistory:
         self._episodes: deque[VetoEpisode] = deque(maxlen=keep)
         self._veto = False
         self._lock = threading.Lock()
+        #: poses the verifier never processed, per vehicle (its status row `safety/verifier`), this session
+        self.lost_before_verifier: dict[str, int] = {}
 
     def on_veto(self, veto: bool, t: float) -> None:
         """A veto value at stream time t (the newest pose's: the Bool carries no stamp)."""
@@ -172,6 +187,9 @@ class VetoHistory:
         """The verifier's constraint statuses in error while the veto is up: the episode's evidence, and its
         times by the verifier's own clock (t_fallback when a status has no time)."""
         with self._lock:
+            for ev in evidence:
+                if ev.name == "safety/verifier" and (lost := str(ev.values.get("poses_lost_by_vehicle", ""))):
+                    self.lost_before_verifier = {u: int(n) for u, _, n in (p.partition(":") for p in lost.split(","))}
             if not self._veto or not self._episodes:
                 return
             ep = self._episodes[-1]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from geometry_msgs.msg import PoseArray, PoseStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
@@ -28,6 +29,11 @@ _TYPE_NAMES = {"PoseStamped": "geometry_msgs/msg/PoseStamped", "Odometry": "nav_
 #: Default per-topic queue of the pose subscriptions: 1 s at 50 Hz. The sensor-data profile keeps 5,
 #: which a loaded machine overwrote (11.7 % of poses lost, short breaks missed at load average 5).
 POSE_QUEUE_DEPTH = 50
+#: The safety verifier's queue: the one reader that must not lose a pose. 10 s at 50 Hz per topic (a few hundred
+#: kB), so a verifier starved of the CPU for seconds still gets every pose, late (and says so: verifier_degraded)
+#: rather than never. Best effort like the others by default: the autopilots publish best effort, and a reliable
+#: reader matches no best-effort writer (it would receive nothing); with reliable publishers set pose_qos reliable.
+VERIFIER_QUEUE_DEPTH = 500
 
 
 def pose_qos(name: str, depth: int | None = None) -> QoSProfile:
@@ -73,8 +79,12 @@ class PoseInput:
     called after `callback`, on its thread; one that fails is logged and detached, never the owner.
     """
 
-    def __init__(self, node: Node, callback: PoseCallback, callback_group=None):
+    def __init__(self, node: Node, callback: PoseCallback, callback_group=None, queue_depth: int = POSE_QUEUE_DEPTH,
+                 on_lost: Callable[[str, int], None] | None = None):
+        """`queue_depth`: the default of the pose_queue_depth parameter; `on_lost(uav, n)`: DDS reports n samples
+        of that vehicle's topic lost on the way (a best-effort gap), so the owner knows what it never saw."""
         self.node = node
+        self.on_lost = on_lost
         self.callback = callback  # until a listener attaches: then `_fan_out`
         self._owner = callback
         self.listeners: list[PoseCallback] = []
@@ -90,7 +100,7 @@ class PoseInput:
         array_names = declare_list(node, "pose_array_names",
                                    "vehicle name of each PoseArray index; empty entries are skipped")
         qos_name = p("pose_qos", "sensor_data", "pose subscription QoS: sensor_data (best effort) or reliable")
-        depth = p("pose_queue_depth", POSE_QUEUE_DEPTH, "poses queued per topic while the node is busy (keep last); "
+        depth = p("pose_queue_depth", queue_depth, "poses queued per topic while the node is busy (keep last); "
                   "too short a queue loses poses, and short breaks with them, on a loaded machine")
         self.discovery_period_s = p("pose_discovery_period_s", 1.0,
                                     "how often to look for new vehicle topics when uav_names is empty")
@@ -107,7 +117,8 @@ class PoseInput:
                 raise ValueError("pose_type PoseArray needs pose_array_names (one vehicle name per array index)")
             self.uav_names = [n for n in self.array_names if n]
             self._subs[self.array_topic] = node.create_subscription(
-                PoseArray, self.array_topic, self._on_array, self.qos, callback_group=callback_group)
+                PoseArray, self.array_topic, self._on_array, self.qos, callback_group=callback_group,
+                event_callbacks=self._lost_events(*self.uav_names))
         elif self.uav_names:
             for uav in self.uav_names:
                 self._subscribe(uav)
@@ -154,9 +165,20 @@ class PoseInput:
         else:
             cb = lambda msg, u=uav: self._on_odom(u, msg)  # noqa: E731
         self._subs[topic] = self.node.create_subscription(POSE_TYPES[self.pose_type], topic, cb, self.qos,
-                                                          callback_group=self.callback_group)
+                                                          callback_group=self.callback_group,
+                                                          event_callbacks=self._lost_events(uav))
         if uav not in self.uav_names:
             self.uav_names.append(uav)
+
+    def _lost_events(self, *uavs: str) -> SubscriptionEventCallbacks | None:
+        if self.on_lost is None:
+            return None
+        on_lost = self.on_lost
+
+        def lost(info) -> None:  # a PoseArray's loss is every vehicle's
+            for uav in uavs:
+                on_lost(uav, int(info.total_count_change))
+        return SubscriptionEventCallbacks(message_lost=lost)
 
     def discover(self) -> list[str]:
         """Subscribe every new topic that matches the pattern and type; returns the new vehicle names."""

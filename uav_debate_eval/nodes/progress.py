@@ -22,7 +22,7 @@ class ProgressNode(Node):
         self.quiet = quiet
         self._veto: bool | None = None
         self._status: list[str] = []
-        self._status_shown = False
+        self._kinds_shown: set[str] = set()  # the veto kinds said since the veto rose
         self._unheard = ""  # the verifier's last list of configured vehicles it has no pose from
         self._t0 = time.monotonic()
         self._t_ref: float | None = None  # first stream time seen: progress shows flight time from it
@@ -52,6 +52,7 @@ class ProgressNode(Node):
 
     def _on_status(self, msg) -> None:
         self._status = []
+        degraded_only = True
         unheard = ""
         for status in msg.status:
             ev = status_evidence(status)
@@ -64,9 +65,12 @@ class ProgressNode(Node):
             if ev.level >= 2 and not ev.name.endswith("/veto"):
                 when = f" at flight t={self._rel(ev.t):.2f} s" if ev.t is not None else ""
                 self._status.append(f"{ev.name}: {ev.message}{when}")
+                degraded_only &= ev.name == "safety/verifier"
         self._unheard = unheard
-        if self._veto and self._status and not self._status_shown:
-            self._status_shown = True
+        kind = "verifier degraded (fail-safe: it cannot vouch for the swarm)" if degraded_only else "hazard"
+        if self._veto and self._status and kind not in self._kinds_shown:  # a hazard during a degraded veto too
+            self._kinds_shown.add(kind)
+            self._say(f"   [red]veto kind: {kind}[/]")
             for line in self._status[:3]:
                 self._say(f"   [red]{line}[/]")
 
@@ -74,7 +78,7 @@ class ProgressNode(Node):
         if msg.data == self._veto:
             return
         first, self._veto = self._veto is None, bool(msg.data)
-        self._status_shown = False
+        self._kinds_shown.clear()
         if msg.data:
             self._say("[bold red]VETO ON[/]")
         elif not first:  # the monitor's first (latched) state is no edge: nothing was restored

@@ -23,10 +23,11 @@ from uav_debate_eval.core.mission_file import load_mission
 from uav_debate_eval.live.verifier import LiveVerifier
 from uav_debate_eval.nodes.executors import node_executor
 from uav_debate_eval.nodes.params import declare
-from uav_debate_eval.nodes.pose_input import PoseInput, declare_list
+from uav_debate_eval.nodes.pose_input import VERIFIER_QUEUE_DEPTH, PoseInput, declare_list
 from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.safety_msgs import diagnostics, safety_markers
 from uav_debate_eval.nodes.topics import MARKERS_TOPIC, SIM_END_TOPIC, STATUS_TOPIC, VETO_TOPIC, latched
+from uav_debate_eval.safety.health import MAX_LAG_S
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 
 
@@ -60,6 +61,11 @@ class SafetyVerifierNode(Node):
         status_hz = d("status_rate_hz", 5.0, "status and marker publish rate, Hz (also on every veto change)",
                       0.01, 1000.0)
         self.frame_id = d("marker_frame_id", "map", "frame of the RViz/Foxglove markers")
+        fail_safe = d("fail_safe", "veto", "when the verifier cannot vouch for the swarm (behind the pose stream "
+                      "by more than max_lag_s, poses of a vehicle lost within the stale timeout, its check loop "
+                      "stalled): veto (raise the veto, reason verifier_degraded) or warn (status only)")
+        max_lag_s = d("max_lag_s", MAX_LAG_S, "the verifier is degraded while it runs this far behind the pose "
+                      "stream, s of stream time", 0.001, 3600.0)
         close_on_quiet = d("close_on_quiet", True, "every vehicle going quiet together ends the flight (no stale "
                            "veto); off: only /swarm/sim/end does")
 
@@ -77,20 +83,22 @@ class SafetyVerifierNode(Node):
         monitor = SafetyMonitor(mission, hold_s=None if hold < 0 else hold, predict_period_s=predict_s,
                                 close_on_quiet=close_on_quiet, rule_period_s=1.0 / self.check_rate_hz)
         self.verifier = LiveVerifier(mission, monitor, 1.0 / self.check_rate_hz, self._now, self._on_check,
-                                     self.get_logger().warning)
+                                     self.get_logger().warning, fail_safe=fail_safe, max_lag_s=max_lag_s)
 
         self.veto_pub = self.create_publisher(Bool, VETO_TOPIC, latched())
         self.status_pub = self.create_publisher(DiagnosticArray, STATUS_TOPIC, 10)
         self.marker_pub = self.create_publisher(MarkerArray, MARKERS_TOPIC, 1)
         group = MutuallyExclusiveCallbackGroup()  # poses and checks share the monitor: one at a time
-        self.poses = PoseInput(self, self.verifier.on_pose, callback_group=group)
+        self.poses = PoseInput(self, self.verifier.on_pose, callback_group=group, queue_depth=VERIFIER_QUEUE_DEPTH,
+                               on_lost=self.verifier.on_lost)
         self.create_subscription(String, SIM_END_TOPIC, self._on_flight_end, latched(), callback_group=group)
         self.create_timer(1.0 / self.check_rate_hz, self.verifier.check, callback_group=group)
         self.create_timer(1.0 / heartbeat_hz, self._heartbeat, callback_group=group)
         self.create_timer(1.0 / status_hz, self._publish_status, callback_group=group)
         self._publish_veto(False)
         self.get_logger().info(f"safety verifier: checking {', '.join(self.verifier.checked()) or 'nothing'}; "
-                               f"hold {monitor.hold_s:g} s; {monitor.snapshot_policy}")
+                               f"hold {monitor.hold_s:g} s; {monitor.snapshot_policy}; fail-safe {fail_safe} "
+                               f"beyond {max_lag_s:g} s of lag")
 
     @property
     def monitor(self) -> SafetyMonitor:

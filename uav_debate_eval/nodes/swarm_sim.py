@@ -77,6 +77,8 @@ class SwarmSimNode(Node):
         self.exit_when_done = d("exit_when_done", False, "stop the node when the scenario ends")
         self.wait_for_subscribers = d("wait_for_subscribers", 0, "after start_delay_s, also hold playback until "
                                       "every pose topic has this many subscribers (0: do not wait)", lo=0, hi=1000)
+        self.wait_for_node = d("wait_for_node", "", "after start_delay_s, also hold playback until this node (by "
+                               "name, e.g. safety_verifier) subscribes every pose topic; empty: do not wait")
         self.clock_start_s = d("clock_start_s", 1.0, "stamp of scenario time 0 with publish_clock (a zero stamp "
                                "means 'unset' to many tools)", lo=0.0, hi=1e10)
         if self.pose_type not in ("PoseStamped", "Odometry", "PoseArray"):
@@ -98,12 +100,15 @@ class SwarmSimNode(Node):
         self._truth_pub = self.create_publisher(String, TRUTH_TOPIC, latched())
         self._end_pub = self.create_publisher(String, SIM_END_TOPIC, latched())
         self._last_t = math.nan
-        self._truth_pub.publish(String(data=json.dumps({
+        self._truth = {
             "scenario": self.scenario if not self.csv_file else None, "csv_file": self.csv_file or None,
             "seed": self.seed, "uavs": self.uav_ids, "stamp_base": self.stamp_base, "speed": self.speed,
             "pose_type": self.pose_type, "faults": jsonable(truth), "mission": mission_to_yaml(self.mission),
             "t_start": self.traj.t_start, "t_end": self.traj.t_end,
-        })))
+        }
+        self._waits = bool(self.wait_for_subscribers or self.wait_for_node)
+        if not self._waits:  # the stamps are known now; a waiting simulator says them when it starts
+            self._truth_pub.publish(String(data=json.dumps(self._truth)))
         self.published = 0
         self.loops = 0
         self.finished = False
@@ -135,19 +140,29 @@ class SwarmSimNode(Node):
         return self._sim.ticks() if self._sim is not None else csv_ticks(self.traj)
 
     def _unmatched(self) -> list[str]:
-        """Pose topics with fewer subscribers than wait_for_subscribers: poses sent now would be lost to them."""
+        """Pose topics with fewer subscribers than wait_for_subscribers, or none of wait_for_node: poses sent now
+        would be lost to them."""
         pubs = [self._array_pub] if self.pose_type == "PoseArray" else list(self._pubs.values())
-        return [p.topic_name for p in pubs if p.get_subscription_count() < self.wait_for_subscribers]
+        missing = [p.topic_name for p in pubs if p.get_subscription_count() < self.wait_for_subscribers]
+        if self.wait_for_node:
+            missing += [p.topic_name for p in pubs if p.topic_name not in missing and not any(
+                info.node_name == self.wait_for_node for info in self.get_subscriptions_info_by_topic(p.topic_name))]
+        return missing
 
     def _on_timer(self) -> None:
         now = time.monotonic()
         if now < self._wall0 or self.finished:
             return
-        if self.published == 0 and self.wait_for_subscribers and (missing := self._unmatched()):
-            self._wall0 = now  # playback starts once the last subscriber has matched
-            self.get_logger().info(f"waiting for subscribers on {', '.join(missing[:5])}",
-                                   throttle_duration_sec=5.0)
-            return
+        if self.published == 0 and self._waits:
+            if missing := self._unmatched():
+                self._wall0 = now  # playback starts once the last subscriber has matched
+                self.get_logger().info(f"waiting for subscribers on {', '.join(missing[:5])}",
+                                       throttle_duration_sec=5.0)
+                return
+            self._waits = False
+            if not self.publish_clock:  # stamped from now: a late start must not put the stream in the past
+                self.stamp_base = time.time()  # as without a wait: sample t0 stamped at its wall time + t0
+            self._truth_pub.publish(String(data=json.dumps({**self._truth, "stamp_base": self.stamp_base})))
         horizon = self._t0 + (now - self._wall0) * self.speed
         burst = 0
         while self._pending is not None and self._pending[0] <= horizon:

@@ -193,8 +193,11 @@ class SafetyMonitor:
         """The newest sample of every tracked vehicle as (t, x, y, z, vx, vy, vz), in slot order."""
         return {u: self._cur[k].copy() for k, u in enumerate(self._ids) if self._live[k]}
 
-    def update(self, now: float, latest: dict | None = None) -> SafetyState:
-        """Check the stored samples (plus `latest`, uav -> (t, x, y, z[, vx, vy, vz])) at `now`; step the veto."""
+    def update(self, now: float, latest: dict | None = None, unverified: list[dict] | None = None) -> SafetyState:
+        """Check the stored samples (plus `latest`, uav -> (t, x, y, z[, vx, vy, vz])) at `now`; step the veto.
+
+        `unverified`: rows (constraint `verifier_degraded`) saying the caller cannot vouch for these samples (it
+        fell behind the stream, lost poses, stalled); they hold the veto up like a violation (fail-safe)."""
         clock_reset = False
         veto_before = self.veto
         if now < self._last_now - self.clock_jump_s:
@@ -209,6 +212,8 @@ class SafetyMonitor:
         if latest:
             self._ingest(latest)
         active, warnings, values, stale = self._evaluate(now)
+        if unverified:
+            active = active + unverified
         if active:
             self._clear_since = None
             self._last_active = active

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
+from uav_debate_eval.safety.health import HealthReport
 from uav_debate_eval.safety.monitor import SafetyState
 
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
@@ -29,9 +30,11 @@ def _num(value: float | None) -> str:
 
 
 def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict[str, str],
-                unheard: list[str] | None = None) -> list[StatusRow]:
+                unheard: list[str] | None = None, health: HealthReport | None = None,
+                fail_safe: str = "veto") -> list[StatusRow]:
     """`limits`: each constraint's limit (None: not checked, no row); `veto_values`: extra keys of the veto row;
-    `unheard`: vehicles expected but never heard from (see `unheard_vehicles`)."""
+    `unheard`: vehicles expected but never heard from (see `unheard_vehicles`); `health`: the verifier's own
+    state (a `safety/verifier` row: ERROR while degraded under fail_safe `veto`, WARN under `warn`)."""
     rows: list[StatusRow] = []
     active = {a["constraint"]: a for a in state.active}
     warned = {_WARN_OF.get(w["kind"]) for w in state.warnings}
@@ -76,9 +79,30 @@ def status_rows(state: SafetyState, limits: dict[str, object], veto_values: dict
         rows.append(StatusRow("safety/unheard", WARN, f"{', '.join(unheard[:10])}: configured but no pose received "
                               "yet; not checked (start the monitor before the vehicles publish)",
                               {"uavs": ",".join(unheard), "t": f"{state.t:.6f}"}))
+    if health is not None:
+        rows.append(verifier_row(health, state.t, fail_safe))
     rows.append(StatusRow("safety/veto", ERROR if state.veto else OK, "VETO" if state.veto else "clear",
                           {"snapshot_policy": state.snapshot_policy, **veto_values}))
     return rows
+
+
+def verifier_row(health: HealthReport, t: float, fail_safe: str) -> StatusRow:
+    """The verifier's own row: whether it can vouch for the swarm, its lag and the poses it never processed."""
+    lost = health.lost
+    values = {"constraint": "verifier_degraded" if health.degraded else "", "lag_s": f"{health.lag_s:.6f}",
+              "poses_lost": str(sum(lost.values())),
+              "poses_lost_by_vehicle": ",".join(f"{u}:{n}" for u, n in sorted(lost.items())),
+              "uavs": ",".join(sorted({u for r in health.reasons for u in r["uavs"]})), "t": f"{t:.6f}",
+              "fail_safe": fail_safe}
+    if not health.degraded:
+        lost_text = f"; {sum(lost.values())} poses lost before the verifier" if lost else ""
+        return StatusRow("safety/verifier", OK, f"verifying (lag {health.lag_s:.3f} s){lost_text}", values)
+    first = health.reasons[0]
+    values.update(value=f"{first['value']:.6g}", limit=f"{first['limit']:.6g}",
+                  reasons=",".join(r["kind"] for r in health.reasons))
+    action = "veto raised (fail-safe)" if fail_safe == "veto" else "not vetoing (fail_safe: warn)"
+    return StatusRow("safety/verifier", ERROR if fail_safe == "veto" else WARN,
+                     f"verifier_degraded: {'; '.join(r['message'] for r in health.reasons)}; {action}", values)
 
 
 def rule_rows(state: SafetyState, active: dict[str, dict]) -> list[StatusRow]:

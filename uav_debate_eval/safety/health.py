@@ -1,0 +1,156 @@
+"""Whether the live verifier can vouch for the swarm: where the pose stream is, how far behind it the verifier
+runs, which poses it never saw, and whether its own check loop stalled. No ROS here.
+
+The checks run in *stream time*: the verifier's clock less the smallest delay seen between a pose's stamp and its
+processing (the transport's floor). A stream whose stamps sit behind the verifier's clock (a remote computer's
+clock, a simulator that stamped its flight before it was allowed to start, an autopilot's own boot clock mapped
+late) would otherwise look silent as a whole: every vehicle "quiet together", the flight taken for over, and no
+constraint checked while the poses kept coming. Anything beyond the floor is the verifier's lag: the poses it
+processes that late were waiting for it (a stalled executor, a held GIL, a starved CPU).
+
+When the verifier cannot vouch (lag over a bound, poses of a vehicle lost within the stale timeout, its check loop
+stalled) it says so as `verifier_degraded` rows, which raise the veto in fail-safe mode (as nav2's collision
+monitor and PX4's failsafes do with data they cannot trust) until it has caught up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+#: The bound on the verifier's lag behind the pose stream, s of stream time (issue 32's default).
+MAX_LAG_S = 0.25
+#: A gap between two poses of a vehicle longer than this many of its sample periods lost poses.
+LOSS_GAP_PERIODS = 2.5
+#: Poses of a vehicle before its sample period is trusted to count losses.
+PERIOD_WARMUP = 4
+#: Weight of a new inter-pose interval in a vehicle's sample period (an exponential average).
+PERIOD_WEIGHT = 0.1
+#: The reason a degraded verifier gives on the veto (contract §5).
+DEGRADED = "verifier_degraded"
+FAIL_SAFE_MODES = ("veto", "warn")
+
+
+@dataclass
+class _Vehicle:
+    last_t: float = math.nan
+    period: float = math.nan
+    intervals: int = 0
+    lost: int = 0
+    lost_at: float = -math.inf  # stream time of the last loss (the stamp that ended the gap)
+    gap_s: float = 0.0  # the last loss's gap
+
+
+@dataclass
+class HealthReport:
+    """What a check finds about the verifier itself: the degraded reasons now, and the counters for the status."""
+
+    reasons: list[dict] = field(default_factory=list)  # one per cause: kind, message, value, limit, uavs
+    lag_s: float = 0.0
+    lost: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.reasons)
+
+
+class VerifierHealth:
+    """Stream clock, lag, per-vehicle pose losses and check-loop stalls of one live verifier.
+
+    `on_pose(uav, stamp, arrival)` for every pose stored (arrival: the verifier's clock when it processed it);
+    `now(clock)` maps the verifier's clock to stream time; `check(now, mono, live)` before every full check.
+    """
+
+    def __init__(self, max_lag_s: float = MAX_LAG_S, stale_timeout_s: float | None = None,
+                 max_check_gap_s: float | None = None) -> None:
+        if not max_lag_s > 0:
+            raise ValueError(f"max_lag_s: must be > 0, got {max_lag_s}")
+        self.max_lag_s = max_lag_s
+        self.stale_timeout_s = stale_timeout_s
+        self.max_check_gap_s = max_lag_s if max_check_gap_s is None else max_check_gap_s
+        self.lost_total: dict[str, int] = {}  # every pose lost this session (resets keep it)
+        self.max_lag_seen = 0.0
+        self.stalls = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """A new run of the stream (stamps or the clock jumped back): forget the floor, periods and open causes."""
+        self.offset = math.inf  # smallest (arrival - stamp) seen: the transport's floor
+        self._vehicles: dict[str, _Vehicle] = {}
+        self._lag = 0.0  # the newest pose's lag
+        self._newest = -math.inf  # the newest stamp seen
+        self._lag_at = -math.inf  # stream time of the newest pose over the bound
+        self._last_check_mono = math.nan
+        self._stall_at = -math.inf  # stream time of the last stall
+        self._stall_s = 0.0
+
+    @property
+    def started(self) -> bool:
+        """A pose of this run was seen (the stream clock is known)."""
+        return math.isfinite(self.offset)
+
+    def now(self, clock: float) -> float:
+        """Stream time at the verifier's clock `clock` (the clock itself until a pose was seen)."""
+        return clock - self.offset if self.started else clock
+
+    def on_pose(self, uav: str, stamp: float, arrival: float) -> None:
+        delay = arrival - stamp
+        if delay < self.offset:
+            self.offset = delay
+        lag = delay - self.offset
+        self._lag = lag
+        self.max_lag_seen = max(self.max_lag_seen, lag)
+        if lag > self.max_lag_s:
+            self._lag_at = stamp
+        v = self._vehicles.get(uav)
+        if v is None:
+            v = self._vehicles[uav] = _Vehicle()
+        dt = stamp - v.last_t
+        if dt > 0:  # NaN (first pose) is not
+            if v.intervals >= PERIOD_WARMUP and dt > LOSS_GAP_PERIODS * v.period:
+                missed = max(1, round(dt / v.period) - 1)
+                if self.stale_timeout_s is None or dt <= self.stale_timeout_s:
+                    v.lost_at, v.gap_s = stamp, dt  # longer: stale_data, a hazard of its own
+                v.lost += missed
+                self.lost_total[uav] = self.lost_total.get(uav, 0) + missed
+            else:
+                v.period = dt if v.intervals == 0 else v.period + PERIOD_WEIGHT * (dt - v.period)
+                v.intervals += 1
+        v.last_t = stamp
+        self._newest = max(self._newest, stamp)
+
+    def on_lost(self, uav: str, count: int) -> None:
+        """`count` poses of `uav` lost on the way (the transport said so): counted, and a loss at its newest stamp."""
+        if count <= 0:
+            return
+        v = self._vehicles.get(uav)
+        if v is None:
+            v = self._vehicles[uav] = _Vehicle()
+        v.lost += count
+        self.lost_total[uav] = self.lost_total.get(uav, 0) + count
+        v.lost_at = v.last_t if math.isfinite(v.last_t) else self._newest
+        v.gap_s = max(v.gap_s, count * v.period) if math.isfinite(v.period) else v.gap_s
+
+    def check(self, now: float, mono: float, live: bool) -> HealthReport:
+        """The degraded causes at stream time `now` (`mono`: the monotonic clock of this check; `live`: the flight
+        is going on, so a stalled loop left poses unchecked)."""
+        gap = mono - self._last_check_mono
+        self._last_check_mono = mono
+        if live and gap > self.max_check_gap_s:  # NaN (first check) is not
+            self._stall_at, self._stall_s = now, gap
+            self.stalls += 1
+        hold = self.stale_timeout_s if self.stale_timeout_s is not None else 1.0
+        reasons = []
+        if now - self._lag_at <= self.max_lag_s or self._lag > self.max_lag_s:
+            reasons.append({"kind": "lag", "value": self._lag, "limit": self.max_lag_s, "uavs": [],
+                            "message": f"behind the pose stream by {self._lag:.2f} s (limit {self.max_lag_s:g} s)"})
+        lost = sorted(u for u, v in self._vehicles.items() if now - v.lost_at <= hold)
+        if lost:
+            worst = max(self._vehicles[u].gap_s for u in lost)
+            reasons.append({"kind": "poses_lost", "value": worst, "limit": hold, "uavs": lost,
+                            "message": f"poses of {', '.join(lost[:10])} lost (a gap of {worst:.2f} s) within "
+                                       f"the last {hold:g} s"})
+        if now - self._stall_at <= self.max_lag_s:
+            reasons.append({"kind": "stalled", "value": self._stall_s, "limit": self.max_check_gap_s, "uavs": [],
+                            "message": f"check loop stalled for {self._stall_s:.2f} s"})
+        return HealthReport(reasons, self._lag, dict(self.lost_total))

@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 export LLAMA_IS_NATIVE := import llama_cpp, sys; info = llama_cpp.llama_print_system_info().decode(); \
 	sys.exit(0 if "AVX512 = 1" in info or "AMX" in info else 1)
 
-.PHONY: setup demo test test-suite lint typecheck bench clean train-topology
+.PHONY: setup demo test test-suite lint typecheck bench soak-veto clean train-topology
 
 setup: $(STAMP)
 
@@ -70,6 +70,10 @@ train-topology: setup
 
 bench: setup
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit $$?; done
+
+# The live veto on a loaded machine (issue 32): 20 demo flights with the embedded panel, 3 busy processes beside.
+soak-veto: setup
+	$(PY) benchmarks/bench_veto_under_load.py --runs 20 --busy 3
 
 clean:
 	rm -rf $(VENV) build install log out .pytest_cache

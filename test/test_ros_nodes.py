@@ -28,6 +28,15 @@ def test_live_command_rejects_unknown_parameters(tmp_path: Path, capsys, ros_env
     assert "dsl_builder: unknown parameters ['windw_s']" in capsys.readouterr().err
 
 
+def test_live_command_rejects_unknown_parameters_of_the_verifiers_own_process(tmp_path: Path, capsys, ros_env):
+    """The verifier runs in a process of its own under `live` (issue 32) and still refuses a typo, exit 2."""
+    from uav_debate_eval.cli import main
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"safety_verifier": {"ros__parameters": {"chek_rate_hz": 5.0}}}))
+    assert main(["live", "--config", str(path), "--out", str(tmp_path / "out"), "--duration", "0.1"]) == 2
+    assert "safety_verifier: unknown parameters ['chek_rate_hz']" in capsys.readouterr().err
+
+
 def test_demo_mission_matches_the_simulated_demo_flight():
     from uav_debate_eval.core.mission_file import load_mission, mission_to_yaml
     from uav_debate_eval.sim.scenarios import simulate
@@ -408,8 +417,60 @@ def test_simulator_holds_playback_until_every_pose_topic_has_a_subscriber(ros_co
             time.sleep(0.02)
         assert sim.published >= len(names)
         assert sim._last_t == pytest.approx(sim._t0, abs=0.2)  # it started at the flight's start, not mid-way
+        # stamped from when it really started (issue 32: a late start had put the whole stream in the past)
+        assert sim.stamp_base + sim._last_t == pytest.approx(time.time(), abs=0.5)
     finally:
         listener.destroy_node()
+        sim.destroy_node()
+
+
+@pytest.mark.ros
+def test_simulator_waits_for_the_verifiers_own_subscription_and_says_its_stamps_when_it_starts(ros_context):
+    """With wait_for_node the flight starts only once that node subscribes every pose topic (another node's
+    subscription is not enough); the latched truth then gives the stamps the flight really has."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from std_msgs.msg import String
+
+    from uav_debate_eval.nodes.pose_input import pose_qos
+    from uav_debate_eval.nodes.swarm_sim import SwarmSimNode
+    from uav_debate_eval.nodes.topics import TRUTH_TOPIC, latched
+
+    prefix = f"/w{os.getpid()}"
+    sim = SwarmSimNode(parameter_overrides=[Parameter("scenario", value="formation"),
+                                            Parameter("start_delay_s", value=0.0),
+                                            Parameter("wait_for_node", value=f"verifier{os.getpid()}"),
+                                            Parameter("topic_pattern", value=f"{prefix}/{{uav}}/pose")])
+    other, verifier = Node(f"builder{os.getpid()}"), Node(f"verifier{os.getpid()}")
+    truths: list[dict] = []
+    other.create_subscription(String, TRUTH_TOPIC, lambda m: truths.append(json.loads(m.data)), latched())
+
+    def run(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not sim.published:
+            sim._on_timer()
+            rclpy.spin_once(other, timeout_sec=0.02)
+
+    try:
+        for u in sim.uav_ids:
+            other.create_subscription(PoseStamped, f"{prefix}/{u}/pose", lambda m: None, pose_qos("sensor_data"))
+        run(1.5)
+        assert sim.published == 0 and truths == []  # subscribed, but not by the verifier: it waits, says nothing
+        waited = time.time()
+        for u in sim.uav_ids:
+            verifier.create_subscription(PoseStamped, f"{prefix}/{u}/pose", lambda m: None, pose_qos("sensor_data"))
+        run(5.0)
+        assert sim.published >= len(sim.uav_ids)
+        end = time.monotonic() + 3.0
+        while not truths and time.monotonic() < end:
+            rclpy.spin_once(other, timeout_sec=0.05)
+        assert truths and truths[-1]["stamp_base"] == pytest.approx(sim.stamp_base)
+        assert sim.stamp_base >= waited - 0.1  # not the stamps it had planned before the wait
+    finally:
+        other.destroy_node()
+        verifier.destroy_node()
         sim.destroy_node()
 
 

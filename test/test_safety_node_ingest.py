@@ -13,7 +13,7 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 
-from uav_debate_eval.nodes.pose_input import POSE_QUEUE_DEPTH, pose_qos  # noqa: E402
+from uav_debate_eval.nodes.pose_input import VERIFIER_QUEUE_DEPTH, pose_qos  # noqa: E402
 from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def test_pose_qos_depth():
 
 def test_pose_subscriptions_queue_depth_default_and_parameter(ctx):
     node = _node(ctx, "sv_depth")
-    assert {s.qos_profile.depth for s in node.poses._subs.values()} == {POSE_QUEUE_DEPTH}
+    assert {s.qos_profile.depth for s in node.poses._subs.values()} == {VERIFIER_QUEUE_DEPTH}  # must lose none
     assert all(s.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT for s in node.poses._subs.values())
     node.destroy_node()
     node = _node(ctx, "sv_depth7", pose_queue_depth=7)

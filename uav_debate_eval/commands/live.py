@@ -1,7 +1,8 @@
 """`uav-debate-eval live`: the monitoring nodes in one process, for installs without ros2 launch.
 
-safety_verifier, dsl_builder and debate_panel each spin on their own executor thread (see
-nodes.executors.spin_nodes; the DSL and the debate run in worker processes, so they never starve the verifier).
+The safety verifier runs in a process of its own (a child of `live`, dying with it), so no other node's work
+ever holds the GIL its pose callbacks need; dsl_builder and debate_panel spin on their own executor threads here
+(see nodes.executors.spin_nodes; the DSL and the debate run in lower-priority worker processes).
 `--sim` plays the config's swarm_sim section in a child process, so the poses really cross DDS;
 `--demo` is the README's live demo: the 5-vehicle formation mission with an injected near miss,
 the panel on the embedded local LLM when it is installed. However the session ends (the flight is over,
@@ -24,12 +25,18 @@ import time
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
+
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.live.workers import EXIT_WITH_ENV
+from uav_debate_eval.live.workers import EXIT_WITH_ENV, PARAMS_CHECK_ENV
 
 MONITOR_NODES = ("safety_verifier", "dsl_builder", "debate_panel")
 #: After Ctrl-C, how long the open segment's evaluation may take before the flight report is written without it.
 STOP_GRACE_S = 60.0
+#: How long the verifier's own process may take to join the graph (imports on a loaded machine take seconds).
+VERIFIER_START_S = 60.0
+#: The verifier's parameter file in OUT (the session's merged values); it marks it `.ready` once its node is up.
+VERIFIER_PARAMS = ".safety_verifier.yaml"
 #: The Foxglove layout shipped in config/ (the same for the live view and the MCAP export).
 LAYOUT = "foxglove_layout.json"
 
@@ -132,7 +139,6 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     from uav_debate_eval.nodes.foxglove_bridge import FoxgloveBridgeNode
     from uav_debate_eval.nodes.params import undeclared
     from uav_debate_eval.nodes.progress import ProgressNode
-    from uav_debate_eval.nodes.safety_verifier import SafetyVerifierNode
 
     NodeT = TypeVar("NodeT", bound=Node)  # here: rclpy loads only when the graph runs
     tune_malloc()  # before rclpy starts the DDS threads
@@ -144,6 +150,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     hurry = threading.Event()  # a second Ctrl-C: stop waiting for the last evaluation
     stop = threading.Event()  # set when the simulated flight is evaluated, or by a signal (with `interrupted`)
     nodes: list[Node] = []
+    children: list[subprocess.Popen] = []
     sim = None
     view = None
     try:
@@ -160,15 +167,15 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                     set_logger_level(node.get_logger().name, LoggingSeverity.WARN)
                 return node
 
-            verifier = make("safety_verifier", SafetyVerifierNode)
-            one_input = _pose_params(values["dsl_builder"]) == _pose_params(values["safety_verifier"])
-            builder = make("dsl_builder", DslBuilderNode,  # one subscription per pose topic for both
-                           **({"pose_source": verifier.poses} if one_input else {}))
+            verifier = _start_verifier(values["safety_verifier"], out, quiet=demo or quiet)
+            children.append(verifier)
+            builder = make("dsl_builder", DslBuilderNode)
+            _wait_ready(verifier, out)
             panel = make("debate_panel", DebatePanelNode, builder=builder)  # shares the builder's buffer
             nodes.append(ProgressNode(console, quiet=quiet))
             if foxglove is not None:
                 view = _foxglove_view(panel.mission, *foxglove)
-                nodes.append(FoxgloveBridgeNode(view, pose_source=verifier.poses))
+                nodes.append(FoxgloveBridgeNode(view, pose_source=builder.poses))
                 from uav_debate_eval.live.config import find_config
 
                 console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
@@ -177,9 +184,13 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
                           f"(backend {panel.backend}), reports in {out}")
-            done = StopWhenFlown(sim, builder, panel, stop)
+            done = StopWhenFlown(sim, builder, panel, stop, verifier)
             spin_nodes([*nodes, panel.trigger_server], duration_s=duration, stop=stop, on_tick=done.check,
                        executor=executor)
+            if verifier.poll() is not None:  # the veto is gone: say why, write nothing more
+                console.print(f"[red]safety_verifier stopped (exit {verifier.returncode}):[/] "
+                              + _last_line(out / "safety_verifier.log"))
+                return 2 if verifier.returncode == 2 else 1
             if sim is not None and sim.poll() not in (None, 0):
                 console.print(f"[red]swarm_sim failed (exit {sim.returncode}):[/] "
                               + _last_line(out / "swarm_sim.log"))
@@ -193,6 +204,8 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     finally:
         if sim is not None:
             stop_process(sim, timeout_s=10.0)
+        for child in children:
+            stop_process(child, timeout_s=10.0)
         for node in nodes:
             node.destroy_node()
         if view is not None:
@@ -238,6 +251,36 @@ def _stop_on_signals(hurry: threading.Event, *events: threading.Event):
             signal.signal(sig, previous)
 
 
+def _start_verifier(values: dict, out: Path, quiet: bool) -> subprocess.Popen:
+    """safety_verifier in its own process, on the session's merged parameters (written to OUT/.safety_verifier.yaml;
+    it refuses an unknown one with exit 2, as the in-process nodes do), logging to OUT/safety_verifier.log."""
+    params = out / VERIFIER_PARAMS
+    params.with_suffix(".ready").unlink(missing_ok=True)
+    params.write_text(yaml.safe_dump({"safety_verifier": {"ros__parameters": values}}))
+    cmd = [sys.executable, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args", "--params-file", str(params)]
+    if quiet:
+        cmd += ["--log-level", "safety_verifier:=warn"]
+    env = {**os.environ, EXIT_WITH_ENV: str(os.getpid()), PARAMS_CHECK_ENV: str(params)}
+    log = (out / "safety_verifier.log").open("w")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+
+
+def _wait_ready(verifier: subprocess.Popen, out: Path, timeout_s: float = VERIFIER_START_S) -> None:
+    """Until the verifier's node is up (it marks its checked parameter file `.ready`): nothing is monitored before
+    it, and a verifier that refused its parameters (exit 2) ends the session with its one line."""
+    log, ready = out / "safety_verifier.log", (out / VERIFIER_PARAMS).with_suffix(".ready")
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if verifier.poll() is not None:
+            if verifier.returncode == 2:
+                raise InputError(_last_line(log))
+            raise RuntimeError(f"safety_verifier exited {verifier.returncode} at start: {_last_line(log)}")
+        if ready.is_file():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"safety_verifier not on the graph after {timeout_s:g} s (see {log})")
+
+
 def _start_sim(config: Path, out: Path) -> subprocess.Popen:
     """swarm_sim as a child process reading the same parameter file, so poses cross DDS between processes."""
     log = (out / "swarm_sim.log").open("w")
@@ -251,13 +294,17 @@ def _start_sim(config: Path, out: Path) -> subprocess.Popen:
 class StopWhenFlown:
     """Stop condition: the simulated flight is over and its last segment has been handed to the panel."""
 
-    def __init__(self, sim: subprocess.Popen | None, builder, panel, event: threading.Event):
+    def __init__(self, sim: subprocess.Popen | None, builder, panel, event: threading.Event,
+                 verifier: subprocess.Popen | None = None):
         self.event = event
-        self.sim, self.builder, self.panel = sim, builder, panel
+        self.sim, self.builder, self.panel, self.verifier = sim, builder, panel, verifier
         self._sim_done_at: float | None = None
         self._drained_at: float | None = None
 
     def check(self) -> None:
+        if self.verifier is not None and self.verifier.poll() is not None:  # no veto any more: stop at once
+            self.event.set()
+            return
         if self.sim is None or self.sim.poll() is None:
             return
         if self.sim.returncode != 0:  # the sim died (bad parameter, scenario error): nothing more will come

@@ -37,6 +37,10 @@ PR_SET_PDEATHSIG = 1
 #: Environment variable naming the pid a node process started by `live` must not outlive (see run_node).
 EXIT_WITH_ENV = "UAV_DEBATE_EVAL_EXIT_WITH"
 
+#: Environment variable naming the parameter file a node process started by `live` checks for names it does not
+#: declare (a typo would be ignored silently; `live` refuses it with exit 2 as for its in-process nodes).
+PARAMS_CHECK_ENV = "UAV_DEBATE_EVAL_PARAMS_CHECK"
+
 #: How often the fallback watch looks for a new parent (a platform without PR_SET_PDEATHSIG).
 PARENT_POLL_S = 0.5
 

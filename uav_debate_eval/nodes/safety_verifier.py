@@ -8,8 +8,10 @@ and ``/swarm/safety/markers``.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
+from pathlib import Path
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
@@ -18,11 +20,14 @@ from rclpy.node import Node
 from std_msgs.msg import Bool, String
 from visualization_msgs.msg import MarkerArray
 
+from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Geofence, Mission
 from uav_debate_eval.core.mission_file import load_mission
+from uav_debate_eval.live.config import read_params_file
 from uav_debate_eval.live.verifier import LiveVerifier
+from uav_debate_eval.live.workers import PARAMS_CHECK_ENV
 from uav_debate_eval.nodes.executors import node_executor
-from uav_debate_eval.nodes.params import declare
+from uav_debate_eval.nodes.params import declare, undeclared
 from uav_debate_eval.nodes.pose_input import VERIFIER_QUEUE_DEPTH, PoseInput, declare_list
 from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.safety_msgs import diagnostics, safety_markers
@@ -154,7 +159,17 @@ def main(args=None) -> None:
         while rclpy.ok() and not stop.is_set():  # bounded waits: noticed within 0.2 s
             executor.spin_once(timeout_sec=0.2)
 
-    run_node("safety_verifier", SafetyVerifierNode, spin, args)
+    def make() -> SafetyVerifierNode:
+        node = SafetyVerifierNode()
+        if check := os.environ.pop(PARAMS_CHECK_ENV, None):  # started by `live`: refuse a typo, exit 2
+            values = read_params_file(check).get("safety_verifier", {})
+            if bad := undeclared(node, values):
+                node.destroy_node()
+                raise InputError(f"{check}: safety_verifier: unknown parameters {bad} (typo? they would be ignored)")
+            Path(check).with_suffix(".ready").touch()  # `live` waits for this before the flight may start
+        return node
+
+    run_node("safety_verifier", make, spin, args)
 
 
 if __name__ == "__main__":

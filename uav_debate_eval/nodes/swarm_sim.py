@@ -77,7 +77,7 @@ class SwarmSimNode(Node):
         self.exit_when_done = d("exit_when_done", False, "stop the node when the scenario ends")
         self.wait_for_subscribers = d("wait_for_subscribers", 0, "after start_delay_s, also hold playback until "
                                       "every pose topic has this many subscribers (0: do not wait)", lo=0, hi=1000)
-        self.wait_for_node = d("wait_for_node", "", "after start_delay_s, also hold playback until this node (by "
+        self.wait_node = d("wait_for_node", "", "after start_delay_s, also hold playback until this node (by "
                                "name, e.g. safety_verifier) subscribes every pose topic; empty: do not wait")
         self.clock_start_s = d("clock_start_s", 1.0, "stamp of scenario time 0 with publish_clock (a zero stamp "
                                "means 'unset' to many tools)", lo=0.0, hi=1e10)
@@ -106,7 +106,7 @@ class SwarmSimNode(Node):
             "pose_type": self.pose_type, "faults": jsonable(truth), "mission": mission_to_yaml(self.mission),
             "t_start": self.traj.t_start, "t_end": self.traj.t_end,
         }
-        self._waits = bool(self.wait_for_subscribers or self.wait_for_node)
+        self._waits = bool(self.wait_for_subscribers or self.wait_node)
         if not self._waits:  # the stamps are known now; a waiting simulator says them when it starts
             self._truth_pub.publish(String(data=json.dumps(self._truth)))
         self.published = 0
@@ -144,9 +144,9 @@ class SwarmSimNode(Node):
         would be lost to them."""
         pubs = [self._array_pub] if self.pose_type == "PoseArray" else list(self._pubs.values())
         missing = [p.topic_name for p in pubs if p.get_subscription_count() < self.wait_for_subscribers]
-        if self.wait_for_node:
+        if self.wait_node:
             missing += [p.topic_name for p in pubs if p.topic_name not in missing and not any(
-                info.node_name == self.wait_for_node for info in self.get_subscriptions_info_by_topic(p.topic_name))]
+                info.node_name == self.wait_node for info in self.get_subscriptions_info_by_topic(p.topic_name))]
         return missing
 
     def _on_timer(self) -> None:

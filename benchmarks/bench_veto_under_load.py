@@ -55,7 +55,8 @@ def _run(k: int, args: argparse.Namespace, config: Path, mission: Path, out: Pat
     busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
     try:
         time.sleep(1.0)
-        env = dict(os.environ, ROS_DOMAIN_ID=str(200 + (os.getpid() + k) % 30), ROS_LOCALHOST_ONLY="1",
+        # domains 215-231: above the ids whose ports fall in the ephemeral range, below the ports' limit
+        env = dict(os.environ, ROS_DOMAIN_ID=str(215 + (os.getpid() + k) % 17), ROS_LOCALHOST_ONLY="1",
                    ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
         started = time.monotonic()
         with (out / "live.log").open("w") as log:

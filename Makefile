@@ -71,9 +71,10 @@ train-topology: setup
 bench: setup
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit $$?; done
 
-# The live veto on a loaded machine (issue 32): 20 demo flights with the embedded panel, 3 busy processes beside.
+# The live veto on a loaded machine (issue 32): 20 demo flights with the embedded panel, 3 busy processes beside
+# (each ended once its flight is over: the niced panel takes minutes per segment on a machine this busy).
 soak-veto: setup
-	$(PY) benchmarks/bench_veto_under_load.py --runs 20 --busy 3
+	$(PY) benchmarks/bench_veto_under_load.py --runs 20 --busy 3 --end-after-flight
 
 clean:
 	rm -rf $(VENV) build install log out .pytest_cache

@@ -10,7 +10,9 @@ verifier, the degraded episodes, and whether the report's header says the veto w
 
 Target: every run raises the veto within 0.5 s of stream time of the offending sample (or the degraded veto is
 already up then) and no report says the veto was not raised. `make soak-veto` runs 20 flights with 3 busy
-processes. `--flight-s` shortens the demo flight (the near miss moves with it; 0: the whole 60-s demo).
+processes. `--flight-s` shortens the demo flight (the near miss moves with it; 0: the whole 60-s demo);
+`--end-after-flight` ends each session with two Ctrl-C once its flight is over (the panel is loaded and running
+during the flight, as in the demo, but the last segment's debate is skipped).
 """
 
 from __future__ import annotations
@@ -51,6 +53,26 @@ def _config(folder: Path, flight_s: float) -> tuple[Path, Path]:
     return config, mission
 
 
+def _wait(proc: subprocess.Popen, out: Path, args: argparse.Namespace) -> None:
+    """Until `live` exits; with --end-after-flight, two Ctrl-C once the simulator has finished its flight (the open
+    segment's debate is skipped, the flight report is written: on a machine this busy the niced panel worker takes
+    minutes per segment, and the veto is decided during the flight)."""
+    end = time.monotonic() + args.timeout_s
+    finished_at = None
+    while proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.5)
+        sim_log = out / "swarm_sim.log"
+        if args.end_after_flight and finished_at is None and sim_log.is_file() and \
+                "scenario finished" in sim_log.read_text(errors="replace"):
+            finished_at = time.monotonic()
+            time.sleep(3.0)  # the simulator's end reaches the monitors
+            for _ in range(2):
+                proc.send_signal(signal.SIGINT)
+                time.sleep(1.0)
+    if proc.poll() is None:
+        raise TimeoutError(f"live did not end within {args.timeout_s:g} s")
+
+
 def _run(k: int, args: argparse.Namespace, config: Path, mission: Path, out: Path) -> dict:
     busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
     try:
@@ -60,10 +82,15 @@ def _run(k: int, args: argparse.Namespace, config: Path, mission: Path, out: Pat
                    ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
         started = time.monotonic()
         with (out / "live.log").open("w") as log:
-            proc = subprocess.run([sys.executable, "-m", "uav_debate_eval.cli", "live", "--demo", "--llm", args.llm,
-                                   "--config", str(config), "--mission", str(mission), "--out", str(out),
-                                   "--no-record"], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                  timeout=args.timeout_s)
+            proc = subprocess.Popen([sys.executable, "-m", "uav_debate_eval.cli", "live", "--demo", "--llm",
+                                     args.llm, "--config", str(config), "--mission", str(mission), "--out", str(out),
+                                     "--no-record"], stdout=log, stderr=subprocess.STDOUT, env=env)
+            try:
+                _wait(proc, out, args)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         wall = time.monotonic() - started
     finally:
         for p in busy:
@@ -71,7 +98,8 @@ def _run(k: int, args: argparse.Namespace, config: Path, mission: Path, out: Pat
             p.wait()
     path = out / "flight" / "report.json"
     if not path.is_file():
-        return {"run": k, "exit": proc.returncode, "raised": False, "error": "no flight report", "wall_s": wall}
+        return {"run": k, "exit": proc.returncode, "raised": False, "error": "no flight report", "wall_s": wall,
+                "latency_s": None}
     report = json.loads(path.read_text())
     live = report.get("live", {})
     hazard = [e for e in live.get("veto_episodes", []) if "min_separation" in e.get("constraints", [])]
@@ -96,7 +124,9 @@ def main() -> int:
     ap.add_argument("--busy", type=int, default=3, help="CPU-bound processes beside each flight")
     ap.add_argument("--llm", default="local", help="panel backend (default: the embedded model)")
     ap.add_argument("--flight-s", type=float, default=30.0, help="demo flight length, s (0: the whole demo)")
-    ap.add_argument("--timeout-s", type=float, default=600.0, help="one run's limit")
+    ap.add_argument("--timeout-s", type=float, default=1200.0, help="one run's limit")
+    ap.add_argument("--end-after-flight", action="store_true", help="two Ctrl-C once the simulated flight is over: "
+                    "skip the last segment's debate (minutes on a loaded machine), keep the flight report")
     ap.add_argument("--out", help="keep the runs' folders here (default: a temporary folder)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -103,8 +103,11 @@ class LocalBackend:
                 self._llm = Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
-                    # half the cores (llama's own default): more threads than free cores makes llama.cpp crawl
+                    # half the cores (llama's own default): more threads than free cores makes llama.cpp crawl.
+                    # The prompt's batch too (llama-cpp-python takes every core for it by default): one core stays
+                    # free for the safety verifier beside the panel (issue 32).
                     n_threads=n_threads or max(1, (os.cpu_count() or 2) // 2),
+                    n_threads_batch=n_threads or max(1, (os.cpu_count() or 2) // 2),
                     seed=seed,
                     verbose=False,
                 )

@@ -362,6 +362,48 @@ def test_a_worker_that_dies_in_the_llm_redoes_the_segment_with_rules(tmp_path: P
     assert said == [f"segment S1: {why}"]  # S2 went straight to rules
 
 
+def hang_unless_told_to_fall_back(job: PanelJob):
+    """A worker job whose LLM never finishes (a starved embedded model), unless the panel already fell back."""
+    if job.forced_fallback is None:
+        time.sleep(3600)
+    return evaluate_segment(job)
+
+
+def test_the_flight_report_survives_a_segment_whose_llm_times_out_meanwhile(tmp_path: Path, monkeypatch):
+    """Ctrl-C twice skipped the open segment while its LLM still ran; the flight report queued behind it on the same
+    worker, and the segment's timeout stopped that worker: 'flight report failed: BrokenProcessPool' and no report
+    (issue 32's soak). The flight report has a worker of its own."""
+    import threading
+
+    from uav_debate_eval.live import evaluator as evaluator_mod
+    from uav_debate_eval.live.veto_history import VetoHistory
+    from uav_debate_eval.sim.scenarios import simulate
+
+    monkeypatch.setattr(evaluator_mod, "evaluate_segment", hang_unless_told_to_fall_back)
+    sim = simulate("formation", seed=0, duration_s=12.0)
+    swarm = StreamingSwarm(capacity=1000)
+    for uav, track in sim.traj.tracks.items():
+        for t, p in zip(track.t.tolist(), track.pos.tolist(), strict=True):
+            swarm.add(uav, t, p)
+    logs = []
+    ev = evaluator_mod.SegmentEvaluator(
+        PanelSettings(backend="local", llm_timeout_s=8.0, output_dir=str(tmp_path), write_files=False), sim.mission,
+        VetoHistory(), max_pending=2, publish=lambda report: None,
+        log=lambda level, text: logs.append((level, text)), clock_jumps=lambda: 0, swarm=swarm)
+    try:
+        segment = ev.submit("S1", 0.0, 12.0, "end", sim.traj)
+        time.sleep(1.0)  # the segment's job is in the worker, its LLM hanging
+        flight = threading.Thread(target=ev.close_flight)
+        flight.start()
+        segment.result(timeout=300)  # timed out at 8 s, redone with rules
+        flight.join(timeout=300)
+    finally:
+        ev.close()
+    assert not any("flight report failed" in text for _, text in logs), logs
+    assert ev.flight_report is not None and ev.flight_report["verdict"]["label"]
+    assert any("did not finish within 8 s" in text for _, text in logs), logs
+
+
 def test_a_second_ctrl_c_skips_the_flight_report_and_keeps_the_poses(tmp_path: Path):
     import threading
 

@@ -175,7 +175,9 @@ class SegmentEvaluator:
                         list(self.skipped), self._clock_jumps(),
                         self.output_dir / "flight" if self.settings.write_files else None, self.record,
                         lost_before_verifier=dict(self.vetoes.lost_before_verifier))
-        pool = worker_pool() if self._closing else self._pool  # (close stopped the segments' worker)
+        # a worker of its own: a segment whose LLM times out meanwhile stops the segments' worker (and whatever is
+        # queued on it), which lost the flight report after a Ctrl-C had skipped that segment (issue 32's soak)
+        pool = worker_pool()
         try:
             result = _result_unless(pool.submit(evaluate_flight, job), stop)
             if result is None:
@@ -186,8 +188,7 @@ class SegmentEvaluator:
             self._log("error", f"flight report failed: {exc!r}")
             return None
         finally:
-            if pool is not self._pool:
-                stop_pool(pool)
+            stop_pool(pool)
         for level, text in result.log:
             self._log(level, text)
         self.tape.discard()

@@ -97,9 +97,10 @@ def _run(k: int, args: argparse.Namespace, config: Path, mission: Path, out: Pat
             p.send_signal(signal.SIGKILL)
             p.wait()
     path = out / "flight" / "report.json"
-    if not path.is_file():
-        return {"run": k, "exit": proc.returncode, "raised": False, "error": "no flight report", "wall_s": wall,
-                "latency_s": None}
+    log_text = (out / "live.log").read_text(errors="replace")
+    if not path.is_file():  # the terminal still says whether the veto rose
+        return {"run": k, "exit": proc.returncode, "raised": False, "wall_s": wall, "latency_s": None,
+                "error": f"no flight report (terminal: {'VETO ON' if 'VETO ON' in log_text else 'no veto'})"}
     report = json.loads(path.read_text())
     live = report.get("live", {})
     hazard = [e for e in live.get("veto_episodes", []) if "min_separation" in e.get("constraints", [])]
@@ -109,7 +110,6 @@ def _run(k: int, args: argparse.Namespace, config: Path, mission: Path, out: Pat
     covered = offending is not None and any(
         e["t_rise"] <= offending and (e["t_fall"] is None or e["t_fall"] >= offending) for e in degraded)
     latency = hazard[0]["latency_s"] if hazard else None
-    log_text = (out / "live.log").read_text(errors="replace")
     return {"run": k, "exit": proc.returncode, "raised": bool(hazard), "latency_s": latency,
             "degraded_at_offending": covered, "degraded_episodes": len(degraded),
             "degraded_causes": sorted({c for e in degraded for c in e.get("causes", [])}),

@@ -153,3 +153,35 @@ def test_an_ordinary_jittery_stream_never_degrades_the_verifier():
         s.tick(t, late_s=rng.uniform(0.0, 0.015))
         vetoed.append(s.veto)
     assert not any(vetoed) and s.row().values["poses_lost"] == "0"
+
+
+def test_a_degraded_episode_is_listed_apart_and_decides_nothing_about_the_segment():
+    from uav_debate_eval.live.flight_record import episode_record, headline
+    from uav_debate_eval.live.veto_history import VetoEpisode, VetoEvidence, apply_live_veto
+    from uav_debate_eval.report.live_section import live_markdown
+
+    degraded = VetoEpisode(110.0, 111.5, evidence=[VetoEvidence(
+        "safety/verifier", ERROR, "verifier_degraded: behind the pose stream by 0.40 s",
+        {"constraint": DEGRADED, "reasons": "lag", "t": 110.0, "uavs": ""})])
+    hazard = VetoEpisode(120.0, 122.0, evidence=[VetoEvidence(
+        "safety/min_separation", ERROR, "violated", {"uavs": "uav1,uav2", "value": 0.23, "limit": 0.5, "t": 120.0}),
+        VetoEvidence("safety/verifier", ERROR, "degraded", {"constraint": DEGRADED, "reasons": "lag", "t": 120.0})])
+    assert (degraded.kind, hazard.kind) == ("degraded", "hazard")  # a hazard during a degraded veto is a hazard
+
+    report = {"verdict": {"label": "safe", "vetoed": False, "summary": "fine"}, "violations": []}
+    assert not apply_live_veto(report, [degraded], 105.0, 115.0, origin=100.0)
+    assert report["verdict"] == {"label": "safe", "vetoed": False, "summary": "fine"} and report["violations"] == []
+    assert [e["kind"] for e in report["live"]["degraded_episodes"]] == ["degraded"]
+    assert report["live"]["veto_episodes"] == []
+
+    record = episode_record(degraded, [], [], 100.0)
+    assert record["kind"] == "degraded" and record["causes"] == ["behind the pose stream"]
+    flight = {"violations": [], "live": {"flight": True, "segments": [], "veto_episodes": [],
+                                         "degraded_episodes": [record], "poses_lost_before_verifier": {"uav3": 6}}}
+    said = headline(flight)
+    assert said == ["The verifier could not vouch for the swarm once (behind the pose stream) and held the fail-safe "
+                    "veto (verifier_degraded) until it had caught up.",
+                    "6 poses never reached the verifier (counted per vehicle in the live section)."]
+    text = "\n".join(live_markdown(flight))
+    assert "No hazard raised the veto." in text and "Fail-safe veto episodes (verifier_degraded) (1)" in text
+    assert "poses lost before the verifier: uav3 6" in text

@@ -27,6 +27,18 @@ def _episodes(live: dict) -> list[list[str]]:
             for e in live["veto_episodes"]]
 
 
+def _degraded(live: dict) -> list[list[str]]:
+    """The fail-safe episodes: the verifier could not vouch for the swarm (not a hazard of the flight)."""
+    return [[_t(e["t_rise"]), _t(e["t_fall"]), ", ".join(e.get("causes") or []) or "—", ", ".join(e["uavs"]) or "—",
+             ", ".join(e["segments"]) or "—"] for e in live.get("degraded_episodes") or []]
+
+
+def _no_hazard(live: dict) -> str:
+    return "No hazard raised the veto." if live.get("degraded_episodes") else "The veto was never raised."
+
+
+_DEGRADED_HEAD = ["rise [s]", "fall [s]", "why the verifier could not vouch", "vehicles", "segments"]
+_DEGRADED_TITLE = "Fail-safe veto episodes (verifier_degraded)"
 _EPISODE_HEAD = ["rise [s]", "fall [s]", "constraint", "vehicles", "worst", "offending sample [s]", "latency [s]",
                  "segments"]
 _SEGMENT_HEAD = ["segment", "t [s]", "closed by", "label", "panel", "tokens", "verdict"]
@@ -46,6 +58,8 @@ def _session_line(live: dict) -> str:
             + (", ".join(f"{n} {why.replace('_', ' ')}" for why, n in sorted(dropped.items())) or "none"))
     if lost:
         text += "; lost to the buffer before they were kept: " + ", ".join(f"{u} {s:g} s" for u, s in lost.items())
+    if lost_before := {u: n for u, n in (live.get("poses_lost_before_verifier") or {}).items() if n}:
+        text += "; poses lost before the verifier: " + ", ".join(f"{u} {n}" for u, n in sorted(lost_before.items()))
     if tape.get("restarts"):
         text += f"; the clock jumped back {tape['restarts']} time(s): the report covers the stream since the last jump"
     if live.get("skipped_segments"):
@@ -73,7 +87,9 @@ def live_html(report: dict) -> str:
 
     parts = ['<h2 id="live">Live session</h2>', f"<p>{h(_session_line(live))}</p>",
              f"<h3>Veto episodes as published ({len(live['veto_episodes'])})</h3>",
-             table(_EPISODE_HEAD, _episodes(live)) if live["veto_episodes"] else "<p>The veto was never raised.</p>",
+             table(_EPISODE_HEAD, _episodes(live)) if live["veto_episodes"] else f"<p>{h(_no_hazard(live))}</p>",
+             *([f"<h3>{_DEGRADED_TITLE} ({len(_degraded(live))})</h3>", table(_DEGRADED_HEAD, _degraded(live))]
+               if _degraded(live) else []),
              f"<h3>Segments ({len(live['segments'])})</h3>", table(_SEGMENT_HEAD, [_segment_row(s)
                                                                                  for s in live["segments"]])]
     for s in live["segments"]:
@@ -106,7 +122,9 @@ def live_markdown(report: dict) -> list[str]:
 
     out = ["", "## Live session", "", md(_session_line(live)), "",
            f"### Veto episodes as published ({len(live['veto_episodes'])})", ""]
-    out += table(_EPISODE_HEAD, _episodes(live)) if live["veto_episodes"] else ["The veto was never raised."]
+    out += table(_EPISODE_HEAD, _episodes(live)) if live["veto_episodes"] else [_no_hazard(live)]
+    if degraded := _degraded(live):
+        out += ["", f"### {_DEGRADED_TITLE} ({len(degraded)})", ""] + table(_DEGRADED_HEAD, degraded)
     out += ["", f"### Segments ({len(live['segments'])})", ""]
     out += table(_SEGMENT_HEAD, [_segment_row(s) for s in live["segments"]])
     for s in live["segments"]:

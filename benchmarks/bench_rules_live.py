@@ -20,8 +20,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from uav_debate_eval.core.mission import Constraints, Mission  # noqa: E402
-from uav_debate_eval.rules.spec import make_rule  # noqa: E402
 from uav_debate_eval.safety.monitor import SafetyMonitor  # noqa: E402
+from uav_debate_eval.stl.spec import make_rule  # noqa: E402
 
 N_UAVS, RATE_HZ = 100, 50.0
 TARGET_MS = 1.0

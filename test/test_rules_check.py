@@ -9,9 +9,9 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.rules import check as check_module
 from uav_debate_eval.rules.check import check_rules
 from uav_debate_eval.rules.evaluator import Evaluator
-from uav_debate_eval.rules.spec import make_rule
-from uav_debate_eval.rules.syntax import parse_formula
 from uav_debate_eval.safety.checker import check_trajectory
+from uav_debate_eval.stl.spec import make_rule
+from uav_debate_eval.stl.syntax import parse_formula
 
 X = np.array([3.0, 1.0, -2.0, 4.0, 0.5, -1.0])
 Y = np.array([0.0, 2.0, 1.0, -1.0, 3.0, 0.0])

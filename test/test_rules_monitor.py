@@ -8,9 +8,9 @@ from test_rules_rtamt import random_formula
 from uav_debate_eval.core.mission import Geofence
 from uav_debate_eval.rules.evaluator import Evaluator
 from uav_debate_eval.rules.monitor import RuleMonitor
-from uav_debate_eval.rules.spec import make_rule
 from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
-from uav_debate_eval.rules.syntax import parse_formula
+from uav_debate_eval.stl.spec import make_rule
+from uav_debate_eval.stl.syntax import parse_formula
 
 
 def online(formula, trace: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:

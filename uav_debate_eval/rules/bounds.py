@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from uav_debate_eval.rules.syntax import Binary, Compare, Expr, Formula, Logic, Not, Num, Signal, Temporal
+from uav_debate_eval.stl.syntax import Binary, Compare, Expr, Formula, Logic, Not, Num, Signal, Temporal
 
 Box = dict[str, tuple[float, float]]
 INF = math.inf

@@ -27,8 +27,8 @@ from uav_debate_eval.quality.updates import true_spans
 from uav_debate_eval.rules.bounds import bound
 from uav_debate_eval.rules.evaluator import INF, Evaluator, steps_of
 from uav_debate_eval.rules.signals import BASIS, Grid
-from uav_debate_eval.rules.spec import Rule
-from uav_debate_eval.rules.syntax import Formula, Temporal, constants_of
+from uav_debate_eval.stl.spec import Rule
+from uav_debate_eval.stl.syntax import Formula, Temporal, constants_of
 
 #: A grid step this close to a sample stamp (seconds) is that sample's instant (grid arithmetic rounds).
 STAMP_TOL = 1e-6

@@ -26,9 +26,9 @@ from uav_debate_eval.core.mission import Geofence
 from uav_debate_eval.core.trajectory import Snapshots
 from uav_debate_eval.rules.evaluator import Evaluator, steps_of
 from uav_debate_eval.rules.signals import BASIS, Grid
-from uav_debate_eval.rules.spec import Rule
 from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
-from uav_debate_eval.rules.syntax import Temporal
+from uav_debate_eval.stl.spec import Rule
+from uav_debate_eval.stl.syntax import Temporal
 
 
 @dataclass

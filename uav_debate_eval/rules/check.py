@@ -25,7 +25,7 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.quality.updates import true_spans
-from uav_debate_eval.rules.bounds import bound
+from uav_debate_eval.rules.bounds import bound, first_radius
 from uav_debate_eval.rules.evaluator import INF, Evaluator, steps_of
 from uav_debate_eval.rules.near_pairs import PairQueue
 from uav_debate_eval.rules.signals import BASIS, Grid
@@ -164,7 +164,7 @@ def _each_pair(rule: Rule, body: Formula, stripped: bool, grid: Grid, acc: _Accu
     if queue is None:
         queue = grid._cache["pair_queue"] = PairQueue(grid.snaps.pos,
                                                       np.asarray(grid.readable("min_separation").all(axis=0)))
-    radius = _first_radius(rule.formula) if queue.by_tree else INF
+    radius = first_radius(rule.formula) if queue.by_tree else INF
     start = 0
     while True:
         first, second, closest = queue.within(radius)
@@ -187,16 +187,6 @@ def _each_pair(rule: Rule, body: Formula, stripped: bool, grid: Grid, acc: _Accu
                                        acc.hi_min) == 0:
             return  # every pair beyond the radius is at least `radius` apart: none can matter
         radius = INF if 4 * len(first) > len(ids) ** 2 else 2 * radius
-
-
-def _first_radius(formula: Formula) -> float:
-    """The closest approach from which the formula's lower bound is not negative (inf: no such distance)."""
-    m = 1.0
-    while m < 1e6:
-        if bound(formula, {"separation": (m, INF)})[0] >= 0:
-            return m
-        m *= 2
-    return INF
 
 
 def _stop(formula: Formula, body: Formula, stripped: bool, closest: np.ndarray, order: np.ndarray, start: int,

@@ -36,16 +36,6 @@ def atemporal(f: Formula) -> bool:
     return False
 
 
-def first_radius(body: Formula) -> float:
-    """The smallest power-of-two separation (from 1 m) at which the body's lower bound is not negative (inf: none)."""
-    m = 1.0
-    while m < 1e6:
-        if bound(body, {"separation": (m, INF)})[0] >= 0:
-            return m
-        m *= 2
-    return INF
-
-
 def pair_index(first: np.ndarray, second: np.ndarray, n: int) -> np.ndarray:
     """The place of pairs (first < second) in np.triu_indices(n, 1) order."""
     return first * n - first * (first + 1) // 2 + (second - first - 1)

@@ -25,8 +25,9 @@ from scipy.spatial.distance import pdist
 
 from uav_debate_eval.core.mission import Geofence
 from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.rules.bounds import first_radius
 from uav_debate_eval.rules.evaluator import Evaluator, steps_of
-from uav_debate_eval.rules.live_pairs import LIVE_PRUNE_MIN_VEHICLES, atemporal, first_radius, pruned_values
+from uav_debate_eval.rules.live_pairs import LIVE_PRUNE_MIN_VEHICLES, atemporal, pruned_values
 from uav_debate_eval.rules.signals import BASIS, Grid
 from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
 from uav_debate_eval.stl.spec import Rule

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from uav_debate_eval.rules import check as check_module  # noqa: E402
 from uav_debate_eval.rules.check import check_rule, grid_of  # noqa: E402
 from uav_debate_eval.rules.evaluator import steps_of  # noqa: E402
-from uav_debate_eval.rules.spec import make_rule  # noqa: E402
-from uav_debate_eval.rules.syntax import Arith, Binary, Compare, Logic, Not, Num, Signal, Temporal  # noqa: E402
 from uav_debate_eval.sim.scenarios import simulate  # noqa: E402
+from uav_debate_eval.stl.spec import make_rule  # noqa: E402
+from uav_debate_eval.stl.syntax import Arith, Binary, Compare, Logic, Not, Num, Signal, Temporal  # noqa: E402
 
 SPEEDUP_TARGET = 100.0
 FORMULAS = [

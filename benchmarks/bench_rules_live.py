@@ -5,7 +5,9 @@ fails and the veto rises on `rule:<id>`.
 
 Target (issue 26): the rules add < 1 ms to the p99 tick (judged on the tick's CPU time; the wall-clock figures are
 printed beside it: on a shared machine their p99 is the other processes' preemption).
-Run: python benchmarks/bench_rules_live.py [--seconds 20]
+At show size (issue 35): --uavs 1000 --rate 10; the pair rules without a temporal operator in their body read only
+the pairs that can matter on each tick (rules.live_pairs); --every-pair reads all of them (as before).
+Run: python benchmarks/bench_rules_live.py [--seconds 20] [--uavs 100] [--rate 50] [--every-pair]
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from uav_debate_eval.core.mission import Constraints, Mission  # noqa: E402
-from uav_debate_eval.rules.spec import make_rule  # noqa: E402
 from uav_debate_eval.safety.monitor import SafetyMonitor  # noqa: E402
+from uav_debate_eval.stl.spec import make_rule  # noqa: E402
 
 N_UAVS, RATE_HZ = 100, 50.0
 TARGET_MS = 1.0
@@ -31,6 +33,12 @@ LIVE_RULES = [
     ("calm", "soft", "each_vehicle", "always (historically[0, 1] (speed <= 6.0))"),
     ("climb_apart", "soft", "each_pair", "always ((separation < 2.0) -> (abs(a.vz - b.vz) <= 1.0))"),
     ("part_quickly", "soft", "each_pair", "always ((separation < 1.0) -> eventually[0, 1] (separation >= 1.0))"),
+]
+
+#: config/demo_mission.yaml's rules (--demo-rules)
+DEMO_RULES = [
+    ("min_altitude", "soft", "each_vehicle", "always (z >= 5.0)"),
+    ("calm_when_close", "soft", "each_pair", "always ((separation < 3.0) -> (abs(a.vz) <= 1.0 and abs(b.vz) <= 1.0))"),
 ]
 
 
@@ -67,17 +75,33 @@ def ticks(seconds: float) -> tuple[np.ndarray, int]:
 
 
 def main() -> int:
+    global N_UAVS, RATE_HZ
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--uavs", type=int, default=N_UAVS)
+    ap.add_argument("--rate", type=float, default=RATE_HZ)
+    ap.add_argument("--every-pair", action="store_true", help="no live pair pruning (the figures before issue 35)")
+    ap.add_argument("--demo-rules", action="store_true", help="config/demo_mission.yaml's 2 rules instead of the 5")
     args = ap.parse_args()
+    N_UAVS, RATE_HZ = args.uavs, args.rate
+    if args.demo_rules:
+        LIVE_RULES[:] = DEMO_RULES
+    if args.every_pair:
+        from uav_debate_eval.rules import monitor
+
+        monitor.LIVE_PRUNE_MIN_VEHICLES = 10**9
     times, vetoes = ticks(args.seconds)
-    print(f"{N_UAVS} vehicles, {RATE_HZ:g} Hz, {len(times)} ticks each; 5 rules (3 per vehicle, 2 per pair)")
+    kinds = [r[2] for r in LIVE_RULES]
+    print(f"{N_UAVS} vehicles, {RATE_HZ:g} Hz, {len(times)} ticks each; {len(kinds)} rules "
+          f"({kinds.count('each_vehicle')} per vehicle, {kinds.count('each_pair')} per pair)")
     for label, cols in (("wall", (0, 1)), ("CPU", (2, 3))):
         for k in (50, 99):
             a, b = (np.percentile(times[:, c], k) for c in cols)
             print(f"p{k} tick ({label:<4})       {a:7.3f} ms without rules   {b:7.3f} ms with rules   (+{b - a:.3f})")
     added = float(np.percentile(times[:, 3], 99) - np.percentile(times[:, 2], 99))
-    print(f"veto raised on rule:floor {vetoes} times (expected {int((args.seconds - 1) / 3)})")
+    if not args.demo_rules:
+        dips = sum(1 for i in range(int(RATE_HZ), int(args.seconds * RATE_HZ)) if i % 150 == 100)
+        print(f"veto raised on rule:floor {vetoes} times (expected {dips})")
     print(f"added to the p99 tick (CPU) {added:7.3f} ms      target < {TARGET_MS:g} ms   "
           f"{'OK' if added < TARGET_MS else 'MISSED'}")
     return 0 if added < TARGET_MS else 1

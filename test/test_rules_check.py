@@ -9,9 +9,9 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.rules import check as check_module
 from uav_debate_eval.rules.check import check_rules
 from uav_debate_eval.rules.evaluator import Evaluator
-from uav_debate_eval.rules.spec import make_rule
-from uav_debate_eval.rules.syntax import parse_formula
 from uav_debate_eval.safety.checker import check_trajectory
+from uav_debate_eval.stl.spec import make_rule
+from uav_debate_eval.stl.syntax import parse_formula
 
 X = np.array([3.0, 1.0, -2.0, 4.0, 0.5, -1.0])
 Y = np.array([0.0, 2.0, 1.0, -1.0, 3.0, 0.0])
@@ -109,7 +109,12 @@ def test_each_pair_and_swarm_signals():
     assert count.robustness == pytest.approx(0.0) and count.satisfied is True
 
 
-def test_pair_pruning_equals_the_full_pair_set(monkeypatch):
+@pytest.mark.parametrize("by_tree", [False, True])
+def test_pair_pruning_equals_the_full_pair_set(monkeypatch, by_tree):
+    from uav_debate_eval.rules import near_pairs
+
+    if by_tree:  # the pairs listed radius by radius through k-d trees (a large swarm's way), here on 40 vehicles
+        monkeypatch.setattr(near_pairs, "TREE_MIN_VEHICLES", 2)
     rng = np.random.default_rng(3)
     n = 40
     start = rng.uniform(-30, 30, size=(n, 3))
@@ -134,6 +139,25 @@ def test_pair_pruning_equals_the_full_pair_set(monkeypatch):
         assert sorted(map(str, p.failures)) == sorted(map(str, f.failures))
     assert pruned[0].evaluated < pruned[0].columns // 4  # the guarded rule reads only the pairs that came close
     assert pruned[1].evaluated < pruned[1].columns // 4
+
+
+def test_pairs_within_a_radius_are_the_full_lists_prefix(monkeypatch):
+    from uav_debate_eval.rules import near_pairs
+
+    rng = np.random.default_rng(5)
+    pos = np.cumsum(rng.normal(scale=0.3, size=(50, 60, 3)), axis=0) + rng.uniform(-40, 40, size=(1, 60, 3))
+    readable = np.ones(60, bool)
+    readable[[7, 31]] = False
+    full = near_pairs.PairQueue(pos, readable).within(inf)
+    monkeypatch.setattr(near_pairs, "TREE_MIN_VEHICLES", 2)
+    queue = near_pairs.PairQueue(pos, readable)
+    assert queue.by_tree
+    for radius in (0.5, 4.0, 16.0, inf):
+        got = queue.within(radius)
+        n = int((full[2] < radius).sum())
+        assert 2 * 59 - 1 <= n <= len(full[0])  # the unreadable vehicles' pairs always, then the near ones
+        for a, b in zip(got, full, strict=True):
+            assert np.array_equal(a, b[:n])
 
 
 def test_data_quality_exclusion_is_not_evaluable_never_violated():

@@ -8,9 +8,9 @@ from test_rules_rtamt import random_formula
 from uav_debate_eval.core.mission import Geofence
 from uav_debate_eval.rules.evaluator import Evaluator
 from uav_debate_eval.rules.monitor import RuleMonitor
-from uav_debate_eval.rules.spec import make_rule
 from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
-from uav_debate_eval.rules.syntax import parse_formula
+from uav_debate_eval.stl.spec import make_rule
+from uav_debate_eval.stl.syntax import parse_formula
 
 
 def online(formula, trace: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
@@ -156,3 +156,38 @@ def test_rule_status_rows_are_veto_evidence():
                                          values=[SimpleNamespace(key=k, value=v) for k, v in row.values.items()]))
     assert state.veto and ev.constraint == "rule:floor" and ev.uavs == ["a"]
     assert ev.number("value") == pytest.approx(-0.5) and ev.number("limit") == 0.0
+
+
+@pytest.mark.parametrize("stl", ["always ((separation < 3.0) -> (abs(a.vz) <= 1.0 and abs(b.vz) <= 1.0))",
+                                 "always (separation >= 1.0)",
+                                 "always (not (separation < 2.0) or a.z - b.z >= 0)"])
+def test_live_pair_pruning_equals_every_pair(monkeypatch, stl):
+    from uav_debate_eval.rules import live_pairs, monitor
+
+    rng = np.random.default_rng(11)
+    n, ticks = 80, 25
+    start = rng.uniform(-12, 12, size=(n, 3))
+    vel = rng.normal(scale=1.0, size=(ticks, n, 3))
+    pos = start + np.cumsum(vel * 0.1, axis=0)
+    fresh = np.ones((ticks, n), bool)
+    fresh[5:12, 3] = False  # a vehicle without a fresh pose for a while
+    ids = [f"u{k}" for k in range(n)]
+
+    def run() -> tuple[list, list]:
+        mon = RuleMonitor([make_rule("r", "hard", "each_pair", stl)], period_s=0.1)
+        failures, rows = [], []
+        for k in range(ticks):
+            failures += [(f.t, f.uavs, f.value, f.count) for f in mon.update(k * 0.1, ids, pos[k], vel[k], fresh[k])]
+            st = mon.states[0]
+            rows.append((st.robustness, st.failing is not None, st.evaluated))
+        return failures, rows
+
+    pruned_failures, pruned = run()
+    monkeypatch.setattr(monitor, "LIVE_PRUNE_MIN_VEHICLES", 10**9)
+    full_failures, full = run()
+    assert pruned_failures == full_failures and (pruned_failures or "separation >= 1.0" not in stl)
+    for (rp, fp, _), (rf, ff, ef) in zip(pruned, full, strict=True):
+        assert fp == ff and (rp == rf or abs(rp - rf) < 1e-12)
+        assert ef == n * (n - 1) // 2
+    assert max(ep for _, _, ep in pruned) < n * (n - 1) // 4  # far fewer pairs read per tick
+    assert live_pairs.atemporal(parse_formula(stl).arg)

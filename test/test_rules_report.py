@@ -10,8 +10,8 @@ from contract import REPORT_SCHEMA
 from uav_debate_eval.cli import main
 from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.report.schema import validate_report
-from uav_debate_eval.rules.spec import make_rule
 from uav_debate_eval.sim.scenarios import simulate
+from uav_debate_eval.stl.spec import make_rule
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from uav_debate_eval.rules.evaluator import Evaluator
-from uav_debate_eval.rules.syntax import Arith, Binary, Compare, Logic, Not, Num, Signal, Temporal, parse_formula
+from uav_debate_eval.stl.syntax import Arith, Binary, Compare, Logic, Not, Num, Signal, Temporal, parse_formula
 
 rtamt = pytest.importorskip("rtamt", reason="rtamt (pip install -e .[test]) is the oracle of this test")
 

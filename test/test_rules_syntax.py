@@ -9,7 +9,7 @@ from uav_debate_eval.core.errors import MissionError
 from uav_debate_eval.core.mission_file import mission_to_yaml, parse_mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.csv_io import write_csv
-from uav_debate_eval.rules.syntax import Binary, Compare, Logic, Temporal, parse_formula, to_text
+from uav_debate_eval.stl.syntax import Binary, Compare, Logic, Temporal, parse_formula, to_text
 
 MISSION = """
 constraints:

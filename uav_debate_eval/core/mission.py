@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
-from uav_debate_eval.rules.spec import Rule
+from uav_debate_eval.stl.spec import Rule
 
 DEFAULT_WEIGHTS = {"flight_control": 0.35, "coordination": 0.40, "safety": 0.25}
 

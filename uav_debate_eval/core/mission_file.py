@@ -13,8 +13,8 @@ import yaml
 
 from uav_debate_eval.core.errors import MissionError
 from uav_debate_eval.core.mission import DEFAULT_WEIGHTS, VEHICLE_CLASSES, FrameOrigin, Geofence, Mission, Thresholds
-from uav_debate_eval.rules.spec import QUANTIFIERS, RULE_ID, SEVERITIES, Rule, make_rule
-from uav_debate_eval.rules.syntax import FormulaError
+from uav_debate_eval.stl.spec import QUANTIFIERS, RULE_ID, SEVERITIES, Rule, make_rule
+from uav_debate_eval.stl.syntax import FormulaError
 
 _CONSTRAINT_KEYS = {"min_separation_m", "max_speed_mps", "max_vertical_speed_mps", "geofence", "stale_timeout_s"}
 _TOP_KEYS = {"mission", "constraints", "thresholds", "weights", "uavs", "formation", "waypoints", "vehicles",

@@ -1,17 +1,18 @@
-"""Mission rules in Signal Temporal Logic (CONTRACT.md §2a), ROS-free: the formula language (syntax), the rules a
-mission states (spec), the flight's signals on the common grid (signals), the vectorised robustness (evaluator), the
-offline check with its report entries (check) and the online monitor for the live verifier (monitor).
+"""Mission rules in Signal Temporal Logic (CONTRACT.md §2a), ROS-free, evaluated: the flight's signals on the common
+grid (signals), the vectorised robustness (evaluator), the interval bounds that prune pairs (bounds), the offline
+check with its report entries (check) and the online monitor for the live verifier (streams, monitor). The formula
+language itself (syntax, spec) is uav_debate_eval.stl, below core; this package sits above safety and quality.
 
-Names load on first use (PEP 562): the mission loader imports only the syntax and the spec.
+Names load on first use (PEP 562).
 """
 
 from importlib import import_module
 
 _EXPORTS = {
-    "FormulaError": "syntax", "parse_formula": "syntax",
-    "Rule": "spec", "make_rule": "spec",
-    "RuleResult": "check", "check_rules": "check",
-    "RuleMonitor": "monitor",
+    "FormulaError": "uav_debate_eval.stl.syntax", "parse_formula": "uav_debate_eval.stl.syntax",
+    "Rule": "uav_debate_eval.stl.spec", "make_rule": "uav_debate_eval.stl.spec",
+    "RuleResult": f"{__name__}.check", "check_rules": f"{__name__}.check",
+    "RuleMonitor": f"{__name__}.monitor",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -21,6 +22,6 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
+    value = getattr(import_module(module), name)
     globals()[name] = value
     return value

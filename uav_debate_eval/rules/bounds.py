@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from uav_debate_eval.rules.syntax import Binary, Compare, Expr, Formula, Logic, Not, Num, Signal, Temporal
+from uav_debate_eval.stl.syntax import Binary, Compare, Expr, Formula, Logic, Not, Num, Signal, Temporal
 
 Box = dict[str, tuple[float, float]]
 INF = math.inf
@@ -64,3 +64,14 @@ def bound(f: Formula, box: Box) -> tuple[float, float]:
     assert isinstance(f, Binary)
     qlo, qhi = bound(f.right, box)  # every term is at most q's value; with d = 0 in the window, at least it
     return -INF if may_be_empty else qlo, qhi
+
+
+def first_radius(f: Formula) -> float:
+    """The smallest power-of-two separation (from 1 m) at which the formula's lower bound is not negative (inf: none):
+    where the search for the pairs that can matter starts (rules.near_pairs offline, rules.live_pairs live)."""
+    m = 1.0
+    while m < 1e6:
+        if bound(f, {"separation": (m, INF)})[0] >= 0:
+            return m
+        m *= 2
+    return INF

@@ -17,6 +17,7 @@ vehicles or pairs that set it, the intervals where its body fails, and where the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,16 +25,15 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.quality.updates import true_spans
-from uav_debate_eval.rules.bounds import bound
+from uav_debate_eval.rules.bounds import bound, first_radius
 from uav_debate_eval.rules.evaluator import INF, Evaluator, steps_of
+from uav_debate_eval.rules.near_pairs import PairQueue
 from uav_debate_eval.rules.signals import BASIS, Grid
-from uav_debate_eval.rules.spec import Rule
-from uav_debate_eval.rules.syntax import Formula, Temporal, constants_of
+from uav_debate_eval.stl.spec import Rule
+from uav_debate_eval.stl.syntax import Formula, Temporal, constants_of
 
 #: A grid step this close to a sample stamp (seconds) is that sample's instant (grid arithmetic rounds).
 STAMP_TOL = 1e-6
-#: Grid steps between the distances that bound each pair's closest approach from below (pair pruning).
-PAIR_STRIDE = 8
 #: Columns x steps per evaluated block (bounds the evaluator's temporaries to some tens of MB).
 BLOCK_CELLS = 2_000_000
 
@@ -146,24 +146,8 @@ def check_rule(rule: Rule, grid: Grid, gap: float | None = None) -> RuleResult:
         run(np.arange(1), lambda name, cols: grid.swarm(name), lambda c: [])
         columns = 1
     else:
-        first, second = np.triu_indices(N, k=1)
-        columns = len(first)
-        order, closest = _pair_order(grid, first, second)
-
-        def pair_signal(name, cols):
-            return grid.pair(name, first[cols], second[cols])
-
-        def pair_names(c):
-            return sorted((ids[first[c]], ids[second[c]]))
-
-        start = 0
-        while start < len(order):
-            stop = _stop(rule.formula, body, stripped, closest, order, start, acc.hi_min)
-            if stop == start:
-                break
-            stop = min(stop, start + max(64, start))  # doubling batches: the minimum found so far prunes more
-            run(order[start:stop], pair_signal, pair_names)
-            start = stop
+        columns = N * (N - 1) // 2
+        _each_pair(rule, body, stripped, grid, acc, run)
     return acc.result(rule, grid, columns, a, b, stripped, gap)
 
 
@@ -172,29 +156,37 @@ def _cols(signal: tuple[np.ndarray, np.ndarray | None], cols: np.ndarray) -> tup
     return values[:, cols], None if unknown is None else unknown[:, cols]
 
 
-def _pair_order(grid: Grid, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs in order of a lower bound of their closest approach (-inf: a pair with an unreadable step, evaluated
-    first), and that bound: the distance at every PAIR_STRIDE-th step (and the last) less how far the two vehicles
-    can move in the PAIR_STRIDE // 2 + 1 steps to the nearest such step (each one's largest step on the grid). A
-    bound below the true approach only keeps more pairs: the pruning stays exact at a tenth of the work."""
-    ok = grid.readable("min_separation")
-    pos = grid.snaps.pos
-    T, N = ok.shape
-    rows = np.unique(np.append(np.arange(0, T, PAIR_STRIDE), T - 1))
-    sampled = pos[rows]
-    step = np.zeros(N) if T < 2 else np.nanmax(np.sqrt(np.einsum("tnk,tnk->tn", np.diff(pos, axis=0),
-                                                                  np.diff(pos, axis=0))), axis=0)
-    reach = step * (PAIR_STRIDE // 2 + 1)
-    readable = np.asarray(ok.all(axis=0))
-    closest = np.empty(len(first))
-    at = 0
-    for i in range(N - 1):  # one vehicle against the vehicles after it: the pairs np.triu_indices lists in order
-        d = sampled[:, i + 1:] - sampled[:, i:i + 1]
-        near = np.sqrt(np.einsum("tpk,tpk->tp", d, d).min(axis=0)) - reach[i] - reach[i + 1:]
-        closest[at:at + N - 1 - i] = np.where(readable[i] & readable[i + 1:], np.maximum(near, 0.0), -np.inf)
-        at += N - 1 - i
-    order = np.argsort(closest, kind="stable")
-    return order, closest[order]
+def _each_pair(rule: Rule, body: Formula, stripped: bool, grid: Grid, acc: _Accumulator, run) -> None:
+    """Evaluate the pairs nearest first until the rest cannot matter (see the module docstring), listing them a
+    radius at a time (rules.near_pairs): the radius grows only while the pairs beyond it might still matter."""
+    ids = grid.snaps.uav_ids
+    queue = grid._cache.get("pair_queue")  # the grid's rules share it (and the pair lists it made)
+    if queue is None:
+        queue = grid._cache["pair_queue"] = PairQueue(grid.snaps.pos,
+                                                      np.asarray(grid.readable("min_separation").all(axis=0)))
+    radius = first_radius(rule.formula) if queue.by_tree else INF
+    start = 0
+    while True:
+        first, second, closest = queue.within(radius)
+        order = np.arange(len(first))
+
+        def pair_signal(name, cols, first=first, second=second):
+            return grid.pair(name, first[cols], second[cols])
+
+        def pair_names(c, first=first, second=second):
+            return sorted((ids[first[c]], ids[second[c]]))
+
+        while start < len(order):
+            stop = _stop(rule.formula, body, stripped, closest, order, start, acc.hi_min)
+            if stop == start:
+                return
+            stop = min(stop, start + max(64, start))  # doubling batches: the minimum found so far prunes more
+            run(order[start:stop], pair_signal, pair_names)
+            start = stop
+        if math.isinf(radius) or _stop(rule.formula, body, stripped, np.array([radius]), order[:1], 0,
+                                       acc.hi_min) == 0:
+            return  # every pair beyond the radius is at least `radius` apart: none can matter
+        radius = INF if 4 * len(first) > len(ids) ** 2 else 2 * radius
 
 
 def _stop(formula: Formula, body: Formula, stripped: bool, closest: np.ndarray, order: np.ndarray, start: int,

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
-from uav_debate_eval.rules.syntax import Binary, Compare, Expr, Formula, Logic, Not, Num, Signal, Temporal
+from uav_debate_eval.stl.syntax import Binary, Compare, Expr, Formula, Logic, Not, Num, Signal, Temporal
 
 INF = math.inf
 #: (values (steps, columns), unknown steps (steps, columns) or None) of a signal by name

@@ -17,6 +17,7 @@ clock, for every vehicle / pair / the swarm at once, with rtamt's discrete-time 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,11 +25,15 @@ from scipy.spatial.distance import pdist
 
 from uav_debate_eval.core.mission import Geofence
 from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.rules.bounds import first_radius
 from uav_debate_eval.rules.evaluator import Evaluator, steps_of
+from uav_debate_eval.rules.live_pairs import LIVE_PRUNE_MIN_VEHICLES, atemporal, pruned_values
 from uav_debate_eval.rules.signals import BASIS, Grid
-from uav_debate_eval.rules.spec import Rule
 from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
-from uav_debate_eval.rules.syntax import Temporal
+from uav_debate_eval.stl.spec import Rule
+from uav_debate_eval.stl.syntax import Temporal
+
+INF = math.inf
 
 
 @dataclass
@@ -58,6 +63,8 @@ class LiveRule:
     root: Node | None = field(default=None, repr=False)
     window: tuple[int, int | None] = (0, None)  # steps of the top-level always (None: to the end)
     once: bool = False  # decided once at step 0 (not an always)
+    prune_from: float = INF  # a pair rule read only where it can matter (rules.live_pairs): the first radius
+    evaluated: int = 0  # pairs (or vehicles) evaluated on the newest step
 
 
 class RuleMonitor:
@@ -92,8 +99,9 @@ class RuleMonitor:
             window: tuple[int, int | None] = (0, None)
             if top is not None and top.hi is not None:
                 window = steps_of(top.lo, top.hi, self.dt)
+            prune = rule.over == "each_pair" and N >= LIVE_PRUNE_MIN_VEHICLES and atemporal(body)
             self.states.append(LiveRule(rule, True, "", root.delay * self.dt, root=root, window=window,
-                                        once=top is None))
+                                        once=top is None, prune_from=first_radius(body) if prune else INF))
         self._pairs = np.triu_indices(N, k=1)
 
     def update(self, now: float, ids: list[str], pos: np.ndarray, vel: np.ndarray, fresh: np.ndarray
@@ -151,8 +159,14 @@ class RuleMonitor:
         for st in self.states:
             if not st.live or st.root is None:
                 continue
+            if not math.isinf(st.prune_from):
+                values, cols = self._pruned(st, grid)
+                st.root.out.done += 1  # the step, decided from these pairs alone (no stream reads it: atemporal)
+                out += self._decided(st, st.root.out.done - 1, values, cols)
+                continue
             fetch = self._signal(st.rule, grid, pairs)
             K = st.root.out.ring.shape[1]
+            st.evaluated = K
             ev = Evaluator(fetch, (1, K), self.dt)
             atoms = {}
             for node in st.root.atoms():
@@ -164,14 +178,33 @@ class RuleMonitor:
                 out += self._decided(st, j)
         return out
 
-    def _decided(self, st: LiveRule, j: int) -> list[RuleFailure]:
+    def _pruned(self, st: LiveRule, grid: Grid) -> tuple[np.ndarray, np.ndarray]:
+        """An atemporal pair rule's step on the pairs that can matter (rules.live_pairs): (values, their columns)."""
+        assert st.root is not None
+        body = st.root.f
+
+        def evaluate(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+            def fetch(name: str):
+                return grid.pair(name, first, second)[0], None
+
+            with np.errstate(invalid="ignore"):
+                return Evaluator(fetch, (1, len(first)), self.dt).rob(body)[0]
+
+        values, cols = pruned_values(body, st.prune_from, grid.snaps.pos[0], grid.snaps.valid[0], evaluate)
+        st.evaluated = len(cols)
+        return values, cols
+
+    def _decided(self, st: LiveRule, j: int, value: np.ndarray | None = None,
+                 cols: np.ndarray | None = None) -> list[RuleFailure]:
+        """Step j's outcome from its stream (or from `value` at columns `cols`, the pairs a pruned rule read)."""
         assert st.root is not None and self.t0 is not None
         if st.once and j > 0:
             return []
         lo, hi = st.window
         if not st.once and (j < lo or (hi is not None and j > hi)):
             return []
-        value = st.root.out.get(j, j, 0.0)[0]
+        if value is None:
+            value = st.root.out.get(j, j, 0.0)[0]
         t = self.t0 + j * self.dt
         with np.errstate(invalid="ignore"):
             bad = np.flatnonzero(value < 0)
@@ -183,7 +216,8 @@ class RuleMonitor:
             return []
         st.failed = True
         worst = bad[np.argmin(value[bad])]
-        st.failing = RuleFailure(st.rule, t, self._names(st.rule, bad[:50]), float(value[worst]), len(bad),
+        named = bad[:50] if cols is None else cols[bad[:50]]
+        st.failing = RuleFailure(st.rule, t, self._names(st.rule, named), float(value[worst]), len(bad),
                                  st.delay_s)
         return [st.failing]
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from uav_debate_eval.rules.evaluator import steps_of
-from uav_debate_eval.rules.syntax import Binary, Compare, Formula, Logic, Not, Temporal
+from uav_debate_eval.stl.syntax import Binary, Compare, Formula, Logic, Not, Temporal
 
 INF = math.inf
 

@@ -8,13 +8,17 @@ the terminal's Ctrl-C and dies with its parent however the parent ends (live/wor
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
+import queue
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 
@@ -56,9 +60,24 @@ class Forked:
             gc.unfreeze()
         child_end.close()
         self._done = False
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._sender: threading.Thread | None = None
 
     def send(self, obj: Any) -> None:
-        self._conn.send(obj)
+        """Pickle `obj` now and write it from a thread: a pipe holds 64 kB, and a child busy elsewhere would keep
+        this process waiting on the write (3.4 s of a 1,024-vehicle flight) until it reads."""
+        data = bytes(ForkingPickler.dumps(obj))
+        if self._sender is None:
+            self._sender = threading.Thread(target=self._write, name="forked-send", daemon=True)
+            self._sender.start()
+        self._outbox.put(data)
+
+    def _write(self) -> None:
+        while (data := self._outbox.get()) is not None:
+            try:
+                self._conn.send_bytes(data)
+            except (OSError, TypeError, ValueError):  # the child is gone (or the pipe closed): nothing to tell it
+                return
 
     def result(self) -> Any:
         try:
@@ -80,8 +99,12 @@ class Forked:
     def _finish(self) -> None:
         if not self._done:
             self._done = True
-            self._conn.close()
-            self._proc.join()
+            self._proc.join()  # the child's end closes: a write still under way fails and the sender ends
+            if self._sender is not None:
+                self._outbox.put(None)
+                self._sender.join()
+            with contextlib.suppress(OSError):
+                self._conn.close()
 
     def __enter__(self) -> Forked:
         return self

@@ -8,7 +8,8 @@ on the longest window, which would otherwise be left for last). Same code on the
 are the ones one process would make. Should the child fail, its segments are evaluated here.
 
 The windows are on the flight's grid, so the per-step formation errors they share with the flight are computed
-once: right after the fork this process computes the flight's (its metrics need them too) and sends them; the
+once: right after the fork this process computes the flight's (its metrics need them too) into memory it shares
+with the child (an anonymous mapping made before the fork; only "they are there" goes through the pipe); the
 child's windows take their rows (metrics.swarm), waiting for them should they come later than the child asks.
 While the flight's events are not there yet, the child does the parts of its windows' DSL that need none; the
 flight's raw-token counts follow the events (the child counts them itself should they come after its first DSL).
@@ -17,9 +18,12 @@ flight's raw-token counts follow the events (the child counts them itself should
 from __future__ import annotations
 
 import contextlib
+import mmap
 import multiprocessing
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
@@ -79,15 +83,24 @@ class SegmentWork:
         self.child: Forked | None = None
         self.counter: Any = None
         if traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1 and cores() > 1 and can_fork():
+            from uav_debate_eval.metrics.swarm import snapshots
+
             self.counter = multiprocessing.get_context("fork").Value("i", 0)
-            self.child = Forked(_child, *self.args, self.counter)
-            self._send_shared_steps(traj, mission)
+            # the grid before the fork (the child inherits it) and the formation errors' memory, shared with it
+            snap = snapshots(traj) if len(traj.tracks) > 1 else None
+            shared = None if snap is None else shared_array(snap.valid.shape)
+            self.child = Forked(_child, *self.args, self.counter, shared)
+            if snap is not None and shared is not None:
+                self._share_formation(snap, mission, shared)
 
-    def _send_shared_steps(self, traj: SwarmTrajectory, mission: Mission) -> None:
-        """The flight's per-step formation errors, which its windows share: to the child as soon as they exist."""
-        from uav_debate_eval.metrics.swarm import formation_error, snapshots
+    def _share_formation(self, snap: Any, mission: Mission, shared: np.ndarray) -> None:
+        """The flight's per-step formation errors, which its windows share: written into the memory the child
+        shares, and the child told they are there (a few bytes through the pipe, not the (T, N) array)."""
+        from uav_debate_eval.metrics.swarm import formation_error
 
-        self._send("formation", formation_error(snapshots(traj), mission) if len(traj.tracks) > 1 else None)
+        err, ref = formation_error(snap, mission)
+        shared[:] = err
+        self._send("formation", ref)
 
     def events_ready(self, events: list) -> None:
         """The flight's events, which every window's DSL cites, to the child at once; then the flight's raw-token
@@ -148,6 +161,13 @@ class SegmentWork:
             self.child = None
 
 
+def shared_array(shape: tuple[int, ...]) -> np.ndarray:
+    """A float array in anonymous shared memory: a child forked after this sees what this process writes into it
+    (no name to clean up: the mapping goes with the last process holding it)."""
+    size = int(np.prod(shape)) * 8
+    return np.frombuffer(mmap.mmap(-1, max(size, 1)), dtype=float, count=int(np.prod(shape))).reshape(shape)
+
+
 def _claim(counter: Any, segments: list) -> int | None:
     """The index of the longest segment not yet claimed, or None when all are taken."""
     lock = counter.get_lock()
@@ -194,7 +214,7 @@ class _Inbox:
 
 
 def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int,
-           counter: Any) -> list[tuple[int, Any, Any]]:
+           counter: Any, shared: np.ndarray | None) -> list[tuple[int, Any, Any]]:
     """Child side: claim segments; their windows' metrics at once, their DSL once the flight's events came.
     Returns (index, metrics, DSL) per segment (the parent cuts the window again rather than receive it)."""
     from uav_debate_eval.dsl.lines import prepare_dsl
@@ -202,8 +222,12 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
     from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
 
     messages = _Inbox(inbox)
-    if len(traj.tracks) > 1:
-        defer_formation_error(snapshots(traj), mission, lambda: messages.wait("formation"))
+    if shared is not None:
+        def fetch() -> tuple[np.ndarray, str | None] | None:
+            ref = messages.wait("formation")
+            return None if ref is None else (shared, ref)
+
+        defer_formation_error(snapshots(traj), mission, fetch)
     waiting: list[tuple[int, SwarmTrajectory, Any]] = []
     out: list[tuple[int, Any, Any]] = []
 

@@ -19,7 +19,6 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Constraints, Geofence, Mission
 from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.rules.spec import make_rule
 from uav_debate_eval.sim.dynamics import Limits, Reference, integrate
 from uav_debate_eval.sim.faults import (
     FaultSpec,
@@ -35,6 +34,7 @@ from uav_debate_eval.sim.faults import (
 from uav_debate_eval.sim.paths import Route, TimedWaypoints
 from uav_debate_eval.sim.playback import Tick
 from uav_debate_eval.sim.truth import TruthFault, truth_to_json
+from uav_debate_eval.stl.spec import make_rule
 
 DEFAULT_RATE_HZ = 20.0
 START_HOVER_S = 2.0

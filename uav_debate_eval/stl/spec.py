@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from uav_debate_eval.rules.syntax import Formula, FormulaError, future_horizon, parse_formula, signals_of
+from uav_debate_eval.stl.syntax import Formula, FormulaError, future_horizon, parse_formula, signals_of
 
 #: Each vehicle's signals (`t` is flight time).
 VEHICLE_SIGNALS = ("x", "y", "z", "vx", "vy", "vz", "speed", "hspeed", "t", "fence_margin", "nearest")

@@ -110,8 +110,8 @@ def test_gazebo_tf_bag_selects_vehicles_by_model_name(root):
     rc, report = evaluate(bag, mission, root / "out_gz")
     assert rc == 3
     assert_only_the_near_miss(report, {"x500_1", "x500_2"})
-    assert sorted(report["vehicles"] if isinstance(report.get("vehicles"), list) else
-                  report["flight"]["uavs"]) == ["x500_0", "x500_1", "x500_2"]
+    chosen = {v["uav"]: v["vehicle"] for v in report["ingest"]["vehicles"]}
+    assert chosen == {"box": False, "x500_0": True, "x500_1": True, "x500_2": True}
 
 
 def test_px4_topic_names():

@@ -188,8 +188,8 @@ class LiveFrames:
             self.unplaced.add(uav)
             return None
         self.unplaced.discard(uav)
-        p = ned_to_enu(np.asarray(pos_ned, dtype=float))[0] + origin
-        v = ned_to_enu(np.asarray(vel_ned, dtype=float))[0]
+        p = ned_to_enu(np.asarray(pos_ned, dtype=float).reshape(1, 3))[0] + origin
+        v = ned_to_enu(np.asarray(vel_ned, dtype=float).reshape(1, 3))[0]
         t = self.clock.to_receive(uav, float(sample_us), received_s)
         vel = (float(v[0]), float(v[1]), float(v[2])) if np.isfinite(v).all() else None
         return t, (float(p[0]), float(p[1]), float(p[2])), vel

@@ -55,6 +55,7 @@ def write_px4_bag(path: Path, storage: str = "mcap", embed: bool = True, kind: s
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = shipped_store(version)
+    make = px4_shape.bag_maker(store)
     t, pos, vel = flight()
     insts = px4_shape.instances(list(SPAWN), SPAWN)
     plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
@@ -65,19 +66,19 @@ def write_px4_bag(path: Path, storage: str = "mcap", embed: bool = True, kind: s
         for i, ti in enumerate(t):
             recv = _recv_ns(ti, k, i)
             if kind == "local_position":
-                msg = px4_shape.local_position(store, inst, ti, p[i], v[i], with_ref)
+                msg = px4_shape.local_position(make, inst, ti, p[i], v[i], with_ref)
             else:
-                msg = px4_shape.odometry(store, inst, ti, p[i], v[i])
+                msg = px4_shape.odometry(make, inst, ti, p[i], v[i])
                 if i % 4 == 0:
                     rows.append((recv + 1000, inst.topic("vehicle_global_position"),
-                                 px4_shape.global_position(store, inst, ti, p[i]), px4_shape.GLOBAL_POSITION))
+                                 px4_shape.global_position(make, inst, ti, p[i]), px4_shape.GLOBAL_POSITION))
             rows.append((recv, inst.topic(f"vehicle_{kind}"), msg, pose_type))
             if i % int(RATE_HZ) == 0:
                 armed = ti >= 3.0
                 nav = px4_shape.NAV_TAKEOFF if 4.0 <= ti < 10.0 else px4_shape.NAV_OFFBOARD if armed else \
                     px4_shape.NAV_LOITER
                 rows.append((recv + 500, inst.topic("vehicle_status"),
-                             px4_shape.vehicle_status(store, inst, ti, armed, nav), px4_shape.STATUS))
+                             px4_shape.vehicle_status(make, inst, ti, armed, nav), px4_shape.STATUS))
     rows.sort(key=lambda r: r[0])
     bag = path.with_suffix("") if path.suffix else path
     with Writer(bag, version=Writer.VERSION_LATEST, storage_plugin=plugin) as writer:

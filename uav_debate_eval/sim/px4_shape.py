@@ -91,6 +91,11 @@ def blank(store: Any, msgtype: str, **values: Any) -> Any:
     return store.types[msgtype](**fields)
 
 
+def bag_maker(store: Any) -> Any:
+    """`make` for rosbags' type store (tests writing bags)."""
+    return lambda msgtype, **fields: blank(store, msgtype, **fields)
+
+
 def _zero(kind: str) -> Any:
     return False if kind == "bool" else "" if kind == "string" else 0.0 if kind.startswith("float") else 0
 
@@ -100,38 +105,40 @@ def _dtype(kind: str) -> Any:
                                                                              and kind[-1].isdigit() else np.uint8)
 
 
-def local_position(store: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray, vel_enu: np.ndarray,
+def local_position(make: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray, vel_enu: np.ndarray,
                    with_ref: bool = True) -> Any:
-    """px4_msgs/VehicleLocalPosition of one sample (NED from the spawn point, the instance's boot clock)."""
+    """px4_msgs/VehicleLocalPosition of one sample (NED from the spawn point, the instance's boot clock).
+
+    `make(msgtype, **fields)` builds the message: rosbags' (`bag_maker`) or rclpy's classes (the simulator node)."""
     n, e, d = inst.ned(pos_enu)[0]
     vn, ve, vd = ned_to_enu(np.asarray(vel_enu, dtype=float).reshape(1, 3))[0]
     lat, lon, alt = inst.ref
     stamp = inst.boot_us(t)
-    return blank(store, LOCAL_POSITION, timestamp=stamp + 300, timestamp_sample=stamp, xy_valid=True,
+    return make(LOCAL_POSITION, timestamp=stamp + 300, timestamp_sample=stamp, xy_valid=True,
                  z_valid=True, v_xy_valid=True, v_z_valid=True, x=float(n), y=float(e), z=float(d), vx=float(vn),
                  vy=float(ve), vz=float(vd), xy_global=with_ref, z_global=with_ref,
                  ref_timestamp=inst.boot_us(-5.0), ref_lat=lat if with_ref else 0.0,
                  ref_lon=lon if with_ref else 0.0, ref_alt=alt if with_ref else 0.0, eph=0.5, epv=0.8)
 
 
-def odometry(store: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray, vel_enu: np.ndarray) -> Any:
+def odometry(make: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray, vel_enu: np.ndarray) -> Any:
     """px4_msgs/VehicleOdometry of one sample: NED position and velocity, level attitude facing north."""
     stamp = inst.boot_us(t)
     vel = ned_to_enu(np.asarray(vel_enu, dtype=float).reshape(1, 3))[0]
-    return blank(store, ODOMETRY, timestamp=stamp + 300, timestamp_sample=stamp, pose_frame=FRAME_NED,
+    return make(ODOMETRY, timestamp=stamp + 300, timestamp_sample=stamp, pose_frame=FRAME_NED,
                  position=inst.ned(pos_enu)[0].astype(np.float32), q=np.array([1, 0, 0, 0], dtype=np.float32),
                  velocity_frame=FRAME_NED, velocity=vel.astype(np.float32))
 
 
-def vehicle_status(store: Any, inst: Px4Instance, t: float, armed: bool, nav_state: int) -> Any:
-    return blank(store, STATUS, timestamp=inst.boot_us(t), arming_state=ARMED if armed else DISARMED,
+def vehicle_status(make: Any, inst: Px4Instance, t: float, armed: bool, nav_state: int) -> Any:
+    return make(STATUS, timestamp=inst.boot_us(t), arming_state=ARMED if armed else DISARMED,
                  nav_state=nav_state, nav_state_user_intention=nav_state, vehicle_type=1)
 
 
-def global_position(store: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray) -> Any:
+def global_position(make: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray) -> Any:
     lat, lon, alt = enu_to_geodetic(pos_enu)
     stamp = inst.boot_us(t)
-    return blank(store, GLOBAL_POSITION, timestamp=stamp, timestamp_sample=stamp, lat=lat, lon=lon, alt=alt,
+    return make(GLOBAL_POSITION, timestamp=stamp, timestamp_sample=stamp, lat=lat, lon=lon, alt=alt,
                  lat_lon_valid=True, alt_valid=True)
 
 

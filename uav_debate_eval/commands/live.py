@@ -40,6 +40,12 @@ def register(subparsers) -> None:
     p.add_argument("--config", help="ROS 2 parameter file (default: the packaged config/monitor.yaml, "
                    "or config/demo.yaml with --demo)")
     p.add_argument("--demo", action="store_true", help="simulated formation flight with a near miss, then exit")
+    p.add_argument("--px4", action="store_true", help="PX4 over ROS 2: every instance's [/px4_N]/fmu/out/"
+                   "vehicle_local_position (discovered; best effort as PX4 publishes; one world frame from each "
+                   "ref_lat/ref_lon, else the mission's frames: origins)")
+    p.add_argument("--gazebo", metavar="TOPIC", nargs="?", const="/world/default/dynamic_pose/info",
+                   help="Gazebo through ros_gz_bridge: TFMessage poses on TOPIC (default "
+                   "/world/default/dynamic_pose/info), vehicles picked by the mission's vehicles: patterns")
     p.add_argument("--sim", action="store_true", help="also play the config's swarm_sim section (child process)")
     p.add_argument("--out", help="report directory (overrides debate_panel output_dir)")
     p.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C, "
@@ -110,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     mission = resolve_mission(given or ("demo_mission.yaml" if args.demo else "default_mission.yaml"))
     for name in MONITOR_NODES:
         overrides[name]["mission_file"] = str(mission)
+        overrides[name].update(_stack_pose_params(args.px4, args.gazebo, mission))
     return _run_graph(config, params, overrides, out, with_sim=with_sim, duration=args.duration,
                       quiet=args.quiet, notes=notes, demo=args.demo, executor=args.executor,
                       foxglove=(args.foxglove_host, args.foxglove) if args.foxglove is not None else None)
@@ -206,6 +213,28 @@ def _foxglove_view(mission, host: str, port: int):
         return LiveView(mission, port=port, host=host)
     except RuntimeError as exc:  # the port is taken (or not ours to bind)
         raise InputError(f"--foxglove {port}: cannot serve on {host}: {exc}") from exc
+
+
+def _stack_pose_params(px4: bool, gazebo: str | None, mission_path: Path) -> dict:
+    """The pose input of `--px4` / `--gazebo` (nodes/px4_input.py), with the mission's frames and vehicles."""
+    if not px4 and not gazebo:
+        return {}
+    if px4 and gazebo:
+        raise InputError("--px4 and --gazebo: choose one pose source")
+    import importlib.util
+
+    from uav_debate_eval.core.mission_file import load_mission
+
+    package = "px4_msgs" if px4 else "tf2_msgs"
+    if importlib.util.find_spec(package) is None:
+        raise InputError(f"--{'px4' if px4 else 'gazebo'}: the {package} message package is not installed "
+                         "(make setup generates it; or source a ROS 2 workspace that has it)")
+    mission = load_mission(mission_path)
+    if gazebo:
+        return {"pose_type": "TFMessage", "pose_tf_topic": gazebo, "uav_patterns": list(mission.vehicles) or ["*"]}
+    spawn = [f"{u}={','.join(f'{v:g}' for v in f.origin)}" for u, f in mission.frame_origins.items()]
+    return {"pose_type": "VehicleLocalPosition", "pose_spawn_offsets": spawn or [""],
+            "pose_frames_shared": bool(mission.frames_shared)}
 
 
 def _pose_params(values: dict) -> dict:

@@ -50,7 +50,7 @@ def message_class(pose_type: str) -> Any:
 def parse_spawn(items: list[str]) -> dict[str, tuple[float, float, float]]:
     """`["px4_1=6,0,0", ...]` -> {vehicle: (x, y, z)} (ENU metres of its local origin in the world frame)."""
     out = {}
-    for item in items:
+    for item in filter(None, items):
         name, _, xyz = item.partition("=")
         values = [float(v) for v in xyz.split(",")] if xyz else []
         if not name or len(values) != 3:

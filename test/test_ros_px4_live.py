@@ -77,7 +77,8 @@ def _assert_veto_only_on_the_near_miss(edges: list[tuple[float, bool]]) -> None:
     rises = [t for t, v in edges if v]
     assert rises, f"no veto at all: {edges}"
     assert min(rises) >= NEAR_MISS[0] - 0.6, f"veto before the near miss (take-off?): {edges}"
-    assert min(rises) <= NEAR_MISS[0] + 1.5, edges
+    # seen by this test's subscriber within the near miss (one executor carries ~240 poses/s, the checks and it)
+    assert min(rises) <= NEAR_MISS[1], edges
     # held 1 s (the mission's veto_hold_s) of wall time after the margin is back: SPEED s of flight
     assert all(t <= NEAR_MISS[1] + SPEED * 1.0 + 1.0 for t in rises), edges
     assert not edges[-1][1], edges

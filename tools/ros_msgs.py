@@ -28,6 +28,10 @@ MSGS = ROOT / "uav_debate_eval" / "msgs"
 #: The px4_msgs the project ships (uav_debate_eval/msgs/px4_msgs); the default is the latest stable release.
 PX4_VERSIONS = ("v1.15", "v1.16", "main")
 DEFAULT_PX4 = "v1.16"
+#: The px4_msgs the monitor reads. All 226 took 56 min to compile on 2 shared cores (load ~12); these four about a
+#: minute. uXRCE-DDS matches each type by its own name and layout, so a subset talks to a full PX4 like the whole
+#: package does. `--all-px4` builds every message (for your own nodes).
+PX4_SUBSET = ("VehicleLocalPosition", "VehicleOdometry", "VehicleStatus", "VehicleGlobalPosition")
 
 _CMAKE = """cmake_minimum_required(VERSION 3.8)
 project({name})
@@ -81,9 +85,30 @@ def msg_dirs(px4_msgs: Path | None, px4_version: str) -> dict[str, tuple[Path, l
     return {"tf2_msgs": (MSGS / "tf2_msgs", ["geometry_msgs"]), "px4_msgs": (px4, ["builtin_interfaces"])}
 
 
-def definitions_hash(folder: Path) -> str:
+def selected(folder: Path, names: tuple[str, ...] | None) -> list[Path]:
+    """The .msg files to build: `names` and the package's own types they use (all when names is None)."""
+    files = {f.stem: f for f in (folder / "msg").glob("*.msg")}
+    if names is None:
+        return sorted(files.values())
+    missing = [n for n in names if n not in files]
+    if missing:
+        raise SystemExit(f"ros_msgs: {folder}: no {', '.join(missing)}.msg")
+    todo, out = list(names), set()
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        out.add(name)
+        for line in files[name].read_text().splitlines():
+            field_type = line.split("#")[0].split()[0].split("[")[0] if line.split("#")[0].split() else ""
+            if field_type in files:
+                todo.append(field_type)
+    return sorted(files[n] for n in out)
+
+
+def definitions_hash(files: list[Path]) -> str:
     h = hashlib.sha256()
-    for f in sorted((folder / "msg").glob("*.msg")):
+    for f in files:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -93,12 +118,14 @@ def importable(py: Path, name: str) -> bool:
     return subprocess.run([str(py), "-c", code], capture_output=True).returncode == 0
 
 
-def build(name: str, src: Path, deps: list[str], venv: Path, jobs: int) -> float:
+def build(name: str, files: list[Path], deps: list[str], venv: Path, jobs: int) -> float:
     """Configure, build and install one message package into the venv's prefix; returns the seconds it took."""
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"{name}_gen_") as tmp:
         work = Path(tmp) / name
-        shutil.copytree(src / "msg", work / "msg")
+        (work / "msg").mkdir(parents=True)
+        for f in files:
+            shutil.copy(f, work / "msg" / f.name)
         finds = "\n".join(f"find_package({d} REQUIRED)" for d in deps)
         (work / "CMakeLists.txt").write_text(_CMAKE.format(name=name, finds=finds,
                                                           deps="DEPENDENCIES " + " ".join(deps)))
@@ -142,13 +169,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="your own px4_msgs checkout (its msg/ folder must match your PX4 firmware)")
     ap.add_argument("--px4-version", choices=PX4_VERSIONS, default=DEFAULT_PX4,
                     help=f"shipped px4_msgs to build when --px4-msgs is not given (default {DEFAULT_PX4})")
+    ap.add_argument("--all-px4", action="store_true", help="build every px4_msgs message, not only "
+                    + ", ".join(PX4_SUBSET))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args(argv)
     venv = args.venv.resolve()
     py = venv / "bin" / "python"
     for name, (src, deps) in msg_dirs(args.px4_msgs, args.px4_version).items():
         stamp = venv / f".{name}-stamp"
-        digest = definitions_hash(src)
+        files = selected(src, PX4_SUBSET if name == "px4_msgs" and not args.all_px4 else None)
+        digest = definitions_hash(files)
         if stamp.exists() and stamp.read_text().strip() == digest and importable(py, name):
             print(f"ros_msgs: {name} up to date ({src})")
             continue
@@ -156,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ros_msgs: {name} found (system ROS 2 or installed before), kept as it is")
             continue
         print(f"ros_msgs: generating {name} from {src} ...", flush=True)
-        seconds = build(name, src, deps, venv, args.jobs)
+        seconds = build(name, files, deps, venv, args.jobs)
         if not importable(py, name):
             raise SystemExit(f"ros_msgs: {name} built but `import {name}.msg` fails in {venv}")
         stamp.write_text(digest + "\n")

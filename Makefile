@@ -23,7 +23,7 @@ PX4_MSGS_VERSION ?= v1.16
 msgs: $(STAMP)
 	if ! { $(PY) -c "import rclpy" 2>/dev/null && [ -n "$$AMENT_PREFIX_PATH" ]; }; then \
 		$(PIP) install -q -r requirements-rosidl.txt; fi
-	$(PY) tools/ros_msgs.py --venv $(VENV) --px4-version $(PX4_MSGS_VERSION) $(if $(PX4_MSGS),--px4-msgs $(PX4_MSGS)) \
+	$(PY) tools/ros_msgs.py --venv $(VENV) --px4-version $(PX4_MSGS_VERSION) $(if $(PX4_MSGS),--px4-msgs $(PX4_MSGS)) $(if $(PX4_MSGS_ALL),--all-px4) \
 		|| echo "setup: WARNING: px4_msgs/tf2_msgs not generated; live --px4 and TFMessage input need them"
 
 $(STAMP): requirements.txt requirements-ros.txt requirements-llm.txt requirements-dev.txt setup.py package.xml

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from uav_debate_eval.io.px4 import FRAME_NED, GLOBAL_POSITION, LOCAL_POSITION, ODOMETRY, STATUS
-from uav_debate_eval.io.ulog import ned_to_enu
+from uav_debate_eval.io.ulog import geodetic_to_enu, ned_to_enu
 
 #: PX4 SITL's default home (PX4_HOME_LAT/LON/ALT): the world frame's origin.
 HOME = (47.397742, 8.545594, 488.0)
@@ -38,7 +38,8 @@ class Px4Instance:
 
     @property
     def namespace(self) -> str:
-        return "" if self.index == 0 else f"/px4_{self.index}"
+        """PX4's: none for instance 0 (`px4_0`), else the vehicle's name (`px4_N`, or PX4_UXRCE_DDS_NS's)."""
+        return "" if self.uav == "px4_0" else f"/{self.uav}"
 
     def topic(self, name: str) -> str:
         return f"{self.namespace}/fmu/out/{name}"
@@ -64,8 +65,15 @@ def enu_to_geodetic(pos_enu: np.ndarray) -> tuple[float, float, float]:
     s2 = np.sin(np.radians(lat0)) ** 2
     meridian = _WGS84_A * (1 - _WGS84_E2) / (1 - _WGS84_E2 * s2) ** 1.5
     normal = _WGS84_A / np.sqrt(1 - _WGS84_E2 * s2)
-    return (float(lat0 + np.degrees(n / meridian)), float(lon0 + np.degrees(e / (normal * np.cos(np.radians(lat0))))),
-            float(alt0 + u))
+    lat = lat0 + np.degrees(n / meridian)
+    lon = lon0 + np.degrees(e / (normal * np.cos(np.radians(lat0))))
+    alt = alt0 + u
+    for _ in range(3):  # exact inverse of io.ulog.geodetic_to_enu (the curvature drop over the swarm included)
+        de, dn, du = np.asarray(geodetic_to_enu(lat, lon, alt, lat0, lon0, alt0)) - (e, n, u)
+        lat -= np.degrees(dn / meridian)
+        lon -= np.degrees(de / (normal * np.cos(np.radians(lat0))))
+        alt -= du
+    return float(lat), float(lon), float(alt)
 
 
 def instances(uavs: list[str], spawn: dict[str, np.ndarray], boot_s: list[float] | None = None) -> list[Px4Instance]:
@@ -105,7 +113,7 @@ def _dtype(kind: str) -> Any:
                                                                              and kind[-1].isdigit() else np.uint8)
 
 
-def local_position(make: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray, vel_enu: np.ndarray,
+def local_position(make: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray, vel_enu: Any,
                    with_ref: bool = True) -> Any:
     """px4_msgs/VehicleLocalPosition of one sample (NED from the spawn point, the instance's boot clock).
 

@@ -11,9 +11,20 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 export LLAMA_IS_NATIVE := import llama_cpp, sys; info = llama_cpp.llama_print_system_info().decode(); \
 	sys.exit(0 if "AVX512 = 1" in info or "AMX" in info else 1)
 
-.PHONY: setup demo test test-suite lint typecheck bench soak-veto clean train-topology
+.PHONY: setup msgs demo test test-suite lint typecheck bench soak-veto clean train-topology
 
-setup: $(STAMP)
+setup: $(STAMP) msgs
+
+# px4_msgs and tf2_msgs for rclpy (tools/ros_msgs.py): generated once into the venv, then kept (a stamp per package
+# holds the definitions' hash); `make setup PX4_MSGS=/path/to/px4_msgs` builds your own (match your PX4 firmware).
+# A system ROS 2 that has them is used as is. Failure leaves the rest working: bags never need them.
+PX4_MSGS ?=
+PX4_MSGS_VERSION ?= v1.16
+msgs: $(STAMP)
+	if ! { $(PY) -c "import rclpy" 2>/dev/null && [ -n "$$AMENT_PREFIX_PATH" ]; }; then \
+		$(PIP) install -q -r requirements-rosidl.txt; fi
+	$(PY) tools/ros_msgs.py --venv $(VENV) --px4-version $(PX4_MSGS_VERSION) $(if $(PX4_MSGS),--px4-msgs $(PX4_MSGS)) $(if $(PX4_MSGS_ALL),--all-px4) \
+		|| echo "setup: WARNING: px4_msgs/tf2_msgs not generated; live --px4 and TFMessage input need them"
 
 $(STAMP): requirements.txt requirements-ros.txt requirements-llm.txt requirements-dev.txt setup.py package.xml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -108,14 +108,15 @@ def string_constants_of(node: ast.AST) -> list[str]:
 
 
 def test_launch_files_present():
-    assert [p.name for p in LAUNCH_FILES] == ["demo.launch.py", "gazebo.launch.py", "monitor.launch.py"]
+    assert [p.name for p in LAUNCH_FILES] == ["demo.launch.py", "gazebo.launch.py", "monitor.launch.py",
+                                              "px4_gz_swarm.launch.py"]
 
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
 def test_launch_executables_files_and_arguments_exist(path: Path):
     scripts = console_scripts()
     nodes = launch_nodes(path)
-    assert nodes, f"{path.name} starts no Node"
+    assert nodes or included_arguments(path), f"{path.name} starts no Node"
     for node in nodes:
         if node["package"] == PACKAGE:
             assert node["executable"] in scripts, f"{path.name}: {node['executable']} is not a console script"
@@ -246,3 +247,17 @@ def test_colcon_build_installs_the_package(tmp_path: Path):
     scripts = prefix / "lib" / PACKAGE
     for name in console_scripts():
         assert (scripts / name).is_file(), f"console script {name} not installed in lib/{PACKAGE}"
+
+
+def test_px4_gz_swarm_launch_spawns_instances_apart_and_monitors_px4_topics():
+    """Static: the agent, N PX4 SITL instances at PX4_GZ_MODEL_POSE offsets (instance 0 starts Gazebo, the others
+    join it), and the monitor on config/px4.yaml's px4_msgs input."""
+    path = ROOT / "launch" / "px4_gz_swarm.launch.py"
+    text = path.read_text()
+    consts = string_constants(path)
+    assert {"MicroXRCEAgent", "PX4_GZ_MODEL_POSE", "PX4_GZ_STANDALONE", "PX4_SIM_MODEL", "px4.yaml"} <= consts
+    assert {"n", "spacing_m", "px4_dir", "mission_file"} <= declared_arguments(path)
+    assert included_arguments(path)["monitor.launch.py"] <= declared_arguments(ROOT / "launch" / "monitor.launch.py")
+    assert 'f"0,{k * spacing:g}"' in text and '"-i", str(k)' in text
+    params = yaml.safe_load((ROOT / "config" / "px4.yaml").read_text())
+    assert params["/**"]["ros__parameters"]["pose_type"] == "VehicleLocalPosition"

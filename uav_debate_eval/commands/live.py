@@ -47,6 +47,12 @@ def register(subparsers) -> None:
     p.add_argument("--config", help="ROS 2 parameter file (default: the packaged config/monitor.yaml, "
                    "or config/demo.yaml with --demo)")
     p.add_argument("--demo", action="store_true", help="simulated formation flight with a near miss, then exit")
+    p.add_argument("--px4", action="store_true", help="PX4 over ROS 2: every instance's [/px4_N]/fmu/out/"
+                   "vehicle_local_position (discovered; best effort as PX4 publishes; one world frame from each "
+                   "ref_lat/ref_lon, else the mission's frames: origins)")
+    p.add_argument("--gazebo", metavar="TOPIC", nargs="?", const="/world/default/dynamic_pose/info",
+                   help="Gazebo through ros_gz_bridge: TFMessage poses on TOPIC (default "
+                   "/world/default/dynamic_pose/info), vehicles picked by the mission's vehicles: patterns")
     p.add_argument("--sim", action="store_true", help="also play the config's swarm_sim section (child process)")
     p.add_argument("--out", help="report directory (overrides debate_panel output_dir)")
     p.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C, "
@@ -117,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     mission = resolve_mission(given or ("demo_mission.yaml" if args.demo else "default_mission.yaml"))
     for name in MONITOR_NODES:
         overrides[name]["mission_file"] = str(mission)
+        overrides[name].update(_stack_pose_params(args.px4, args.gazebo, mission))
     return _run_graph(config, params, overrides, out, with_sim=with_sim, duration=args.duration,
                       quiet=args.quiet, notes=notes, demo=args.demo, executor=args.executor,
                       foxglove=(args.foxglove_host, args.foxglove) if args.foxglove is not None else None)
@@ -180,7 +187,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
 
                 console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
             if with_sim:
-                sim = _start_sim(config, out)
+                sim = _start_sim(config, out, px4=values["safety_verifier"].get("pose_type") == "VehicleLocalPosition")
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
                           f"(backend {panel.backend}), reports in {out}")
@@ -221,6 +228,28 @@ def _foxglove_view(mission, host: str, port: int):
         raise InputError(f"--foxglove {port}: cannot serve on {host}: {exc}") from exc
 
 
+def _stack_pose_params(px4: bool, gazebo: str | None, mission_path: Path) -> dict:
+    """The pose input of `--px4` / `--gazebo` (nodes/px4_input.py), with the mission's frames and vehicles."""
+    if not px4 and not gazebo:
+        return {}
+    if px4 and gazebo:
+        raise InputError("--px4 and --gazebo: choose one pose source")
+    import importlib.util
+
+    from uav_debate_eval.core.mission_file import load_mission
+
+    package = "px4_msgs" if px4 else "tf2_msgs"
+    if importlib.util.find_spec(package) is None:
+        raise InputError(f"--{'px4' if px4 else 'gazebo'}: the {package} message package is not installed "
+                         "(make setup generates it; or source a ROS 2 workspace that has it)")
+    mission = load_mission(mission_path)
+    if gazebo:
+        return {"pose_type": "TFMessage", "pose_tf_topic": gazebo, "uav_patterns": list(mission.vehicles) or ["*"]}
+    spawn = [f"{u}={','.join(f'{v:g}' for v in f.origin)}" for u, f in mission.frame_origins.items()]
+    return {"pose_type": "VehicleLocalPosition", "pose_spawn_offsets": spawn or [""],
+            "pose_frames_shared": bool(mission.frames_shared)}
+
+
 def _pose_params(values: dict) -> dict:
     return {k: v for k, v in values.items() if k.startswith(("pose_", "uav_"))}
 
@@ -256,7 +285,8 @@ def _start_verifier(values: dict, out: Path, quiet: bool) -> subprocess.Popen:
     it refuses an unknown one with exit 2, as the in-process nodes do), logging to OUT/safety_verifier.log."""
     params = out / VERIFIER_PARAMS
     params.with_suffix(".ready").unlink(missing_ok=True)
-    params.write_text(yaml.safe_dump({"safety_verifier": {"ros__parameters": values}}))
+    given = {k: v for k, v in values.items() if v != []}  # an empty list has no type in a parameter file
+    params.write_text(yaml.safe_dump({"safety_verifier": {"ros__parameters": given}}))
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args", "--params-file", str(params)]
     if quiet:
         cmd += ["--log-level", "safety_verifier:=warn"]
@@ -281,11 +311,13 @@ def _wait_ready(verifier: subprocess.Popen, out: Path, timeout_s: float = VERIFI
     raise RuntimeError(f"safety_verifier not on the graph after {timeout_s:g} s (see {log})")
 
 
-def _start_sim(config: Path, out: Path) -> subprocess.Popen:
+def _start_sim(config: Path, out: Path, px4: bool = False) -> subprocess.Popen:
     """swarm_sim as a child process reading the same parameter file, so poses cross DDS between processes."""
     log = (out / "swarm_sim.log").open("w")
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.swarm_sim", "--ros-args",
            "--params-file", str(config), "-p", "exit_when_done:=true"]
+    if px4:  # `live --demo --px4`: the swarm as PX4 SITL publishes it
+        cmd += ["-p", "pose_type:=VehicleLocalPosition"]
     # its own session: the terminal's Ctrl-C reaches only `live`, which stops the simulator in order
     env = {**os.environ, EXIT_WITH_ENV: str(os.getpid())}  # it dies with `live`, even a SIGKILLed one
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)

@@ -36,6 +36,8 @@ class LogTrack:
     ref_how: str = ""
     valid: np.ndarray | None = None  # the estimator's own validity (PX4 xy_valid & z_valid): the track's est_valid
     valid_how: str = "xy_valid/z_valid = 0"  # what flags a sample invalid, for the note
+    #: what utc_offset_us puts t_us on, for the note (ROS 2 bags: the recorder's receive clock)
+    clock: str = "clocks aligned with GPS UTC time (t = UTC seconds)"
 
 
 def ned_to_enu(v: np.ndarray) -> np.ndarray:
@@ -162,7 +164,7 @@ def clock_offsets(logs: list[LogTrack]) -> tuple[list[float], str]:
     """Microseconds to add to each log's t_us for one clock (GPS UTC when every log has it), and the note."""
     offsets = [lg.utc_offset_us for lg in logs]
     if all(off is not None for off in offsets):
-        return [float(off) for off in offsets if off is not None], "clocks aligned with GPS UTC time (t = UTC seconds)"
+        return [float(off) for off in offsets if off is not None], logs[0].clock
     missing = [lg.name for lg in logs if lg.utc_offset_us is None]
     return [-float(lg.t_us[0]) for lg in logs], f"no GPS UTC time in {', '.join(missing)}: log starts aligned to t = 0"
 

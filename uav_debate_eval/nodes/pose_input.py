@@ -4,6 +4,8 @@ Topic patterns cover MAVROS (``/{uav}/mavros/local_position/pose``), Crazyswarm2
 and Gazebo (``/world/<w>/pose/info`` bridged as PoseArray, names by index). With ``uav_names``
 empty, vehicles are discovered from the graph: every topic matching the pattern with the right type.
 Stamps come from the message headers; a zero stamp falls back to the node clock (said once).
+PX4 over uXRCE-DDS (``VehicleLocalPosition`` / ``VehicleOdometry`` on ``[/px4_N]/fmu/out/...``) and Gazebo's
+TFMessage go through nodes/px4_input.py (one world frame, one clock, PX4's best-effort QoS).
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from uav_debate_eval.core.frames import odometry_velocity
+from uav_debate_eval.nodes.px4_input import PX4_KINDS, TF_KIND, Px4Input, TfInput, parse_spawn, px4_qos
 
 PoseCallback = Callable[[str, float, tuple[float, float, float], "tuple[float, float, float] | None"], None]
 
 POSE_TYPES = {"PoseStamped": PoseStamped, "Odometry": Odometry, "PoseArray": PoseArray}
+#: message kinds whose packages may be missing (imported only when chosen): PX4 and Gazebo
+EXTRA_TYPES = (*PX4_KINDS, TF_KIND)
 _TYPE_NAMES = {"PoseStamped": "geometry_msgs/msg/PoseStamped", "Odometry": "nav_msgs/msg/Odometry"}
 
 
@@ -94,7 +99,8 @@ class PoseInput:
                              "vehicle names; empty: discover the topics matching pose_topic_pattern and pose_type")
         self.pattern = p("pose_topic_pattern", "/{uav}/pose",
                          "per-vehicle topic, {uav} = vehicle name (MAVROS: /{uav}/mavros/local_position/pose)")
-        self.pose_type = p("pose_type", "PoseStamped", "PoseStamped, Odometry or PoseArray")
+        self.pose_type = p("pose_type", "PoseStamped", "PoseStamped, Odometry, PoseArray, VehicleLocalPosition, "
+                           "VehicleOdometry (PX4 [/px4_N]/fmu/out/..., discovered) or TFMessage (Gazebo)")
         self.array_topic = p("pose_array_topic", "/world/default/pose/info",
                              "PoseArray topic (pose_type PoseArray), e.g. Gazebo pose/info via ros_gz_bridge")
         array_names = declare_list(node, "pose_array_names",
@@ -104,15 +110,31 @@ class PoseInput:
                   "too short a queue loses poses, and short breaks with them, on a loaded machine")
         self.discovery_period_s = p("pose_discovery_period_s", 1.0,
                                     "how often to look for new vehicle topics when uav_names is empty")
-        if self.pose_type not in POSE_TYPES:
-            raise ValueError(f"pose_type: expected one of {', '.join(POSE_TYPES)}, got {self.pose_type!r}")
+        tf_topic = p("pose_tf_topic", "/world/default/dynamic_pose/info", "TFMessage topic (pose_type TFMessage): "
+                     "Gazebo through ros_gz_bridge, /world/<w>/dynamic_pose/info or /model/<name>/pose")
+        patterns = declare_list(node, "uav_patterns", "TFMessage: vehicle name glob patterns (the mission's "
+                                "vehicles:); empty: every model under the world")
+        spawn = declare_list(node, "pose_spawn_offsets", "PX4 without a global reference: vehicle=x,y,z "
+                             "(ENU m) of each instance's local origin, e.g. px4_1=6,0,0")
+        shared = p("pose_frames_shared", False, "PX4: every instance's local frame is the world frame")
+        if self.pose_type not in (*POSE_TYPES, *EXTRA_TYPES):
+            raise ValueError(f"pose_type: expected one of {', '.join((*POSE_TYPES, *EXTRA_TYPES))}, "
+                             f"got {self.pose_type!r}")
         self.qos = pose_qos(qos_name, depth)
+        self._px4 = Px4Input(self, parse_spawn(spawn), shared) if self.pose_type in PX4_KINDS else None
+        if self._px4 is not None:
+            self.qos = px4_qos(depth)
         self.uav_names: list[str] = list(names or [])
         self.array_names: list[str] = list(array_names or [])
         self._subs: dict[str, object] = {}
         self._zero_stamp_said = False
-        self._regex = topic_regex(self.pattern) if self.pose_type != "PoseArray" else None
-        if self.pose_type == "PoseArray":
+        self._regex = topic_regex(self.pattern) if self.pose_type not in ("PoseArray", TF_KIND) else None
+        if self.pose_type == TF_KIND:
+            tf = TfInput(self, tf_topic, list(patterns))
+            self.array_topic = tf_topic
+            self._subs[tf_topic] = node.create_subscription(tf.cls, tf_topic, tf.on_message, self.qos,
+                                                            callback_group=callback_group)
+        elif self.pose_type == "PoseArray":
             if not self.array_names:
                 raise ValueError("pose_type PoseArray needs pose_array_names (one vehicle name per array index)")
             self.uav_names = [n for n in self.array_names if n]
@@ -126,7 +148,8 @@ class PoseInput:
             self._timer = node.create_timer(self.discovery_period_s, self.discover, callback_group=callback_group)
         node.get_logger().info(
             f"pose input: {self.pose_type} "
-            + (self.array_topic if self.pose_type == "PoseArray" else self.pattern)
+            + (self.array_topic if self.pose_type in ("PoseArray", TF_KIND) else
+               "[/px4_N]/fmu/out/" + PX4_KINDS[self.pose_type] if self._px4 is not None else self.pattern)
             + f" ({qos_name}, queue {depth}); vehicles: {', '.join(self.uav_names) or 'discovering'}")
 
     def add_listener(self, listener: PoseCallback) -> None:
@@ -154,11 +177,19 @@ class PoseInput:
         return sorted(self._subs)
 
     def topic_for(self, uav: str) -> str:
+        if self._px4 is not None:
+            return self._px4.topic_for(uav)
         return self.pattern.replace("{uav}", uav)
 
     def _subscribe(self, uav: str) -> None:
         topic = self.topic_for(uav)
         if topic in self._subs:
+            return
+        if self._px4 is not None:
+            self._subs[topic] = self.node.create_subscription(self._px4.cls, topic, self._px4.callback(uav), self.qos,
+                                                              callback_group=self.callback_group)
+            if uav not in self.uav_names:
+                self.uav_names.append(uav)
             return
         if self.pose_type == "PoseStamped":
             cb = lambda msg, u=uav: self._on_pose(u, msg)  # noqa: E731
@@ -182,11 +213,22 @@ class PoseInput:
 
     def discover(self) -> list[str]:
         """Subscribe every new topic that matches the pattern and type; returns the new vehicle names."""
-        want = _TYPE_NAMES[self.pose_type]
         new: list[str] = []
         regex = self._regex
-        if regex is None:  # one PoseArray topic, subscribed at start: nothing to discover
+        if regex is None:  # one PoseArray/TFMessage topic, subscribed at start: nothing to discover
             return new
+        if self._px4 is not None:
+            for topic, types in self.node.get_topic_names_and_types():
+                uav = self._px4.matches(topic, types)
+                if uav is not None and topic not in self._subs:
+                    self._subs[topic] = self.node.create_subscription(
+                        self._px4.cls, topic, self._px4.callback(uav), self.qos, callback_group=self.callback_group)
+                    self.uav_names.append(uav)
+                    new.append(uav)
+            if new:
+                self.node.get_logger().info(f"pose input: discovered {', '.join(new)}")
+            return new
+        want = _TYPE_NAMES[self.pose_type]
         for topic, types in self.node.get_topic_names_and_types():
             m = regex.match(topic)
             if m and want in types and topic not in self._subs:

@@ -31,10 +31,12 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.live.segments import end_message
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import pose_qos
+from uav_debate_eval.nodes.px4_input import px4_qos
 from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.topics import SIM_END_TOPIC, TRUTH_TOPIC, latched
 from uav_debate_eval.report.build import jsonable
 from uav_debate_eval.sim.playback import Tick, csv_ticks
+from uav_debate_eval.sim.px4_shape import Px4Instance, instances, local_position
 
 #: Never run the pacing timer faster than this; late ticks are caught up in one callback.
 MAX_TIMER_HZ = 200.0
@@ -66,7 +68,9 @@ class SwarmSimNode(Node):
         self.speed = d("speed", 1.0, "playback speed factor (1 = real time)", lo=1e-3, hi=1000.0)
         self.loop = d("loop", False, "restart at the end (stamps jump back, like ros2 bag play -l)")
         self.csv_file = d("csv_file", "", "play this contract CSV instead of a scenario")
-        self.pose_type = d("pose_type", "PoseStamped", "PoseStamped, Odometry or PoseArray")
+        self.pose_type = d("pose_type", "PoseStamped", "PoseStamped, Odometry, PoseArray or VehicleLocalPosition "
+                           "(as PX4 SITL: px4_msgs on /<uav>/fmu/out/..., best effort, NED from each vehicle's "
+                           "spawn point with its own ref_lat/ref_lon and boot clock)")
         self.topic_pattern = d("topic_pattern", "/{uav}/pose", "per-vehicle topic, {uav} is the name")
         self.pose_array_topic = d("pose_array_topic", "/swarm/poses", "topic when pose_type is PoseArray")
         self.frame_id = d("frame_id", "world", "frame of the published poses (ENU)")
@@ -81,8 +85,9 @@ class SwarmSimNode(Node):
                                "name, e.g. safety_verifier) subscribes every pose topic; empty: do not wait")
         self.clock_start_s = d("clock_start_s", 1.0, "stamp of scenario time 0 with publish_clock (a zero stamp "
                                "means 'unset' to many tools)", lo=0.0, hi=1e10)
-        if self.pose_type not in ("PoseStamped", "Odometry", "PoseArray"):
-            raise ValueError(f"pose_type must be PoseStamped, Odometry or PoseArray, got {self.pose_type!r}")
+        if self.pose_type not in ("PoseStamped", "Odometry", "PoseArray", "VehicleLocalPosition"):
+            raise ValueError("pose_type must be PoseStamped, Odometry, PoseArray or VehicleLocalPosition, got "
+                             f"{self.pose_type!r}")
 
         self.traj, self.mission, truth, rate = self._load()
         self.uav_ids = list(self.traj.uav_ids)
@@ -90,8 +95,18 @@ class SwarmSimNode(Node):
         self.stamp_base = self.clock_start_s if self.publish_clock else time.time() + self.start_delay_s
         qos = pose_qos(self.qos_name)
         self._pubs: dict[str, Publisher] = {}
+        self._px4: dict[str, Px4Instance] = {}
         if self.pose_type == "PoseArray":
             self._array_pub = self.create_publisher(PoseArray, self.pose_array_topic, qos)
+        elif self.pose_type == "VehicleLocalPosition":
+            self._make = _Px4Maker()
+            # spawned on the ground below its first position: the world frame (the first vehicle's EKF origin) keeps
+            # the scenario's heights, so the mission's geofence and waypoints hold as they are
+            spawn = {u: self.traj.tracks[u].pos[0] * (1.0, 1.0, 0.0) for u in self.uav_ids}
+            for inst in instances(self.uav_ids, spawn):
+                self._px4[inst.uav] = inst
+                self._pubs[inst.uav] = self.create_publisher(
+                    self._make.cls, inst.topic("vehicle_local_position"), px4_qos(10))
         else:
             msg_type = PoseStamped if self.pose_type == "PoseStamped" else Odometry
             for uav in self.uav_ids:
@@ -203,6 +218,12 @@ class SwarmSimNode(Node):
             self.published += len(by_uav)
             return
         for uav, pos, vel, _ in batch:
+            if self._px4:
+                if pos is not None:
+                    self._pubs[uav].publish(local_position(self._make, self._px4[uav], t, pos,
+                                                           vel if vel is not None else (0.0, 0.0, 0.0)))
+                    self.published += 1
+                continue
             if self.pose_type == "PoseStamped":
                 msg = PoseStamped()
                 msg.header.stamp = stamp
@@ -219,6 +240,18 @@ class SwarmSimNode(Node):
                         float(v) for v in vel)
             self._pubs[uav].publish(msg)
             self.published += 1
+
+
+class _Px4Maker:
+    """`make` for sim.px4_shape with rclpy's px4_msgs (generated at set-up)."""
+
+    def __init__(self) -> None:
+        from uav_debate_eval.nodes.px4_input import message_class
+
+        self.cls = message_class("VehicleLocalPosition")
+
+    def __call__(self, msgtype: str, **fields):
+        return self.cls(**{k: v.tolist() if hasattr(v, "tolist") else v for k, v in fields.items()})
 
 
 def _pose(pos) -> Pose:

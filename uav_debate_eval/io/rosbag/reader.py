@@ -15,15 +15,18 @@ import numpy as np
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io import px4
 from uav_debate_eval.io.names import apply_names
 from uav_debate_eval.io.rosbag import mavros, raw_messages
 from uav_debate_eval.io.rosbag.columns import Columns
 from uav_debate_eval.io.rosbag.pose_array import decode_pose_array
+from uav_debate_eval.io.rosbag.px4 import px4_sources, read_px4
 from uav_debate_eval.io.rosbag.stamped import decode_stamped
 from uav_debate_eval.io.rosbag.topics import (
     ODOM,
     POSE,
     POSE_ARRAY,
+    SUPPORTED,
     TF,
     TF_STATIC,
     TRANSFORM,
@@ -53,6 +56,10 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
     try:
         with _open(path) as reader:
             types = {c.topic: c.msgtype for c in reader.connections}
+            px4_topics = px4_sources(types, wanted)
+            if px4_topics and (all(t in px4.POSE_TYPES for t in map(types.get, wanted)) if wanted
+                               else not any(ty in SUPPORTED for ty in types.values())):
+                return apply_names(read_px4(reader, path, px4_topics, types), names, str(path))
             selected = select_topics(path, types, wanted)
             extra = companions(selected, types)
             raws = raw_messages.read_raws(reader, [*selected, *extra], types)

@@ -77,7 +77,8 @@ def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | Non
     found = {t: ty for t, ty in types.items() if ty in SUPPORTED}
     if not found:
         listed = ", ".join(f"{t} ({ty})" for t, ty in sorted(types.items())[:8]) or "none"
-        raise InputError(f"{path}: no pose topic (PoseStamped, Odometry, PoseArray or TFMessage); topics: {listed}")
+        raise InputError(f"{path}: no pose topic (PoseStamped, Odometry, PoseArray, TFMessage or px4_msgs "
+                         f"VehicleLocalPosition/VehicleOdometry on [/px4_N]/fmu/out/...); topics: {listed}")
     direct = {t: ty for t, ty in found.items() if ty in (POSE, ODOM)}
     if direct:
         # One topic per vehicle: PoseStamped before Odometry, then the shortest name.

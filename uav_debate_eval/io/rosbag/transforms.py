@@ -33,14 +33,15 @@ def decode_transform(reader: AnyReader, topic: str, explicit: str | None, raw: R
 
 
 def decode_tf(reader: AnyReader, topic: str, raw: Raw, cols: Columns, notes: list[str]) -> None:
-    """tf2_msgs/TFMessage: every transform from a world frame is a pose of the vehicle its child frame names."""
+    """tf2_msgs/TFMessage: every transform from a world frame is a pose of the vehicle its child frame names.
+
+    Gazebo through ros_gz_bridge (`/world/<w>/dynamic_pose/info`, `/model/<name>/pose`): the world is the frame named
+    <w>, or the frame no transform of the message has as its child; a model's links (`x500_0::base_link` under
+    `x500_0`) are not vehicles."""
     rows: list[tuple[Any, ...]] = []
     for i in range(len(raw)):
         m: Any = reader.deserialize(raw.message(i), TF)
-        for tr in m.transforms:
-            parent = tr.header.frame_id.strip("/")
-            if parent not in WORLD_FRAMES:
-                continue
+        for tr in world_transforms(topic, m.transforms):
             ns = stamp_ns(tr.header.stamp)
             tv, q = tr.transform.translation, tr.transform.rotation
             rows.append((ns if ns else None, int(raw.recv[i]), frame_vehicle(tr.child_frame_id),
@@ -54,6 +55,26 @@ def decode_tf(reader: AnyReader, topic: str, raw: Raw, cols: Columns, notes: lis
     ids = np.asarray([r[2] for r in rows], dtype=object)
     notes.append(f"{topic}: vehicles from tf child frames: {', '.join(sorted(set(ids.tolist())))}")
     cols.add(t[keep], ids[keep], vals[keep, :3], vals[keep, 3:])
+
+
+def world_transforms(topic: str, transforms: Any) -> list[Any]:
+    """The transforms of one TFMessage from a world frame (each a vehicle pose); also the live TF input's rule."""
+    worlds = set(WORLD_FRAMES)
+    gz_world = _gazebo_world(topic)
+    if gz_world is not None:
+        children = {tr.child_frame_id.strip("/") for tr in transforms}
+        worlds |= {gz_world} if gz_world else {tr.header.frame_id.strip("/") for tr in transforms} - children
+    return [tr for tr in transforms if tr.header.frame_id.strip("/") in worlds]
+
+
+def _gazebo_world(topic: str) -> str | None:
+    """`/world/<w>/...` -> <w>; `/model/<name>/pose` -> "" (the world is the message's root frame); else None."""
+    parts = [p for p in topic.split("/") if p]
+    if len(parts) >= 3 and parts[0] == "world":
+        return parts[1]
+    if len(parts) >= 3 and parts[0] == "model" and parts[-1] == "pose":
+        return ""
+    return None
 
 
 def place_by_tf_static(reader: AnyReader, raw: Raw, cols: Columns, notes: list[str]) -> None:

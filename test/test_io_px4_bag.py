@@ -1,0 +1,153 @@
+"""rosbag2 recordings of a PX4 swarm over ROS 2 (issue 34): px4_msgs (with or without the bag's embedded
+definitions, .mcap and .db3) and Gazebo's TFMessage evaluate to exactly the injected near miss. Three vehicles
+spawned 6 m apart, each with its own EKF origin and boot clock: merged naively they would all start at (0, 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from px4_bags import NEAR_MISS, SPAWN, flight, write_gazebo_bag, write_mission, write_px4_bag
+
+from uav_debate_eval.cli import main
+from uav_debate_eval.io import px4
+from uav_debate_eval.io.rosbag.reader import read_bag
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("px4_bags")
+
+
+def evaluate(bag: Path, mission: Path, out: Path) -> tuple[int, dict]:
+    rc = main(["evaluate", str(bag), "--mission", str(mission), "--out", str(out), "--llm", "rules", "--quiet"])
+    return rc, json.loads((out / "report.json").read_text())
+
+
+def assert_only_the_near_miss(report: dict, pair: set[str]) -> None:
+    violations = report["safety"]["violations"]
+    assert [v["constraint"] for v in violations] == ["min_separation"], violations
+    v = violations[0]
+    assert set(v["uavs"]) == pair
+    assert v["t_start"] == pytest.approx(NEAR_MISS[0], abs=0.15)
+    assert v["t_end"] == pytest.approx(NEAR_MISS[1], abs=0.15)
+    assert v["worst_value"] == pytest.approx(1.0, abs=0.05)
+
+
+@pytest.mark.parametrize("storage,embed", [("mcap", True), ("sqlite3", True), ("sqlite3", False)])
+def test_px4_local_position_bag_gives_exactly_the_near_miss(root, storage, embed):
+    bag = write_px4_bag(root / f"lp_{storage}_{embed}", storage=storage, embed=embed)
+    rc, report = evaluate(bag, write_mission(root), root / f"out_{storage}_{embed}")
+    assert rc == 3
+    assert_only_the_near_miss(report, {"px4_1", "px4_2"})
+
+
+def test_vehicles_placed_at_their_origins_on_one_clock(root):
+    traj = read_bag(write_px4_bag(root / "placed"))
+    t, pos, _ = flight()
+    assert traj.uav_ids == ["px4_0", "px4_1", "px4_2"]
+    for uav, tr in traj.tracks.items():
+        # every instance booted at another time; on one clock their samples line up with the flight's
+        assert tr.t[0] == pytest.approx(0.0, abs=0.005)
+        truth = np.column_stack([np.interp(tr.t + t[0], t, pos[uav][:, k]) for k in range(3)])
+        assert np.abs(tr.pos - truth).max() < 0.02, uav
+    start = {u: tr.pos[0] for u, tr in traj.tracks.items()}
+    assert np.linalg.norm(start["px4_1"] - start["px4_0"]) == pytest.approx(6.0, abs=0.02)
+    assert any(px4.CLOCK_NOTE in n for n in traj.ingest.notes)
+
+
+def test_vehicle_status_arming_and_modes(root):
+    traj = read_bag(write_px4_bag(root / "status"))
+    events = [(e.type, e.uavs[0], e.extra["label"], round(e.t, 2)) for e in traj.ingest.log_events]
+    assert ("autopilot_event", "px4_2", "armed", 3.0) in events
+    assert ("flight_mode", "px4_1", "mode=AUTO_TAKEOFF", 4.0) in events
+    assert ("flight_mode", "px4_0", "mode=OFFBOARD", 10.0) in events
+    assert any("vehicle type rotary wing" in n for n in traj.ingest.notes)
+
+
+def test_odometry_placed_by_global_position(root):
+    bag = write_px4_bag(root / "odom", kind="odometry")
+    rc, report = evaluate(bag, write_mission(root), root / "out_odom")
+    assert rc == 3
+    assert_only_the_near_miss(report, {"px4_1", "px4_2"})
+
+
+def test_without_reference_spawn_offsets_from_the_mission(root):
+    bag = write_px4_bag(root / "noref", with_ref=False)
+    frames = "frames:\n" + "".join(f"  {u}: {{origin: [{s[0]}, {s[1]}, {s[2]}]}}\n" for u, s in SPAWN.items())
+    folder = root / "noref_mission"
+    folder.mkdir()
+    rc, report = evaluate(bag, write_mission(folder, frames), root / "out_noref")
+    assert rc == 3
+    assert_only_the_near_miss(report, {"px4_1", "px4_2"})
+
+
+def test_without_reference_or_spawn_offsets_no_false_near_miss(root):
+    """Each local frame starts at its own origin: separation is not evaluable, not violated at take-off."""
+    bag = write_px4_bag(root / "noref2", with_ref=False)
+    rc, report = evaluate(bag, write_mission(root), root / "out_noref2")
+    assert not [v for v in report["safety"]["violations"] if v["constraint"] == "min_separation"]
+    kinds = {f["kind"] for f in report["data_quality"]["findings"]}
+    assert "frames_misaligned" in kinds
+    assert rc in (0, 4)
+
+
+def test_older_px4_msgs_layout_decodes_without_definitions(root):
+    """A v1.15 firmware's VehicleLocalPosition (another layout) decodes with the shipped v1.15 definitions."""
+    bag = write_px4_bag(root / "v115", storage="sqlite3", embed=False, version="v1.15")
+    traj = read_bag(bag)
+    assert traj.uav_ids == ["px4_0", "px4_1", "px4_2"]
+    assert traj.tracks["px4_2"].pos[0] == pytest.approx([12.0, 0.0, 0.0], abs=0.02)
+
+
+def test_gazebo_tf_bag_selects_vehicles_by_model_name(root):
+    bag = write_gazebo_bag(root / "gz.mcap")
+    folder = root / "gz_mission"
+    folder.mkdir()
+    mission = write_mission(folder, 'vehicles: ["x500_*"]\n')
+    rc, report = evaluate(bag, mission, root / "out_gz")
+    assert rc == 3
+    assert_only_the_near_miss(report, {"x500_1", "x500_2"})
+    chosen = {v["uav"]: v["vehicle"] for v in report["ingest"]["vehicles"]}
+    assert chosen == {"box": False, "x500_0": True, "x500_1": True, "x500_2": True}
+
+
+def test_px4_topic_names():
+    assert px4.px4_topic("/fmu/out/vehicle_local_position") == ("px4_0", "vehicle_local_position")
+    assert px4.px4_topic("/px4_3/fmu/out/vehicle_odometry") == ("px4_3", "vehicle_odometry")
+    assert px4.px4_topic("/px4_1/fmu/out/vehicle_local_position_v1") == ("px4_1", "vehicle_local_position")
+    assert px4.px4_topic("/px4_1/fmu/in/vehicle_command") is None
+    assert sorted(["px4_10", "px4_2"], key=px4.natural_key) == ["px4_2", "px4_10"]
+
+
+def test_odometry_body_velocity_rotated_to_ned():
+    yaw90 = np.array([[np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4)]])  # facing east
+    vel = px4.odometry_velocity_ned(np.array([px4.FRAME_BODY_FRD]), yaw90, np.array([[1.0, 0.0, 0.0]]))
+    assert vel[0] == pytest.approx([0.0, 1.0, 0.0], abs=1e-9)
+
+
+def test_live_frames_place_and_clock_like_the_bag():
+    """The live conversion: origins from ref_lat/lon, one clock from the first receive time, held until placed."""
+    from types import SimpleNamespace
+
+    from uav_debate_eval.sim import px4_shape
+
+    insts = px4_shape.instances(list(SPAWN), SPAWN)
+    frames = px4.LiveFrames()
+    got = {}
+    for inst in insts:
+        lat, lon, alt = inst.ref
+        msg = SimpleNamespace(xy_valid=True, z_valid=True, xy_global=True, z_global=True, ref_lat=lat, ref_lon=lon,
+                              ref_alt=alt, timestamp=inst.boot_us(1.0), timestamp_sample=inst.boot_us(1.0),
+                              x=0.0, y=0.0, z=-1.0, vx=0.0, vy=0.0, vz=0.0)
+        got[inst.uav] = frames.local_position(inst.uav, 100.0 + 1.0, msg)
+    assert got["px4_2"][1] == pytest.approx((12.0, 0.0, 1.0), abs=0.01)
+    assert {round(s[0], 6) for s in got.values()} == {101.0}
+    no_ref = SimpleNamespace(xy_valid=True, z_valid=True, xy_global=False, z_global=False, ref_lat=0.0, ref_lon=0.0,
+                             ref_alt=0.0, timestamp=5, timestamp_sample=5, x=0.0, y=0.0, z=0.0, vx=0.0, vy=0.0,
+                             vz=0.0)
+    assert frames.local_position("px4_9", 3.0, no_ref) is None and frames.unplaced == {"px4_9"}
+    spawned = px4.LiveFrames(spawn={"px4_9": (3.0, 4.0, 0.0)})
+    assert spawned.local_position("px4_9", 3.0, no_ref)[1] == pytest.approx((3.0, 4.0, 0.0))

@@ -1,0 +1,195 @@
+"""PX4 over ROS 2 (uXRCE-DDS, px4_msgs): one world frame and one clock for every instance, live and recorded.
+
+The bag reader (io/rosbag/px4.py) and the live pose input (nodes/pose_input.py) both call this module, so a flight
+evaluated from its bag and the same flight monitored live place and clock the vehicles the same way:
+- Topics: instance 0 publishes `/fmu/out/<topic>`, instance N `/px4_N/fmu/out/<topic>` (PX4 main adds a `_vK`
+  suffix to versioned messages). The vehicle is `px4_N` (`px4_0` for the bare namespace).
+- Frame: positions are NED metres from each instance's own EKF origin. With a global reference (`xy_global`:
+  `ref_lat`/`ref_lon`/`ref_alt`) every origin is placed in the tangent plane at the first referenced vehicle's
+  origin (io.ulog.geodetic_to_enu), then NED -> ENU. Without one, the mission's `frames:` origins (the spawn
+  offsets) place them; a vehicle with neither stays in its own local frame (offline: frames_misaligned; live: its
+  poses are held, said once).
+- Clock: `timestamp`/`timestamp_sample` count microseconds since each instance booted. t = timestamp_sample + a
+  per-instance offset to the receiving clock (the bag's receive time, live the node's clock): the smallest
+  receive - sample difference seen (the least-delayed message), so the samples keep PX4's own spacing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from uav_debate_eval.io.ulog import geodetic_to_enu, ned_to_enu
+
+LOCAL_POSITION = "px4_msgs/msg/VehicleLocalPosition"
+ODOMETRY = "px4_msgs/msg/VehicleOdometry"
+STATUS = "px4_msgs/msg/VehicleStatus"
+GLOBAL_POSITION = "px4_msgs/msg/VehicleGlobalPosition"
+#: Pose message types in the order preferred for one vehicle.
+POSE_TYPES = (LOCAL_POSITION, ODOMETRY)
+_TOPIC = re.compile(r"^(?:/(?P<ns>[^/]+))?/fmu/out/(?P<name>[a-z_]+?)(?:_v\d+)?$")
+#: VehicleOdometry frames (POSE_FRAME_* / VELOCITY_FRAME_*)
+FRAME_NED, FRAME_FRD, FRAME_BODY_FRD = 1, 2, 3
+#: vehicle_status.nav_state names (PX4 NAVIGATION_STATE_*), as PX4's own tools print them.
+NAV_STATES = {0: "MANUAL", 1: "ALTCTL", 2: "POSCTL", 3: "AUTO_MISSION", 4: "AUTO_LOITER", 5: "AUTO_RTL",
+              6: "POSITION_SLOW", 10: "ACRO", 12: "DESCEND", 13: "TERMINATION", 14: "OFFBOARD", 15: "STAB",
+              17: "AUTO_TAKEOFF", 18: "AUTO_LAND", 19: "AUTO_FOLLOW_TARGET", 20: "AUTO_PRECLAND", 21: "ORBIT",
+              22: "AUTO_VTOL_TAKEOFF"}
+VEHICLE_TYPES = {0: "unknown", 1: "rotary wing", 2: "fixed wing", 3: "rover", 4: "airship"}
+ARMED = 2
+
+
+def px4_topic(topic: str) -> tuple[str, str] | None:
+    """`/px4_1/fmu/out/vehicle_local_position` -> (`px4_1`, `vehicle_local_position`); `/fmu/out/x` -> (`px4_0`, `x`);
+    None for a topic that is not a PX4 output."""
+    m = _TOPIC.match(topic)
+    if m is None:
+        return None
+    return m.group("ns") or "px4_0", m.group("name")
+
+
+def natural_key(name: str) -> tuple:
+    """px4_2 before px4_10."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+def rotate_frd(q_wxyz: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Body FRD vectors into the reference frame by PX4's q (w, x, y, z), row by row."""
+    q = np.asarray(q_wxyz, dtype=float).reshape(-1, 4)
+    w, x, y, z = q[:, 0:1], q[:, 1:2], q[:, 2:3], q[:, 3:4]
+    u = np.concatenate([x, y, z], axis=1)
+    t = 2.0 * np.cross(u, v)
+    return np.asarray(v + w * t + np.cross(u, t))
+
+
+def odometry_velocity_ned(velocity_frame: np.ndarray, q_wxyz: np.ndarray, vel: np.ndarray) -> np.ndarray:
+    """VehicleOdometry velocity in the pose frame: body FRD ones rotated by q; unknown frames NaN."""
+    vel = np.asarray(vel, dtype=float).reshape(-1, 3).copy()
+    frame = np.asarray(velocity_frame).reshape(-1)
+    body = frame == FRAME_BODY_FRD
+    if body.any():
+        vel[body] = rotate_frd(np.asarray(q_wxyz, dtype=float).reshape(-1, 4)[body], vel[body])
+    vel[(frame != FRAME_NED) & (frame != FRAME_FRD) & ~body] = np.nan
+    return vel
+
+
+@dataclass
+class Reference:
+    """A vehicle's EKF origin (lat deg, lon deg, alt m AMSL), valid when the estimator says so."""
+
+    lat: float
+    lon: float
+    alt: float
+
+
+def reference_of(xy_global: bool, z_global: bool, ref_lat: float, ref_lon: float, ref_alt: float
+                 ) -> Reference | None:
+    """The origin VehicleLocalPosition carries, or None when it has no global reference (yet)."""
+    if not xy_global or not (math.isfinite(ref_lat) and math.isfinite(ref_lon)):
+        return None
+    if abs(ref_lat) < 1e-9 and abs(ref_lon) < 1e-9:
+        return None
+    return Reference(float(ref_lat), float(ref_lon), float(ref_alt) if z_global and math.isfinite(ref_alt) else 0.0)
+
+
+@dataclass
+class Placement:
+    """Where each vehicle's local origin sits in the world frame (ENU metres) and how that was found."""
+
+    anchor: Reference | None = None
+    origins: dict[str, np.ndarray] = field(default_factory=dict)
+    how: dict[str, str] = field(default_factory=dict)
+
+    def place(self, uav: str, ref: Reference | None, spawn: tuple[float, float, float] | None) -> np.ndarray | None:
+        """The vehicle's origin (kept once found), from its reference or the mission's spawn offset; else None."""
+        if uav in self.origins:
+            return self.origins[uav]
+        if ref is not None:
+            if self.anchor is None:
+                self.anchor = ref
+            a = self.anchor
+            origin = np.asarray(geodetic_to_enu(ref.lat, ref.lon, ref.alt, a.lat, a.lon, a.alt), dtype=float)
+            self.how[uav] = (f"origin at E{origin[0]:+.2f} N{origin[1]:+.2f} U{origin[2]:+.2f} m from its "
+                             "ref_lat/ref_lon/ref_alt")
+        elif spawn is not None:
+            origin = np.asarray(spawn, dtype=float)
+            self.how[uav] = f"no global reference; origin at the mission's spawn offset {list(spawn)}"
+        else:
+            return None
+        self.origins[uav] = origin
+        return origin
+
+
+@dataclass
+class BootClock:
+    """One instance's boot clock moved onto the receiving clock: offset = the smallest receive - sample seen.
+
+    Live the offset is fixed by the first message (the stream then keeps PX4's spacing exactly) and set again
+    only when the instance's clock jumps (a reboot: more than `jump_s` off)."""
+
+    jump_s: float = 1.0
+    offsets: dict[str, float] = field(default_factory=dict)
+
+    def to_receive(self, uav: str, sample_us: float, received_s: float) -> float:
+        diff = received_s - sample_us * 1e-6
+        off = self.offsets.get(uav)
+        if off is None or abs(diff - off) > self.jump_s:
+            self.offsets[uav] = off = diff
+        return sample_us * 1e-6 + off
+
+
+def offsets_to_receive(sample_us: np.ndarray, received_ns: np.ndarray) -> float:
+    """Seconds to add to one instance's sample stamps to put them on the receiving clock (recorded flights)."""
+    return float(np.min(received_ns * 1e-9 - sample_us * 1e-6))
+
+
+CLOCK_NOTE = ("clocks: each PX4 instance's timestamp_sample (boot clock, us) moved onto the recorder's receive clock "
+              "by its smallest receive - sample difference")
+
+
+Sample = tuple[float, tuple[float, float, float], tuple[float, float, float] | None]
+
+
+@dataclass
+class LiveFrames:
+    """Live PX4 messages (duck-typed: rclpy's or rosbags' objects) -> (t, ENU position, ENU velocity) in the world
+    frame, or None while the vehicle cannot be placed (no global reference yet and no spawn offset; said once by
+    the caller through `unplaced`). `spawn`: the mission's `frames:` origins by vehicle name; `shared`: the mission
+    says every local frame is the world frame (`frames: shared`, e.g. one vehicle indoors)."""
+
+    spawn: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    shared: bool = False
+    placement: Placement = field(default_factory=Placement)
+    clock: BootClock = field(default_factory=BootClock)
+    unplaced: set[str] = field(default_factory=set)
+
+    def local_position(self, uav: str, received_s: float, m) -> Sample | None:
+        if not (m.xy_valid and m.z_valid):
+            return None
+        ref = reference_of(m.xy_global, m.z_global, m.ref_lat, m.ref_lon, m.ref_alt)
+        return self._sample(uav, received_s, m.timestamp_sample or m.timestamp, ref, (m.x, m.y, m.z),
+                            (m.vx, m.vy, m.vz))
+
+    def odometry(self, uav: str, received_s: float, m) -> Sample | None:
+        pos = tuple(float(x) for x in m.position)
+        if not all(math.isfinite(x) for x in pos):
+            return None
+        vel = odometry_velocity_ned(np.array([m.velocity_frame]), np.array([tuple(m.q)], dtype=float),
+                                    np.array([tuple(m.velocity)], dtype=float))[0]
+        return self._sample(uav, received_s, m.timestamp_sample or m.timestamp, None, pos, tuple(vel))
+
+    def _sample(self, uav: str, received_s: float, sample_us: int, ref: Reference | None, pos_ned, vel_ned
+                ) -> Sample | None:
+        origin = self.placement.place(uav, ref, self.spawn.get(uav, (0.0, 0.0, 0.0) if self.shared else None))
+        if origin is None:
+            self.unplaced.add(uav)
+            return None
+        self.unplaced.discard(uav)
+        p = ned_to_enu(np.asarray(pos_ned, dtype=float).reshape(1, 3))[0] + origin
+        v = ned_to_enu(np.asarray(vel_ned, dtype=float).reshape(1, 3))[0]
+        t = self.clock.to_receive(uav, float(sample_us), received_s)
+        vel = (float(v[0]), float(v[1]), float(v[2])) if np.isfinite(v).all() else None
+        return t, (float(p[0]), float(p[1]), float(p[2])), vel

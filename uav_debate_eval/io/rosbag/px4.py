@@ -1,0 +1,175 @@
+"""px4_msgs topics of a rosbag2 (PX4 over uXRCE-DDS) -> one trajectory in one world frame, on one clock.
+
+Types come from the bag's embedded definitions (rosbag2 writes them), else from the px4_msgs the project ships
+(uav_debate_eval/msgs/px4_msgs: main, v1.16, v1.15, the first whose layout decodes the bag's messages exactly), so
+no generated package is needed. Each vehicle's pose is its `vehicle_local_position` (else `vehicle_odometry`);
+`vehicle_global_position` gives the origin when the local position has no reference, `vehicle_status` the arming
+state, the navigation state and the vehicle type. Placement and clock rules: io/px4.py; io.ulog.combine does the
+rest as for ULog flights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.records import Event
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io import px4
+from uav_debate_eval.io.rosbag import raw_messages
+from uav_debate_eval.io.ulog import LogTrack, combine, origin_from_fixes
+
+if TYPE_CHECKING:
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys.store import Typestore
+
+    from uav_debate_eval.io.rosbag.raw_messages import Raw
+
+MSGS = Path(__file__).resolve().parent.parent.parent / "msgs" / "px4_msgs"
+#: Shipped definitions, tried in this order when the bag carries none.
+SHIPPED = ("main", "v1.16", "v1.15")
+_KINDS = {"vehicle_local_position": px4.LOCAL_POSITION, "vehicle_odometry": px4.ODOMETRY,
+          "vehicle_status": px4.STATUS, "vehicle_global_position": px4.GLOBAL_POSITION}
+
+
+def px4_sources(types: dict[str, str], wanted: dict[str, str | None]) -> dict[str, dict[str, str]]:
+    """vehicle -> {message type: topic} for the PX4 output topics of the bag (only `wanted` poses when given)."""
+    out: dict[str, dict[str, str]] = {}
+    for topic, msgtype in sorted(types.items()):
+        parsed = px4.px4_topic(topic)
+        if parsed is None or _KINDS.get(parsed[1]) != msgtype:
+            continue
+        if wanted and msgtype in px4.POSE_TYPES and topic not in wanted:
+            continue
+        out.setdefault(wanted.get(topic) or parsed[0], {})[msgtype] = topic
+    return {u: kinds for u, kinds in sorted(out.items(), key=lambda kv: px4.natural_key(kv[0]))
+            if any(k in kinds for k in px4.POSE_TYPES)}
+
+
+def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], types: dict[str, str]
+             ) -> SwarmTrajectory:
+    """Every vehicle's pose topic (and companions) decoded, placed in one world frame and put on one clock."""
+    topics = [t for kinds in sources.values() for t in kinds.values()]
+    raws = raw_messages.read_raws(reader, topics, types)
+    decode = _decoder(reader, path, {types[t]: raws[t] for t in topics if len(raws[t])})
+    logs, statuses, notes = [], {}, []
+    for uav, kinds in sources.items():
+        pose_type = next(k for k in px4.POSE_TYPES if k in kinds)
+        raw = raws[kinds[pose_type]]
+        if not len(raw):
+            notes.append(f"topic {kinds[pose_type]} has no messages")
+            continue
+        msgs = [decode(raw.message(i), pose_type) for i in range(len(raw))]
+        log = _local_log(uav, msgs, kinds[pose_type]) if pose_type == px4.LOCAL_POSITION else \
+            _odometry_log(uav, msgs, kinds[pose_type])
+        off_s = px4.offsets_to_receive(log.t_us, raw.recv)
+        log.utc_offset_us = off_s * 1e6
+        if log.ref is None and px4.GLOBAL_POSITION in kinds and len(raws[kinds[px4.GLOBAL_POSITION]]):
+            _ref_from_global(log, [decode(raws[kinds[px4.GLOBAL_POSITION]].message(i), px4.GLOBAL_POSITION)
+                                   for i in range(len(raws[kinds[px4.GLOBAL_POSITION]]))])
+        logs.append(log)
+        if px4.STATUS in kinds and len(raws[kinds[px4.STATUS]]):
+            status = raws[kinds[px4.STATUS]]
+            statuses[uav] = ([decode(status.message(i), px4.STATUS) for i in range(len(status))], off_s)
+    if not logs:
+        raise InputError(f"{path}: no PX4 pose messages ({', '.join(px4.POSE_TYPES)})")
+    traj = combine(logs)
+    traj.name = path.name.split(".")[0] or path.name
+    traj.ingest.notes.extend(notes)
+    for uav, (msgs, off_s) in statuses.items():
+        _status_events(traj, uav, msgs, off_s)
+    return traj
+
+
+def _decoder(reader: AnyReader, path: Path, samples: dict[str, Raw]) -> Callable[[bytes, str], Any]:
+    """Deserialise with the bag's own definitions, else with the first shipped px4_msgs that fits every type."""
+    if all(t in reader.typestore.fielddefs for t in samples):
+        return lambda data, t: reader.deserialize(data, t)
+    for version in SHIPPED:
+        store = shipped_store(version)
+        if all(_fits(store, raw, t) for t, raw in samples.items()):
+            return store.deserialize_cdr
+    raise InputError(f"{path}: the bag carries no definitions of {', '.join(sorted(samples))} and none of the "
+                     f"shipped px4_msgs ({', '.join(SHIPPED)}) decodes them")
+
+
+def shipped_store(version: str) -> Typestore:
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    typs: dict[str, Any] = {}
+    for f in sorted((MSGS / version / "msg").glob("*.msg")):
+        typs.update(get_types_from_msg(f.read_text(), f"px4_msgs/msg/{f.stem}"))
+    store.register(typs)
+    return store
+
+
+def _fits(store: Typestore, raw: Raw, msgtype: str) -> bool:
+    try:
+        for i in {0, len(raw) // 2, len(raw) - 1}:
+            store.deserialize_cdr(raw.message(i), msgtype)
+    except Exception:  # noqa: BLE001  (another layout: rosbags raises SerdeError, KeyError or struct errors)
+        return False
+    return True
+
+
+def _local_log(uav: str, msgs: list[Any], topic: str) -> LogTrack:
+    t_us = np.array([m.timestamp_sample or m.timestamp for m in msgs], dtype=np.float64)
+    pos = np.array([(m.x, m.y, m.z) for m in msgs], dtype=float)
+    vel = np.array([(m.vx, m.vy, m.vz) for m in msgs], dtype=float)
+    valid = np.array([bool(m.xy_valid and m.z_valid) for m in msgs])
+    ref = next((r for m in msgs if (r := px4.reference_of(m.xy_global, m.z_global, m.ref_lat, m.ref_lon,
+                                                          m.ref_alt)) is not None), None)
+    return LogTrack(uav, t_us, pos, vel, None if ref is None else (ref.lat, ref.lon, ref.alt), None, topic,
+                    "vehicle_local_position ref_lat/ref_lon/ref_alt" if ref else "no global reference", valid,
+                    clock=px4.CLOCK_NOTE)
+
+
+def _odometry_log(uav: str, msgs: list[Any], topic: str) -> LogTrack:
+    t_us = np.array([m.timestamp_sample or m.timestamp for m in msgs], dtype=np.float64)
+    pos = np.array([tuple(m.position) for m in msgs], dtype=float)
+    q = np.array([tuple(m.q) for m in msgs], dtype=float)
+    vel = px4.odometry_velocity_ned(np.array([m.velocity_frame for m in msgs]), q,
+                                    np.array([tuple(m.velocity) for m in msgs], dtype=float))
+    valid = np.isfinite(pos).all(axis=1)
+    return LogTrack(uav, t_us, np.nan_to_num(pos), vel, None, None, topic, "no global reference", valid,
+                    "position NaN", clock=px4.CLOCK_NOTE)
+
+
+def _ref_from_global(log: LogTrack, msgs: list[Any]) -> None:
+    """The local origin from vehicle_global_position fixes minus the local position at the same instant."""
+    ok = [m for m in msgs if m.lat_lon_valid and np.isfinite(m.lat) and abs(m.lat) > 1e-6]
+    if not ok:
+        return
+    t = np.array([m.timestamp_sample or m.timestamp for m in ok], dtype=np.float64)
+    ref = origin_from_fixes(t, np.array([m.lat for m in ok]), np.array([m.lon for m in ok]),
+                            np.array([m.alt for m in ok]), log.t_us, log.pos_ned)
+    if ref is not None:
+        log.ref, log.ref_how = ref, "vehicle_global_position minus local position"
+
+
+def _status_events(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float) -> None:
+    """Arming and navigation-state changes as the autopilot's events; the vehicle type as a note."""
+    if uav not in traj.tracks:
+        return
+    kinds = {px4.VEHICLE_TYPES.get(int(m.vehicle_type), str(m.vehicle_type)) + (" VTOL" if m.is_vtol else "")
+             for m in msgs}
+    traj.ingest.notes.append(f"{uav}: vehicle_status vehicle type {', '.join(sorted(kinds))}")
+    armed, mode = None, None
+    for m in msgs:
+        t = max(round(m.timestamp * 1e-6 + off_s - traj.t0, 6), 0.0)
+        now_armed = int(m.arming_state) == px4.ARMED
+        if now_armed != armed:
+            label = "armed" if now_armed else "disarmed"
+            traj.ingest.log_events.append(Event("", "autopilot_event", t, [uav], None, None, None,
+                                                {"label": label, "source": "vehicle_status"}))
+            armed = now_armed
+        if int(m.nav_state) != mode:
+            mode = int(m.nav_state)
+            name = px4.NAV_STATES.get(mode, f"NAV_STATE_{mode}")
+            traj.ingest.log_events.append(Event("", "flight_mode", t, [uav], None, None, None,
+                                                {"label": f"mode={name}", "mode": name}))

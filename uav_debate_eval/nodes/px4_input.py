@@ -1,0 +1,119 @@
+"""PoseInput's PX4 and Gazebo message kinds: px4_msgs from the uXRCE-DDS agent and tf2_msgs TFMessage from
+ros_gz_bridge. The conversion is the ROS-free core's (io/px4.py, io/rosbag/transforms.py), the same the bag reader
+uses, so a live flight and its recording place and clock the vehicles alike.
+
+QoS for PX4: best effort, volatile. The agent's publishers on /fmu/out are best effort (PX4's uxrce_dds_client
+creates its data writers so); a reliable subscriber is incompatible with them and receives nothing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import TYPE_CHECKING, Any
+
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from uav_debate_eval.io import px4
+from uav_debate_eval.io.rosbag.topics import frame_vehicle
+from uav_debate_eval.io.rosbag.transforms import world_transforms
+
+if TYPE_CHECKING:
+    from uav_debate_eval.nodes.pose_input import PoseInput
+
+#: pose_type -> the PX4 topic it is published on
+PX4_KINDS = {"VehicleLocalPosition": "vehicle_local_position", "VehicleOdometry": "vehicle_odometry"}
+TF_KIND = "TFMessage"
+
+
+def px4_qos(depth: int) -> QoSProfile:
+    """PX4's own: best effort, volatile (see the module docstring), keep last `depth`."""
+    return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def message_class(pose_type: str) -> Any:
+    """The rclpy class of a PX4 or tf2 pose type; one line naming the fix when the package is missing."""
+    try:
+        if pose_type == TF_KIND:
+            from tf2_msgs.msg import TFMessage
+
+            return TFMessage
+        import px4_msgs.msg
+
+        return getattr(px4_msgs.msg, pose_type)
+    except ImportError:
+        package = "tf2_msgs" if pose_type == TF_KIND else "px4_msgs"
+        raise ValueError(f"pose_type {pose_type}: the {package} message package is not installed (make setup "
+                         f"generates it; or source a ROS 2 workspace that has it)") from None
+
+
+def parse_spawn(items: list[str]) -> dict[str, tuple[float, float, float]]:
+    """`["px4_1=6,0,0", ...]` -> {vehicle: (x, y, z)} (ENU metres of its local origin in the world frame)."""
+    out = {}
+    for item in filter(None, items):
+        name, _, xyz = item.partition("=")
+        values = [float(v) for v in xyz.split(",")] if xyz else []
+        if not name or len(values) != 3:
+            raise ValueError(f"pose_spawn_offsets: expected 'vehicle=x,y,z', got {item!r}")
+        out[name.strip()] = (values[0], values[1], values[2])
+    return out
+
+
+class Px4Input:
+    """Subscribes `[/px4_N]/fmu/out/<kind>` of every instance discovered (or named) and feeds the owner's callback
+    with world-frame ENU samples on the node's clock."""
+
+    def __init__(self, owner: PoseInput, spawn: dict[str, tuple[float, float, float]], shared: bool):
+        self.owner = owner
+        self.topic_name = PX4_KINDS[owner.pose_type]
+        self.cls = message_class(owner.pose_type)
+        self.frames = px4.LiveFrames(spawn=spawn, shared=shared)
+        self._said: set[str] = set()
+
+    def topic_for(self, uav: str) -> str:
+        index = uav.removeprefix("px4_")
+        return f"/fmu/out/{self.topic_name}" if index == "0" else f"/{uav}/fmu/out/{self.topic_name}"
+
+    def matches(self, topic: str, types: list[str]) -> str | None:
+        """The vehicle of a PX4 output topic of this kind (any message version suffix), else None."""
+        parsed = px4.px4_topic(topic)
+        want = f"px4_msgs/msg/{self.owner.pose_type}"
+        return parsed[0] if parsed and parsed[1] == self.topic_name and want in types else None
+
+    def callback(self, uav: str):
+        convert = self.frames.local_position if self.topic_name == "vehicle_local_position" else self.frames.odometry
+
+        def on_message(msg: Any) -> None:
+            received = self.owner.node.get_clock().now().nanoseconds * 1e-9
+            sample = convert(uav, received, msg)
+            if sample is None:
+                if uav in self.frames.unplaced and uav not in self._said:
+                    self._said.add(uav)
+                    self.owner.node.get_logger().error(
+                        f"pose input: {uav} has no global reference (xy_global false) and no spawn offset "
+                        "(pose_spawn_offsets, or the mission's frames:); its poses are held until it has one")
+                return
+            self.owner.callback(uav, *sample)
+            if uav not in self._said:
+                self._said.add(uav)
+                self.owner.node.get_logger().info(f"pose input: {uav}: {self.frames.placement.how.get(uav, '')}")
+        return on_message
+
+
+class TfInput:
+    """One TFMessage topic (Gazebo's `/world/<w>/dynamic_pose/info` or `/model/<name>/pose`): every transform from
+    the world is a model; `patterns` (the mission's `vehicles:`) pick the vehicles among them."""
+
+    def __init__(self, owner: PoseInput, topic: str, patterns: list[str]):
+        self.owner = owner
+        self.topic = topic
+        self.patterns = patterns
+        self.cls = message_class(TF_KIND)
+
+    def on_message(self, msg: Any) -> None:
+        for tr in world_transforms(self.topic, msg.transforms):
+            uav = frame_vehicle(tr.child_frame_id)
+            if self.patterns and not any(fnmatch.fnmatchcase(uav, p) for p in self.patterns):
+                continue
+            p = tr.transform.translation
+            self.owner.callback(uav, self.owner._stamp(tr.header), (p.x, p.y, p.z), None)

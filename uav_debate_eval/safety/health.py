@@ -5,8 +5,8 @@ The checks run in *stream time*: the verifier's clock less the smallest delay se
 processing (the transport's floor). A stream whose stamps sit behind the verifier's clock (a remote computer's
 clock, a simulator that stamped its flight before it was allowed to start, an autopilot's own boot clock mapped
 late) would otherwise look silent as a whole: every vehicle "quiet together", the flight taken for over, and no
-constraint checked while the poses kept coming. Anything beyond the floor is the verifier's lag: the poses it
-processes that late were waiting for it (a stalled executor, a held GIL, a starved CPU).
+constraint checked while the poses kept coming. Anything beyond a vehicle's own floor is the verifier's lag: the
+poses it processes that late were waiting for it (a stalled executor, a held GIL, a starved CPU).
 
 When the verifier cannot vouch (lag over a bound, poses of a vehicle lost within the stale timeout, its check loop
 stalled) it says so as `verifier_degraded` rows, which raise the veto in fail-safe mode (as nav2's collision
@@ -16,16 +16,20 @@ monitor and PX4's failsafes do with data they cannot trust) until it has caught 
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 from dataclasses import dataclass, field
 
 #: The bound on the verifier's lag behind the pose stream, s of stream time (issue 32's default).
 MAX_LAG_S = 0.25
 #: A gap between two poses of a vehicle longer than this many of its sample periods lost poses.
 LOSS_GAP_PERIODS = 2.5
-#: Poses of a vehicle before its sample period is trusted to count losses.
+#: ... and at least this long: at hundreds of Hz (Gazebo's pose topics) a few missing samples change nothing.
+LOSS_MIN_GAP_S = 0.05
+#: A vehicle's sample period: the median of its last this many intervals (a burst of late poses cannot shrink it).
+PERIOD_WINDOW = 15
+#: Intervals of a vehicle before its sample period is trusted to count losses.
 PERIOD_WARMUP = 4
-#: Weight of a new inter-pose interval in a vehicle's sample period (an exponential average).
-PERIOD_WEIGHT = 0.1
 #: The reason a degraded verifier gives on the veto (contract §5).
 DEGRADED = "verifier_degraded"
 FAIL_SAFE_MODES = ("veto", "warn")
@@ -34,11 +38,11 @@ FAIL_SAFE_MODES = ("veto", "warn")
 @dataclass
 class _Vehicle:
     last_t: float = math.nan
-    period: float = math.nan
-    intervals: int = 0
+    intervals: deque[float] = field(default_factory=lambda: deque(maxlen=PERIOD_WINDOW))
     lost: int = 0
     lost_at: float = -math.inf  # stream time of the last loss (the stamp that ended the gap)
     gap_s: float = 0.0  # the last loss's gap
+    floor: float = math.inf  # smallest (arrival - stamp) of this vehicle: its clock and transport delay
 
 
 @dataclass
@@ -97,25 +101,29 @@ class VerifierHealth:
         delay = arrival - stamp
         if delay < self.offset:
             self.offset = delay
-        lag = delay - self.offset
+        v = self._vehicles.get(uav)
+        if v is None:
+            v = self._vehicles[uav] = _Vehicle()
+        if delay < v.floor:
+            v.floor = delay
+        # against the vehicle's own floor: vehicles on clocks a constant apart (per-instance boot clocks mapped to
+        # one, a speeded-up replay's vehicles discovered at different times) are not behind one another
+        lag = delay - v.floor
         self._lag = lag
         self.max_lag_seen = max(self.max_lag_seen, lag)
         if lag > self.max_lag_s:
             self._lag_at = stamp
-        v = self._vehicles.get(uav)
-        if v is None:
-            v = self._vehicles[uav] = _Vehicle()
         dt = stamp - v.last_t
         if dt > 0:  # NaN (first pose) is not
-            if v.intervals >= PERIOD_WARMUP and dt > LOSS_GAP_PERIODS * v.period:
-                missed = max(1, round(dt / v.period) - 1)
+            period = statistics.median(v.intervals) if len(v.intervals) >= PERIOD_WARMUP else math.nan
+            if dt > LOSS_GAP_PERIODS * period and dt >= LOSS_MIN_GAP_S:  # NaN (warming up) is not
+                missed = max(1, round(dt / period) - 1)
                 if self.stale_timeout_s is None or dt <= self.stale_timeout_s:
                     v.lost_at, v.gap_s = stamp, dt  # longer: stale_data, a hazard of its own
                 v.lost += missed
                 self.lost_total[uav] = self.lost_total.get(uav, 0) + missed
             else:
-                v.period = dt if v.intervals == 0 else v.period + PERIOD_WEIGHT * (dt - v.period)
-                v.intervals += 1
+                v.intervals.append(dt)
         v.last_t = stamp
         self._newest = max(self._newest, stamp)
 
@@ -129,7 +137,8 @@ class VerifierHealth:
         v.lost += count
         self.lost_total[uav] = self.lost_total.get(uav, 0) + count
         v.lost_at = v.last_t if math.isfinite(v.last_t) else self._newest
-        v.gap_s = max(v.gap_s, count * v.period) if math.isfinite(v.period) else v.gap_s
+        if v.intervals:
+            v.gap_s = max(v.gap_s, count * statistics.median(v.intervals))
 
     def check(self, now: float, mono: float, live: bool) -> HealthReport:
         """The degraded causes at stream time `now` (`mono`: the monotonic clock of this check; `live`: the flight

@@ -158,3 +158,26 @@ def test_real_unlicensed_logs_from_shared(name, estimator, gps_fixes):
     assert len(log.gps_t_us) >= gps_fixes
     if gps_fixes:
         assert log.track.utc_offset_us is not None and 1.4e15 < log.track.utc_offset_us < 1.44e15  # 2014-2015
+
+
+def test_real_sitl_plane_tlog_is_known_as_such():
+    from uav_debate_eval.io.tlog import read_tlog
+
+    (log,) = read_tlog(REAL / "plane450_sitl_mav.tlog")
+    assert log.sitl and log.vehicle_class == "fixed_wing" and log.firmware.startswith("ArduPlane V4.5.0")
+    assert log.track.valid is not None and log.track.valid.mean() > 0.98  # only the EKF's start-up is invalid
+
+
+def test_quality_judges_a_plane_by_a_plane_reach():
+    from uav_debate_eval.core.mission import Mission
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.quality.gnss import vehicle_class
+
+    t = np.arange(10.0)
+    traj = SwarmTrajectory.from_columns(t, np.array(["p"] * 10), np.zeros((10, 3)))
+    traj.ingest.autopilot["p"] = {"vehicle_class": "fixed_wing"}
+    assert vehicle_class(traj, Mission(), "p") == "fixed_wing"
+    named = Mission()
+    named.vehicle_class = "indoor_micro"
+    assert vehicle_class(traj, named, "p") == "indoor_micro"  # the mission's word wins
+    assert vehicle_class(traj, Mission(), "other") == "multirotor"

@@ -73,7 +73,8 @@ class Constraints:
 
 #: Acceleration (m/s^2) a vehicle of the class can really reach, with margin: a position jump that needs more is an
 #: artefact (motion-capture swap, estimator reset), not motion. `multirotor` (the default) is the most permissive.
-VEHICLE_CLASSES = {"indoor_micro": 30.0, "outdoor_multirotor": 20.0, "multirotor": 30.0}
+VEHICLE_CLASSES = {"indoor_micro": 30.0, "outdoor_multirotor": 20.0, "multirotor": 30.0, "fixed_wing": 40.0,
+                   "vtol": 40.0, "rover": 20.0, "underwater": 10.0}
 
 
 @dataclass

@@ -132,6 +132,8 @@ class IngestReport:
     log_events: list[Event] = field(default_factory=list)
     #: per vehicle: GPS fixes (flight time (n,), world ENU (n, 3)) beside the estimate, for the glitch check
     gnss: dict[str, tuple] = field(default_factory=dict)
+    #: per vehicle, what its autopilot log says it is: vehicle_class, firmware, estimator, sitl
+    autopilot: dict[str, dict] = field(default_factory=dict)
 
     def count(self, reason: str, n: int) -> None:
         if n:
@@ -150,6 +152,7 @@ class IngestReport:
         self.not_evaluable.extend(other.not_evaluable)
         self.log_events.extend(other.log_events)
         self.gnss.update(other.gnss)
+        self.autopilot.update(other.autopilot)
 
     def to_dict(self) -> dict:
         return {
@@ -164,4 +167,5 @@ class IngestReport:
             "silent": dict(self.silent),
             "notes": list(self.notes),
             "vehicles": list(self.vehicles),
+            **({"autopilot": {u: dict(v) for u, v in self.autopilot.items()}} if self.autopilot else {}),
         }

@@ -62,12 +62,14 @@ class Constraints:
     max_vertical_speed_mps: float | None = None
     geofence: Geofence | None = None
     stale_timeout_s: float | None = None
+    max_attitude_error_deg: float | None = None
+    attitude_error_hold_s: float = 0.5
 
     @property
     def checked(self) -> list[str]:
         """The contract names (core.records.CONSTRAINT_NAMES order) of the constraints that are set."""
         limits = (self.min_separation_m, self.max_speed_mps, self.max_vertical_speed_mps, self.geofence,
-                  self.stale_timeout_s)
+                  self.stale_timeout_s, self.max_attitude_error_deg)
         return [name for name, v in zip(CONSTRAINT_NAMES, limits, strict=True) if v is not None]
 
 

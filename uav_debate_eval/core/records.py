@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 #: Violation `constraint` values fixed by the contract (CONTRACT.md §3).
-CONSTRAINT_NAMES = ("min_separation", "max_speed", "max_vertical_speed", "geofence", "stale_data")
+CONSTRAINT_NAMES = ("min_separation", "max_speed", "max_vertical_speed", "geofence", "stale_data", "attitude_control")
 
 
 @dataclass
@@ -134,6 +134,9 @@ class IngestReport:
     gnss: dict[str, tuple] = field(default_factory=dict)
     #: per vehicle, what its autopilot log says it is: vehicle_class, firmware, estimator, sitl
     autopilot: dict[str, dict] = field(default_factory=dict)
+    #: per vehicle: (flight time (n,), roll/pitch (n, 2) deg, their targets (n, 2) deg, armed in an attitude-
+    #: controlling mode (n,)), where the log records the autopilot's attitude target (constraint attitude_control)
+    attitude: dict[str, tuple] = field(default_factory=dict)
 
     def count(self, reason: str, n: int) -> None:
         if n:
@@ -153,6 +156,7 @@ class IngestReport:
         self.log_events.extend(other.log_events)
         self.gnss.update(other.gnss)
         self.autopilot.update(other.autopilot)
+        self.attitude.update(other.attitude)
 
     def to_dict(self) -> dict:
         return {

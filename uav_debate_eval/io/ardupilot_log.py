@@ -56,6 +56,8 @@ class VehicleLog:
     firmware: str = ""
     estimator: str = ""  # the position source the track comes from, and why it was taken
     sitl: bool = False
+    #: (boot µs, roll/pitch deg (n, 2), their targets (n, 2), armed in an attitude-controlling mode (n,)) or None
+    attitude: tuple | None = None
 
 
 def gps_utc_offset_us(t_us: np.ndarray, week: np.ndarray, week_ms: np.ndarray) -> float | None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io import ardupilot_codes as codes
+from uav_debate_eval.io.ardupilot_attitude import attach_attitude
 from uav_debate_eval.io.ardupilot_log import (
     LogEvent,
     LogSpan,
@@ -97,6 +98,7 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
         _global_track(log, reader, path, why)
     _origin(log, sparse)
     _events(log, sparse, ekf)
+    attach_attitude(log, columns(reader, "ATT", ["Roll", "DesRoll", "Pitch", "DesPitch"]))
     ends = [offs[-1] + reader.formats[k].len for k, offs in enumerate(reader.offsets) if offs and k in reader.formats]
     if ends and max(ends) > reader.data_len:
         log.notes.append(f"{path.name}: the log ends inside a message (truncated); read up to its last whole message")

@@ -11,7 +11,8 @@ from uav_debate_eval.live.veto_history import VetoEpisode
 if TYPE_CHECKING:
     from uav_debate_eval.live.flight import FlightJob
 
-UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m", "stale_data": "s"}
+UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m", "stale_data": "s",
+         "attitude_control": "deg"}
 #: A violation's worst value is its smallest for these constraints, its largest for the others.
 SMALLER_IS_WORSE = {"min_separation"}
 

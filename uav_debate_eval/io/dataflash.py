@@ -92,6 +92,9 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
         status = columns(reader, status_type, ["C", "SS", "SV", "SP", "SM", "SMX", "FS", "PI"])
         if ekf is None or not len(ekf.get("PN", ())) or "TimeUS" not in ekf:
             raise InputError(f"{path}: {pos_type} holds no whole timed message (the log is cut inside it)")
+        lacking = [k for k in ("PN", "PE", "PD", "VN", "VE", "VD") if k not in ekf]
+        if lacking:
+            raise InputError(f"{path}: {pos_type}'s format lacks {', '.join(lacking)} (a damaged format table)")
         log.estimator = f"{ESTIMATOR_NAMES[pos_type]} ({pos_type}; {why})"
         _estimator(log, ekf, status, params, pos_type)
     else:
@@ -187,7 +190,7 @@ def _validity(log: VehicleLog, status: dict | None, lane_t, lane, params: dict, 
 
 
 def _gps(log: VehicleLog, gps: dict | None) -> None:
-    if gps is None or "Lat" not in gps or "TimeUS" not in gps:
+    if gps is None or not all(k in gps for k in ("TimeUS", "Lat", "Lng", "Alt")):
         log.notes.append(f"{log.track.name}: no GPS in the log")
         return
     first = gps["I"] == gps["I"].min() if "I" in gps else np.ones(len(gps["Lat"]), bool)
@@ -195,7 +198,7 @@ def _gps(log: VehicleLog, gps: dict | None) -> None:
     fix = first & (gps.get("Status", np.full(len(t), GPS_3D_FIX)) >= GPS_3D_FIX) & (np.abs(gps["Lat"]) > 1e-6)
     log.gps_t_us = t[fix]
     log.gps_lla = np.column_stack([gps["Lat"][fix], gps["Lng"][fix], gps["Alt"][fix]])
-    if "GWk" in gps:
+    if "GWk" in gps and "GMS" in gps:
         log.track.utc_offset_us = gps_utc_offset_us(t[first], gps["GWk"][first], gps["GMS"][first])
 
 

@@ -181,3 +181,16 @@ def test_quality_judges_a_plane_by_a_plane_reach():
     named.vehicle_class = "indoor_micro"
     assert vehicle_class(traj, named, "p") == "indoor_micro"  # the mission's word wins
     assert vehicle_class(traj, Mission(), "other") == "multirotor"
+
+
+def test_a_mode_logged_twice_is_one_event(tmp_path):
+    path = tmp_path / "twice.bin"
+    w = DataFlashWriter(path, formats=EKF2_FORMATS)
+    w.write("MODE", 1_000_000, 5, 5, 1)
+    w.write("MODE", 1_000_000, 5, 5, 1)
+    w.write("MODE", 3_000_000, 6, 6, 1)
+    for i in range(30):
+        w.write("NKF1", 1_000_000 + 100_000 * i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    w.close()
+    modes = [e for e in read_dataflash(path, "v").events if e.type == "flight_mode"]
+    assert [e.t_us for e in modes] == [1_000_000, 3_000_000]

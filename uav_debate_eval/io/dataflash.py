@@ -238,6 +238,9 @@ def _events(log: VehicleLog, sparse: list, clock: dict | None) -> None:
         kind = m.get_type()
         t = message_time_us(m, clock)
         if kind == "MODE":
+            last_mode = next((e for e in reversed(log.events) if e.type == "flight_mode"), None)
+            if last_mode is not None and last_mode.extra.get("mode") == m.mode_name and t - last_mode.t_us < 1e6:
+                continue  # the logger writes one mode change twice (as several firmware versions do): one event
             reason = codes.MODE_REASONS.get(int(getattr(m, "Rsn", 0)), str(getattr(m, "Rsn", 0)))
             log.events.append(LogEvent("flight_mode", t, f"mode={m.mode_name} reason={reason.lower()}",
                                        extra={"mode": m.mode_name, "reason": reason.lower()}))

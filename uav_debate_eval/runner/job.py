@@ -103,7 +103,7 @@ def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) 
         return load_mission(found), [f"mission file found {where}: {found}"]
     name = Path(inputs[0]).name.split(".")[0] if inputs else "unnamed"
     return Mission(name=name, source=""), ["no mission file: no constraints were given, so no hard constraint "
-                                           "was checked (a 'safe' label means nothing was checked)"]
+                                           "was checked (the verdict is inconclusive)"]
 
 
 def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
@@ -120,8 +120,8 @@ def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
         raise InputError(f"{paths[0]}: no vehicle samples")
     if not mission.source and traj.ingest.attitude and mission.constraints.max_attitude_error_deg is None:
         mission.constraints.max_attitude_error_deg = DEFAULT_ATTITUDE_ERROR_DEG  # CONTRACT.md §2
-        notes = [n.replace("no constraints were given, so no hard constraint was checked (a 'safe' label means "
-                           "nothing was checked)", "attitude_control checked at the default "
+        notes = [n.replace("no constraints were given, so no hard constraint was checked (the verdict is "
+                           "inconclusive)", "attitude_control checked at the default "
                            f"{DEFAULT_ATTITUDE_ERROR_DEG:g}° (the log records the autopilot's attitude targets)")
                  for n in notes]
     return LoadedFlight(traj, mission, notes)

@@ -206,6 +206,8 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     checked = c.checked
     if viol:
         label = "risky"
+    elif not checked and not rules:
+        label = "inconclusive"  # CONTRACT.md §3: nothing was checked, which is no verdict of safe
     elif quality.material_gaps(traj, checked) or any(r.rule.severity == "hard" and r.satisfied is None
                                                       for r in rules):
         label = "inconclusive"  # a hard rule the data cannot decide is a check that could not be evaluated

@@ -40,6 +40,9 @@ from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import describe_vehicle
 
 SPARSE_TYPES = ["PARM", "MODE", "ERR", "EV", "CMD", "ORGN", "MSG", "VER"]
+#: The fields the reader takes from each sparse message.
+SPARSE_FIELDS = {"MODE": ("Mode",), "ERR": ("Subsys", "ECode"), "EV": ("Id",), "CMD": ("CTot", "CNum", "CId"),
+                 "ORGN": ("Type", "Lat", "Lng", "Alt")}
 #: The message types the reader needs at all (the benchmark's type filter).
 NEEDED_TYPES = sorted({t for pair in POSITION_TYPES for t in pair} | {"GPS", "POS", "AHR2"} | set(SPARSE_TYPES))
 GPS_3D_FIX = 3
@@ -223,6 +226,8 @@ def _sparse(reader) -> list:
         m = reader.recv_match(type=SPARSE_TYPES, strict=True)
         if m is None:
             return out
+        if not all(f in m._fieldnames for f in SPARSE_FIELDS.get(m.get_type(), ())):
+            continue  # its format lost a field the reader needs (a damaged format table): left out
         if m.get_type() == "MODE":
             m.mode_name = reader.flightmode  # DFReader names the mode from the vehicle type it read in MSG/VER
         m._offset = reader.offset  # just past the message: places the untimed ones among the timed

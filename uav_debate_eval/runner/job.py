@@ -118,7 +118,8 @@ def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
                        vehicles=mission.vehicles, vehicle_regex=options.vehicles)
     if not traj.tracks:
         raise InputError(f"{paths[0]}: no vehicle samples")
-    if not mission.source and traj.ingest.attitude and mission.constraints.max_attitude_error_deg is None:
+    controlled = any(att[3].any() for att in traj.ingest.attitude.values())  # armed with an attitude target
+    if not mission.source and controlled and mission.constraints.max_attitude_error_deg is None:
         mission.constraints.max_attitude_error_deg = DEFAULT_ATTITUDE_ERROR_DEG  # CONTRACT.md §2
         notes = [n.replace("no constraints were given, so no hard constraint was checked (the verdict is "
                            "inconclusive)", "attitude_control checked at the default "

@@ -65,3 +65,6 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False  # keep the collection order: the real-time unit first
     return RealTimeOnOneWorker(config, log)
+
+# A reader's unexpected exception is a bug the tests must see, not a file reported unreadable (core.errors.reading).
+os.environ.setdefault("UAV_DEBATE_EVAL_STRICT_READERS", "1")

@@ -98,7 +98,7 @@ def test_clean_flight_exits_zero_and_is_quiet_off_terminal(flights, tmp_path, ca
 
 def test_px4_ulog_without_mission(tmp_path):
     out = tmp_path / "px4"
-    assert run([str(PX4), "--out", str(out), "--quiet"]) == 0
+    assert run([str(PX4), "--out", str(out), "--quiet"]) == 4  # CONTRACT §3: nothing checked is inconclusive
     rep = load(out)
     assert rep["mission"]["uavs"] == ["sample_log_small"]
     assert rep["mission"]["constraints_checked"] == []
@@ -189,10 +189,10 @@ def test_several_ulogs_are_one_flight_unless_batch(tmp_path):
     a.write_bytes(PX4.read_bytes())
     b.write_bytes(PX4.read_bytes())
     out = tmp_path / "one"
-    assert run([str(a), str(b), "--out", str(out), "--quiet"]) == 0
+    assert run([str(a), str(b), "--out", str(out), "--quiet"]) == 4  # nothing checked: inconclusive
     rep = load(out)
     assert rep["mission"]["uavs"] == ["px4a", "px4b"]
     batch = tmp_path / "two"
-    assert run([str(a), str(b), "--out", str(batch), "--batch", "--jobs", "1", "--quiet"]) == 0
+    assert run([str(a), str(b), "--out", str(batch), "--batch", "--jobs", "1", "--quiet"]) == 4
     assert [r["status"] for r in summary_rows(batch)] == ["ok", "ok"]
     assert (batch / "px4a_ulg" / "report.json").exists() and (batch / "px4b_ulg" / "report.json").exists()

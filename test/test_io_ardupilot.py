@@ -22,7 +22,8 @@ from ardupilot_logs import (
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission_file import load_mission
 from uav_debate_eval.io.ardupilot import read_ardupilot_logs
-from uav_debate_eval.io.dataflash import columns, open_dataflash
+from uav_debate_eval.io.dataflash import open_dataflash
+from uav_debate_eval.io.dataflash_columns import columns
 from uav_debate_eval.io.loader import load_inputs, one_flight
 from uav_debate_eval.quality.assessment import assess
 from uav_debate_eval.quality.gnss import jumps
@@ -153,7 +154,7 @@ def test_truncated_logs(logs, tmp_path):
     assert any("ends inside a message (truncated)" in n for n in traj.ingest.notes)
     head = tmp_path / "head.bin"
     head.write_bytes(raw[:500])  # cut before the first EKF message
-    with pytest.raises(InputError, match="head.bin: no EKF position in the log"):
+    with pytest.raises(InputError, match="head.bin: no position in the log"):
         read_ardupilot_logs([head])
 
 

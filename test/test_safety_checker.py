@@ -167,7 +167,7 @@ def test_label_rule(distance, speed, label):
 
 def test_unchecked_constraints_and_empty_trajectory():
     r = check_trajectory(build({"uav1": hover(0.0), "uav2": hover(0.1)}), parse_mission("mission: {name: x}"))
-    assert r.violations == [] and r.label == "safe" and r.margins == {}
+    assert r.violations == [] and r.label == "inconclusive" and r.margins == {}  # CONTRACT §3: nothing checked
     empty = check_trajectory(SwarmTrajectory({}), mission())
     assert empty.label == "safe" and not empty.vetoed
 

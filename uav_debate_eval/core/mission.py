@@ -62,18 +62,21 @@ class Constraints:
     max_vertical_speed_mps: float | None = None
     geofence: Geofence | None = None
     stale_timeout_s: float | None = None
+    max_attitude_error_deg: float | None = None
+    attitude_error_hold_s: float = 0.5
 
     @property
     def checked(self) -> list[str]:
         """The contract names (core.records.CONSTRAINT_NAMES order) of the constraints that are set."""
         limits = (self.min_separation_m, self.max_speed_mps, self.max_vertical_speed_mps, self.geofence,
-                  self.stale_timeout_s)
+                  self.stale_timeout_s, self.max_attitude_error_deg)
         return [name for name, v in zip(CONSTRAINT_NAMES, limits, strict=True) if v is not None]
 
 
 #: Acceleration (m/s^2) a vehicle of the class can really reach, with margin: a position jump that needs more is an
 #: artefact (motion-capture swap, estimator reset), not motion. `multirotor` (the default) is the most permissive.
-VEHICLE_CLASSES = {"indoor_micro": 30.0, "outdoor_multirotor": 20.0, "multirotor": 30.0}
+VEHICLE_CLASSES = {"indoor_micro": 30.0, "outdoor_multirotor": 20.0, "multirotor": 30.0, "fixed_wing": 40.0,
+                   "vtol": 40.0, "rover": 20.0, "underwater": 10.0}
 
 
 @dataclass

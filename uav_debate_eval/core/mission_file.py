@@ -16,7 +16,8 @@ from uav_debate_eval.core.mission import DEFAULT_WEIGHTS, VEHICLE_CLASSES, Frame
 from uav_debate_eval.stl.spec import QUANTIFIERS, RULE_ID, SEVERITIES, Rule, make_rule
 from uav_debate_eval.stl.syntax import FormulaError
 
-_CONSTRAINT_KEYS = {"min_separation_m", "max_speed_mps", "max_vertical_speed_mps", "geofence", "stale_timeout_s"}
+_CONSTRAINT_KEYS = {"min_separation_m", "max_speed_mps", "max_vertical_speed_mps", "geofence", "stale_timeout_s",
+                    "max_attitude_error_deg", "attitude_error_hold_s"}
 _TOP_KEYS = {"mission", "constraints", "thresholds", "weights", "uavs", "formation", "waypoints", "vehicles",
              "vehicle_class", "frames", "rules"}
 
@@ -288,7 +289,8 @@ def load_mission(path: str | Path) -> Mission:
 def mission_to_yaml(m: Mission) -> str:
     """Serialise a mission back to YAML (used by the simulator to write a scenario's mission)."""
     c = m.constraints
-    constraints = {k: getattr(c, k) for k in sorted(_CONSTRAINT_KEYS - {"geofence"}) if getattr(c, k) is not None}
+    constraints = {k: getattr(c, k) for k in sorted(_CONSTRAINT_KEYS - {"geofence"}) if getattr(c, k) is not None
+                   and (k != "attitude_error_hold_s" or c.max_attitude_error_deg is not None)}
     if c.geofence is not None:
         constraints["geofence"] = {"min": [float(x) for x in c.geofence.min],
                                    "max": [float(x) for x in c.geofence.max]}

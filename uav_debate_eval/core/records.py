@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 #: Violation `constraint` values fixed by the contract (CONTRACT.md §3).
-CONSTRAINT_NAMES = ("min_separation", "max_speed", "max_vertical_speed", "geofence", "stale_data")
+CONSTRAINT_NAMES = ("min_separation", "max_speed", "max_vertical_speed", "geofence", "stale_data", "attitude_control")
 
 
 @dataclass
@@ -132,6 +132,11 @@ class IngestReport:
     log_events: list[Event] = field(default_factory=list)
     #: per vehicle: GPS fixes (flight time (n,), world ENU (n, 3)) beside the estimate, for the glitch check
     gnss: dict[str, tuple] = field(default_factory=dict)
+    #: per vehicle, what its autopilot log says it is: vehicle_class, firmware, estimator, sitl
+    autopilot: dict[str, dict] = field(default_factory=dict)
+    #: per vehicle: (flight time (n,), roll/pitch (n, 2) deg, their targets (n, 2) deg, armed in an attitude-
+    #: controlling mode (n,)), where the log records the autopilot's attitude target (constraint attitude_control)
+    attitude: dict[str, tuple] = field(default_factory=dict)
 
     def count(self, reason: str, n: int) -> None:
         if n:
@@ -150,6 +155,8 @@ class IngestReport:
         self.not_evaluable.extend(other.not_evaluable)
         self.log_events.extend(other.log_events)
         self.gnss.update(other.gnss)
+        self.autopilot.update(other.autopilot)
+        self.attitude.update(other.attitude)
 
     def to_dict(self) -> dict:
         return {
@@ -164,4 +171,5 @@ class IngestReport:
             "silent": dict(self.silent),
             "notes": list(self.notes),
             "vehicles": list(self.vehicles),
+            **({"autopilot": {u: dict(v) for u, v in self.autopilot.items()}} if self.autopilot else {}),
         }

@@ -56,7 +56,8 @@ ALT_RATE_MIN_S = 0.2
 #: What an autopilot logs in the course of a flight (arming, mode changes, mission items): printed, not counted as
 #: safety events.
 ROUTINE_LOG_EVENTS = ("autopilot_event", "mission_command", "flight_mode")
-UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m", "stale_data": "s"}
+UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m", "stale_data": "s",
+         "attitude_control": "deg"}
 
 
 def _r(x: float, nd: int = 3) -> float:

@@ -110,7 +110,7 @@ def mission_segments(traj: SwarmTrajectory, mission: Mission, mode: str = "phase
         raise InputError("trajectory has no vehicles")
     t0, t1 = traj.t_start, traj.t_end
     if mode == "window":
-        return _number(_windows(t0, t1, window_s))
+        return _number(_with_samples(traj, _windows(t0, t1, window_s)))
     if mode != "phase":
         raise InputError(f"unknown segment mode '{mode}' (expected phase or window)")
     if safety is None:
@@ -120,4 +120,23 @@ def mission_segments(traj: SwarmTrajectory, mission: Mission, mode: str = "phase
     pieces = _phases(traj)
     if safety is not None and safety.veto_intervals:
         pieces = _cut_at_vetoes(pieces, list(safety.veto_intervals))
-    return _number(_split_long(pieces, MAX_PHASE_S))
+    return _number(_with_samples(traj, _split_long(pieces, MAX_PHASE_S)))
+
+
+def _with_samples(traj: SwarmTrajectory, pieces: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
+    """A piece inside a logging gap (no vehicle has a sample in it, as a telemetry log's long gaps leave) is
+    joined to the piece before it (the first one to the next), so every segment has samples to describe."""
+    t = np.unique(np.concatenate([tr.t for tr in traj.tracks.values()]))
+    out: list[tuple[float, float, str]] = []
+    pending = None
+    for a, b, lab in pieces:
+        i = np.searchsorted(t, a, side="left")
+        empty = i >= len(t) or t[i] > b
+        if empty and out:
+            out[-1] = (out[-1][0], b, out[-1][2])
+        elif empty:
+            pending = a if pending is None else pending
+        else:
+            out.append((a if pending is None else pending, b, lab))
+            pending = None
+    return out or pieces

@@ -27,7 +27,8 @@ def autopilot_findings(events: list, rng: tuple[float, float] | None) -> list[Ve
         if said is None:
             continue
         sentence, recommendation, weight = said
-        out.append(VerifiedFinding(e.type, "warning", sentence, e.t, t1, list(e.uavs), [e.id], [recommendation],
+        severity = "hazard" if e.type == "crash" else "warning"
+        out.append(VerifiedFinding(e.type, severity, sentence, e.t, t1, list(e.uavs), [e.id], [recommendation],
                                    f"event:{e.type}:{','.join(e.uavs)}:{e.t:.2f}", weight))
     return out
 
@@ -35,6 +36,9 @@ def autopilot_findings(events: list, rng: tuple[float, float] | None) -> list[Ve
 def _sentence(e: Any) -> tuple[str, str, float] | None:
     who, label = vehicles(e.uavs), str(e.extra.get("label", ""))
     when = span(e.t, e.t_end)
+    if e.type == "crash":
+        return (f"{who} crashed at {when}: {label} (crash {e.id}).",
+                f"Recommend inspecting {who} and reading its log before it flies again: {label}.", 0.95)
     if e.type == "failsafe":
         what = e.extra.get("subsystem", label)
         return (f"{who}'s autopilot raised {what} at {when} (failsafe {e.id}).",

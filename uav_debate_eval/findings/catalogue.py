@@ -19,7 +19,7 @@ from uav_debate_eval.findings.model import SEVERITY, VerifiedFinding
 from uav_debate_eval.findings.text import num, span, vehicles
 
 UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m",
-         "stale_data": "s"}
+         "stale_data": "s", "attitude_control": "deg"}
 #: A metric scoring below this is worth an info finding (when nothing stronger already covers it).
 LOW_SCORE = 0.5
 #: A soft rule's worst failing runs (vehicles or pairs) that become findings.

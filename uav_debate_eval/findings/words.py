@@ -48,6 +48,9 @@ def verdict_sentence(report: dict) -> str:
         text = f"{opening}: {hazards[0]['sentence'].rstrip('.')}{more}."
     elif label == "risky":
         text = f"{opening}: the safety verifier vetoed the flight ({len(report.get('violations') or [])} violation(s))."
+    elif label == "inconclusive" and not (report.get("mission") or {}).get("constraints_checked") \
+            and not report.get("rules"):
+        text = f"{opening}: nothing was checked: give a mission or limits."
     elif label == "inconclusive":
         head = dq[0]["sentence"].rstrip(".") if dq else "a checked constraint could not be evaluated"
         text = f"{opening}: no violation, but {head[0].lower() + head[1:]}."

@@ -124,6 +124,14 @@ def _flight_time(traj: SwarmTrajectory, lg: VehicleLog, offset_us: float, anchor
         if ft(s.t_end_us) >= 0:
             traj.ingest.findings.append(Finding(s.kind, [u], max(ft(s.t_us), 0.0), ft(s.t_end_us),
                                                 f"{u}: {s.detail}", list(s.affects), dict(s.values)))
+    if lg.firmware or lg.estimator or lg.vehicle_class != "unknown":
+        traj.ingest.autopilot[u] = {"vehicle_class": lg.vehicle_class, "firmware": lg.firmware,
+                                    "estimator": lg.estimator, "sitl": lg.sitl}
+        traj.ingest.notes.append(f"{u}: {lg.firmware or 'firmware not named'}, {lg.vehicle_class.replace('_', ' ')}"
+                                 f"{' (SITL)' if lg.sitl else ''}; position from {lg.estimator or 'the log'}")
+    if lg.attitude is not None:
+        t_att, actual, target, controlled = lg.attitude
+        traj.ingest.attitude[u] = ((t_att + offset_us) / 1e6 - traj.t0, actual, target, controlled)
     if len(lg.gps_t_us) and anchor is not None and lg.track.ref is not None:
         enu = geodetic_to_enu(lg.gps_lla[:, 0], lg.gps_lla[:, 1], lg.gps_lla[:, 2], *anchor)
         traj.ingest.gnss[u] = ((lg.gps_t_us + offset_us) / 1e6 - traj.t0, enu)

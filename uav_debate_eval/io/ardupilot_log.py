@@ -52,6 +52,12 @@ class VehicleLog:
     spans: list[LogSpan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     messages: int = 0  # messages in the file (for the reader's throughput)
+    vehicle_class: str = "unknown"  # multirotor, fixed_wing, vtol, rover, underwater (io.vehicle)
+    firmware: str = ""
+    estimator: str = ""  # the position source the track comes from, and why it was taken
+    sitl: bool = False
+    #: (boot µs, roll/pitch deg (n, 2), their targets (n, 2), armed in an attitude-controlling mode (n,)) or None
+    attitude: tuple | None = None
 
 
 def gps_utc_offset_us(t_us: np.ndarray, week: np.ndarray, week_ms: np.ndarray) -> float | None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io import ardupilot_codes as codes
+from uav_debate_eval.io.ardupilot_attitude import attach_attitude
 from uav_debate_eval.io.ardupilot_log import (
     LogEvent,
     LogSpan,
@@ -27,18 +28,23 @@ from uav_debate_eval.io.ardupilot_log import (
     invalid_reasons,
     lane_switches,
 )
-from uav_debate_eval.io.ulog import LogTrack, origin_from_fixes
+from uav_debate_eval.io.dataflash_columns import (
+    EKF_TYPE_SOURCES,
+    ESTIMATOR_NAMES,
+    POSITION_TYPES,
+    columns,
+    message_time_us,
+    pick_estimator,
+)
+from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
+from uav_debate_eval.io.vehicle import describe_vehicle
 
-#: numpy types of DataFlash format characters (pymavlink DFReader.FORMAT_TO_STRUCT), and their scale.
-_NP = {"b": "i1", "B": "u1", "h": "<i2", "H": "<u2", "i": "<i4", "I": "<u4", "f": "<f4", "d": "<f8", "n": "S4",
-       "N": "S16", "Z": "S64", "a": "S64", "c": "<i2", "C": "<u2", "e": "<i4", "E": "<u4", "L": "<i4", "M": "u1",
-       "q": "<i8", "Q": "<u8", "g": "<f2"}
-_SCALE = {"c": 0.01, "C": 0.01, "e": 0.01, "E": 0.01, "L": 1e-7}
-#: EKF position messages by preference (EKF3, EKF2, the first EKF) and their status companions.
-POSITION_TYPES = (("XKF1", "XKF4"), ("NKF1", "NKF4"), ("EKF1", "EKF4"))
 SPARSE_TYPES = ["PARM", "MODE", "ERR", "EV", "CMD", "ORGN", "MSG", "VER"]
+#: The fields the reader takes from each sparse message.
+SPARSE_FIELDS = {"MODE": ("Mode",), "ERR": ("Subsys", "ECode"), "EV": ("Id",), "CMD": ("CTot", "CNum", "CId"),
+                 "ORGN": ("Type", "Lat", "Lng", "Alt")}
 #: The message types the reader needs at all (the benchmark's type filter).
-NEEDED_TYPES = sorted({t for pair in POSITION_TYPES for t in pair} | {"GPS"} | set(SPARSE_TYPES))
+NEEDED_TYPES = sorted({t for pair in POSITION_TYPES for t in pair} | {"GPS", "POS", "AHR2"} | set(SPARSE_TYPES))
 GPS_3D_FIX = 3
 
 
@@ -60,30 +66,6 @@ def open_dataflash(path: Path):
         raise InputError(f"{path}: cannot read DataFlash log ({type(exc).__name__}: {exc})") from None
 
 
-def columns(reader, name: str, fields: list[str]) -> dict[str, np.ndarray] | None:
-    """The given fields of every whole `name` message as float arrays (scaled as DFReader scales them), or None
-    when the log has no such message. Fields the format lacks are left out."""
-    mtype = reader.name_to_id.get(name)
-    if mtype is None or not reader.offsets[mtype]:
-        return None
-    fmt = reader.formats[mtype]
-    if sum(np.dtype(_NP[ch]).itemsize for ch in fmt.format) != fmt.len - 3:
-        raise InputError(f"{reader.filehandle.name}: {name} format '{fmt.format}' does not match its length {fmt.len}")
-    offs = np.asarray(reader.offsets[mtype], dtype=np.int64)
-    offs = offs[offs + fmt.len <= reader.data_len] + 3  # a message cut by the end of the file is not read
-    raw = np.frombuffer(reader.data_map, dtype=np.uint8)
-    out: dict[str, np.ndarray] = {}
-    start = 0
-    for col, ch in zip(fmt.columns, fmt.format, strict=False):
-        dt = np.dtype(_NP[ch])
-        if col in fields and dt.kind != "S":
-            block = np.stack([raw[offs + start + j] for j in range(dt.itemsize)], axis=1)
-            out[col] = block.view(dt)[:, 0].astype(np.float64) * _SCALE.get(ch, 1.0)
-        start += dt.itemsize
-    del raw  # the mmap closes only once no array looks into it
-    return out
-
-
 def read_dataflash(path: str | Path, name: str) -> VehicleLog:
     """Parse one `.bin` into a VehicleLog named `name` (the caller picks SYSID or the file name afterwards)."""
     path = Path(path)
@@ -98,43 +80,70 @@ def read_dataflash(path: str | Path, name: str) -> VehicleLog:
 def _read(reader, path: Path, name: str) -> VehicleLog:
     sparse = _sparse(reader)
     params = dict(reader.params)
-    pos_type, status_type = next(((p, s) for p, s in POSITION_TYPES if p in reader.name_to_id), ("", ""))
-    if not pos_type:
-        raise InputError(f"{path}: no EKF position in the log (none of XKF1, NKF1, EKF1; "
-                         f"{len(reader.name_to_id)} message types, {reader._count} messages)")
-    ekf = columns(reader, pos_type, ["TimeUS", "TimeMS", "C", "PN", "PE", "PD", "VN", "VE", "VD"])
-    status = columns(reader, status_type, ["TimeUS", "TimeMS", "C", "SS", "SV", "SP", "SM", "SMX", "FS", "PI"])
-    gps = columns(reader, "GPS", ["TimeUS", "I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt"])
-    if ekf is None or not len(ekf.get("PN", ())):
-        raise InputError(f"{path}: {pos_type} holds no whole message (the log is truncated)")
-    if "TimeUS" not in ekf and "TimeMS" not in ekf:
-        raise InputError(f"{path}: {pos_type} has no time column (TimeUS or TimeMS)")
+    pos_type, status_type, why = pick_estimator(reader, params)
     log = VehicleLog(LogTrack(name, np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), None, None, str(path)),
                      messages=int(reader._count))
     sysid = params.get("SYSID_THISMAV")
     log.sysid = int(sysid) if sysid is not None else None
-    _estimator(log, ekf, status, float(params.get("FS_EKF_THRESH", codes.FS_EKF_THRESH_DEFAULT)), pos_type)
+    describe_vehicle(log, params, [str(getattr(m, "Message", "")) for m in sparse if m.get_type() == "MSG"]
+                     + [str(getattr(m, "FWS", "")) for m in sparse if m.get_type() == "VER"])
+    gps = columns(reader, "GPS", ["I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt"])
     _gps(log, gps)
+    ekf = None
+    if pos_type:
+        ekf = columns(reader, pos_type, ["C", "PN", "PE", "PD", "VN", "VE", "VD"])
+        status = columns(reader, status_type, ["C", "SS", "SV", "SP", "SM", "SMX", "FS", "PI"])
+        if ekf is None or not len(ekf.get("PN", ())) or "TimeUS" not in ekf:
+            raise InputError(f"{path}: {pos_type} holds no whole timed message (the log is cut inside it)")
+        lacking = [k for k in ("PN", "PE", "PD", "VN", "VE", "VD") if k not in ekf]
+        if lacking:
+            raise InputError(f"{path}: {pos_type}'s format lacks {', '.join(lacking)} (a damaged format table)")
+        log.estimator = f"{ESTIMATOR_NAMES[pos_type]} ({pos_type}; {why})"
+        _estimator(log, ekf, status, params, pos_type)
+    else:
+        _global_track(log, reader, path, why)
     _origin(log, sparse)
-    _events(log, sparse, reader)
+    _events(log, sparse, ekf)
+    attach_attitude(log, columns(reader, "ATT", ["Roll", "DesRoll", "Pitch", "DesPitch"]))
     ends = [offs[-1] + reader.formats[k].len for k, offs in enumerate(reader.offsets) if offs and k in reader.formats]
-    if max(ends) > reader.data_len:
+    if ends and max(ends) > reader.data_len:
         log.notes.append(f"{path.name}: the log ends inside a message (truncated); read up to its last whole message")
     return log
 
 
-def _time_us(cols: dict[str, np.ndarray]) -> np.ndarray:
-    return cols["TimeUS"] if "TimeUS" in cols else cols["TimeMS"] * 1000.0
+def _global_track(log: VehicleLog, reader, path: Path, why: str) -> None:
+    """Without an EKF position: the autopilot's global position (POS, else AHR2), on the tangent plane at its
+    first sample, velocities from its differences."""
+    for kind in ("POS", "AHR2"):
+        cols = columns(reader, kind, ["Lat", "Lng", "Alt"])
+        if cols is None or "Lat" not in cols or "TimeUS" not in cols:
+            continue
+        ok = (np.abs(cols["Lat"]) > 1e-6) & np.isfinite(cols["Alt"])
+        t, lla = cols["TimeUS"][ok], np.column_stack([cols["Lat"][ok], cols["Lng"][ok], cols["Alt"][ok]])
+        order = np.argsort(t, kind="stable")
+        t, lla = t[order], lla[order]
+        if len(t) < 2:
+            continue
+        tr = log.track
+        tr.ref, tr.ref_how = (float(lla[0, 0]), float(lla[0, 1]), float(lla[0, 2])), f"the first {kind} sample"
+        enu = geodetic_to_enu(lla[:, 0], lla[:, 1], lla[:, 2], *tr.ref)
+        tr.t_us, tr.pos_ned = t, np.column_stack([enu[:, 1], enu[:, 0], -enu[:, 2]])
+        tr.vel_ned = np.gradient(tr.pos_ned, t / 1e6, axis=0) if len(np.unique(t)) == len(t) else \
+            np.zeros_like(tr.pos_ned)
+        log.estimator = f"{kind} ({why})"
+        log.notes.append(f"{path.name}: {why}; the track is the autopilot's {kind} position")
+        return
+    raise InputError(f"{path}: no position in the log ({why}, and no POS or AHR2 position)")
 
 
-def _estimator(log: VehicleLog, ekf: dict, status: dict | None, threshold: float, pos_type: str) -> None:
+def _estimator(log: VehicleLog, ekf: dict, status: dict | None, params: dict, pos_type: str) -> None:
     """The primary lane's positions and velocities, its validity, lane switches and logging gaps."""
-    t = _time_us(ekf)
+    t = ekf["TimeUS"]
     core = ekf.get("C", np.zeros(len(t)))
     lane_t, lane = np.array([t[0]]), np.array([core.min()])
     if status is not None and "PI" in status:
         first = status["C"] == status["C"].min() if "C" in status else np.ones(len(status["PI"]), bool)
-        lane_t, lane = _time_us(status)[first], status["PI"][first]
+        lane_t, lane = status["TimeUS"][first], status["PI"][first]
         for at, old, new in lane_switches(lane_t, lane):
             log.spans.append(LogSpan(
                 "ekf_lane_switch", at, at,
@@ -148,33 +157,51 @@ def _estimator(log: VehicleLog, ekf: dict, status: dict | None, threshold: float
     tr.t_us = t_k
     tr.pos_ned = np.column_stack([pick["PN"], pick["PE"], pick["PD"]])
     tr.vel_ned = np.column_stack([pick["VN"], pick["VE"], pick["VD"]])
-    if status is not None and "SS" in status:
-        rows = (status["C"] == hold_last(lane_t, lane, _time_us(status))) if "C" in status else slice(None)
-        st_t = _time_us(status)[rows]
-        flags_ok = np.array([codes.position_ok(int(f)) for f in status["SS"][rows]])
-        mag = status.get("SM", status.get("SMX"))
-        ratios = np.column_stack([status[k][rows] if k in status else np.zeros(len(st_t)) for k in ("SV", "SP")]
-                                 + [mag[rows] if mag is not None else np.zeros(len(st_t))])
-        bad = invalid_reasons(flags_ok, ratios, threshold)
-        tr.valid = ~hold_last(st_t, bad, t_k)
-        tr.valid_how = (f"{pos_type[:3]}4 status flags without a position, or two innovation test ratios at or "
-                        f"above FS_EKF_THRESH {threshold:g}")
+    _validity(log, status, lane_t, lane, params, pos_type)
     for a, b in gaps(t_k):
         log.spans.append(LogSpan(
             "logging_gap", a, b, f"the log holds no {pos_type} for {(b - a) / 1e6:.2f} s: the recorder, not "
             "necessarily the vehicle, was silent", ["stale_data"], {"duration_s": round((b - a) / 1e6, 3)}))
 
 
+def _validity(log: VehicleLog, status: dict | None, lane_t, lane, params: dict, pos_type: str) -> None:
+    """The EKF's own verdict on its position, where it means something: not under a source other than the EKF
+    (AHRS_EKF_TYPE 0, 10 = SITL, 11 = external), and not when the flags are 0 throughout (not reported)."""
+    ekf_type = params.get("AHRS_EKF_TYPE")
+    source = EKF_TYPE_SOURCES.get(int(ekf_type)) if ekf_type is not None else None
+    name = log.track.name
+    if source is not None:
+        log.notes.append(f"{name}: the autopilot's position source is {source}; the EKF's status flags say "
+                         "nothing about it and are not used")
+        return
+    if status is None or "SS" not in status or "TimeUS" not in status:
+        return
+    if not status["SS"].any():
+        log.notes.append(f"{name}: {pos_type[:3]}4 status flags are 0 throughout: validity not reported")
+        return
+    threshold = float(params.get("FS_EKF_THRESH", codes.FS_EKF_THRESH_DEFAULT))
+    rows = (status["C"] == hold_last(lane_t, lane, status["TimeUS"])) if "C" in status else slice(None)
+    st_t = status["TimeUS"][rows]
+    flags_ok = np.array([codes.position_ok(int(f)) for f in status["SS"][rows]], dtype=bool)
+    mag = status.get("SM", status.get("SMX"))
+    ratios = np.column_stack([status[k][rows] if k in status else np.zeros(len(st_t)) for k in ("SV", "SP")]
+                             + [mag[rows] if mag is not None else np.zeros(len(st_t))])
+    bad = invalid_reasons(flags_ok, ratios, threshold)
+    log.track.valid = ~hold_last(st_t, bad, log.track.t_us)
+    log.track.valid_how = (f"{pos_type[:3]}4 status flags without a position, or two innovation test ratios at "
+                           f"or above FS_EKF_THRESH {threshold:g}")
+
+
 def _gps(log: VehicleLog, gps: dict | None) -> None:
-    if gps is None or "Lat" not in gps:
+    if gps is None or not all(k in gps for k in ("TimeUS", "Lat", "Lng", "Alt")):
         log.notes.append(f"{log.track.name}: no GPS in the log")
         return
     first = gps["I"] == gps["I"].min() if "I" in gps else np.ones(len(gps["Lat"]), bool)
-    t = _time_us(gps)
+    t = gps["TimeUS"]
     fix = first & (gps.get("Status", np.full(len(t), GPS_3D_FIX)) >= GPS_3D_FIX) & (np.abs(gps["Lat"]) > 1e-6)
     log.gps_t_us = t[fix]
     log.gps_lla = np.column_stack([gps["Lat"][fix], gps["Lng"][fix], gps["Alt"][fix]])
-    if "GWk" in gps:
+    if "GWk" in gps and "GMS" in gps:
         log.track.utc_offset_us = gps_utc_offset_us(t[first], gps["GWk"][first], gps["GMS"][first])
 
 
@@ -199,20 +226,26 @@ def _sparse(reader) -> list:
         m = reader.recv_match(type=SPARSE_TYPES, strict=True)
         if m is None:
             return out
+        if not all(f in m._fieldnames for f in SPARSE_FIELDS.get(m.get_type(), ())):
+            continue  # its format lost a field the reader needs (a damaged format table): left out
         if m.get_type() == "MODE":
             m.mode_name = reader.flightmode  # DFReader names the mode from the vehicle type it read in MSG/VER
+        m._offset = reader.offset  # just past the message: places the untimed ones among the timed
         out.append(m)
 
 
-def _events(log: VehicleLog, sparse: list, reader) -> None:
+def _events(log: VehicleLog, sparse: list, clock: dict | None) -> None:
     """MODE, ERR, EV and CMD as log events; the autopilot's own GPS-glitch reports as data-quality spans."""
     from pymavlink import mavutil
 
     open_err: dict[int, LogEvent] = {}
     for m in sparse:
         kind = m.get_type()
-        t = float(m.TimeUS) if "TimeUS" in m._fieldnames else float(m.TimeMS) * 1000.0
+        t = message_time_us(m, clock)
         if kind == "MODE":
+            last_mode = next((e for e in reversed(log.events) if e.type == "flight_mode"), None)
+            if last_mode is not None and last_mode.extra.get("mode") == m.mode_name and t - last_mode.t_us < 1e6:
+                continue  # the logger writes one mode change twice (as several firmware versions do): one event
             reason = codes.MODE_REASONS.get(int(getattr(m, "Rsn", 0)), str(getattr(m, "Rsn", 0)))
             log.events.append(LogEvent("flight_mode", t, f"mode={m.mode_name} reason={reason.lower()}",
                                        extra={"mode": m.mode_name, "reason": reason.lower()}))

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.errors import InputError, reading
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.names import apply_names
 
@@ -49,6 +49,13 @@ def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names:
     if not files:
         raise InputError("no input given")
     kinds = [input_kind(p) for p in files]
+    with reading(", ".join(str(p) for p in files)):
+        traj = _read_all(files, kinds, topics, names)
+    return select_vehicles(traj, vehicles or [], vehicle_regex)
+
+
+def _read_all(files: list[Path], kinds: list[str], topics: list[str] | None,
+              names: list[str] | None) -> SwarmTrajectory:
     if all(k == "ulog" for k in kinds):
         from uav_debate_eval.io.ulog import read_ulogs
 
@@ -62,7 +69,7 @@ def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names:
     else:
         traj = merge_flights([_read_one(p, k, topics, None) for p, k in zip(files, kinds, strict=True)], files)
         traj = apply_names(traj, names, "inputs")
-    return select_vehicles(traj, vehicles or [], vehicle_regex)
+    return traj
 
 
 def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] | None) -> SwarmTrajectory:
@@ -196,5 +203,6 @@ def _span(path: Path) -> tuple[float, float, list[str]]:
         from uav_debate_eval.io.rosbag import bag_span
 
         return bag_span(path)
-    traj = _read_one(path, kind, None, None)
+    with reading(str(path)):
+        traj = _read_one(path, kind, None, None)
     return traj.t0, traj.t0 + traj.t_end, traj.uav_ids

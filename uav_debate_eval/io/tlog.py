@@ -21,11 +21,13 @@ import numpy as np
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io import ardupilot_codes as codes
 from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps, hold_last, invalid_reasons
+from uav_debate_eval.io.dataflash_columns import EKF_TYPE_SOURCES
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
+from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS, describe_vehicle
 
 TLOG_TYPES = ["HEARTBEAT", "SYSTEM_TIME", "LOCAL_POSITION_NED", "GLOBAL_POSITION_INT", "GPS_RAW_INT",
               "EKF_STATUS_REPORT", "GPS_GLOBAL_ORIGIN", "HOME_POSITION", "STATUSTEXT", "MISSION_ITEM_REACHED",
-              "MISSION_ITEM_INT", "MISSION_ITEM"]
+              "MISSION_ITEM_INT", "MISSION_ITEM", "PARAM_VALUE"]
 #: STATUSTEXT severities up to MAV_SEVERITY_ERROR are errors; failsafes are announced up to MAV_SEVERITY_WARNING.
 SEVERITY_ERROR, SEVERITY_WARNING = 3, 4
 GCS_SYSID = 255
@@ -132,6 +134,7 @@ def _autopilot_only(msgs: dict[str, list]) -> dict[str, list]:
 
 
 def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
+    params = _params(msgs.get("PARAM_VALUE", []))  # any component of the system may relay them
     msgs = _autopilot_only(msgs)
     local = msgs.get("LOCAL_POSITION_NED", [])
     glob = msgs.get("GLOBAL_POSITION_INT", [])
@@ -162,13 +165,51 @@ def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
     else:
         _origin(tr, msgs, fixes)
     tr.utc_offset_us = _utc_offset(msgs.get("SYSTEM_TIME", []), recv_offset, log)
-    _validity(log, msgs.get("EKF_STATUS_REPORT", []), boot)
+    _describe(log, msgs, params)
+    if _flags_meaningful(log, msgs.get("EKF_STATUS_REPORT", []), params):
+        _validity(log, msgs.get("EKF_STATUS_REPORT", []), boot)
     _events(log, msgs, boot)
     for a, b in gaps(tr.t_us):
         log.spans.append(LogSpan("logging_gap", a, b, f"the telemetry log holds no position for {(b - a) / 1e6:.2f} "
                                  "s: the link or the recorder, not necessarily the vehicle, was silent",
                                  ["stale_data"], {"duration_s": round((b - a) / 1e6, 3)}))
     return log
+
+
+def _params(values: list) -> dict[str, float]:
+    """The vehicle's parameters as the ground station received them (the last value of each)."""
+    out: dict[str, float] = {}
+    for m in values:
+        name = m.param_id.decode(errors="replace") if isinstance(m.param_id, bytes) else str(m.param_id)
+        out[name.rstrip("\x00")] = float(m.param_value)
+    return out
+
+
+def _describe(log: VehicleLog, msgs: dict[str, list], params: dict[str, float]) -> None:
+    """Vehicle class from the firmware string (STATUSTEXT) and Q_ENABLE, else the HEARTBEAT type; SITL from SIM_*."""
+    texts = [str(getattr(m, "text", "")) for m in msgs.get("STATUSTEXT", [])]
+    describe_vehicle(log, params, texts)
+    if log.vehicle_class == "unknown":
+        types = [int(m.type) for m in msgs.get("HEARTBEAT", []) if int(m.type) in MAV_TYPE_CLASS]
+        if types:
+            log.vehicle_class = MAV_TYPE_CLASS[max(set(types), key=types.count)]
+    log.estimator = "EKF (EKF_STATUS_REPORT, LOCAL_POSITION_NED)" if msgs.get("LOCAL_POSITION_NED") else \
+        "GLOBAL_POSITION_INT"
+
+
+def _flags_meaningful(log: VehicleLog, reports: list, params: dict[str, float]) -> bool:
+    """EKF_STATUS_REPORT judges the position only when the EKF is the source and reports flags at all."""
+    ekf_type = params.get("AHRS_EKF_TYPE")
+    source = EKF_TYPE_SOURCES.get(int(ekf_type)) if ekf_type is not None else None
+    if source is not None:
+        log.estimator = f"{source} (AHRS_EKF_TYPE {int(ekf_type)})"  # type: ignore[arg-type]
+        log.notes.append(f"{log.track.name}: the autopilot's position source is {source}; the EKF's status flags "
+                         "say nothing about it and are not used")
+        return False
+    if reports and not any(m.flags for m in reports):
+        log.notes.append(f"{log.track.name}: EKF_STATUS_REPORT flags are 0 throughout: validity not reported")
+        return False
+    return True
 
 
 def _fixes(glob: list, raw: list, boot) -> tuple[np.ndarray, np.ndarray]:

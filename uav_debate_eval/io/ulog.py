@@ -78,6 +78,9 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     lp = data.get("vehicle_local_position")
     if lp is None or len(lp["timestamp"]) == 0:
         raise InputError(f"{path}: no vehicle_local_position in the log (topics: {', '.join(sorted(data)) or 'none'})")
+    lacking = [k for k in ("x", "y", "z", "vx", "vy", "vz") if k not in lp]
+    if lacking:
+        raise InputError(f"{path}: vehicle_local_position lacks {', '.join(lacking)} (a damaged format definition)")
     t_us = lp["timestamp"].astype(np.float64)
     pos = np.column_stack([lp["x"], lp["y"], lp["z"]]).astype(float)
     vel = np.column_stack([lp["vx"], lp["vy"], lp["vz"]]).astype(float)

@@ -12,7 +12,8 @@ from uav_debate_eval.safety.health import DEGRADED
 if TYPE_CHECKING:
     from uav_debate_eval.live.flight import FlightJob
 
-UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m", "stale_data": "s"}
+UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s", "geofence": "m", "stale_data": "s",
+         "attitude_control": "deg"}
 #: The verifier's degraded causes (safety.health) in words.
 CAUSES = {"lag": "behind the pose stream", "poses_lost": "poses lost", "stalled": "check loop stalled"}
 #: A violation's worst value is its smallest for these constraints, its largest for the others.

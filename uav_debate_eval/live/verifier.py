@@ -65,7 +65,8 @@ class LiveVerifier:
         c = self.mission.constraints
         return {"min_separation": c.min_separation_m, "max_speed": c.max_speed_mps,
                 "max_vertical_speed": c.max_vertical_speed_mps, "geofence": c.geofence,
-                "stale_data": c.stale_timeout_s}[constraint]
+                "stale_data": c.stale_timeout_s,
+                "attitude_control": None}[constraint]  # poses carry no attitude target: checked offline
 
     def checked(self) -> list[str]:
         return [k for k in CONSTRAINT_NAMES if self.limit(k) is not None]

@@ -17,7 +17,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Finding, NotEvaluable
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track, finite_difference
 from uav_debate_eval.quality.frames import duplicates, place_frames, verify_frames
-from uav_debate_eval.quality.gnss import gnss_glitches
+from uav_debate_eval.quality.gnss import gnss_glitches, vehicle_class
 from uav_debate_eval.quality.jumps import excursions, steps
 from uav_debate_eval.quality.updates import distinct_updates, source_velocity, true_spans
 
@@ -86,8 +86,8 @@ def assess(traj: SwarmTrajectory, mission: Mission) -> Assessment:
     out = Assessment(clean, list(traj.ingest.findings), list(traj.ingest.not_evaluable))
     traj.ingest.notes.extend(place_frames(clean, mission))
     out.findings.extend(duplicates(clean))
-    a_max = mission.thresholds.accel_bound(mission.vehicle_class)
     for u, tr in list(clean.tracks.items()):
+        a_max = mission.thresholds.accel_bound(vehicle_class(traj, mission, u))
         clean.tracks[u] = _clean_track(tr, a_max, mission, out)
     out.findings.extend(_invalid_spans(clean, mission, out.not_evaluable))
     found, lost = verify_frames(clean, mission)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from uav_debate_eval.core.mission import Mission
+from uav_debate_eval.core.mission import VEHICLE_CLASSES, Mission
 from uav_debate_eval.core.records import Finding
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 
@@ -32,13 +32,23 @@ def jumps(t: np.ndarray, pos: np.ndarray, a_max: float) -> np.ndarray:
     return np.flatnonzero(miss > allowed) + 2
 
 
+def vehicle_class(traj: SwarmTrajectory, mission: Mission, uav: str) -> str:
+    """The class whose reach judges a vehicle's jumps: the mission's when it names one, else the class its
+    autopilot log gives (a plane covers in one telemetry gap what a multirotor cannot), else the default."""
+    logged = traj.ingest.autopilot.get(uav, {}).get("vehicle_class")
+    if mission.vehicle_class == "multirotor" and logged in VEHICLE_CLASSES:
+        return str(logged)
+    return mission.vehicle_class
+
+
 def gnss_glitches(traj: SwarmTrajectory, mission: Mission, found: list[Finding]) -> list[Finding]:
     """A gps_glitch finding per run of GPS jumps not already reported (e.g. by the autopilot's own ERR)."""
-    a_max = mission.thresholds.accel_bound(mission.vehicle_class)
     out = []
     for u, (t, pos) in traj.ingest.gnss.items():
         if u not in traj.tracks:
             continue
+        cls = vehicle_class(traj, mission, u)
+        a_max = mission.thresholds.accel_bound(cls)
         idx = jumps(t, pos, a_max)
         if not len(idx):
             continue
@@ -51,6 +61,6 @@ def gnss_glitches(traj: SwarmTrajectory, mission: Mission, found: list[Finding])
             out.append(Finding(
                 "gps_glitch", [u], a, b,
                 f"{u}'s GPS jumped {step:.1f} m between fixes at {a:.1f}-{b:.1f} s, more than a "
-                f"{mission.vehicle_class} can move (a_max {a_max:g} m/s^2): a GPS glitch; the checks use the "
+                f"{cls.replace('_', '-')} can move (a_max {a_max:g} m/s^2): a GPS glitch; the checks use the "
                 "estimate, which its validity flags vouch for", ["geofence", "max_speed"], {"jump_m": round(step, 2)}))
     return out

@@ -135,7 +135,8 @@ def _verdict_words(report: dict, debate: Any, findings: list) -> dict:
     summary = verdict_sentence({**report, "findings": [f.to_dict() for f in findings]})
     verdict = report["verdict"]
     if verdict.get("overridden") and verdict.get("panel_label"):
-        summary += f" The panel's '{verdict['panel_label']}' was overridden by the safety veto."
+        why = "by the safety veto" if verdict.get("vetoed") else f"as the safety verifier found it {verdict['label']}"
+        summary += f" The panel's '{verdict['panel_label']}' was overridden {why}."
     flight_id = {f.key: f.id for f in findings}
     for seg in getattr(debate, "segments", []) or []:
         judge = getattr(seg, "judge", None)

@@ -61,6 +61,9 @@ class LoadedFlight:
     notes: list[str]
 
 
+#: Without a mission, a log with the autopilot's attitude targets is checked at this error (CONTRACT.md §2).
+DEFAULT_ATTITUDE_ERROR_DEG = 45.0
+
 def nearest_mission(path: Path) -> Path | None:
     """The mission.yaml nearest to an input: inside it (a folder), beside it, then in each folder above."""
     return next((c for c in (f / MISSION_FILE for f in _folders_up(path)) if c.is_file()), None)
@@ -100,7 +103,7 @@ def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) 
         return load_mission(found), [f"mission file found {where}: {found}"]
     name = Path(inputs[0]).name.split(".")[0] if inputs else "unnamed"
     return Mission(name=name, source=""), ["no mission file: no constraints were given, so no hard constraint "
-                                           "was checked (a 'safe' label means nothing was checked)"]
+                                           "was checked (the verdict is inconclusive)"]
 
 
 def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
@@ -115,6 +118,13 @@ def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
                        vehicles=mission.vehicles, vehicle_regex=options.vehicles)
     if not traj.tracks:
         raise InputError(f"{paths[0]}: no vehicle samples")
+    controlled = any(att[3].any() for att in traj.ingest.attitude.values())  # armed with an attitude target
+    if not mission.source and controlled and mission.constraints.max_attitude_error_deg is None:
+        mission.constraints.max_attitude_error_deg = DEFAULT_ATTITUDE_ERROR_DEG  # CONTRACT.md §2
+        notes = [n.replace("no constraints were given, so no hard constraint was checked (the verdict is "
+                           "inconclusive)", "attitude_control checked at the default "
+                           f"{DEFAULT_ATTITUDE_ERROR_DEG:g}° (the log records the autopilot's attitude targets)")
+                 for n in notes]
     return LoadedFlight(traj, mission, notes)
 
 

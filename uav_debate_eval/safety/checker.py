@@ -24,6 +24,7 @@ from uav_debate_eval.core.records import DataQuality, NotEvaluable, Violation
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.quality.assessment import Assessment, assess
+from uav_debate_eval.safety.attitude import attitude_violations
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
 from uav_debate_eval.safety.grid_pairs import GridPairs, pairs_dense, pairs_shared, pairs_sparse_halves
 from uav_debate_eval.safety.runs import denoise, merge_runs
@@ -176,6 +177,13 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
                 violations.append((v, back))
         margin("stale_data", longest, limit, longest / limit)
 
+    if c.max_attitude_error_deg is not None and traj.ingest.attitude:
+        inside = {u: _within(a, traj.t_start, traj.t_end) for u, a in traj.ingest.attitude.items() if u in ids}
+        found, worst_err = attitude_violations(inside, c.max_attitude_error_deg, c.attitude_error_hold_s)
+        violations.extend(found)
+        if worst_err is not None:
+            margin("attitude_control", worst_err, c.max_attitude_error_deg, worst_err / c.max_attitude_error_deg)
+
     separation_lost = any(ne.constraint == "min_separation" and len(ne.uavs) == len(ids) and ne.t_start is not None
                           and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
                           for ne in quality.not_evaluable)
@@ -198,6 +206,8 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     checked = c.checked
     if viol:
         label = "risky"
+    elif not checked and not rules:
+        label = "inconclusive"  # CONTRACT.md §3: nothing was checked, which is no verdict of safe
     elif quality.material_gaps(traj, checked) or any(r.rule.severity == "hard" and r.satisfied is None
                                                       for r in rules):
         label = "inconclusive"  # a hard rule the data cannot decide is a check that could not be evaluated
@@ -209,6 +219,12 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     data_quality.not_evaluable.extend(_rules_not_evaluable(rules) if flight is None else [])
     return SafetyResult(viol, warnings, _integrity(traj, rows, mission), margins, separation, vetoes, label,
                         data_quality=data_quality, nearest=nearest, rules=rules)
+
+
+def _within(att: tuple, t0: float, t1: float) -> tuple:
+    """A vehicle's attitude record within [t0, t1] (a window of the flight checks its own part)."""
+    keep = (att[0] >= t0) & (att[0] <= t1)
+    return tuple(a[keep] for a in att)
 
 
 def _rules(traj: SwarmTrajectory, mission: Mission, quality: Assessment, separation: SeparationTimeline,

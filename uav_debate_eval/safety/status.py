@@ -22,7 +22,8 @@ class StatusRow:
 
 
 def unit(constraint: str | None) -> str:
-    return {"min_separation": "m", "geofence": "m", "stale_data": "s"}.get(constraint or "", "m/s")
+    units = {"min_separation": "m", "geofence": "m", "stale_data": "s", "attitude_control": "deg"}
+    return units.get(constraint or "", "m/s")
 
 
 def _num(value: float | None) -> str:

@@ -31,6 +31,26 @@ FORMATS = {
     "EV": (72, "QB", "TimeUS,Id"),
     "CMD": (73, "QHHHffffLLfB", "TimeUS,CTot,CNum,CId,Prm1,Prm2,Prm3,Prm4,Lat,Lng,Alt,Frame"),
 }
+#: Older firmware's definitions of the same messages, for `DataFlashWriter(path, formats=...)`: ArduCopter 3.3
+#: (boot time TimeMS; GPS writes its ms-of-week as TimeMS, the week as Week and the boot time as T; EKF1/EKF4
+#: without a core field; EV and ERR without a time), and ArduPilot 3.5-4.0's EKF2 (NKF1/NKF4).
+COPTER33_FORMATS = {
+    "PARM": (64, "Nf", "Name,Value"),
+    "MSG": (65, "Z", "Message"),
+    "GPS": (66, "BIHBcLLeeEefI", "Status,TimeMS,Week,NSats,HDop,Lat,Lng,RelAlt,Alt,Spd,GCrs,VZ,T"),
+    "MODE": (70, "IMB", "TimeMS,Mode,ModeNum"),
+    "ERR": (71, "BB", "Subsys,ECode"),
+    "EV": (72, "B", "Id"),
+    "EKF1": (80, "IccCffffffccc", "TimeMS,Roll,Pitch,Yaw,VN,VE,VD,PN,PE,PD,GX,GY,GZ"),
+    "EKF4": (81, "IcccccccbbBBH", "TimeMS,SV,SP,SH,SMX,SMY,SMZ,SVT,OFN,EFE,FS,TS,SS"),
+    "ATT": (82, "IccccCCCC", "TimeMS,DesRoll,Roll,DesPitch,Pitch,DesYaw,Yaw,ErrRP,ErrYaw"),
+}
+EKF2_FORMATS = {
+    "NKF1": (83, "QccCfffffffccc", "TimeUS,Roll,Pitch,Yaw,VN,VE,VD,dPD,PN,PE,PD,GX,GY,GZ"),
+    "NKF4": (84, "QcccccfbbHBHHb", "TimeUS,SV,SP,SH,SM,SVT,errRP,OFN,OFE,FS,TS,SS,GPS,PI"),
+    "POS": (85, "QLLeff", "TimeUS,Lat,Lng,Alt,RelHomeAlt,RelOriginAlt"),
+    "ATT": (86, "QccccCCCC", "TimeUS,DesRoll,Roll,DesPitch,Pitch,DesYaw,Yaw,ErrRP,ErrYaw"),
+}
 _STRUCT = {"b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I", "f": "f", "d": "d", "n": "4s", "N": "16s",
            "Z": "64s", "c": "h", "C": "H", "e": "i", "E": "I", "L": "i", "M": "B", "q": "q", "Q": "Q"}
 _SCALE = {"c": 100.0, "C": 100.0, "e": 100.0, "E": 100.0, "L": 1e7}
@@ -61,6 +81,10 @@ class DataFlashWriter:
         body = struct.pack("<BB4s16s64s", tid, length, name.encode(), fmt.encode(), cols.encode())
         self.f.write(bytes([0xA3, 0x95, 0x80]) + body)
         self.declared.add(name)
+
+    def declare(self, name: str) -> None:
+        """The message's FMT alone, as a firmware declares every message it might write (EKF3's beside EKF2's)."""
+        self._fmt(name)
 
     def write(self, name: str, *values) -> None:
         """One message; values in the log's units (metres, degrees: scaled here as the format says)."""

@@ -1,0 +1,91 @@
+"""Loss of control and crashes (constraint attitude_control, CONTRACT.md §2): a DataFlash log whose attitude
+leaves the autopilot's own target, checked only armed and in a mode that controls attitude."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from uav_debate_eval.cli import main
+from uav_debate_eval.core.mission_file import parse_mission
+from uav_debate_eval.io.dataflash import read_dataflash
+from uav_debate_eval.sim.dataflash import EKF2_FORMATS, GOOD_FLAGS, DataFlashWriter
+
+STABILIZE, ACRO, EV_ARMED, EV_DISARMED = 0, 1, 10, 11
+
+
+def write_flight(path: Path, lose_control: bool, crash: bool, acro: bool = False, disarmed_swing: bool = False) -> None:
+    """A 40-s hover in STABILIZE; from 20 s roll swings up to 100° away from its 0° target for 3 s (lose_control);
+    then the vehicle lies at 75° roll to the end (crash, with ERR CRASH_CHECK)."""
+    w = DataFlashWriter(path, formats=EKF2_FORMATS)
+    w.write("MSG", 0, "ArduCopter V3.4.6")
+    w.write("PARM", 0, "AHRS_EKF_TYPE", 2, 2)
+    w.write("EV", 900_000, EV_ARMED)
+    w.write("MODE", 1_000_000, ACRO if acro else STABILIZE, ACRO if acro else STABILIZE, 2)
+    for i in range(400):
+        t = 1_000_000 + 100_000 * i
+        s = t / 1e6 - 1.0
+        roll = 2.0
+        if lose_control and 20.0 <= s < 23.0:
+            roll = 30.0 + 70.0 * (s - 20.0) / 3.0
+        if crash and s >= 23.0:
+            roll = 75.0
+        if disarmed_swing and s >= 30.0:
+            roll = 90.0
+        if crash and i == 231:
+            w.write("ERR", t, 12, 1)
+        if disarmed_swing and i == 290:
+            w.write("EV", t, EV_DISARMED)
+        w.write("NKF1", t, 0, 0, 0, 0, 0, 0, 0, 0, 0, -5.0, 0, 0, 0)
+        w.write("NKF4", t, 0.1, 0.1, 0.1, 0.1, 0.1, 0.0, 0, 0, 0, 0, GOOD_FLAGS & 0xFFFF, 0, 0)
+        w.write("ATT", t, 0.0, roll, 0.0, 1.0, 0, 0, 0, 0)
+    w.close()
+
+
+def test_reader_keeps_attitude_targets_and_crash(tmp_path):
+    path = tmp_path / "crash.bin"
+    write_flight(path, lose_control=True, crash=True)
+    log = read_dataflash(path, "v")
+    t, actual, target, controlled = log.attitude
+    assert len(t) == 400 and controlled.all() and actual[-1, 0] == pytest.approx(75.0)
+    (crash,) = [e for e in log.events if e.type == "crash"]
+    assert "crash check" in crash.label and "came to rest on its side (75° tilt)" in crash.label
+    assert not any(e.extra.get("subsystem") == "CRASH_CHECK" for e in log.events if e.type != "crash")
+
+
+def run(tmp_path, name, **kw) -> tuple[int, dict]:
+    path = tmp_path / f"{name}.bin"
+    write_flight(path, **kw)
+    out = tmp_path / name
+    code = main(["evaluate", str(path), "--out", str(out), "--llm", "rules", "--quiet"])
+    return code, json.loads((out / "report.json").read_text())
+
+
+def test_loss_of_control_without_mission_is_a_violation_with_a_crash_finding(tmp_path):
+    code, rep = run(tmp_path, "crash", lose_control=True, crash=True)
+    assert code == 3 and rep["verdict"]["label"] == "risky"
+    (v,) = [v for v in rep["violations"] if v["constraint"] == "attitude_control"]
+    assert v["limit"] == pytest.approx(45.0)
+    assert v["t_start"] == pytest.approx(20.7, abs=0.15)  # roll passes 45° at 20.64 s
+    assert "lost attitude control" in v["detail"] and "against its 0° target" in v["detail"]
+    crash = [f for f in rep["findings"] if f["kind"] == "crash"]
+    assert crash and crash[0]["severity"] == "hazard" and "came to rest on its side" in crash[0]["sentence"]
+
+
+def test_controlled_flight_holds_attitude_control(tmp_path):
+    code, rep = run(tmp_path, "clean", lose_control=False, crash=False)
+    assert code == 0 and not rep["violations"] and "attitude_control held" in rep["verdict"]["summary"]
+
+
+@pytest.mark.parametrize("kw, exit_code", [({"acro": True}, 4), ({"disarmed_swing": True}, 0)])
+def test_no_target_to_miss_in_acro_or_disarmed(tmp_path, kw, exit_code):
+    """ACRO throughout: no attitude target, so nothing is checked (inconclusive); a swing after the disarm is no
+    loss of control."""
+    code, rep = run(tmp_path, "free", lose_control=kw.get("acro", False), crash=False, **kw)
+    assert code == exit_code and not [v for v in rep["violations"] if v["constraint"] == "attitude_control"]
+
+
+def test_mission_sets_the_attitude_limit():
+    m = parse_mission("mission: {name: m}\nconstraints:\n  max_attitude_error_deg: 30\n  attitude_error_hold_s: 1.5\n")
+    assert m.constraints.max_attitude_error_deg == 30 and m.constraints.attitude_error_hold_s == 1.5
+    assert "attitude_control" in m.constraints.checked

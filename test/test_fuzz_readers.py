@@ -1,0 +1,24 @@
+"""Every reader on a few hundred seeded mutants (test/fuzz_readers.py; `make fuzz` runs thousands): each is read
+or rejected with one line, never a traceback or a hang; a rejected input leaves no report behind."""
+
+from fuzz_readers import fuzz
+
+from uav_debate_eval.cli import main
+
+MUTANTS = 320  # 40 per seed file, about 30 s
+
+
+def test_mutants_are_read_or_rejected_in_one_line(tmp_path, capsys):
+    counts, failures, rejected = fuzz(tmp_path, MUTANTS, seed=0)
+    assert not failures, "\n".join(failures[:3])
+    formats = {fmt for fmt, _ in counts}
+    assert formats == {"csv", "mcap", "db3", "bag", "ulg", "bin", "bin_real", "tlog"}
+    assert sum(counts.values()) == MUTANTS
+    assert sum(v for (_, k), v in counts.items() if k == "rejected") > 20  # the mutants do bite
+    capsys.readouterr()
+    for fmt, path in sorted(rejected.items())[:4]:
+        out = tmp_path / f"out_{fmt}"
+        assert main(["evaluate", str(path), "--out", str(out), "--llm", "rules", "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and path.name in err, err
+        assert not (out / "report.json").exists()

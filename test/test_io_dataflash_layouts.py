@@ -1,0 +1,196 @@
+"""Every DataFlash generation the field writes, through the DataFlash writer's old layouts and real logs:
+time fields, GPS week fields, the estimator in use beside ones only declared, vehicle class, SITL."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from contract import SHARED_SPEC
+
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.io.dataflash import open_dataflash, read_dataflash
+from uav_debate_eval.io.dataflash_columns import columns, field_names
+from uav_debate_eval.sim.dataflash import COPTER33_FORMATS, EKF2_FORMATS, GOOD_FLAGS, DataFlashWriter, gps_week_ms
+
+LAT0, LON0 = -35.36, 149.16
+REAL = Path(__file__).parent / "fixtures" / "real" / "ardupilot"
+SHARED = SHARED_SPEC.parent / "fixtures" / "real" / "ardupilot"  # ../shared beside the clone
+
+
+def write_copter33(path: Path, n: int = 100) -> None:
+    """An ArduCopter 3.3 log: TimeMS, EKF1/EKF4, GPS T/Week, EV and ERR without time, MODE without a reason."""
+    w = DataFlashWriter(path, formats=COPTER33_FORMATS)
+    w.write("MSG", "ArduCopter V3.3.1 (a1b2c3d4)")
+    w.write("PARM", "ANGLE_MAX", 4500)
+    w.write("MODE", 1000, 0, 0)
+    week, ms0 = gps_week_ms(1_430_000_000.0)
+    for i in range(n):
+        t_ms = 2000 + 100 * i
+        w.write("EKF1", t_ms, 0, 0, 0, 1.0, 0, 0, 0.1 * i, 0, -5.0, 0, 0, 0)
+        w.write("EKF4", t_ms, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0, 0, 0, 0, 0)
+        if i % 2 == 0:
+            w.write("GPS", 3, ms0 + 100 * i, week, 10, 0.9, LAT0 + 1e-6 * i, LON0, 0.0, 600.0, 1.0, 0.0, 0.0, t_ms)
+        if i == 50:
+            w.write("EV", 10)
+            w.write("ERR", 11, 2)
+    w.close()
+
+
+def test_copter33_time_ms_gps_week_and_untimed_events(tmp_path):
+    path = tmp_path / "c33.bin"
+    write_copter33(path)
+    reader = open_dataflash(path)
+    gps = columns(reader, "GPS", ["GMS", "GWk", "Lat"])
+    assert gps is not None and set(gps) == {"TimeUS", "GMS", "GWk", "Lat", "offset"}
+    assert gps["TimeUS"][0] == pytest.approx(2.0e6) and gps["GWk"][0] == pytest.approx(1841)
+    assert field_names(reader, "GPS")[1:3] == ["GMS", "GWk"]
+    reader.close()
+    log = read_dataflash(path, "c33")
+    assert log.firmware.startswith("ArduCopter V3.3.1") and log.vehicle_class == "multirotor" and not log.sitl
+    assert log.estimator.startswith("EKF1") and len(log.track.t_us) == 100
+    assert log.track.t_us[0] == pytest.approx(2.0e6) and log.track.pos_ned[10, 0] == pytest.approx(1.0, abs=1e-4)
+    assert log.track.utc_offset_us == pytest.approx((1_430_000_000.0 - 2.0) * 1e6, abs=2e3)
+    assert log.track.valid is None  # EKF4's flags are 0 throughout: not reported, not invalid
+    assert any("validity not reported" in n for n in log.notes)
+    gps_glitch = [e for e in log.events if e.extra.get("subsystem") == "GPS"]
+    assert gps_glitch and gps_glitch[0].t_us == pytest.approx(7.0e6, abs=0.2e6)  # ERR takes the clock before it
+
+
+def write_ekf2(path: Path, params: dict, declare_xkf: bool = True, write_xkf: bool = False,
+               firmware: str = "ArduCopter V4.0.3", flags: int = GOOD_FLAGS & 0xFFFF) -> None:
+    """EKF2 in use (NKF1/NKF4), EKF3's XKF1 declared (or also written 100 m away, to tell them apart)."""
+    w = DataFlashWriter(path, formats=EKF2_FORMATS)
+    w.write("MSG", 0, firmware)
+    for k, v in params.items():
+        w.write("PARM", 0, k, v, v)
+    if declare_xkf:
+        w.declare("XKF1")
+    for i in range(50):
+        t = 1_000_000 + 100_000 * i
+        w.write("NKF1", t, 0, 0, 0, 0, 2.0, 0, 0, 0, 0.2 * i, 0, 0, 0, 0)
+        w.write("NKF4", t, 0.1, 0.1, 0.1, 0.1, 0.1, 0.0, 0, 0, 0, 0, flags, 0, 0)
+        if write_xkf:
+            w.write("XKF1", t, 0, 0, 0, 0, 0, 2.0, 0, 0, 100.0, 0.2 * i, 0, 0, 0, 0, 0)
+    w.close()
+
+
+def test_ekf2_in_use_with_ekf3_only_declared(tmp_path):
+    path = tmp_path / "ekf2.bin"
+    write_ekf2(path, {"SYSID_THISMAV": 1})
+    log = read_dataflash(path, "v")
+    assert log.estimator.startswith("EKF2 (NKF1") and "XKF1 only declared" in log.estimator
+    assert log.track.pos_ned[-1, 1] == pytest.approx(9.8, abs=1e-3)
+    assert log.track.valid is not None and log.track.valid.all()
+
+
+@pytest.mark.parametrize("ekf_type, east", [(2, 9.8), (3, 9.8), (None, 9.8)])
+def test_the_estimator_named_by_ahrs_ekf_type(tmp_path, ekf_type, east):
+    path = tmp_path / "both.bin"
+    params = {"AHRS_EKF_TYPE": ekf_type} if ekf_type is not None else {}
+    write_ekf2(path, params, declare_xkf=False, write_xkf=True)
+    log = read_dataflash(path, "v")
+    expected = {2: "EKF2", 3: "EKF3", None: "EKF3"}[ekf_type]
+    assert log.estimator.startswith(expected)
+    north = log.track.pos_ned[-1, 0]
+    assert north == pytest.approx(100.0 if expected == "EKF3" else 0.0)
+    assert log.track.pos_ned[-1, 1] == pytest.approx(east, abs=1e-3)
+
+
+def test_sitl_quadplane_source_makes_ekf_flags_meaningless(tmp_path):
+    path = tmp_path / "sitl.bin"
+    write_ekf2(path, {"AHRS_EKF_TYPE": 10, "SIM_SPEEDUP": 1, "Q_ENABLE": 1}, firmware="ArduPlane V4.5.0",
+               flags=0)
+    log = read_dataflash(path, "v")
+    assert log.sitl and log.vehicle_class == "vtol"
+    assert log.track.valid is None and any("SITL" in n for n in log.notes)
+
+
+@pytest.mark.parametrize("firmware, cls", [("ArduPlane V4.3.0", "fixed_wing"), ("ArduRover V4.2.0", "rover"),
+                                           ("APM:Copter V3.4-rc2", "multirotor"), ("ArduSub V4.1.0", "underwater")])
+def test_vehicle_class_from_firmware(tmp_path, firmware, cls):
+    path = tmp_path / "v.bin"
+    write_ekf2(path, {}, firmware=firmware)
+    assert read_dataflash(path, "v").vehicle_class == cls
+
+
+def test_global_position_when_no_ekf_was_logged(tmp_path):
+    path = tmp_path / "pos.bin"
+    w = DataFlashWriter(path, formats=EKF2_FORMATS)
+    w.declare("NKF1")
+    for i in range(20):
+        w.write("POS", 1_000_000 + 200_000 * i, LAT0 + 1e-5 * i, LON0, 600.0, 10.0, 10.0)
+    w.close()
+    log = read_dataflash(path, "v")
+    assert log.estimator.startswith("POS") and len(log.track.t_us) == 20
+    assert log.track.pos_ned[-1, 0] == pytest.approx(19 * 1.109, rel=0.01)
+    assert np.allclose(log.track.vel_ned[5:15, 0], 1.109 / 0.2, rtol=0.01)
+
+
+def test_nothing_to_read_is_one_line(tmp_path):
+    path = tmp_path / "none.bin"
+    w = DataFlashWriter(path, formats=EKF2_FORMATS)
+    w.declare("NKF1")
+    w.write("MSG", 0, "ArduCopter V4.0.3")
+    w.close()
+    with pytest.raises(InputError, match=r"none.bin: no position in the log \(no EKF position logged \(NKF1 declared"):
+        read_dataflash(path, "v")
+
+
+@pytest.mark.parametrize("name, cls, estimator, firmware", [
+    ("plane382_fragment.BIN", "fixed_wing", "EKF2", "ArduPlane V3.8.2"),
+    ("plane423_center_0003.bin", "fixed_wing", "EKF3", "ArduPlane V4.2.3"),
+    ("sub41_nogps_small.BIN", "underwater", "EKF3", "ArduSub V4.1.0"),
+])
+def test_real_logs_in_project(name, cls, estimator, firmware):
+    log = read_dataflash(REAL / name, "v")
+    assert log.vehicle_class == cls and log.estimator.startswith(estimator) and log.firmware.startswith(firmware)
+    assert len(log.track.t_us) > 20
+
+
+@pytest.mark.parametrize("name, estimator, gps_fixes", [
+    ("copter33_gps_7.BIN", "EKF1", 200), ("copter33_gps_112.BIN", "EKF1", 900), ("copter34_nogps_22.BIN", "EKF2", 0)])
+def test_real_unlicensed_logs_from_shared(name, estimator, gps_fixes):
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip("../shared/fixtures/real/ardupilot is not here")
+    log = read_dataflash(path, "v")
+    assert log.vehicle_class == "multirotor" and log.estimator.startswith(estimator)
+    assert len(log.gps_t_us) >= gps_fixes
+    if gps_fixes:
+        assert log.track.utc_offset_us is not None and 1.4e15 < log.track.utc_offset_us < 1.44e15  # 2014-2015
+
+
+def test_real_sitl_plane_tlog_is_known_as_such():
+    from uav_debate_eval.io.tlog import read_tlog
+
+    (log,) = read_tlog(REAL / "plane450_sitl_mav.tlog")
+    assert log.sitl and log.vehicle_class == "fixed_wing" and log.firmware.startswith("ArduPlane V4.5.0")
+    assert log.track.valid is not None and log.track.valid.mean() > 0.98  # only the EKF's start-up is invalid
+
+
+def test_quality_judges_a_plane_by_a_plane_reach():
+    from uav_debate_eval.core.mission import Mission
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.quality.gnss import vehicle_class
+
+    t = np.arange(10.0)
+    traj = SwarmTrajectory.from_columns(t, np.array(["p"] * 10), np.zeros((10, 3)))
+    traj.ingest.autopilot["p"] = {"vehicle_class": "fixed_wing"}
+    assert vehicle_class(traj, Mission(), "p") == "fixed_wing"
+    named = Mission()
+    named.vehicle_class = "indoor_micro"
+    assert vehicle_class(traj, named, "p") == "indoor_micro"  # the mission's word wins
+    assert vehicle_class(traj, Mission(), "other") == "multirotor"
+
+
+def test_a_mode_logged_twice_is_one_event(tmp_path):
+    path = tmp_path / "twice.bin"
+    w = DataFlashWriter(path, formats=EKF2_FORMATS)
+    w.write("MODE", 1_000_000, 5, 5, 1)
+    w.write("MODE", 1_000_000, 5, 5, 1)
+    w.write("MODE", 3_000_000, 6, 6, 1)
+    for i in range(30):
+        w.write("NKF1", 1_000_000 + 100_000 * i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    w.close()
+    modes = [e for e in read_dataflash(path, "v").events if e.type == "flight_mode"]
+    assert [e.t_us for e in modes] == [1_000_000, 3_000_000]

@@ -242,7 +242,8 @@ def with_aspects(response: AgentResponse, answered: list[dict], aspect_items: li
         return
     response.aspects = answered
     response.summary = f"{response.summary} {aspect_answer_text(answered, aspect_items)}".strip()
-    response.evidence = list(dict.fromkeys([*response.evidence, *aspect_evidence(answered, aspect_items)]))[:EVIDENCE_MAX]
+    facts = aspect_evidence(answered, aspect_items)
+    response.evidence = list(dict.fromkeys([*response.evidence, *facts]))[:EVIDENCE_MAX]
 
 
 def endorsed_ids(response: AgentResponse) -> set[str]:

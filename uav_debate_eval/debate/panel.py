@@ -15,8 +15,8 @@ import numpy as np
 from uav_debate_eval.debate import agenda, aspects, prompts, spend, synthesis, wording
 from uav_debate_eval.debate import judge as judging
 from uav_debate_eval.debate.agenda import Ledger, LeftOut
-from uav_debate_eval.debate.aspects import TOPICS
 from uav_debate_eval.debate.agents import LLMAgent, Reply, RulesAgent
+from uav_debate_eval.debate.aspects import TOPICS
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.consensus import consensus, round_text, similarity
 from uav_debate_eval.debate.evidence import Check, EvidenceVerifier, q_evidence
@@ -31,7 +31,6 @@ from uav_debate_eval.debate.topology import POLICY_FILE, Controller, Policy, obs
 from uav_debate_eval.debate.uncertainty import uncertainty
 from uav_debate_eval.findings import build_findings
 from uav_debate_eval.findings.admissible import admissible
-
 
 #: A call the mission's token budget cannot pay for (not made, not a failure).
 OVER_BUDGET = "token budget"
@@ -169,24 +168,9 @@ class Panel:
             self.ledger.reserved = self._floors([(contexts[j], segs[j], tiers[j]) for j in remaining])
             await self.segment(contexts[i], segs[i], tiers[i])
         self.ledger.reserved = 0
-        for seg in segs:  # a finding left out here may have been debated in a later segment (its key)
-            for f in seg.findings:
-                if f.id in seg.not_debated and f.key in self.covered:
-                    del seg.not_debated[f.id]
-                    seg.debated_in[f.id] = self.covered[f.key]
-        by_seg = {s.segment_id: s for s in segs}
-        self.ledger.left_out = [x for x in self.ledger.left_out if x.id in by_seg[x.segment].not_debated]
-        self._renumber([rd for s in segs for rd in s.rounds])
+        spend.settle(segs, self.covered, self.ledger)
+        spend.renumber([rd for s in segs for rd in s.rounds], [*self.transcript, *self.failures])
         return segs
-
-    def _renumber(self, rounds: list[RoundRecord]) -> None:
-        """Rounds ran by priority; the report numbers them in time order (transcript and failures follow)."""
-        new = {rd.index: n for n, rd in enumerate(rounds)}
-        for rd in rounds:
-            rd.index = new[rd.index]
-        for row in [*self.transcript, *self.failures]:
-            if isinstance(row.get("round"), int) and row["round"] in new and row.get("kind", "agent") != "verdict":
-                row["round"] = new[row["round"]]
 
     def _open(self, seg: SegmentDebate) -> list:
         """The segment's findings not yet debated in another segment."""
@@ -198,7 +182,7 @@ class Panel:
 
     def _floors(self, rest: list[tuple[SegmentContext, SegmentDebate, dict[str, int]]]) -> int:
         """What the hazard segments still to come need at least (a hazard shared by several counted once)."""
-        total, keys = 0, set()
+        total, keys = 0, set[str]()
         for ctx, seg, tiers in rest:
             new = {f.key for f in self._open(seg) if f.severity == "hazard"} - keys
             if new:
@@ -226,7 +210,7 @@ class Panel:
         return seg
 
     def _turn_maker(self, ctx: SegmentContext, seg: SegmentDebate, r: int, ids: tuple[list[str], list[str]],
-                    quotes: Any, red: set[int], extra: Callable[[int, Any], dict]) -> Callable[..., Turn]:
+                    quotes: Any, red: set[int], extras: list[dict] | None = None) -> Callable[..., Turn]:
         cfg = self.cfg
 
         def make(i: int, persona: Persona, mine: list, groups: dict, items: list) -> Turn:
@@ -236,7 +220,7 @@ class Panel:
                         max_evidence=cfg.max_evidence, compact=cfg.compact, quotes=quotes,
                         findings=mine if cfg.choices else [], lean=cfg.lean_prompts, admissible=seg.admissible,
                         groups=groups, aspects=items if r == 0 else [], excerpt=seg.excerpt,
-                        shared_findings=not (cfg.lean_prompts and cfg.choices), **extra(i, persona))
+                        shared_findings=not (cfg.lean_prompts and cfg.choices), **(extras[i] if extras else {}))
         return make
 
     def _plans(self, ctx: SegmentContext, seg: SegmentDebate, tiers: dict[str, int]) -> list[spend.Plan]:
@@ -250,7 +234,7 @@ class Panel:
         if seg.segment_id not in self._ids:
             verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, self.cfg.quote_rel_tol, self.cfg.quote_abs_tol)
             self._ids[seg.segment_id] = (verifier.valid_ids, verifier.metric_refs())
-        make = self._turn_maker(ctx, seg, 0, self._ids[seg.segment_id], None, set(), lambda i, p: {})
+        make = self._turn_maker(ctx, seg, 0, self._ids[seg.segment_id], None, set())
         return sum(spend.call_cost(t, self.count, self.cfg.answer_tokens, self.exact)
                    for t in spend.turns_for(plan, roles(self.personas, 0), make))
 
@@ -309,11 +293,11 @@ class Panel:
             rec = RoundRecord(self.round_index, ctx.segment_id, r, r_info.layer, sorted(red), assigned[0].id,
                               interventions, plan=plan if obs is not None else None)
             by_role = {x.role: x.response for x in prev}
-            make = self._turn_maker(ctx, seg, r, (valid_ids, metric_refs), quotes, red, lambda i, p: {
-                "issues": issues if i == 0 else "", "interventions": interventions,
-                "own_previous": by_role.get(p.id),
-                "previous": [(x.role, x.team, x.response) for j, x in enumerate(last)
-                             if x is not None and (j == i or j in plan.visible[i])]})
+            extras = [{"issues": issues if i == 0 else "", "interventions": interventions,
+                       "own_previous": by_role.get(assigned[i].id),
+                       "previous": [(x.role, x.team, x.response) for j, x in enumerate(last)
+                                    if x is not None and (j == i or j in plan.visible[i])]} for i in range(k)]
+            make = self._turn_maker(ctx, seg, r, (valid_ids, metric_refs), quotes, red, extras)
             turns = {i: t for i, t in enumerate(spend.turns_for(budget_plan, assigned, make)) if active[i]}
             results = dict(zip(turns, await asyncio.gather(*(self._turn(agents[i], t, verifier, seg, rec)
                                                                 for i, t in turns.items())), strict=True))

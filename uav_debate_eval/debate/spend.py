@@ -89,3 +89,24 @@ def excerpt(ctx: Any, findings: list, most: int = 2) -> list[str]:
     refs = [next((r for r in f.refs if r.startswith("RISK[") and r in index), "") for f in leads]
     refs = [r for r in refs if r]
     return [str(index[r].text) for r in list(dict.fromkeys(refs))[:most] if getattr(index[r], "text", "")]
+
+
+def settle(segs: list, covered: dict[str, str], ledger: agenda.Ledger) -> None:
+    """A finding left out in one segment but debated in a later one (its key) counts as debated there."""
+    for seg in segs:
+        for f in seg.findings:
+            if f.id in seg.not_debated and f.key in covered:
+                del seg.not_debated[f.id]
+                seg.debated_in[f.id] = covered[f.key]
+    by_seg = {s.segment_id: s for s in segs}
+    ledger.left_out = [x for x in ledger.left_out if x.id in by_seg[x.segment].not_debated]
+
+
+def renumber(rounds: list, rows: list[dict]) -> None:
+    """Rounds ran by priority; the report numbers them in time order (the transcript's and failures' rows follow)."""
+    new = {rd.index: n for n, rd in enumerate(rounds)}
+    for rd in rounds:
+        rd.index = new[rd.index]
+    for row in rows:
+        if isinstance(row.get("round"), int) and row["round"] in new and row.get("kind", "agent") != "verdict":
+            row["round"] = new[row["round"]]

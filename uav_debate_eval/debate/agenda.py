@@ -5,7 +5,7 @@ mission or overlaps one in time; 2 any other warning or data-quality finding; 3 
 order of their most urgent finding (then in time), each with an agenda of the findings that fit; what the budget
 leaves out stays in the report, marked not debated with the reason.
 
-Each agent is asked only about the findings of its persona (`BIAS_KINDS`); a hazard also goes to the safety persona.
+Each agent is asked only about the findings of its persona (`BIAS_KINDS`) and the hazards.
 Findings of one kind and vehicle set read as one line with all their ids (`group`), and a choice on one of them
 applies to every one (`expand`), so twenty overspeed intervals of one vehicle cost one line.
 """
@@ -72,16 +72,15 @@ def expand(choices: list[dict], groups: dict[str, list[str]], adm: Any = None) -
 
 
 def assign(findings: list[Any], personas: list[Any]) -> list[list[Any]]:
-    """Per persona, the findings it is asked about: those of its bias (a hazard also to the safety persona), the
-    rest to the persona with the fewest; every persona gets at least the most important finding."""
+    """Per persona, the findings it is asked about: every hazard (the panel weighs each one), the rest by the
+    persona's bias, else to the persona with the fewest; every persona gets at least the most important finding."""
     if len(personas) == 1 or not findings:
         return [list(findings) for _ in personas]
     out: list[list[Any]] = [[] for _ in personas]
     for f in findings:
         kind = finding_kind(f)
         takers = [i for i, p in enumerate(personas)
-                  if kind.startswith(BIAS_KINDS.get(p.bias, ("",))) or (f.severity == "hazard"
-                                                                           and p.bias == "zero_trust")]
+                  if kind.startswith(BIAS_KINDS.get(p.bias, ("",))) or f.severity == "hazard"]
         for i in takers or [min(range(len(out)), key=lambda j: len(out[j]))]:
             out[i].append(f)
     return [fs or [findings[0]] for fs in out]

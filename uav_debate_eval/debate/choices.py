@@ -99,9 +99,10 @@ def choice_schema(findings: list, adm: Admissible | None = None, note_max: int =
         "recommendations": {"type": "array", "items": {"type": "string", "enum": recs}, "minItems": 1,
                             "maxItems": min(MAX_PICKS, len(recs))},
         "note": plain_string(0, note_max)})
-    if aspect_items:
+    required = list(props)
+    if aspect_items:  # optional: an answer without it reads every aspect ok
         props["concerns"] = aspect_schema(aspect_items)
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
 def choice_answer(response: AgentResponse, findings: list, adm: Admissible | None = None) -> dict:

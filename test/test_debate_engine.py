@@ -32,7 +32,9 @@ def _const(**kw):
 def test_rules_mission_is_deterministic_and_schema_valid():
     ctxs = [make_context("MSEG[1]", 0, 30), make_context("MSEG[2]", 30, 60, n_events=6, borderline=True, fc=0.9),
             make_context("MSEG[3]", 60, 90, n_events=8, violation=True)]
-    a, b = (run_debate(ctxs, Mission(), DebateConfig(router="complexity", router_thresholds=T)) for _ in range(2))
+    # the protocol without the mission's budget (test_stop_on_token_budget and test_debate_budget spend one)
+    cfg = DebateConfig(router="complexity", router_thresholds=T, token_budget=10**6)
+    a, b = (run_debate(ctxs, Mission(), cfg) for _ in range(2))
     ra, rb = a.to_report(), b.to_report()
     jsonschema.validate(ra, SCHEMA["properties"]["debate"])
     assert json.dumps(ra["rounds"]) == json.dumps(rb["rounds"])
@@ -123,9 +125,21 @@ def test_stop_on_score_convergence():
 
 
 def test_stop_on_token_budget():
-    cfg, be = _fake(_varied, token_budget=500)  # 3 agents x 120 tokens = 360 per round: a 2nd would exceed it
-    seg = run_debate([make_context(**BUSY)], Mission(), cfg, backend=be).segments[0]
-    assert (len(seg.rounds), seg.stop_reason) == (1, "budget") and seg.tokens == {"prompt": 300, "completion": 60}
+    """The mission's budget holds by construction: a call is made only when its prompt and completion cap fit, and a
+    round only when another round of the last one's cost fits."""
+    full = run_debate([make_context(**BUSY)], Mission(), _fake(_varied, token_budget=10**6)[0],
+                      backend=_fake(_varied)[1]).segments[0]
+    assert len(full.rounds) > 1 and [len(r.responses) for r in full.rounds] == [3] * len(full.rounds)
+    answered = {}
+    for budget in (800, 1500, 2500):
+        cfg, be = _fake(_varied, token_budget=budget)
+        res = run_debate([make_context(**BUSY)], Mission(), cfg, backend=be)
+        seg, spent = res.segments[0], res.tokens()["prompt"] + res.tokens()["completion"]
+        assert spent <= budget and res.to_report()["tokens"]["spent"] == spent
+        answered[budget] = [len(r.responses) for r in seg.rounds]
+        if budget == 800:  # one call fits (prompt + completion cap), a second round would not
+            assert seg.stop_reason == "budget"
+    assert answered == {800: [1], 1500: [1, 1], 2500: [3, 3]}  # the whole panel once its round fits
 
 
 def test_stop_max_rounds_when_labels_keep_moving():
@@ -190,11 +204,12 @@ def test_collaborative_mode_has_no_red_team():
 
 def test_adaptive_rotation_in_engine():
     # safety issues in round 0 (red critic names the margin) -> the safety persona leads round 1
-    cfg = DebateConfig(rotation="adaptive", score_gap_eps=0.0, router="complexity", router_thresholds=T)
+    cfg = DebateConfig(rotation="adaptive", score_gap_eps=0.0, router="complexity", router_thresholds=T,
+                       token_budget=10**6)
     res = run_debate([make_context(n_events=6, borderline=True)], Mission(), cfg)
     leads = [r.lead for r in res.rounds]
     assert leads[0] == "flight_control" and leads[1] == "safety"
-    cfg = DebateConfig(score_gap_eps=0.0, router="complexity", router_thresholds=T)
+    cfg = DebateConfig(score_gap_eps=0.0, router="complexity", router_thresholds=T, token_budget=10**6)
     rr = run_debate([make_context(n_events=6, borderline=True)], Mission(), cfg)
     assert [r.lead for r in rr.rounds] == ["flight_control", "coordination", "safety"]
 

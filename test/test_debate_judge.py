@@ -105,10 +105,15 @@ def test_no_judge_call_for_rules_for_vote_or_after_the_budget_is_spent():
     res = run_debate([make_context()], Mission(), CX(judge="vote"), backend=backend)
     assert backend.judge_requests == [] and res.segments[0].decided_by == "judge"
     backend = ScriptedBackend(_split, judge=_judge_says("borderline"))
-    res = run_debate([make_context()], Mission(), CX(token_budget=100),
-                     backend=backend)
-    assert backend.judge_requests == [] and res.segments[0].stop_reason == "budget"
-    assert res.segments[0].judge.by == "vote" and res.segments[0].panel_label == "safe"
+    res = run_debate([make_context()], Mission(), CX(token_budget=100), backend=backend)  # not even one call fits
+    seg = res.segments[0]
+    assert backend.judge_requests == [] and seg.stop_reason == "budget" and not seg.rounds
+    assert seg.decided_by == "rules_verdict" and seg.not_debated and res.to_report()["tokens"]["spent"] == 0
+    backend = ScriptedBackend(_split, judge=_judge_says("borderline"))
+    res = run_debate([make_context()], Mission(), CX(token_budget=1000), backend=backend)  # a round, not the judge
+    seg = res.segments[0]
+    assert backend.judge_requests == [] and seg.rounds and res.to_report()["tokens"]["spent"] <= 1000
+    assert seg.judge.by == "vote" and "token budget" in seg.judge.error and seg.panel_label == "safe"
 
 
 def test_judge_schema_bounds_and_answer_checks():

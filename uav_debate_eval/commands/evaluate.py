@@ -117,7 +117,8 @@ def _run_one(flight: FlightInputs, out: Path, opts: JobOptions, *, show_progress
         ev = evaluate_flight(list(flight.paths), out, opts, progress=bar)
     row = flight_row(flight, ev.report, out, time.perf_counter() - t0)
     if not quiet:
-        print(f"{row['label']}: {row['violations']} violation(s), overall score {fmt(row['overall'])}; "
+        spend = f"; {row['budget']}" if row.get("budget") else ""
+        print(f"{row['label']}: {row['violations']} violation(s), overall score {fmt(row['overall'])}{spend}; "
               f"reports in {out}")
         for line in row["words"]:
             print(line)

@@ -47,15 +47,20 @@ class RulesAgent:
     async def respond(self, turn: Turn, previous_answer: AgentResponse | None = None) -> Reply:
         start = time.perf_counter()
         msgs = prompts.messages(turn, previous_answer)
-        response = rules_response(turn)
-        # with findings a model writes only its choices (the tool composes the text), so that is what is counted
-        answer = choice_answer(response, turn.findings, turn.admissible) if response.choices else response.to_dict()
-        text = json.dumps(answer)
+        response, text = rules_answer(turn)
         return Reply(response, msgs, text,
                      prompt_tokens=sum(count_tokens(m["content"]) for m in msgs),
                      completion_tokens=count_tokens(text),
                      latency_s=time.perf_counter() - start, model="rules",
                      parts=prompts.part_tokens(turn, previous_answer))
+
+
+def rules_answer(turn: Turn) -> tuple[AgentResponse, str]:
+    """The rules agent's response and the JSON it counts as its completion: with findings a model writes only its
+    choices (the tool composes the text), so that is what is counted."""
+    response = rules_response(turn)
+    answer = choice_answer(response, turn.findings, turn.admissible) if response.choices else response.to_dict()
+    return response, json.dumps(answer)
 
 
 class LLMAgent:
@@ -68,11 +73,11 @@ class LLMAgent:
 
     async def respond(self, turn: Turn, previous_answer: AgentResponse | None = None) -> Reply:
         msgs = prompts.messages(turn, previous_answer)
-        schema = choice_schema(turn.findings, turn.admissible) if turn.findings else \
+        schema = choice_schema(turn.findings, turn.admissible, aspect_items=turn.aspects) if turn.findings else \
             response_schema(turn.valid_ids + turn.metric_refs, quotes=turn.quotes)
         request = ChatRequest(messages=msgs, agent=self.name, round=turn.round, json_schema=schema,
                               valid_ids=turn.valid_ids + turn.metric_refs, temperature=self.temperature,
-                              max_tokens=self.max_tokens, seed=self.seed)
+                              max_tokens=min(self.max_tokens, turn.completion_cap or self.max_tokens), seed=self.seed)
         result = await self.backend.chat(request)
         data, error = result.data, result.error
         if data is None and result.text:
@@ -87,7 +92,7 @@ class LLMAgent:
         extra: dict = {"attempts": result.attempts}
         if data is not None and error is None and is_choice_answer(data):
             response, dropped = response_from_choices(data, turn.findings, turn.persona.name, turn.ctx,
-                                                      turn.admissible)
+                                                      turn.admissible, turn.groups, turn.aspects)
             extra["inadmissible"] = _inadmissible(result.repaired, dropped)
         elif data is not None and error is None:
             response = from_data(data)

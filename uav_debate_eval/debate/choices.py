@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from uav_debate_eval.debate.agenda import expand
+from uav_debate_eval.debate.aspects import answer_text as aspect_answer_text
+from uav_debate_eval.debate.aspects import evidence as aspect_evidence
+from uav_debate_eval.debate.aspects import schema as aspect_schema
 from uav_debate_eval.debate.cite import dsl_evidence, metric_evidence
 from uav_debate_eval.debate.llm.structured import CONFIDENCE_STEPS, LABELS, plain_string
 from uav_debate_eval.debate.response import AgentResponse
@@ -17,8 +21,11 @@ from uav_debate_eval.findings.admissible import DISPUTE_REASONS, ENDORSE_REASONS
 __all__ = ["DISPUTE_REASONS", "ENDORSE_REASONS", "REASONS", "choice_format", "choice_schema", "compose",
            "normalise", "response_from_choices"]
 MAX_CHOICES = 3
+#: Appended to the format when agents are asked about aspects (debate.aspects).
+ASPECTS_FORMAT = " With ASPECTS, also \"concerns\": the ids A.. of those that are a concern (the rest read ok)."
 MAX_PICKS = 2
 NOTE_MAX = 160
+EVIDENCE_MAX = 6
 
 
 def unconstrained(findings: list) -> Admissible:
@@ -76,7 +83,8 @@ def _alternatives(findings: list, adm: Admissible) -> list[dict]:
             for (stance, reasons), ids in groups.items()]
 
 
-def choice_schema(findings: list, adm: Admissible | None = None, note_max: int = NOTE_MAX) -> dict:
+def choice_schema(findings: list, adm: Admissible | None = None, note_max: int = NOTE_MAX,
+                  aspect_items: list | None = None) -> dict:
     """JSON Schema of one agent's choices: finding ids, the reasons each admits, the open labels and recommendation
     ids are enums (a grammar for `local`, a schema and its post-check for `openai`); no label when one is left."""
     adm = adm or unconstrained(findings)
@@ -91,7 +99,10 @@ def choice_schema(findings: list, adm: Admissible | None = None, note_max: int =
         "recommendations": {"type": "array", "items": {"type": "string", "enum": recs}, "minItems": 1,
                             "maxItems": min(MAX_PICKS, len(recs))},
         "note": plain_string(0, note_max)})
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    required = list(props)
+    if aspect_items:  # optional: an answer without it reads every aspect ok
+        props["concerns"] = aspect_schema(aspect_items)
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
 def choice_answer(response: AgentResponse, findings: list, adm: Admissible | None = None) -> dict:
@@ -99,8 +110,10 @@ def choice_answer(response: AgentResponse, findings: list, adm: Admissible | Non
     asked, confidence, recommendation ids, note."""
     rids = {text: rid for rid, (_, text) in candidates(findings).items()}
     label = {"label": response.assessment} if adm is None or adm.label_open else {}
+    aspects = {"concerns": [a["id"] for a in response.aspects if a["stance"] == "concern"]} \
+        if response.aspects else {}
     return {"findings": [dict(c) for c in response.choices], **label, "confidence": response.confidence,
-            "recommendations": [rids[t] for t in response.picked if t in rids], "note": response.note}
+            "recommendations": [rids[t] for t in response.picked if t in rids], "note": response.note, **aspects}
 
 
 def is_choice_answer(data: Any) -> bool:
@@ -200,12 +213,16 @@ def evidence_for(choices: list[dict], by_id: dict, ctx: Any, limit: int = 5) -> 
     return list(dict.fromkeys(out))[:limit]
 
 
-def response_from_choices(data: dict, findings: list, who: str, ctx: Any,
-                          adm: Admissible | None = None) -> tuple[AgentResponse, int]:
+def response_from_choices(data: dict, findings: list, who: str, ctx: Any, adm: Admissible | None = None,
+                          groups: dict[str, list[str]] | None = None,
+                          aspect_items: list | None = None) -> tuple[AgentResponse, int]:
     """(an AgentResponse whose text the tool composed from the model's admissible choices, inadmissible choices
-    dropped); the model's note rides along."""
+    dropped); a choice on a grouped finding applies to its group; the model's note rides along."""
     adm = adm or unconstrained(findings)
     choices, picked, dropped = normalise(data, findings, adm)
+    choices = expand(choices, groups or {}, adm)
+    concerns = {str(x) for x in data.get("concerns") or []}
+    answered = [{"id": a.id, "stance": "concern" if a.id in concerns else "ok"} for a in aspect_items or []]
     label, wrong_label = label_of(data, adm)
     try:
         confidence = min(1.0, max(0.0, float(data.get("confidence", 0.5))))
@@ -216,7 +233,18 @@ def response_from_choices(data: dict, findings: list, who: str, ctx: Any,
                              summary=text["summary"], recommendation=text["recommendation"], confidence=confidence,
                              assessment=label, choices=choices, picked=picked,
                              note=str(data.get("note") or "").strip())
+    with_aspects(response, answered, aspect_items or [])
     return response, dropped + wrong_label
+
+
+def with_aspects(response: AgentResponse, answered: list[dict], aspect_items: list) -> None:
+    """Add the agent's aspect answers: the tool's sentence to its summary, the metric facts to its evidence."""
+    if not answered:
+        return
+    response.aspects = answered
+    response.summary = f"{response.summary} {aspect_answer_text(answered, aspect_items)}".strip()
+    facts = aspect_evidence(answered, aspect_items)
+    response.evidence = list(dict.fromkeys([*response.evidence, *facts]))[:EVIDENCE_MAX]
 
 
 def endorsed_ids(response: AgentResponse) -> set[str]:

@@ -29,7 +29,9 @@ class DebateConfig:
     mode: str = "adversarial"
     max_rounds: dict[int, int] = field(default_factory=lambda: {1: 1, 2: 3, 3: 5})  # per router layer
     min_rounds: dict[int, int] = field(default_factory=lambda: {1: 1, 2: 2, 3: 3})  # before early stop/convergence
-    token_budget: int = 40000  # prompt + completion tokens per segment (D3)
+    # prompt + completion tokens per mission (D3's budgeted stopping; debate.agenda spends it by priority)
+    token_budget: int = 4096
+    answer_tokens: int = 256  # completion cap of one agent's call (a choice answer with its aspects fits)
     early_stop_similarity: float = 0.92  # stop when Sim(S_r, S_r-1) exceeds it
     score_gap_eps: float = 0.02  # convergence: |mean score_r - mean score_r-1| below it
     tau_q: float = 0.7  # meta-cognitive quality threshold
@@ -103,6 +105,8 @@ class DebateConfig:
                 raise InputError(f"debate.{name}: need layers 1, 2, 3 with at least one round each")
             setattr(self, name, rounds)
         self.router_thresholds = tuple(float(x) for x in self.router_thresholds)  # type: ignore[assignment]
+        if self.token_budget < 1 or self.answer_tokens < 1:
+            raise InputError("debate.token_budget and debate.answer_tokens: must be positive")
         if self.veto_rounds < 1:
             raise InputError(f"debate.veto_rounds: must be at least 1, got {self.veto_rounds}")
         if not 0.0 < self.red_fraction < 1.0:

@@ -117,12 +117,14 @@ async def run_debate_async(contexts: list[SegmentContext], mission: Any, config:
     panel = Panel(agents, personas, config, vetoed, getattr(constraints, "max_speed_mps", None), progress,
                    len(contexts), mission, decide)
     try:
-        segs = [await panel.segment(ctx) for ctx in contexts]
+        segs = await panel.debate_all(contexts)
     finally:
         if owned is not None:
             await owned.aclose()
-    return assemble(segs, contexts, config, backend_name, model, estimated, panel.transcript, panel.failures,
-                    time.perf_counter() - start, fallback)
+    result = assemble(segs, contexts, config, backend_name, model, estimated, panel.transcript, panel.failures,
+                      time.perf_counter() - start, fallback)
+    result.budget = panel.ledger.to_dict()
+    return result
 
 
 def run_debate(contexts: list[SegmentContext], mission: Any, config: DebateConfig | None = None,

@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from uav_debate_eval.debate import agenda, aspects, prompts, spend, synthesis, wording
 from uav_debate_eval.debate import judge as judging
-from uav_debate_eval.debate import prompts, synthesis, wording
+from uav_debate_eval.debate.agenda import Ledger, LeftOut
 from uav_debate_eval.debate.agents import LLMAgent, Reply, RulesAgent
+from uav_debate_eval.debate.aspects import TOPICS
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.consensus import consensus, round_text, similarity
 from uav_debate_eval.debate.evidence import Check, EvidenceVerifier, q_evidence
@@ -23,12 +25,15 @@ from uav_debate_eval.debate.personas import Persona
 from uav_debate_eval.debate.prompts import Turn
 from uav_debate_eval.debate.records import ResponseRecord, RoundRecord, SegmentContext, SegmentDebate
 from uav_debate_eval.debate.response import AgentResponse
-from uav_debate_eval.debate.router import route, segment_violations, sparse_route
+from uav_debate_eval.debate.router import notable, route, segment_violations, sparse_route
 from uav_debate_eval.debate.teams import red_indices, roles, rotation_shift
 from uav_debate_eval.debate.topology import POLICY_FILE, Controller, Policy, observe
 from uav_debate_eval.debate.uncertainty import uncertainty
 from uav_debate_eval.findings import build_findings
 from uav_debate_eval.findings.admissible import admissible
+
+#: A call the mission's token budget cannot pay for (not made, not a failure).
+OVER_BUDGET = "token budget"
 
 
 def _issues(responses: list[ResponseRecord], quality: Quality) -> str:
@@ -61,15 +66,28 @@ class Panel:
         self.slots = asyncio.Semaphore(limit)
         self.llm_judge = isinstance(agents[0], LLMAgent) and config.judge in ("auto", "llm")
         self.decide = decide  # replaces the learned policy (training drives the topology through it)
+        self.ledger = Ledger(config.token_budget)  # the mission's budget, every call reserved before it is made
+        self.exact = isinstance(agents[0], RulesAgent)  # rules: the cost of an answer is known before it is spent
+        self.count = spend.counter(getattr(agents[0], "backend", None))
+        self.unspoken = set(TOPICS)  # coverage: the aspects no answer of this mission has spoken to yet
+        self.covered: dict[str, str] = {}  # finding key -> the segment whose panel debated it
+        self._ids: dict[str, tuple[list[str], list[str]]] = {}  # segment -> its citable ids (cost estimates)
         self.policy = Policy.load(config.topology_policy or POLICY_FILE) \
             if config.topology == "learned" and decide is None and len(agents) > 1 else None
 
     async def _call(self, agent: Any, turn: Turn, previous: AgentResponse | None) -> Reply:
+        turn.completion_cap = self.cfg.answer_tokens
+        if not self.exact and not self.ledger.fits(spend.call_cost(turn, self.count, self.cfg.answer_tokens, False,
+                                                                   previous)):
+            return Reply(None, [], error=OVER_BUDGET)
         async with self.slots:
             start = time.perf_counter()
             reply = await self._respond(agent, turn, previous)
             if not reply.latency_s:
                 reply.latency_s = time.perf_counter() - start
+        if self.exact and not self.ledger.fits(reply.prompt_tokens + reply.completion_tokens):
+            return Reply(None, [], error=OVER_BUDGET)  # an answer the budget cannot pay for is not given
+        self.ledger.charge(reply.prompt_tokens + reply.completion_tokens)
         if reply.error is None and reply.response is None:
             reply.error = "no response"
         self.transcript.append({
@@ -94,6 +112,9 @@ class Panel:
                     rec: RoundRecord) -> ResponseRecord | None:
         """First attempt, one repair re-prompt for invalid citations, then strike what is still invalid."""
         reply = await self._call(agent, turn, None)
+        if reply.error == OVER_BUDGET:
+            seg.budget_skips += 1
+            return None
         spent = [reply]
         checks: list[Check] = []
         if reply.response is not None:
@@ -103,7 +124,8 @@ class Panel:
             if invalid:
                 turn.repair = invalid
                 second = await self._call(agent, turn, reply.response)
-                spent.append(second)
+                if second.error != OVER_BUDGET:
+                    spent.append(second)
                 if second.response is not None:
                     reply = second
                     checks = verifier.check_all(second.response.evidence)
@@ -133,8 +155,44 @@ class Panel:
             record.shown = wording.shown_text(resp, turn, verifier, seg)
         return record
 
-    async def segment(self, ctx: SegmentContext) -> SegmentDebate:
-        cfg, personas = self.cfg, self.personas
+    async def debate_all(self, contexts: list[SegmentContext]) -> list[SegmentDebate]:
+        """Every segment, the most urgent first (its most urgent finding not yet debated elsewhere, then time), so
+        the budget goes to hazards first; what the hazard segments still to come need at least is held back. A
+        finding debated in one segment (by its key) is not paid for again in another. Returned in time order."""
+        segs = [self.prepare(ctx) for ctx in contexts]
+        tiers = agenda.tiers([s.findings for s in segs])
+        remaining = list(range(len(segs)))
+        while remaining:
+            remaining.sort(key=lambda j: (self._urgency(segs[j], tiers[j]), segs[j].t_start))
+            i = remaining.pop(0)
+            self.ledger.reserved = self._floors([(contexts[j], segs[j], tiers[j]) for j in remaining])
+            await self.segment(contexts[i], segs[i], tiers[i])
+        self.ledger.reserved = 0
+        spend.settle(segs, self.covered, self.ledger)
+        spend.renumber([rd for s in segs for rd in s.rounds], [*self.transcript, *self.failures])
+        return segs
+
+    def _open(self, seg: SegmentDebate) -> list:
+        """The segment's findings not yet debated in another segment."""
+        return [f for f in seg.findings if f.key not in self.covered]
+
+    def _urgency(self, seg: SegmentDebate, tiers: dict[str, int]) -> int:
+        findings = self._open(seg)
+        return min((tiers[f.id] for f in findings), default=3) if notable(findings) else 3
+
+    def _floors(self, rest: list[tuple[SegmentContext, SegmentDebate, dict[str, int]]]) -> int:
+        """What the hazard segments still to come need at least (a hazard shared by several counted once)."""
+        total, keys = 0, set[str]()
+        for ctx, seg, tiers in rest:
+            new = {f.key for f in self._open(seg) if f.severity == "hazard"} - keys
+            if new:
+                total += self._least(ctx, seg, tiers)
+                keys |= new
+        return total
+
+    def prepare(self, ctx: SegmentContext) -> SegmentDebate:
+        """Route, findings and admissible choices of a segment (nothing spent yet)."""
+        cfg = self.cfg
         r_info = route(ctx, cfg.router_weights, cfg.router_thresholds, cfg.router_event_rate_ref, cfg.router_bins,
                        self.max_speed)
         findings = ctx.findings if ctx.findings is not None else build_findings(
@@ -148,10 +206,68 @@ class Panel:
         seg.admissible = admissible(findings, ctx.safety, self.mission, (float(ctx.t_start), float(ctx.t_end)),
                                     seg_vetoed, getattr(traj, "sample_period", None),
                                     len(getattr(traj, "tracks", {}) or {}))
+        seg.vetoed = seg_vetoed
+        return seg
+
+    def _turn_maker(self, ctx: SegmentContext, seg: SegmentDebate, r: int, ids: tuple[list[str], list[str]],
+                    quotes: Any, red: set[int], extras: list[dict] | None = None) -> Callable[..., Turn]:
+        cfg = self.cfg
+
+        def make(i: int, persona: Persona, mine: list, groups: dict, items: list) -> Turn:
+            return Turn(ctx=ctx, persona=persona, agent=self.agents[i].name, team="red" if i in red else "blue",
+                        lead=i == 0, round=r, layer=seg.route.layer, mode=cfg.mode, vetoed=self.vetoed,
+                        valid_ids=ids[0], metric_refs=ids[1], min_evidence=cfg.min_evidence,
+                        max_evidence=cfg.max_evidence, compact=cfg.compact, quotes=quotes,
+                        findings=mine if cfg.choices else [], lean=cfg.lean_prompts, admissible=seg.admissible,
+                        groups=groups, aspects=items if r == 0 else [], excerpt=seg.excerpt,
+                        shared_findings=not (cfg.lean_prompts and cfg.choices), **(extras[i] if extras else {}))
+        return make
+
+    def _plans(self, ctx: SegmentContext, seg: SegmentDebate, tiers: dict[str, int]) -> list[spend.Plan]:
+        k = min(seg.route.agents or len(self.agents), len(self.agents))
+        unspoken = self.unspoken - aspects.spoken(" ".join(f.sentence for f in seg.findings))
+        items = aspects.aspects(ctx, unspoken) if self.cfg.choices and self.cfg.lean_prompts else []
+        return spend.agendas(self._open(seg), tiers, self.personas, k, items)
+
+    def _cost(self, ctx: SegmentContext, seg: SegmentDebate, plan: spend.Plan) -> int:
+        """Estimated cost of a plan's first round."""
+        if seg.segment_id not in self._ids:
+            verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, self.cfg.quote_rel_tol, self.cfg.quote_abs_tol)
+            self._ids[seg.segment_id] = (verifier.valid_ids, verifier.metric_refs())
+        make = self._turn_maker(ctx, seg, 0, self._ids[seg.segment_id], None, set())
+        return sum(spend.call_cost(t, self.count, self.cfg.answer_tokens, self.exact)
+                   for t in spend.turns_for(plan, roles(self.personas, 0), make))
+
+    def _least(self, ctx: SegmentContext, seg: SegmentDebate, tiers: dict[str, int]) -> int:
+        """What a hazard segment needs at least: one agent on its hazards, one round."""
+        seg.excerpt = spend.excerpt(ctx, seg.findings)
+        return self._cost(ctx, seg, self._plans(ctx, seg, tiers)[-1])
+
+    def _choose(self, ctx: SegmentContext, seg: SegmentDebate, tiers: dict[str, int]) -> spend.Plan | None:
+        """The richest agenda whose first round fits what the budget leaves free (None: not even the least)."""
+        for plan in self._plans(ctx, seg, tiers):
+            seg.excerpt = spend.excerpt(ctx, plan.findings)
+            plan.cost = self._cost(ctx, seg, plan)
+            if self.ledger.fits(plan.cost):
+                return plan
+        return None
+
+    async def segment(self, ctx: SegmentContext, seg: SegmentDebate, tiers: dict[str, int]) -> SegmentDebate:
+        cfg, personas = self.cfg, self.personas
+        r_info, seg_vetoed = seg.route, seg.vetoed
+        budget_plan = self._choose(ctx, seg, tiers)
+        if budget_plan is None or (seg.findings and not budget_plan.findings):
+            # nothing of it fits, or all of it was debated elsewhere: the rules verdict, the rest left out
+            self._left_out(seg, tiers, set(), "token budget spent before this segment")
+            seg.stop_reason = "budget" if seg.not_debated else "debated_elsewhere"
+            seg.panel_label, seg.decided_by = rules_verdict(seg.findings), "rules_verdict"
+            seg.recommendations = wording.segment_recommendations([], seg.findings)
+            self.segments_left -= 1
+            return seg
         verifier = EvidenceVerifier(ctx.dsl, ctx.metrics, cfg.quote_rel_tol, cfg.quote_abs_tol)
         valid_ids, metric_refs = verifier.valid_ids, verifier.metric_refs()
         quotes = verifier.quotes() if cfg.quotes_evidence and not cfg.choices else None
-        k = min(r_info.agents or len(self.agents), len(self.agents))
+        k = budget_plan.agents
         max_r = min(cfg.max_rounds[r_info.layer], r_info.rounds or cfg.max_rounds[r_info.layer])
         agents = self.agents[:k]
         controller = Controller(cfg.topology, k, cfg.theta_v, self.policy, self.decide)
@@ -177,17 +293,12 @@ class Panel:
             rec = RoundRecord(self.round_index, ctx.segment_id, r, r_info.layer, sorted(red), assigned[0].id,
                               interventions, plan=plan if obs is not None else None)
             by_role = {x.role: x.response for x in prev}
-            turns = {i: Turn(ctx=ctx, persona=assigned[i], agent=agents[i].name,
-                             team="red" if i in red else "blue", lead=i == 0, round=r, layer=r_info.layer,
-                             mode=cfg.mode, vetoed=self.vetoed, valid_ids=valid_ids, metric_refs=metric_refs,
-                             issues=issues if i == 0 else "",
-                             previous=[(x.role, x.team, x.response) for j, x in enumerate(last)
-                                       if x is not None and (j == i or j in plan.visible[i])],
-                             own_previous=by_role.get(assigned[i].id), interventions=interventions,
-                             min_evidence=cfg.min_evidence, max_evidence=cfg.max_evidence,
-                             compact=cfg.compact, quotes=quotes, findings=seg.findings if cfg.choices else [],
-                             lean=cfg.lean_prompts, admissible=seg.admissible)
-                     for i in range(k) if active[i]}
+            extras = [{"issues": issues if i == 0 else "", "interventions": interventions,
+                       "own_previous": by_role.get(assigned[i].id),
+                       "previous": [(x.role, x.team, x.response) for j, x in enumerate(last)
+                                    if x is not None and (j == i or j in plan.visible[i])]} for i in range(k)]
+            make = self._turn_maker(ctx, seg, r, (valid_ids, metric_refs), quotes, red, extras)
+            turns = {i: t for i, t in enumerate(spend.turns_for(budget_plan, assigned, make)) if active[i]}
             results = dict(zip(turns, await asyncio.gather(*(self._turn(agents[i], t, verifier, seg, rec)
                                                                 for i, t in turns.items())), strict=True))
             if "shared" in rec.parts:  # the prefix every call of the round sends: processed once, then cached
@@ -214,8 +325,15 @@ class Panel:
                 self.progress(self.round_index, self.round_index + max_r - r - 1
                               + (self.segments_left - 1) * max(cfg.max_rounds.values()))
             resp = [x.response for x in rec.responses]
+            self._spoken(seg, rec, turns)
             if not resp:
-                seg.stop_reason = "all_agents_failed"
+                seg.stop_reason = "budget" if seg.budget_skips else "all_agents_failed"
+                if seg.budget_skips:  # nobody could be paid for: no round took place
+                    seg.rounds.pop()
+                    self.round_index -= 1
+                break
+            if all(x.reused for x in rec.responses) and seg.budget_skips:
+                seg.stop_reason = "budget"
                 break
             rec.consensus = consensus(resp)
             keys = [x.role for x in rec.responses]
@@ -246,22 +364,47 @@ class Panel:
                 seg.stop_reason = "convergence"
             elif settled and cfg.stop_on_low_novelty and r > 0 and rec.quality.suggest_stop:
                 seg.stop_reason = "low_novelty"
-            elif used >= cfg.token_budget or (not last_round and used + cost > cfg.token_budget):
+            elif not last_round and not self.ledger.fits(cost):  # the next round could not be paid for
                 seg.stop_reason = "budget"
             elif last_round:
                 seg.stop_reason = "max_rounds"
             if seg.stop_reason:
                 break
             current = [x.response if x is not None else None for x in last]
-            obs = None if None in current else observe(current, before, used, cfg.token_budget, r + 1, max_r,
+            obs = None if None in current else observe(current, before, used, self.ledger.budget, r + 1, max_r,
                                                        r_info.layer)
             prev, prev_text, prev_score = rec.responses, text, mean_score
             interventions = rec.quality.interventions
             issues = _issues(rec.responses, rec.quality)
             r += 1
-        await self._decide(seg, stance, ctx, valid_ids + metric_refs)
+        self._left_out(seg, tiers, seg.debated, "token budget: " + {
+            1: "only the hazards fit", 2: "only the hazards and the warnings near them fit"}.get(
+            max((tiers.get(f.id, 3) for f in budget_plan.findings), default=3) + 1, "lower priority"))
+        if not seg.rounds and seg.budget_skips:
+            seg.panel_label, seg.decided_by = rules_verdict(seg.findings), "rules_verdict"
+            seg.recommendations = wording.segment_recommendations([], seg.findings)
+        else:
+            await self._decide(seg, stance, ctx, valid_ids + metric_refs)
         self.segments_left -= 1
         return seg
+
+    def _spoken(self, seg: SegmentDebate, rec: RoundRecord, turns: dict[int, Turn]) -> None:
+        """What this round's answers spoke to: the findings debated, and the aspects no longer unspoken."""
+        for f in (f for t in turns.values() for f in t.findings
+                  if any(x.agent == t.agent and not x.reused for x in rec.responses)):
+            seg.debated.add(f.id)
+            self.covered.setdefault(f.key, seg.segment_id)
+        for x in rec.responses:
+            self.unspoken -= aspects.spoken(x.response.text())
+
+    def _left_out(self, seg: SegmentDebate, tiers: dict[str, int], debated: set[str], reason: str) -> None:
+        """Mark the findings no answered call was asked about as not debated, with the reason."""
+        for f in seg.findings:
+            if f.id not in debated and f.key in self.covered:
+                seg.debated_in[f.id] = self.covered[f.key]
+            elif f.id not in debated:
+                seg.not_debated[f.id] = reason
+                self.ledger.left_out.append(LeftOut(seg.segment_id, f.id, tiers.get(f.id, 3), reason))
 
     async def _decide(self, seg: SegmentDebate, stance: list[dict[str, tuple[str, float]]], ctx: SegmentContext,
                       ids: list[str]) -> None:
@@ -302,6 +445,10 @@ class Panel:
         request = synthesis.judge_request(ctx, seg.route.layer, positions, labels, ids, self.vetoed, cfg.compact,
                                           cfg.temperature, cfg.max_tokens, cfg.seed, findings, cfg.lean_prompts,
                                           seg.admissible)
+        cost = sum(self.count(m["content"]) for m in request.messages) + request.max_tokens \
+            + spend.TEMPLATE_TOKENS * (len(request.messages) + 1)
+        if not self.ledger.fits(cost):
+            return synthesis.Synthesis(seg.panel_label, "vote", error="token budget spent: the vote stands")
         start = time.perf_counter()
         async with self.slots:
             try:
@@ -319,6 +466,7 @@ class Panel:
                 verdict, error = synthesis.from_answer(result.data, labels, ids, findings)
             seg.tokens["prompt"] += result.prompt_tokens
             seg.tokens["completion"] += result.completion_tokens
+            self.ledger.charge(result.prompt_tokens + result.completion_tokens)
         self.transcript.append({
             "kind": "judge", "segment": ctx.segment_id, "layer": seg.route.layer, "agent": "judge",
             "messages": request.messages, "response_text": result.text if result else "",

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from uav_debate_eval.debate.choices import choice_format, findings_text
+from uav_debate_eval.debate.choices import ASPECTS_FORMAT, candidates, choice_format, findings_text
 from uav_debate_eval.debate.cite import fmt
 from uav_debate_eval.debate.evidence import Check
 from uav_debate_eval.debate.monitor import Intervention
@@ -55,6 +55,11 @@ class Turn:
     findings: list = field(default_factory=list)  # the segment's verified findings: agents choose among them
     lean: bool = False  # each fact once (findings, or a compact DSL), the previous round as choices
     admissible: Admissible | None = None  # the choices the segment's facts admit (findings.admissible)
+    groups: dict[str, list[str]] = field(default_factory=dict)  # lead id -> ids of one kind and vehicle set
+    aspects: list = field(default_factory=list)  # debate.aspects.Aspect the agent is asked about
+    excerpt: list[str] = field(default_factory=list)  # DSL lines around the segment's findings under debate
+    shared_findings: bool = True  # the findings in the shared prefix (False: each agent's own, in its message)
+    completion_cap: int | None = None  # most completion tokens the budget leaves this call
 
 
 #: With compact prompts, only the category scores and the weakest metrics are shown.
@@ -100,12 +105,13 @@ PANEL = "You sit on a panel of experts that evaluates one segment of a UAV swarm
 def role_text(turn: Turn) -> str:
     """Who this agent is in this round: persona, team, lead, and the veto notice."""
     p = turn.persona
-    parts = [f"You are the {p.name}. {p.description}"]
+    parts = [f"You are the {p.name} ({p.category})." if not turn.shared_findings else
+             f"You are the {p.name}. {p.description}"]
     if turn.mode == "collaborative":
         parts.append(COLLAB)
     else:
         parts.append(RED if turn.team == "red" else BLUE)
-    if turn.lead:
+    if turn.lead and (turn.issues or turn.shared_findings):
         parts.append("You lead this round: address the open issues first.")
     if turn.vetoed and turn.findings:
         parts.append("SAFETY VETO: the verifier's hard-constraint violation makes the mission RISKY; choose the "
@@ -165,6 +171,36 @@ def segment_parts(ctx: Any, stage: str, ids: list[str], compact: bool, findings:
     return parts
 
 
+def grouped_text(findings: list, groups: dict[str, list[str]], adm: Admissible | None) -> str:
+    """The FINDINGS block with the findings of one kind and vehicle set on one line (all their ids, the lead's
+    sentence, the others' times) and the lead's candidate recommendations."""
+    from uav_debate_eval.findings.text import span
+
+    recs = candidates(findings)
+    by_id = {f.id: f for f in findings}
+    lines = []
+    for lead, ids in groups.items():
+        f = by_id[lead]
+        allowed = ""
+        if adm is not None:
+            dispute = adm.dispute(f.id)
+            allowed = f" (dispute only as {', '.join(dispute)})" if dispute else " (endorse only)"
+        more = [by_id[i] for i in ids[1:]]
+        also = f" Also at {', '.join(span(g.t_start, g.t_end) for g in more)}." if more else ""
+        lines.append(f"{', '.join(ids)} [{f.severity}] {f.sentence}{also}{allowed}")
+        lines += [f"  {rid}: {text}" for rid, (fid, text) in recs.items() if fid == f.id][:1]
+    return "\n".join(lines) or "(no findings)"
+
+
+def own_parts(turn: Turn) -> dict[str, str]:
+    """What only this agent is asked about: its findings (grouped) and its aspects."""
+    parts = {"findings": "FINDINGS you are asked about (verified by the tool):\n"
+             + grouped_text(turn.findings, turn.groups or {f.id: [f.id] for f in turn.findings}, turn.admissible)}
+    if turn.aspects:
+        parts["aspects"] = "ASPECTS you report on (name the concerns):\n" + "\n".join(a.line() for a in turn.aspects)
+    return parts
+
+
 def _stage(turn: Turn) -> str:
     return f"round {turn.round + 1}, layer L{turn.layer}"
 
@@ -173,8 +209,22 @@ def evidence_parts(turn: Turn) -> dict[str, str]:
     """The segment's data by part, the same for every agent of a round (and, as a shared prefix, of every round:
     the round is then named in the agent's own message)."""
     stage = "debated by the panel" if turn.compact or turn.lean else _stage(turn)
+    if turn.lean and turn.findings and not turn.shared_findings:
+        return shared_parts(turn.ctx, stage, turn.excerpt)
     return segment_parts(turn.ctx, stage, turn.valid_ids + turn.metric_refs, turn.compact, turn.findings,
                          turn.lean, turn.admissible)
+
+
+def shared_parts(ctx: Any, stage: str, excerpt: list[str]) -> dict[str, str]:
+    """What every agent of the segment shares (the cached prefix): where it is, the verifier's label and scores, and
+    the DSL lines around the findings under debate."""
+    scores = getattr(ctx.metrics, "scores", {}) or {}
+    parts = {"header": f"SEGMENT {ctx.segment_id} t={fmt(ctx.t_start)}-{fmt(ctx.t_end)} s, {stage}. "
+                       f"VERIFIER: {getattr(ctx.safety, 'label', 'unknown')}. SCORES: "
+                       + ", ".join(f"{k} {fmt(v)}" for k, v in scores.items())}
+    if excerpt:
+        parts["dsl"] = "DSL:\n" + "\n".join(excerpt)
+    return parts
 
 
 def evidence_text(turn: Turn) -> str:
@@ -184,7 +234,7 @@ def evidence_text(turn: Turn) -> str:
 def answer_format(turn: Turn) -> str:
     """Choices among the findings when the segment has them; else the free-text response (quoted or not)."""
     if turn.findings:
-        return choice_format(turn.admissible)
+        return choice_format(turn.admissible) + (ASPECTS_FORMAT if not turn.shared_findings else "")
     return FORMAT_QUOTED if turn.quotes else FORMAT
 
 
@@ -233,7 +283,8 @@ def system_message(turn: Turn) -> str:
 
 def user_message(turn: Turn) -> str:
     if turn.compact or turn.lean:
-        return "\n\n".join(x for x in (role_text(turn), f"This is {_stage(turn)}.", round_text(turn)) if x)
+        own = list(own_parts(turn).values()) if turn.lean and turn.findings and not turn.shared_findings else []
+        return "\n\n".join(x for x in (role_text(turn), f"This is {_stage(turn)}.", *own, round_text(turn)) if x)
     return "\n\n".join(x for x in (evidence_text(turn), round_text(turn)) if x)
 
 
@@ -253,6 +304,8 @@ def part_tokens(turn: Turn, previous_answer: AgentResponse | None = None) -> dic
     parts = {"role": count_tokens(role_text(turn)) + count_tokens(answer_format(turn))
              + (count_tokens(PANEL) + count_tokens(f"This is {_stage(turn)}.") if turn.compact or turn.lean else 0)}
     parts.update({k: count_tokens(v) for k, v in evidence_parts(turn).items()})
+    if turn.lean and turn.findings and not turn.shared_findings:
+        parts.update({k: count_tokens(v) for k, v in own_parts(turn).items()})
     parts["previous"] = count_tokens(round_text(turn))
     parts["repair"] = 0
     if turn.repair and previous_answer is not None:

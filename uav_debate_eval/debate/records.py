@@ -50,6 +50,8 @@ class ResponseRecord:
         text = {k: self.shown.get(k, getattr(r, k)) for k in ("claim", "summary", "counter", "recommendation")}
         extra = {"findings": [dict(c) for c in r.choices], "recommendations": list(r.picked),
                  "note": self.shown.get("note", "")} if r.choices else {}
+        if r.aspects:
+            extra["aspects"] = [dict(a) for a in r.aspects]
         return {"agent": self.agent, "role": self.role, "team": self.team, "claim": text["claim"],
                 "evidence": list(r.evidence), "counter": text["counter"], "summary": text["summary"],
                 "confidence": float(r.confidence), "recommendation": text["recommendation"], **extra,
@@ -107,6 +109,19 @@ class SegmentDebate:
     admissible: Admissible | None = None  # the choices the segment's facts admit
     # choices the facts rule out: answers that had one, answers a repair made admissible, choices dropped
     inadmissible: dict[str, int] = field(default_factory=lambda: {"answers": 0, "repaired": 0, "dropped": 0})
+    vetoed: bool = False  # a violation overlaps the segment
+    excerpt: list[str] = field(default_factory=list)  # the DSL lines sent around the findings under debate
+    debated: set[str] = field(default_factory=set)  # finding ids an answered call was asked about
+    not_debated: dict[str, str] = field(default_factory=dict)  # finding id -> why the budget left it out
+    debated_in: dict[str, str] = field(default_factory=dict)  # finding id -> the segment that debated it (its key)
+    budget_skips: int = 0  # calls the mission's budget could not pay for
+
+    def findings_dicts(self) -> list[dict]:
+        """The segment's findings, each marked debated or not (with the reason)."""
+        return [{**f.to_dict(), "debated": f.id not in self.not_debated,
+                 **({"not_debated": self.not_debated[f.id]} if f.id in self.not_debated else {}),
+                 **({"debated_in": self.debated_in[f.id]} if f.id in self.debated_in else {})}
+                for f in self.findings]
 
     def to_dict(self) -> dict:
         return {"id": self.segment_id, "t_start": self.t_start, "t_end": self.t_end, "layer": self.route.layer,
@@ -117,7 +132,7 @@ class SegmentDebate:
                 "invalid_citations": dict(self.invalid), "tokens": dict(self.tokens),
                 "judge": self.judge.to_dict() if self.judge else None,
                 **({"judge_skipped": self.judge_skipped} if self.judge_skipped else {}),
-                "findings": [f.to_dict() for f in self.findings], "struck": quality.count(self.struck),
+                "findings": self.findings_dicts(), "struck": quality.count(self.struck),
                 "inadmissible": dict(self.inadmissible),
                 **({"admissible": self.admissible.to_dict()} if self.admissible is not None else {})}
 
@@ -135,6 +150,7 @@ class DebateResult:
     estimated_tokens: bool
     elapsed_s: float = 0.0
     fallback: str | None = None  # why an LLM backend was replaced by the rules agents
+    budget: dict = field(default_factory=dict)  # agenda.Ledger.to_dict: budget, spent, left, left_out
 
     @property
     def rounds(self) -> list[RoundRecord]:
@@ -180,7 +196,7 @@ class DebateResult:
             "layer": self.layer,
             "rounds": [r.to_dict() for r in self.rounds],
             "consensus": self.consensus(),
-            "tokens": {**tokens, "estimated": self.estimated_tokens, "by_part": self.token_parts()},
+            "tokens": {**tokens, "estimated": self.estimated_tokens, "by_part": self.token_parts(), **self.budget},
             "recommendations": list(self.verdict.recommendations),
             "segments": [s.to_dict() for s in self.segments],
             "uncertainty": {**self.uncertainty(), "low_confidence": self.verdict.low_confidence},

@@ -30,6 +30,7 @@ class AgentResponse:
     choices: list[dict] = field(default_factory=list)  # [{id, stance, reason}] over the segment's findings
     picked: list[str] = field(default_factory=list)  # recommendation texts chosen among the candidates
     note: str = ""  # the model's own free text (shown only where it passes the quality gate)
+    aspects: list[dict] = field(default_factory=list)  # [{id, stance}] over the aspects it was asked about
 
     @property
     def effective_score(self) -> float:
@@ -51,6 +52,8 @@ class AgentResponse:
              "confidence": self.confidence, "label": self.assessment, "score": self.score}
         if self.choices:
             d.update(findings=[dict(c) for c in self.choices], recommendations=list(self.picked), note=self.note)
+        if self.aspects:
+            d["aspects"] = [dict(a) for a in self.aspects]
         return d
 
 

@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from uav_debate_eval.debate.agenda import BIAS_KINDS, expand, finding_kind
+from uav_debate_eval.debate.aspects import rules_answers
+from uav_debate_eval.debate.choices import with_aspects
 from uav_debate_eval.debate.cite import dsl_evidence, metric_evidence
 from uav_debate_eval.debate.monitor import ASPECTS
 from uav_debate_eval.debate.prompts import Turn
@@ -177,26 +180,15 @@ def rules_response(turn: Turn) -> AgentResponse:
     lead = (f" Leading on the open issues of {seg} with {', '.join(c['id'] for c in choices) or 'the data'}."
             if turn.lead and turn.issues else "")
     summary = f"{p.name}: {label} for {seg}; {f.headline}.{lead} {rec}"
-    return AgentResponse(claim=claim, evidence=evidence, counter=counter, summary=summary, recommendation=rec,
-                         confidence=round(min(0.95, max(0.05, confidence)), 3), assessment=label,
-                         score=None if score is None else round(float(score), 4), choices=choices, picked=picked)
+    response = AgentResponse(claim=claim, evidence=evidence, counter=counter, summary=summary, recommendation=rec,
+                             confidence=round(min(0.95, max(0.05, confidence)), 3), assessment=label,
+                             score=None if score is None else round(float(score), 4), choices=choices, picked=picked)
+    with_aspects(response, rules_answers(turn.aspects), turn.aspects)
+    return response
 
 
-#: Which findings each persona bias looks at (kind prefixes; "*" = every kind).
-_BIAS_KINDS = {
-    "zero_trust": ("violation:", "warning:", "margin:", "proximity", "altitude_rate", "link_loss", "data_gap",
-                   "data_quality:", "not_evaluable:", "low_score:safety"),
-    "precision": ("violation:max_speed", "violation:max_vertical_speed", "sharp_turn", "altitude_rate",
-                  "waypoint_miss", "low_score:flight_control", "route_turns", "violation:geofence"),
-    "cohesion": ("violation:min_separation", "warning:cpa", "proximity", "formation_breach", "link_loss",
-                 "waypoint_miss", "low_score:coordination", "violation:stale_data"),
-}
 _STANCE = {"hazard": ("endorse", "safety_critical"), "warning": ("endorse", "confirmed_by_data"),
            "data_quality": ("endorse", "confirmed_by_data"), "info": ("endorse", "mission_impact")}
-
-
-def _finding_kind(f: Any) -> str:
-    return f"low_score:{f.refs[0]}" if f.kind == "low_score" and f.refs else f.kind
 
 
 def _stance(f: Any, adm: Any) -> tuple[str, str]:
@@ -212,8 +204,8 @@ def rules_choices(turn: Turn, limit: int = 3) -> tuple[list[dict], list[str]]:
     """The persona's choices among the segment's findings: the most important it looks at, with `_stance`. Picks
     each chosen finding's first recommendation (at most two)."""
     findings = list(turn.findings or [])
-    kinds = _BIAS_KINDS.get(turn.persona.bias)
-    mine = [f for f in findings if kinds is None or _finding_kind(f).startswith(kinds)]
+    kinds = BIAS_KINDS.get(turn.persona.bias)
+    mine = [f for f in findings if kinds is None or finding_kind(f).startswith(kinds)]
     if kinds is None:  # the generalist: the top finding of every severity
         mine = [next(f for f in findings if f.severity == s) for s in dict.fromkeys(f.severity for f in findings)]
     chosen = (mine or findings[:1])[:limit]
@@ -223,7 +215,7 @@ def rules_choices(turn: Turn, limit: int = 3) -> tuple[list[dict], list[str]]:
         choices.append({"id": f.id, "stance": stance, "reason": reason})
     picked = [f.recommendations[0] for f, c in zip(chosen, choices, strict=True)
               if c["stance"] == "endorse" and f.recommendations][:2]
-    return choices, picked
+    return expand(choices, turn.groups, turn.admissible), picked
 
 
 def _answer_red(turn: Turn, label: str) -> str:

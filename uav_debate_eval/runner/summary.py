@@ -23,8 +23,18 @@ def flight_row(flight: FlightInputs, report: dict[str, Any], out: Path, seconds:
             "violations": len(report["violations"]), **{k: report["scores"].get(k) for k in SCORES},
             "dsl_tokens": report["dsl"]["tokens"],
             "debate_tokens": report["debate"]["tokens"]["prompt"] + report["debate"]["tokens"]["completion"],
-            "time_s": round(seconds, 3), "report": str(out), "error": "",
+            "time_s": round(seconds, 3), "report": str(out), "error": "", "budget": budget_words(report),
             "words": [verdict_sentence(report), *("  " + line for line in top_findings(report, 3))]}
+
+
+def budget_words(report: dict[str, Any]) -> str:
+    """The debate's spend for the summary line: "debate 3,871 of 4,096 tokens, 21 findings not debated"."""
+    t = (report.get("debate") or {}).get("tokens") or {}
+    if "budget" not in t:
+        return ""
+    left_out = t["left_out"]["count"]
+    return (f"debate {t['spent']:,} of {t['budget']:,} tokens"
+            + (f", {left_out} finding(s) not debated" if left_out else ""))
 
 
 def failed_row(flight: FlightInputs, status: str, error: str, seconds: float = 0.0) -> Row:

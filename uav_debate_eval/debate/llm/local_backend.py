@@ -117,6 +117,10 @@ class LocalBackend:
     def __repr__(self) -> str:
         return f"LocalBackend(model={self.model!r}, n_ctx={self._llm.n_ctx()})"
 
+    def count_tokens(self, text: str) -> int:
+        """The model's own token count of `text` (the debate's budget counts prompts with it)."""
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
     async def aclose(self) -> None:
         with self._lock:
             self._llm.close()

@@ -84,6 +84,14 @@ def _readline(proc: subprocess.Popen, timeout: float = 30.0) -> str:
     return proc.stdout.readline()
 
 
+def _stop_and_read(read: list[subprocess.Popen], procs: list[subprocess.Popen]) -> dict[int, str]:
+    """Stop every process still running; the output of those in `read` (the publisher's was read already)."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    return {id(p): p.communicate(timeout=15)[0] for p in read}
+
+
 def _messages(lines: list[str]) -> list[tuple[float, bool]]:
     return [(float(t), v == "1") for t, v in (ln.split() for ln in lines if ln and ln[0].isdigit())]
 
@@ -121,10 +129,7 @@ def test_veto_rises_clears_after_hold_and_latches_for_late_joiners(tmp_path, ros
         marks = [(ln.split()[0], float(ln.split()[1])) for ln in marks]
         time.sleep(hold + 1.0)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        outs = {id(p): p.communicate(timeout=15)[0] for p in procs if p is not pub}
+        outs = _stop_and_read([verifier, sub, late], procs)
     verifier_out = outs[id(verifier)]
     assert verifier.returncode == 0, verifier_out
     msgs = _messages(sub_lines + outs[id(sub)].splitlines())
@@ -238,10 +243,7 @@ def test_veto_rises_on_a_stream_stamped_seconds_behind_the_verifiers_clock(tmp_p
         marks = pub.communicate(timeout=30)[0].splitlines()
         time.sleep(1.0)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        outs = {id(p): p.communicate(timeout=15)[0] for p in procs if p is not pub}
+        outs = _stop_and_read([verifier, sub], procs)
     verifier_out = outs[id(verifier)]
     msgs = _messages(sub_lines + outs[id(sub)].splitlines())
     rises = [t for k, (t, v) in enumerate(msgs) if v and (k == 0 or not msgs[k - 1][1])]

@@ -25,8 +25,6 @@ import time
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.live.workers import EXIT_WITH_ENV, PARAMS_CHECK_ENV
 
@@ -285,6 +283,8 @@ def _start_verifier(values: dict, out: Path, quiet: bool) -> subprocess.Popen:
     it refuses an unknown one with exit 2, as the in-process nodes do), logging to OUT/safety_verifier.log."""
     params = out / VERIFIER_PARAMS
     params.with_suffix(".ready").unlink(missing_ok=True)
+    import yaml
+
     given = {k: v for k, v in values.items() if v != []}  # an empty list has no type in a parameter file
     params.write_text(yaml.safe_dump({"safety_verifier": {"ros__parameters": given}}))
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args", "--params-file", str(params)]

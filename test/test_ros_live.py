@@ -281,10 +281,11 @@ def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path, ros_domain
     assert any(u <= t_on + LATENCY_TARGET_S for u in ups), (ups, t_on)
     assert any(t_off - 0.05 <= d <= t_off + LATENCY_TARGET_S for d in downs), (downs, t_off)
     assert set(evidence[0]["values"]["uavs"].split(",")) == set(near["uavs"])
-    # the near miss is the only separation episode; any other veto is stale data (2 busy cores can starve
-    # the monitor's executor, and the verifier then rightly reports vehicles it has not heard from)
+    # the near miss is the only separation episode; any other veto is stale data or the fail-safe (2 busy cores
+    # can starve the monitor: the verifier then rightly reports vehicles it has not heard from, or that it fell
+    # behind the stream, verifier_degraded)
     others = {s["name"] for s in rec.status if s["name"] not in ("safety/veto", "safety/min_separation")}
-    assert others <= {"safety/stale_data"}, others
+    assert others <= {"safety/stale_data", "safety/verifier"}, others
 
     # one DSL per segment, covering the flight without gaps
     assert len(rec.segments) >= 2

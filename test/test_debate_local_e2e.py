@@ -31,8 +31,10 @@ def test_local_panel_report_cites_only_resolvable_verified_evidence(tmp_path):
     one_round = {1: 1, 2: 1, 3: 1}
     # A fresh cache: answers cached by an earlier run would (rightly) cost 0 tokens. The complexity router calls the
     # judge on every segment (the sparse one skips it on this vetoed segment: the veto fixes the label).
+    # A budget with room for the judge: this checks the judge's path. Under the mission's default 4,096 tokens the
+    # complexity router's judge does not fit beside three agents and their vote stands (issue 36, test_debate_budget).
     cfg = DebateConfig(backend="local", router="complexity", max_rounds=one_round, min_rounds=one_round,
-                       llm=LLMConfig(backend="local", cache_dir=str(tmp_path / "cache")))
+                       token_budget=16000, llm=LLMConfig(backend="local", cache_dir=str(tmp_path / "cache")))
     ev = evaluate(sim.traj, sim.mission, cfg, segment_mode="window", window_s=40.0)
     report = ev.report
     validate_report(report)

@@ -86,7 +86,8 @@ def test_no_constraints_is_said(tmp_path):
     assert mission.name == "f" and notes and "no constraints were given" in notes[0]
     ev = evaluate(crossing(5.0), mission, notes=notes)
     assert ev.report["mission"]["constraints_checked"] == []
-    assert ev.report["violations"] == [] and ev.report["verdict"]["label"] == "safe"
+    # contract §3: nothing checked is inconclusive, never safe (issue 33)
+    assert ev.report["violations"] == [] and ev.report["verdict"]["label"] == "inconclusive"
     assert any("no hard constraint was checked" in n for n in ev.report["notes"])
 
 

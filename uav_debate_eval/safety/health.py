@@ -39,7 +39,6 @@ FAIL_SAFE_MODES = ("veto", "warn")
 class _Vehicle:
     last_t: float = math.nan
     intervals: deque[float] = field(default_factory=lambda: deque(maxlen=PERIOD_WINDOW))
-    lost: int = 0
     lost_at: float = -math.inf  # stream time of the last loss (the stamp that ended the gap)
     gap_s: float = 0.0  # the last loss's gap
     floor: float = math.inf  # smallest (arrival - stamp) of this vehicle: its clock and transport delay
@@ -73,7 +72,6 @@ class VerifierHealth:
         self.stale_timeout_s = stale_timeout_s
         self.max_check_gap_s = max_lag_s if max_check_gap_s is None else max_check_gap_s
         self.lost_total: dict[str, int] = {}  # every pose lost this session (resets keep it)
-        self.max_lag_seen = 0.0
         self.stalls = 0
         self.reset()
 
@@ -110,7 +108,6 @@ class VerifierHealth:
         # one, a speeded-up replay's vehicles discovered at different times) are not behind one another
         lag = delay - v.floor
         self._lag = lag
-        self.max_lag_seen = max(self.max_lag_seen, lag)
         if lag > self.max_lag_s:
             self._lag_at = stamp
         dt = stamp - v.last_t
@@ -120,7 +117,6 @@ class VerifierHealth:
                 missed = max(1, round(dt / period) - 1)
                 if self.stale_timeout_s is None or dt <= self.stale_timeout_s:
                     v.lost_at, v.gap_s = stamp, dt  # longer: stale_data, a hazard of its own
-                v.lost += missed
                 self.lost_total[uav] = self.lost_total.get(uav, 0) + missed
             else:
                 v.intervals.append(dt)
@@ -134,7 +130,6 @@ class VerifierHealth:
         v = self._vehicles.get(uav)
         if v is None:
             v = self._vehicles[uav] = _Vehicle()
-        v.lost += count
         self.lost_total[uav] = self.lost_total.get(uav, 0) + count
         v.lost_at = v.last_t if math.isfinite(v.last_t) else self._newest
         if v.intervals:

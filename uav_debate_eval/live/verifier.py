@@ -78,13 +78,13 @@ class LiveVerifier:
         self._first_pose_t = min(self._first_pose_t, t)
         if self.swarm.resets != self._swarm_resets:  # this pose starts a new run: forget the old one first
             self._swarm_resets = self.swarm.resets
-            self.monitor.reset()
-            self.health.reset()
+            self.health.reset()  # the monitor too, below: this pose is the new run's first
             self._first_pose_t = t  # the new run starts here
             self._muted_until.clear()
             self._warn("safety verifier: pose stamps jumped backwards (bag loop?): state reset")
         if not self.health.started:
-            # the checks move from the verifier's clock to the stream's: no backwards clock jump, nothing to forget
+            # a run's first pose: nothing of an earlier run is kept, and the checks move from the verifier's clock
+            # to the stream's (no backwards clock jump)
             self.monitor.reset()
         self.health.on_pose(uav, t, self._clock())
         sample = (t, *pos) if vel is None else (t, *pos, *vel)

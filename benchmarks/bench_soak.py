@@ -82,8 +82,10 @@ def positions(t: float, n: int, faults: list[dict]) -> np.ndarray:
 def publish(args: argparse.Namespace) -> None:
     """Child process: PoseArray (or one PoseStamped per vehicle) at `rate` Hz, wall-clock stamps."""
     import rclpy
-    from geometry_msgs.msg import Pose, PoseArray, PoseStamped
+    from geometry_msgs.msg import PoseArray, PoseStamped
     from rclpy.qos import qos_profile_sensor_data
+
+    from uav_debate_eval.core.cdr import pose_array_cdr
 
     n, duration = args.vehicles, args.minutes * 60.0
     faults = fault_schedule(n, duration, args.fault_period)
@@ -98,6 +100,7 @@ def publish(args: argparse.Namespace) -> None:
     Path(args.publish).write_text(json.dumps({"stamp_base": base}))
     dt = 1.0 / args.rate
     k = 0
+    delays: list[float] = []  # publish time - stamp, s: the publisher's own share of the veto latency
     while True:
         t = k * dt
         if t > duration:
@@ -116,19 +119,12 @@ def publish(args: argparse.Namespace) -> None:
                 msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in p)
                 msg.pose.orientation.w = 1.0
                 pubs[i].publish(msg)
-        else:
-            msg = PoseArray()
-            msg.header.stamp.sec, msg.header.stamp.nanosec = int(sec), int((stamp_t - sec) * 1e9)
-            msg.header.frame_id = "world"
-            poses = []
-            for p in pos:
-                pose = Pose()
-                pose.position.x, pose.position.y, pose.position.z = (float(v) for v in p)
-                pose.orientation.w = 1.0
-                poses.append(pose)
-            msg.poses = poses
-            pub.publish(msg)
+        else:  # serialized with numpy (core.cdr): no Python object per pose, so the stamp is the send time
+            pub.publish(pose_array_cdr(stamp_t, "world", pos))
+        delays.append(time.time() - stamp_t)
         k += 1
+    Path(args.publish).write_text(json.dumps({"stamp_base": base, "publish_delay_ms": [
+        1000.0 * float(np.percentile(delays, q)) for q in (50, 99)], "tick_delay_s": delays}))
     node.destroy_node()
     rclpy.shutdown()
 
@@ -245,8 +241,10 @@ class VetoRecorder:
         rclpy.try_shutdown()
 
 
-def match_edges(faults: list[dict], edges: list[tuple[float, bool]], base: float, rate: float, duration: float):
-    """Pair each fault with its rising and falling edge; returns (latencies ms, missing, extra).
+def match_edges(faults: list[dict], edges: list[tuple[float, bool]], base: float, rate: float, duration: float,
+                tick_delay_s: list[float] | None = None):
+    """Pair each fault with its rising and falling edge; returns (latencies ms, missing, extra). With
+    `tick_delay_s` (how late the publisher sent each tick) the latency runs from the breaking tick's sending.
 
     Left out: the latched initial state before the stream starts, and edges after it ends (counted apart:
     the end of the stream must raise none).
@@ -264,7 +262,9 @@ def match_edges(faults: list[dict], edges: list[tuple[float, bool]], base: float
             missing += (up is None) + (down is None)
         if up is not None:
             used_up.add(up)
-            lat.append((ups[up] - first_tick) * 1000.0)
+            k = round(first_tick * rate)
+            sent = first_tick + (tick_delay_s[k] if tick_delay_s is not None and k < len(tick_delay_s) else 0.0)
+            lat.append((ups[up] - sent) * 1000.0)
         if down is not None:
             used_down.add(down)
     extra = (len(ups) - len(used_up)) + (len(downs) - len(used_down))

@@ -4,10 +4,12 @@ timer cannot hide a silent vehicle (the others' poses run the overdue check)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.live.verifier import MUTE_S, LiveVerifier
+from uav_debate_eval.safety.health import CheckTimes
 from uav_debate_eval.safety.monitor import SafetyMonitor
 
 MISSION = "mission: {name: t, type: formation}\nconstraints: {min_separation_m: 0.5, stale_timeout_s: 60.0}\n"
@@ -40,7 +42,7 @@ def test_a_breaking_pose_is_checked_on_arrival_and_ordinary_poses_run_no_check()
     for k in range(20):
         _feed(v, clocks, 100.0 + 0.02 * k, {"a": 0.0, "b": 2.0, "c": -2.0})
     first = len(clocks.checks)
-    assert first == 3  # one per vehicle's first pose (untracked: only a full check can tell); the clock stood still
+    assert first == 1  # the very first pose runs the first check; the others (new vehicles too) are pre-checked
     assert v.poses_received == 60 and not v.monitor.veto
     _feed(v, clocks, 100.4, {"b": 0.3})
     assert len(clocks.checks) == first + 1 and v.monitor.veto
@@ -49,13 +51,21 @@ def test_a_breaking_pose_is_checked_on_arrival_and_ordinary_poses_run_no_check()
 
 
 def test_an_unconfirmed_pre_check_mutes_that_vehicle_for_mute_s():
+    """b flies away from a at 10 m/s: a's pose 0.2 m from b's stored one breaks the pre-check, while the full check
+    (b extrapolated to a's stamp) finds them apart."""
     clocks = Clocks()
     v = clocks.verifier()
-    _feed(v, clocks, 100.0, {"a": 0.0, "b": 2.0})  # first poses: pre-check true, full check finds nothing
+    clocks.now = 100.0
+    v.on_pose("a", 100.0, (0.0, 0.0, 1.0), None)
+    v.on_pose("b", 100.0, (2.0, 0.0, 1.0), (10.0, 0.0, 0.0))
+    assert len(clocks.checks) == 1 and not v.monitor.veto  # the first pose's check
+    clocks.now = 100.0 + MUTE_S / 2
+    v.on_pose("a", clocks.now, (1.8, 0.0, 1.0), None)  # breaking on arrival, not confirmed: a is muted
     assert len(clocks.checks) == 2 and not v.monitor.veto
-    _feed(v, clocks, 100.0 + MUTE_S / 2, {"a": 1.8})  # breaking, but a is muted: left to the periodic check
-    assert len(clocks.checks) == 2 and not v.monitor.veto
-    _feed(v, clocks, 100.0 + 1.5 * MUTE_S, {"a": 1.8})  # the mute is over: checked on arrival
+    v.on_pose("a", clocks.now + 0.001, (1.8, 0.0, 1.0), None)  # breaking again, but muted: left to the timer
+    assert len(clocks.checks) == 2
+    clocks.now = 100.0 + 1.5 * MUTE_S
+    v.on_pose("b", clocks.now, (1.9, 0.0, 1.0), (0.0, 0.0, 0.0))  # b (not muted) stops next to a: checked at once
     assert len(clocks.checks) == 3 and v.monitor.veto
 
 
@@ -92,3 +102,33 @@ def test_status_names_a_vehicle_never_heard_once_the_others_reported_past_the_ti
     v.check()
     rows = {r.name: r for r in v.status(["a", "b", "c"])}
     assert rows["safety/unheard"].values["uavs"] == "c" and not v.state.veto
+
+
+def test_check_times_are_summarised_by_nearest_rank_and_shown_on_the_verifier_row():
+    times = CheckTimes(window=100)
+    assert times.summary() is None
+    for k in range(1, 201):  # the window keeps the last 100: 101..200 ms wall, a tenth of it CPU
+        times.add(k / 1000.0, k / 10000.0)
+    assert times.summary() == pytest.approx((150.0, 199.0, 19.9))
+    clocks = Clocks()
+    v = clocks.verifier()
+    for k in range(5):
+        clocks.mono += 0.05
+        _feed(v, clocks, 100.0 + 0.05 * k, {"a": 0.0, "b": 2.0})
+    row = next(r for r in v.status(["a", "b"]) if r.name == "safety/verifier")
+    p50, p99, cpu = (float(row.values[k]) for k in ("check_ms_p50", "check_ms_p99", "check_cpu_ms_p99"))
+    assert 0.0 < p50 <= p99 and cpu >= 0.0
+
+
+def test_an_array_is_stored_whole_and_checked_once():
+    clocks = Clocks()
+    v = clocks.verifier()
+    clocks.now = 100.0
+    v.on_poses(100.0, ["a", "b", "c"], np.array([[0.0, 0.0, 1.0], [2.0, 0.0, 1.0], [-2.0, 0.0, 1.0]]))
+    assert len(clocks.checks) == 1 and not v.monitor.veto and v.poses_received == 3
+    clocks.now = 100.1
+    v.on_poses(100.1, ["a", "b", "c"], np.array([[0.0, 0.0, 1.0], [0.3, 0.0, 1.0], [np.nan, 0.0, 1.0]]))
+    assert len(clocks.checks) == 2 and v.monitor.veto  # one check for the whole array: the near miss a-b
+    assert v.state.active[0]["uavs"] == ["a", "b"] and v.swarm.rejected == {"nan": 1}
+    v.on_poses(100.1, ["a", "b"], np.array([[0.0, 0.0, 1.0], [0.3, 0.0, 1.0]]))  # the same stamps again
+    assert len(clocks.checks) == 2 and v.swarm.rejected == {"nan": 1, "duplicate": 2}  # nothing new: no check

@@ -110,7 +110,8 @@ def test_dict_form_forgets_vehicles_left_out_and_their_history():
     mon.update(0.0, {"a": row(0.0, 0.0), "b": (0.0, 3.0, 0.0, 2.0)})
     s = mon.update(0.1, {"a": row(0.1, 0.0)})
     assert list(mon.latest()) == ["a"] and not s.stale  # gone, not stale
-    assert mon.would_violate("b", (0.2, 3.0, 0.0, 2.0))  # unknown again: only a full update can tell
+    assert not mon.would_violate("b", (0.2, 3.0, 0.0, 2.0))  # untracked again: judged on this one sample
+    assert mon.would_violate("b", (0.2, 0.3, 0.0, 2.0))  # ... which can still be too close
     s = mon.update(0.2, {"a": row(0.2, 0.0), "b": (0.2, 4.0, 0.0, 2.0)})
     assert s.values["max_speed"]["value"] == 0.0  # 1 m in 0.2 s, but the earlier sample was forgotten
 

@@ -119,3 +119,32 @@ def test_named_stamped_topics_and_bad_parameters(ctx):
     bad2 = rclpy.create_node("pi_bad2", context=ctx, parameter_overrides=[Parameter("pose_type", value="PoseArray")])
     with pytest.raises(ValueError, match="pose_array_names"):
         PoseInput(bad2, lambda *a: None)
+
+
+def test_pose_array_whole_to_the_owner_and_pose_by_pose_to_listeners(ctx):
+    """The verifier takes a PoseArray whole (read with numpy, core.cdr); a listener still gets it pose by pose.
+    An array shorter than the names gives the vehicles it holds."""
+    batches, poses = [], []
+    node = rclpy.create_node("pi_batch", context=ctx, parameter_overrides=[
+        Parameter("pose_type", value="PoseArray"), Parameter("pose_array_topic", value="/world/b/pose/info"),
+        Parameter("pose_array_names", value=["uav1", "", "uav2", "uav3"]), Parameter("pose_qos", value="reliable")])
+    inp = PoseInput(node, lambda *a: pytest.fail("pose by pose to an owner that takes batches"),
+                    on_batch=lambda t, names, pos: batches.append((t, names, pos)))
+    inp.add_listener(lambda *a: poses.append(a))
+    pub_node = rclpy.create_node("pi_batch_pub", context=ctx)
+    pub = pub_node.create_publisher(PoseArray, "/world/b/pose/info", 10)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    msg = _stamped(PoseArray(), 42.25)
+    msg.header.frame_id = "map"
+    for x in (1.0, 2.0, 3.0):
+        p = Pose()
+        p.position.x, p.position.y, p.position.z = x, -x, 10 * x
+        msg.poses.append(p)
+    assert _spin_until(ex, lambda: batches and len(poses) >= 2, publish=lambda: pub.publish(msg))
+    t, names, pos = batches[0]
+    assert (t, names) == (42.25, ["uav1", "uav2"])
+    assert pos.tolist() == [[1.0, -1.0, 10.0], [3.0, -3.0, 30.0]]
+    assert poses[:2] == [("uav1", 42.25, (1.0, -1.0, 10.0), None), ("uav2", 42.25, (3.0, -3.0, 30.0), None)]
+    ex.shutdown()

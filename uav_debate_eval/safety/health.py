@@ -51,10 +51,39 @@ class HealthReport:
     reasons: list[dict] = field(default_factory=list)  # one per cause: kind, message, value, limit, uavs
     lag_s: float = 0.0
     lost: dict[str, int] = field(default_factory=dict)
+    #: the cost of the recent full checks, ms: wall p50 / p99 and this thread's CPU p99 (see `CheckTimes`)
+    check_ms: tuple[float, float, float] | None = None
 
     @property
     def degraded(self) -> bool:
         return bool(self.reasons)
+
+
+class CheckTimes:
+    """The wall and CPU (this thread's) time of the last `window` full checks: what a tick costs, for the status.
+
+    The CPU time is what the check itself costs; the wall time adds the waits for a core on a loaded machine.
+    """
+
+    def __init__(self, window: int = 500) -> None:
+        self._wall: deque[float] = deque(maxlen=window)
+        self._cpu: deque[float] = deque(maxlen=window)
+
+    def add(self, wall_s: float, cpu_s: float) -> None:
+        self._wall.append(wall_s)
+        self._cpu.append(cpu_s)
+
+    def summary(self) -> tuple[float, float, float] | None:
+        """(wall p50, wall p99, CPU p99) in ms over the window (None before a check)."""
+        if not self._wall:
+            return None
+        wall = sorted(self._wall)
+        cpu = sorted(self._cpu)
+
+        def pct(xs: list[float], q: float) -> float:
+            return 1000.0 * xs[min(len(xs) - 1, math.ceil(q * len(xs)) - 1)]  # nearest rank
+
+        return pct(wall, 0.5), pct(wall, 0.99), pct(cpu, 0.99)
 
 
 class VerifierHealth:
@@ -79,6 +108,7 @@ class VerifierHealth:
         """A new run of the stream (stamps or the clock jumped back): forget the floor, periods and open causes."""
         self.offset = math.inf  # smallest (arrival - stamp) seen: the transport's floor
         self._vehicles: dict[str, _Vehicle] = {}
+        self._lossy: set[str] = set()  # vehicles with a loss not yet older than the hold (a check reads only these)
         self._lag = 0.0  # the newest pose's lag
         self._newest = -math.inf  # the newest stamp seen
         self._lag_at = -math.inf  # stream time of the newest pose over the bound
@@ -117,6 +147,7 @@ class VerifierHealth:
                 missed = max(1, round(dt / period) - 1)
                 if self.stale_timeout_s is None or dt <= self.stale_timeout_s:
                     v.lost_at, v.gap_s = stamp, dt  # longer: stale_data, a hazard of its own
+                    self._lossy.add(uav)
                 self.lost_total[uav] = self.lost_total.get(uav, 0) + missed
             else:
                 v.intervals.append(dt)
@@ -132,6 +163,7 @@ class VerifierHealth:
             v = self._vehicles[uav] = _Vehicle()
         self.lost_total[uav] = self.lost_total.get(uav, 0) + count
         v.lost_at = v.last_t if math.isfinite(v.last_t) else self._newest
+        self._lossy.add(uav)
         if v.intervals:
             v.gap_s = max(v.gap_s, count * statistics.median(v.intervals))
 
@@ -148,7 +180,8 @@ class VerifierHealth:
         if now - self._lag_at <= self.max_lag_s or self._lag > self.max_lag_s:
             reasons.append({"kind": "lag", "value": self._lag, "limit": self.max_lag_s, "uavs": [],
                             "message": f"behind the pose stream by {self._lag:.2f} s (limit {self.max_lag_s:g} s)"})
-        lost = sorted(u for u, v in self._vehicles.items() if now - v.lost_at <= hold)
+        self._lossy = {u for u in self._lossy if not now - self._vehicles[u].lost_at > hold}  # NaN now: kept
+        lost = sorted(u for u in self._lossy if now - self._vehicles[u].lost_at <= hold)
         if lost:
             worst = max(self._vehicles[u].gap_s for u in lost)
             reasons.append({"kind": "poses_lost", "value": worst, "limit": hold, "uavs": lost,

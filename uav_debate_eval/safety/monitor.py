@@ -30,6 +30,7 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.quality.jumps import STEP_FACTOR, STEP_SPEED_MPS
 from uav_debate_eval.rules.monitor import RuleMonitor
 from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, time_to_box_exit
+from uav_debate_eval.safety.near_index import CellIndex
 
 #: Separation evidence lists at most this many pairs (the worst first); the count is always exact.
 MAX_EVIDENCE_PAIRS = 50
@@ -81,6 +82,9 @@ class SafetyMonitor:
         limit = mission.constraints.max_speed_mps
         #: an implied speed between two samples above this is a position jump (a glitch, or a real emergency)
         self.jump_mps = STEP_FACTOR * limit if limit else STEP_SPEED_MPS
+        separation = mission.constraints.min_separation_m
+        #: the stored positions by cell, for the per-pose separation pre-check (None: separation not checked)
+        self._near = CellIndex(2 * separation) if separation else None
         self.reset()
 
     def reset(self) -> None:
@@ -97,6 +101,10 @@ class SafetyMonitor:
         self._slot: dict[str, int] = {}
         self._keys: list[str] = []  # key order of the last dict given to update, and its slots
         self._take = np.zeros(0, dtype=np.intp)
+        self._near_stale = True  # the cell index must be rebuilt from the arrays before it is read
+        self._generation = 0  # counts the stores of samples: a check reuses its motion checks while it stands
+        self._motion_key: tuple | None = None
+        self._motion: tuple[list[dict], dict[str, dict], np.ndarray] = ([], {}, np.zeros((0, 3)))
         self._cur = np.full((0, 7), np.nan)  # newest sample per slot: t, x, y, z, vx, vy, vz (NaN: no velocity)
         self._vel = np.zeros((0, 3))  # velocity the checks use: reported, else derived from the last two samples
         self._live = np.zeros(0, dtype=bool)  # slot holds a vehicle the monitor currently tracks
@@ -130,18 +138,43 @@ class SafetyMonitor:
         if t <= last and not t < last - self.clock_jump_s:  # NaN (never seen): both False, taken
             return
         lt, lx, ly, lz = row[:4].tolist()
-        row[:] = tuple(sample) + _NAN_ROW[len(sample):]
+        full = tuple(sample) + _NAN_ROW[len(sample):]
+        row[:] = full
         self._live[k] = True
+        self._generation += 1
+        x, y, z = float(full[1]), float(full[2]), float(full[3])
+        if self._near is not None and not self._near_stale:
+            self._near.move(k, x, y, z)
         dt = t - lt
         moved = dt > 0 and math.isfinite(lx) and math.isfinite(ly) and math.isfinite(lz)  # NaN lt: dt NaN, not > 0
-        implied = ((float(sample[1]) - lx) / dt, (float(sample[2]) - ly) / dt, (float(sample[3]) - lz) / dt) \
-            if moved else (0.0, 0.0, 0.0)
+        implied = ((x - lx) / dt, (y - ly) / dt, (z - lz) / dt) if moved else (0.0, 0.0, 0.0)
         self._jump[k] = math.hypot(*implied) > self.jump_mps
-        v = row[4:].tolist()
-        if all(math.isfinite(c) for c in v):
-            self._vel[k] = v
-        else:
-            self._vel[k] = implied
+        vx, vy, vz = float(full[4]), float(full[5]), float(full[6])
+        self._vel[k] = (vx, vy, vz) if math.isfinite(vx) and math.isfinite(vy) and math.isfinite(vz) else implied
+
+    def observe_many(self, uavs: list[str], t: float, positions: np.ndarray) -> int:
+        """:meth:`observe` of many vehicles at one stamp without velocities (a PoseArray), in one vectorised
+        pass; returns how many were stored (the others are not newer than what their slot holds)."""
+        slots = np.array([self._slot[u] if u in self._slot else self._new_slot(u) for u in uavs], dtype=np.intp)
+        last = self._cur[slots, 0]
+        newer = ~(t <= last) | (t < last - self.clock_jump_s)  # as observe: NaN (never seen) is newer
+        k, pos = slots[newer], positions[newer]
+        if not len(k):
+            return 0
+        prev = self._cur[k, :4]
+        self._cur[k] = np.nan
+        self._cur[k, 0] = t
+        self._cur[k, 1:4] = pos
+        self._live[k] = True
+        self._generation += 1
+        self._near_stale = True
+        dt = t - prev[:, 0]
+        moved = (dt > 0) & np.isfinite(prev[:, 1:4]).all(axis=1)  # NaN dt (never seen) is not > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            implied = np.where(moved[:, None], (pos - prev[:, 1:4]) / np.where(moved, dt, 1.0)[:, None], 0.0)
+        self._jump[k] = np.sqrt((implied * implied).sum(axis=1)) > self.jump_mps
+        self._vel[k] = implied
+        return len(k)
 
     def _ingest(self, latest: dict) -> None:
         """Dict form: the vehicles in `latest` are the swarm (others are forgotten), newer rows replace the old."""
@@ -156,6 +189,8 @@ class SafetyMonitor:
             self._live[:len(gone)][gone] = False
             self._keys, self._take = keys, take
         take = self._take
+        self._generation += 1
+        self._near_stale = True  # many rows change at once: rebuilt when a pre-check next reads it
         try:  # rows of 7 (t, x, y, z, vx, vy, vz): the fast path
             rows = np.fromiter(chain.from_iterable(latest.values()), float, count=7 * len(keys)).reshape(len(keys), 7)
         except ValueError:  # some rows are (t, x, y, z)
@@ -247,7 +282,7 @@ class SafetyMonitor:
 
     def _evaluate(self, now: float) -> tuple[list[dict], list[dict], dict, list[str]]:
         """Every hard constraint over the stored slots; the no-violation path has no Python loop over vehicles."""
-        c, th = self.mission.constraints, self.mission.thresholds
+        c = self.mission.constraints
         ids, n = self._ids, len(self._ids)
         active: list[dict] = []
         predict = now - self._predicted_at >= self.predict_period_s or now < self._predicted_at
@@ -283,6 +318,30 @@ class SafetyMonitor:
                     active.append({"constraint": "stale_data", "uavs": stale, "value": float(silence[silent].max()),
                                    "limit": c.stale_timeout_s, "t": now, "count": len(silent)})
         every = all_live and bool(fresh.all())  # the usual case: plain views, no copies
+        key = (self._generation, n, True if every else fresh.tobytes())
+        if key != self._motion_key or predict:  # new samples, a vehicle turned stale, warnings due: else as before
+            self._motion_key = key
+            self._motion = self._moving(now, fresh, every, predict)
+        moving, moving_values, full = self._motion
+        active += [dict(a) for a in moving]
+        values.update(moving_values)
+        if self.rules is not None:
+            hard, soft = self._rules(now, full, fresh & live)
+            return active + hard, self._warnings + soft, values, stale
+        return active, self._warnings, values, stale
+
+    def _moving(self, now: float, fresh: np.ndarray, every: bool, predict: bool
+                ) -> tuple[list[dict], dict[str, dict], np.ndarray]:
+        """Speed, fence and separation of the fresh vehicles (extrapolated to the newest stamp), the predictive
+        warnings when due, and the positions the rules read. Depends on the samples and `fresh` only: a check
+        with neither changed (a 50-Hz check between a show's 10-Hz pose arrays) reuses it."""
+        c, th = self.mission.constraints, self.mission.thresholds
+        ids, n = self._ids, len(self._ids)
+        cur = self._cur[:n]
+        stamp = cur[:, 0]
+        active: list[dict] = []
+        warnings: list[dict] = []
+        values: dict[str, dict] = {}
         if every:
             pos, vel, stamps = cur[:, 1:4], self._vel[:n], stamp
 
@@ -292,7 +351,7 @@ class SafetyMonitor:
             idx = np.flatnonzero(fresh)
             if not len(idx):
                 self._warnings = []
-                return active, warnings, values, stale
+                return active, values, cur[:, 1:4].copy()
             pos, vel, stamps = cur[idx, 1:4], self._vel[:n][idx], stamp[idx]
 
             def names(rows: np.ndarray) -> list[str]:
@@ -373,12 +432,9 @@ class SafetyMonitor:
                                              "limit": limit, "t_predicted": t_ref + tt})
         if predict:
             self._warnings, self._predicted_at = warnings, now
-        if self.rules is not None:
-            full = cur[:, 1:4].copy()
-            full[fresh if not every else slice(None)] = pos
-            hard, soft = self._rules(now, full, fresh & live)
-            return active + hard, self._warnings + soft, values, stale
-        return active, self._warnings, values, stale
+        full = cur[:, 1:4].copy()
+        full[fresh if not every else slice(None)] = pos
+        return active, values, full
 
     def _rules(self, now: float, pos: np.ndarray, fresh: np.ndarray) -> tuple[list[dict], list[dict]]:
         """The mission rules on this snapshot (RuleMonitor): a hard rule whose newest decided step fails is a
@@ -397,26 +453,30 @@ class SafetyMonitor:
         return hard, soft
 
     def would_violate(self, uav: str, sample) -> bool:
-        """Cheap O(N) pre-check of one new sample against the stored state (speed, fence, separation).
+        """Cheap pre-check of one new sample against the stored state (speed, fence, separation).
 
         Lets a node run the full update the moment a breaking pose arrives instead of at the next tick;
-        scalar maths in plain Python because it runs once per incoming message. Call it before
-        :meth:`observe` stores the sample (a missing velocity comes from the stored one).
+        scalar maths in plain Python because it runs once per incoming message, and the separation read from
+        the neighbouring cells only (`CellIndex`). Call it before :meth:`observe` stores the sample (a missing
+        velocity comes from the stored one). A vehicle not tracked yet is judged on what one sample tells (its
+        position, a velocity it carries): at a show's start 1,000 vehicles appear at once, and a full check for
+        each of them stalled the verifier for seconds.
         """
         c = self.mission.constraints
         t, x, y, z = float(sample[0]), float(sample[1]), float(sample[2]), float(sample[3])
         slot = self._slot.get(uav, -1)
-        if slot < 0 or not self._live[slot]:  # not tracked yet: only a full update can tell
-            return True
-        vel = tuple(float(v) for v in sample[4:7]) if len(sample) >= 7 else (math.nan,) * 3
-        if not all(math.isfinite(v) for v in vel):
+        tracked = slot >= 0 and bool(self._live[slot])
+        vx, vy, vz = (float(sample[4]), float(sample[5]), float(sample[6])) if len(sample) >= 7 else (math.nan,) * 3
+        known = math.isfinite(vx) and math.isfinite(vy) and math.isfinite(vz)
+        if tracked and not known:
             lt, lx, ly, lz = self._cur[slot, :4].tolist()
             dt = t - lt
-            vel = ((x - lx) / dt, (y - ly) / dt, (z - lz) / dt) if dt > 0 else (0.0, 0.0, 0.0)
-        if all(math.isfinite(v) for v in vel):
-            if c.max_speed_mps is not None and math.hypot(*vel) > c.max_speed_mps:
+            vx, vy, vz = ((x - lx) / dt, (y - ly) / dt, (z - lz) / dt) if dt > 0 else (0.0, 0.0, 0.0)
+            known = math.isfinite(vx) and math.isfinite(vy) and math.isfinite(vz)
+        if known:
+            if c.max_speed_mps is not None and math.hypot(vx, vy, vz) > c.max_speed_mps:
                 return True
-            if c.max_vertical_speed_mps is not None and abs(vel[2]) > c.max_vertical_speed_mps:
+            if c.max_vertical_speed_mps is not None and abs(vz) > c.max_vertical_speed_mps:
                 return True
         fence = c.geofence
         if fence is not None:
@@ -426,10 +486,18 @@ class SafetyMonitor:
             if fence.polygon and float(fence.outside_distance(np.array([x, y, z]))) > 0:
                 return True
         limit = c.min_separation_m
+        if self._near is None or limit is None:
+            return False
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+            return False  # a position that is not a number is no pose (the verifier's swarm rejects it first)
+        if self._near_stale:
+            self._rebuild_near()
+        return next(self._near.within(x, y, z, limit, skip=slot), None) is not None
+
+    def _rebuild_near(self) -> None:
+        assert self._near is not None
+        self._near.clear()
         n = len(self._ids)
-        if limit is not None and n > 1:
-            diff = self._cur[:n, 1:4] - (x, y, z)
-            d2 = np.einsum("ij,ij->i", diff, diff)
-            d2[slot] = np.inf
-            return bool((d2 < limit * limit).any())  # NaN rows (free slots) compare False
-        return False
+        for k, (x, y, z) in enumerate(self._cur[:n, 1:4].tolist()):
+            self._near.move(k, x, y, z)
+        self._near_stale = False

@@ -95,6 +95,9 @@ def verifier_row(health: HealthReport, t: float, fail_safe: str) -> StatusRow:
               "poses_lost_by_vehicle": ",".join(f"{u}:{n}" for u, n in sorted(lost.items())),
               "uavs": ",".join(sorted({u for r in health.reasons for u in r["uavs"]})), "t": f"{t:.6f}",
               "fail_safe": fail_safe}
+    if health.check_ms is not None:
+        values.update(check_ms_p50=f"{health.check_ms[0]:.3f}", check_ms_p99=f"{health.check_ms[1]:.3f}",
+                      check_cpu_ms_p99=f"{health.check_ms[2]:.3f}")
     if not health.degraded:
         lost_text = f"; {sum(lost.values())} poses lost before the verifier" if lost else ""
         return StatusRow("safety/verifier", OK, f"verifying (lag {health.lag_s:.3f} s){lost_text}", values)

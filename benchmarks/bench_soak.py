@@ -85,7 +85,7 @@ def publish(args: argparse.Namespace) -> None:
     from geometry_msgs.msg import PoseArray, PoseStamped
     from rclpy.qos import qos_profile_sensor_data
 
-    from uav_debate_eval.core.cdr import pose_array_cdr
+    from uav_debate_eval.core.cdr import pose_array_cdr, pose_stamped_cdr
 
     n, duration = args.vehicles, args.minutes * 60.0
     faults = fault_schedule(n, duration, args.fault_period)
@@ -109,16 +109,10 @@ def publish(args: argparse.Namespace) -> None:
         if wait > 0:
             time.sleep(wait)
         stamp_t = base + t
-        sec = math.floor(stamp_t)
         pos = positions(t, n, faults)
-        if args.per_vehicle:
-            for i, p in enumerate(pos):
-                msg = PoseStamped()
-                msg.header.stamp.sec, msg.header.stamp.nanosec = int(sec), int((stamp_t - sec) * 1e9)
-                msg.header.frame_id = "world"
-                msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in p)
-                msg.pose.orientation.w = 1.0
-                pubs[i].publish(msg)
+        if args.per_vehicle:  # serialized with struct (core.cdr): no Python message per pose
+            for i, p in enumerate(pos.tolist()):
+                pubs[i].publish(pose_stamped_cdr(stamp_t, "world", p))
         else:  # serialized with numpy (core.cdr): no Python object per pose, so the stamp is the send time
             pub.publish(pose_array_cdr(stamp_t, "world", pos))
         delays.append(time.time() - stamp_t)

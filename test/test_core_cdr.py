@@ -5,7 +5,7 @@ import pytest
 from geometry_msgs.msg import Pose, PoseArray
 from rclpy.serialization import serialize_message
 
-from uav_debate_eval.core.cdr import pose_array_cdr, pose_array_positions
+from uav_debate_eval.core.cdr import pose_array_cdr, pose_array_positions, pose_stamped_cdr, pose_stamped_position
 
 
 def _array(frame_id: str, n: int) -> PoseArray:
@@ -54,3 +54,20 @@ def test_written_arrays_are_what_rclpy_reads(frame_id, n):
                                                                                      frame_id)
     assert [[p.position.x, p.position.y, p.position.z] for p in msg.poses] == positions.tolist()
     assert all(p.orientation.w == 1.0 for p in msg.poses)
+
+
+@pytest.mark.parametrize("frame_id", ["", "map", "uav12/odom"])
+def test_pose_stamped_both_ways(frame_id):
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.serialization import deserialize_message
+
+    msg = PoseStamped()
+    msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id = 7, 500_000_000, frame_id
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = 1.5, -2.25, 30.0
+    assert pose_stamped_position(serialize_message(msg)) == (7.5, frame_id, (1.5, -2.25, 30.0))
+    back = deserialize_message(pose_stamped_cdr(7.5, frame_id, (1.5, -2.25, 30.0)), PoseStamped)
+    assert (back.header.stamp.sec, back.header.stamp.nanosec, back.header.frame_id) == (7, 500_000_000, frame_id)
+    assert (back.pose.position.x, back.pose.position.y, back.pose.position.z, back.pose.orientation.w) == \
+        (1.5, -2.25, 30.0, 1.0)
+    with pytest.raises(ValueError, match="truncated pose"):
+        pose_stamped_position(serialize_message(msg)[:-30])

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import yaml
 
+from uav_debate_eval.commands.live import MONITOR_NICENESS
 from uav_debate_eval.live.workers import stop_process
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -210,6 +211,10 @@ def _wait_for_monitor(rec: Recorder) -> None:
     rec.wait(lambda: bool(rec.veto), 60, "the monitor's latched veto")
 
 
+def _children(pid: int) -> list[int]:
+    return [int(c) for task in Path(f"/proc/{pid}/task").glob("*/children") for c in task.read_text().split()]
+
+
 def _tail(path: Path) -> str:
     return path.read_text()[-3000:] if path.exists() else ""
 
@@ -225,7 +230,7 @@ def _live_flight(tmp_path: Path, domain: int, faults: list[str], duration: float
     env = _env(domain)
     config, scenario = _write_config(tmp_path, faults, duration)
     flight = SimpleNamespace(rec=Recorder(env), scenario=scenario, out=tmp_path / "out", base=None, logs="")
-    live = _start(_live_cmd(config, flight.out, 300.0), env, tmp_path / "live.log")
+    live = flight.live = _start(_live_cmd(config, flight.out, 300.0), env, tmp_path / "live.log")
     sim = None
     try:
         _wait_for_monitor(flight.rec)
@@ -246,6 +251,11 @@ def test_near_miss_vetoed_segmented_and_reported_live(tmp_path: Path, ros_domain
     duration = 30.0
     with _live_flight(tmp_path, ros_domain, ["near_miss"], duration) as flight:
         rec, base, out = flight.rec, flight.base, flight.out
+        # the veto's process gets a core first: `live` (the analysis) yields to its verifier child
+        niceness = {p: int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[16])
+                    for p in [flight.live.pid, *_children(flight.live.pid)]}
+        verifier = [p for p in niceness if b"safety_verifier" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert len(verifier) == 1 and niceness[flight.live.pid] == niceness[verifier[0]] + MONITOR_NICENESS
         # all of the flight played, and the last segment (idle flush) was reported
         rec.wait(lambda: rec.clock is not None and rec.clock >= base + duration - 0.5, 40 + duration / SPEED,
                  "the end of the flight")

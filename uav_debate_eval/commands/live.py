@@ -35,6 +35,10 @@ STOP_GRACE_S = 60.0
 VERIFIER_START_S = 60.0
 #: The verifier's parameter file in OUT (the session's merged values); it marks it `.ready` once its node is up.
 VERIFIER_PARAMS = ".safety_verifier.yaml"
+#: Once the verifier (and the simulator) run, this process (dsl_builder, debate_panel and their workers) yields to
+#: them by this much niceness: on a loaded 2-core machine the veto's process gets a core first, the analysis waits
+#: (no privilege needed; the workers add their own niceness on top).
+MONITOR_NICENESS = 5
 #: The Foxglove layout shipped in config/ (the same for the live view and the MCAP export).
 LAYOUT = "foxglove_layout.json"
 
@@ -187,6 +191,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
             if with_sim:
                 sim = _start_sim(config, out, px4=values["safety_verifier"].get("pose_type") == "VehicleLocalPosition")
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
+            os.nice(MONITOR_NICENESS)
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
                           f"(backend {panel.backend}), reports in {out}")
             done = StopWhenFlown(sim, builder, panel, stop, verifier)

@@ -74,6 +74,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     from uav_debate_eval.dsl.builder import build_dsl
     from uav_debate_eval.dsl.events import detect_events
     from uav_debate_eval.dsl.segments import mission_segments
+    from uav_debate_eval.live.workers import trim_heap
     from uav_debate_eval.metrics.compute import compute_metrics
     from uav_debate_eval.quality.assessment import assess
     from uav_debate_eval.safety.checker import check_trajectory
@@ -103,9 +104,11 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
         except Exception as exc:
             raise EvaluationError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
         finally:
+            trim_heap()  # the stage's temporaries go back to the OS, not into the pages a forked child shares
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
     figure_job = work = None
+    trim_heap()  # the read's freed buffers: a child forked now would keep a copy of every resident page
     try:
         if figures:  # a child loads the plotting library, cleans the trajectory itself, draws as results come
             from uav_debate_eval.report.figure_job import start_figure_job

@@ -76,6 +76,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.live.workers import trim_heap
     from uav_debate_eval.metrics.compute import compute_metrics
+    from uav_debate_eval.metrics.kinematics import forget_kinematics
     from uav_debate_eval.quality.assessment import assess
     from uav_debate_eval.safety.checker import check_trajectory
 
@@ -137,6 +138,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
         if figure_job is not None:
             figure_job.scores_ready(metrics)
         dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety, events=events))
+        forget_kinematics(list(traj.tracks.values()))  # the windows smooth their own
         contexts = stage("dsl", lambda: work.contexts(metrics, dsl.events,
                                                       lambda done, total: tick("segments", done, total)))
         evaluation = _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.runner.segment_work import SegmentWork
+from uav_debate_eval.runner.segment_work import SegmentWork, heap_trimmer
 
 if TYPE_CHECKING:  # the stages load on first use (the CLI starts fast; live nodes never load the debate)
     from uav_debate_eval.debate.engine import DebateResult
@@ -74,7 +74,6 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     from uav_debate_eval.dsl.builder import build_dsl
     from uav_debate_eval.dsl.events import detect_events
     from uav_debate_eval.dsl.segments import mission_segments
-    from uav_debate_eval.live.workers import trim_heap
     from uav_debate_eval.metrics.compute import compute_metrics
     from uav_debate_eval.metrics.kinematics import forget_kinematics
     from uav_debate_eval.quality.assessment import assess
@@ -95,6 +94,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
             report_notes.append(msg)
     tick = progress or (lambda stage, done, total: None)
     timing: dict[str, float] = {}
+    trim_heap = heap_trimmer(traj)
 
     def stage(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.perf_counter()

@@ -231,3 +231,55 @@ def test_segments_are_claimed_longest_first():
     while (i := segment_work._claim(counter, segs)) is not None:
         claims.append(i)
     assert claims == [1, 2, 0, 3]
+
+
+def test_the_segment_child_finishes_a_window_before_it_cuts_the_next(flight, monkeypatch, tmp_path):
+    """Issue 35 (memory): a window's kinematics and grids live in the child one window at a time, even while the
+    flight's events are late; the contexts stay those of one process."""
+    traj, mission = flight
+    serial = _evaluate(traj, mission)
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    real = segment_work.SegmentWork.events_ready
+
+    def late(self, events):  # the events come once the child claimed a second segment (at most 2 s late)
+        deadline = time.monotonic() + 2.0
+        while self.child is not None and self.counter.value < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        real(self, events)
+
+    monkeypatch.setattr(segment_work.SegmentWork, "events_ready", late)
+    log = tmp_path / "calls.log"
+    cut, finish = segment_work.window_metrics, segment_work._evidence
+
+    def note(what, fn):
+        def spy(*args):
+            with log.open("a") as fh:
+                fh.write(f"{os.getpid()} {what} {args[2].id}\n")
+            return fn(*args)
+        return spy
+
+    monkeypatch.setattr(segment_work, "window_metrics", note("cut", cut))
+    monkeypatch.setattr(segment_work, "_evidence", note("done", finish))
+    parallel = _evaluate(traj, mission)
+    calls = [line.split() for line in log.read_text().splitlines()]
+    child = [(what, seg) for pid, what, seg in calls if int(pid) != os.getpid()]
+    assert child and child[0][0] == "cut"
+    assert all(child[k] == ("cut", child[k + 1][1]) and child[k + 1][0] == "done" for k in range(0, len(child), 2))
+    assert _sections(parallel) == _sections(serial)
+
+
+def test_the_flight_kinematics_are_let_go_before_the_segments(flight):
+    """The flight's smoothed kinematics are dropped once its DSL exists; asked again they are the same numbers."""
+    import numpy as np
+
+    from uav_debate_eval.metrics.kinematics import forget_kinematics, smooth_tracks
+
+    traj, mission = flight
+    ev = _evaluate(traj, mission)
+    tracks = list(ev.traj.tracks.values())
+    assert not any("_smoothed" in tr.__dict__ for tr in tracks)
+    first = smooth_tracks(tracks)
+    forget_kinematics(tracks)
+    again = smooth_tracks(tracks)
+    assert all(a is not b and np.array_equal(a.vel, b.vel) and np.array_equal(a.jerk, b.jerk)
+               for a, b in zip(first, again, strict=True))

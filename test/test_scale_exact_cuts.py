@@ -52,6 +52,21 @@ def test_excursions_equal_the_per_column_filter(seed):
     assert seed != 0 or got  # the glitches are found, not only matched
 
 
+def test_excursions_of_many_tracks_equal_each_track_alone():
+    """Tracks stacked by length (blocks, lengths shared and not, too short to filter) give each track's own list."""
+    rng = np.random.default_rng(7)
+    tracks = []
+    for k, n in enumerate([50] * (jumps.TRACK_BLOCK + 5) + [6, 7, 120, 120, 33]):
+        t = np.cumsum(rng.uniform(0.05, 0.15, n))
+        pos = np.cumsum(rng.normal(scale=0.05, size=(n, 3)), axis=0)
+        for i in rng.choice(np.arange(1, n - 1), size=min(3, n - 2), replace=False):
+            pos[i] += rng.normal(scale=3.0, size=3)
+        tracks.append((t, pos, 2.0 + k % 5))
+    got = jumps.excursions_of(tracks)
+    assert got == [_excursions_per_column(t, pos, a) for t, pos, a in tracks]
+    assert sum(map(bool, got)) > len(tracks) // 2  # glitches found, not only matched
+
+
 def test_excursions_find_a_glitch_and_leave_a_step():
     t = np.arange(50) * 0.1
     pos = np.zeros((50, 3))

@@ -119,6 +119,13 @@ def smooth_kinematics(track: Track, window_s: float = SMOOTH_WINDOW_S, dt: float
     return cache[key]
 
 
+def forget_kinematics(tracks: list[Track]) -> None:
+    """Let go of the smoothed kinematics kept on `tracks` (the flight's once its metrics, events and DSL exist: a
+    show flight's take ~2 GB while its segments are evaluated); asked again, they are computed again, the same."""
+    for tr in tracks:
+        tr.__dict__.pop("_smoothed", None)
+
+
 def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: float | None = None) -> list[Kinematics]:
     """smooth_kinematics of every track, the tracks on the same grid filtered together (one convolution per
     derivative over a (vehicles, steps, 3) stack: the same numbers, line by line, as one track at a time)."""

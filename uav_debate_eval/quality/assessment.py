@@ -18,8 +18,8 @@ from uav_debate_eval.core.records import DataQuality, Finding, NotEvaluable
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track, finite_difference
 from uav_debate_eval.quality.frames import duplicates, place_frames, verify_frames
 from uav_debate_eval.quality.gnss import gnss_glitches, vehicle_class
-from uav_debate_eval.quality.jumps import excursions, steps
-from uav_debate_eval.quality.updates import distinct_updates, source_velocity, true_spans
+from uav_debate_eval.quality.jumps import Excursion, excursions_of, steps
+from uav_debate_eval.quality.updates import Updates, distinct_updates, source_velocity, true_spans
 
 #: Constraints that rest on a position estimate (not evaluable where the estimator says it is invalid).
 POSITION_CHECKS = ("min_separation", "max_speed", "max_vertical_speed", "geofence")
@@ -86,9 +86,13 @@ def assess(traj: SwarmTrajectory, mission: Mission) -> Assessment:
     out = Assessment(clean, list(traj.ingest.findings), list(traj.ingest.not_evaluable))
     traj.ingest.notes.extend(place_frames(clean, mission))
     out.findings.extend(duplicates(clean))
-    for u, tr in list(clean.tracks.items()):
-        a_max = mission.thresholds.accel_bound(vehicle_class(traj, mission, u))
-        clean.tracks[u] = _clean_track(tr, a_max, mission, out)
+    tracks = list(clean.tracks.items())
+    updates = [distinct_updates(tr) for _, tr in tracks]
+    a_maxes = [mission.thresholds.accel_bound(vehicle_class(traj, mission, u)) for u, _ in tracks]
+    excursed = excursions_of([(*_updated(tr, upd), a_max) for (_, tr), upd, a_max in zip(tracks, updates, a_maxes,
+                                                                                    strict=True)])
+    for (u, tr), upd, a_max, away in zip(tracks, updates, a_maxes, excursed, strict=True):
+        clean.tracks[u] = _clean_track(tr, upd, away, a_max, mission, out)
     out.findings.extend(_invalid_spans(clean, mission, out.not_evaluable))
     found, lost = verify_frames(clean, mission)
     out.findings.extend(found)
@@ -99,13 +103,21 @@ def assess(traj: SwarmTrajectory, mission: Mission) -> Assessment:
     return out
 
 
-def _clean_track(tr: Track, a_max: float, mission: Mission, out: Assessment) -> Track:
-    """Leave out one-frame excursions, note persistent steps, and set source-aware velocity."""
+def _updated(tr: Track, upd: Updates) -> tuple[np.ndarray, np.ndarray]:
+    """(t, pos) of the track's distinct updates; the track's own arrays when every sample is one (no copy)."""
+    if len(upd.index) == len(tr):
+        return tr.t, tr.pos
+    return tr.t[upd.index], tr.pos[upd.index]
+
+
+def _clean_track(tr: Track, upd: Updates, excursed: list[Excursion], a_max: float, mission: Mission,
+                 out: Assessment) -> Track:
+    """Leave out one-frame excursions (`excursed`: those of its distinct updates `upd`), note persistent steps, and
+    set source-aware velocity."""
     u = tr.uav_id
-    upd = distinct_updates(tr)
     tu, pu = tr.t[upd.index], tr.pos[upd.index]
     drop = np.zeros(len(tr), dtype=bool)
-    for ex in excursions(tu, pu, a_max):
+    for ex in excursed:
         nxt = upd.index[ex.last + 1]
         drop[upd.index[ex.first]:nxt] = True
         out.findings.append(Finding(

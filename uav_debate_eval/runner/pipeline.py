@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.runner.segment_work import SegmentWork
+from uav_debate_eval.runner.segment_work import SegmentWork, heap_trimmer
 
 if TYPE_CHECKING:  # the stages load on first use (the CLI starts fast; live nodes never load the debate)
     from uav_debate_eval.debate.engine import DebateResult
@@ -75,6 +75,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     from uav_debate_eval.dsl.events import detect_events
     from uav_debate_eval.dsl.segments import mission_segments
     from uav_debate_eval.metrics.compute import compute_metrics
+    from uav_debate_eval.metrics.kinematics import forget_kinematics
     from uav_debate_eval.quality.assessment import assess
     from uav_debate_eval.safety.checker import check_trajectory
 
@@ -93,6 +94,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
             report_notes.append(msg)
     tick = progress or (lambda stage, done, total: None)
     timing: dict[str, float] = {}
+    trim_heap = heap_trimmer(traj)
 
     def stage(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.perf_counter()
@@ -103,9 +105,11 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
         except Exception as exc:
             raise EvaluationError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
         finally:
+            trim_heap()  # the stage's temporaries go back to the OS, not into the pages a forked child shares
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
     figure_job = work = None
+    trim_heap()  # the read's freed buffers: a child forked now would keep a copy of every resident page
     try:
         if figures:  # a child loads the plotting library, cleans the trajectory itself, draws as results come
             from uav_debate_eval.report.figure_job import start_figure_job
@@ -134,6 +138,7 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
         if figure_job is not None:
             figure_job.scores_ready(metrics)
         dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety, events=events))
+        forget_kinematics(list(traj.tracks.values()))  # the windows smooth their own
         contexts = stage("dsl", lambda: work.contexts(metrics, dsl.events,
                                                       lambda done, total: tick("segments", done, total)))
         evaluation = _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg,

@@ -11,7 +11,8 @@ The windows are on the flight's grid, so the per-step formation errors they shar
 once: right after the fork this process computes the flight's (its metrics need them too) into memory it shares
 with the child (an anonymous mapping made before the fork; only "they are there" goes through the pipe); the
 child's windows take their rows (metrics.swarm), waiting for them should they come later than the child asks.
-While the flight's events are not there yet, the child does the parts of its windows' DSL that need none; the
+While the flight's events are not there yet, the child does the parts of its window's DSL that need none, and
+finishes that window before it cuts the next (a show flight's window holds ~1 GB of kinematics and grids); the
 flight's raw-token counts follow the events (the child counts them itself should they come after its first DSL).
 """
 
@@ -31,6 +32,9 @@ from uav_debate_eval.runner.forked import ChildLost, Forked, can_fork, cores
 
 #: From this many samples on, a flight's segments are evaluated on two cores (below, a child costs more than it saves).
 PARALLEL_MIN_SAMPLES = 50_000
+#: From this many samples on, the heap each stage and window frees goes back to the OS at once (a show flight's
+#: GBs); below, faulting those pages in again costs more CPU (~10 % of a 100 x 600 s flight) than the memory matters.
+TRIM_MIN_SAMPLES = 2_000_000
 #: A claim waits at most this long for the counter's lock (a child killed while holding it must not hang us).
 CLAIM_TIMEOUT_S = 5.0
 
@@ -46,7 +50,9 @@ def segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: A
     """
     window, seg_metrics = window_metrics(traj, mission, seg, safety)
     seg_metrics, dsl = _evidence(traj, mission, seg, safety, metrics, events, budget_tokens, window, seg_metrics)
-    return _segment(seg, seg_metrics, dsl, safety, window)
+    # the context keeps the window's samples (views of the flight's), not the kinematics and grids cached on it while
+    # it was evaluated: as a child's segment (a show flight's windows held ~1 GB each; the panel reads none of them)
+    return _segment(seg, seg_metrics, dsl, safety, traj.window(seg.t_start, seg.t_end))
 
 
 def window_metrics(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any) -> tuple[SwarmTrajectory, Any]:
@@ -123,6 +129,7 @@ class SegmentWork:
     def contexts(self, metrics: Any, events: list, tick: Callable[[int, int], None]) -> list:
         """Every segment's context in segment order; tick(done, total) after each."""
         traj, mission, segments, safety, budget = self.args
+        trim_heap = heap_trimmer(traj)
         n = len(segments)
         out: list = [None] * n
         done = 0
@@ -130,6 +137,7 @@ class SegmentWork:
         def here(i: int) -> None:
             nonlocal done
             out[i] = segment_context(traj, mission, segments[i], safety, metrics, events, budget)
+            trim_heap()  # the window's kinematics and grids, freed, go back to the OS before the next window
             done += 1
             tick(done, n)
 
@@ -159,6 +167,15 @@ class SegmentWork:
         if self.child is not None:
             self.child.cancel()
             self.child = None
+
+
+def heap_trimmer(traj: SwarmTrajectory) -> Callable[[], None]:
+    """What hands the freed heap back to the OS for this flight: glibc's malloc_trim for a large one, else nothing."""
+    if traj.n_samples < TRIM_MIN_SAMPLES:
+        return lambda: None
+    from uav_debate_eval.live.workers import trim_heap
+
+    return trim_heap
 
 
 def shared_array(shape: tuple[int, ...]) -> np.ndarray:
@@ -222,6 +239,7 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
     from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
 
     messages = _Inbox(inbox)
+    trim_heap = heap_trimmer(traj)
     if shared is not None:
         def fetch() -> tuple[np.ndarray, str | None] | None:
             ref = messages.wait("formation")
@@ -239,15 +257,18 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
             out.append((i, *_evidence(traj, mission, segments[i], safety, flight_metrics, messages.got["events"],
                                       budget_tokens, window, seg_metrics)))
         waiting.clear()
+        trim_heap()  # the window's arrays, freed, go back to the OS before the next window
 
-    while (i := _claim(counter, segments)) is not None:
+    while True:
+        if waiting:  # one window at a time holds its kinematics and grids here: finished before the next is cut
+            if messages.wait("events") is None:
+                raise ChildLost("the parent ended before sending the flight's events")
+            finish()
+        if (i := _claim(counter, segments)) is None:
+            break
         waiting.append((i, *window_metrics(traj, mission, segments[i], safety)))
         if messages.has("events"):
             finish()
         else:  # the flight's events are still being computed: what the window's DSL needs besides them
             prepare_dsl(waiting[-1][1])
-    if waiting:
-        if messages.wait("events") is None:
-            raise ChildLost("the parent ended before sending the flight's events")
-        finish()
     return out

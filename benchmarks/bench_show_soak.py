@@ -34,7 +34,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -42,7 +41,7 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_soak import HOLD_S, _proc_stats, _tree, fault_schedule, match_edges, write_config  # noqa: E402
+from bench_soak import HOLD_S, VetoRecorder, _proc_stats, _tree, fault_schedule, match_edges, write_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LATENCY_TARGET_MS = 50.0
@@ -64,41 +63,20 @@ def ros_rss(pid: int) -> float:
     return total
 
 
-class ShowRecorder:
-    """Veto edges and the verifier's status rows, received in this process."""
+class ShowRecorder(VetoRecorder):
+    """bench_soak's veto edges, and the verifier's status rows, received in this process."""
 
-    def __init__(self) -> None:
-        import rclpy
+    def __init__(self, monitor_pid: int) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.executors import SingleThreadedExecutor
-        from std_msgs.msg import Bool
 
-        from uav_debate_eval.nodes.topics import STATUS_TOPIC, VETO_TOPIC, latched
+        from uav_debate_eval.nodes.topics import STATUS_TOPIC
 
-        rclpy.init(args=[])
-        self.node = rclpy.create_node("show_soak_recorder")
-        self.edges: list[tuple[float, bool]] = []
         self.rows: list[tuple[float, dict]] = []  # (wall, safety/verifier row values)
         self.degraded_at: list[float] = []  # wall times the verifier row turned degraded
         self.degraded_why: dict[str, int] = {}  # reason kind -> status rows that named it
-        self._last: bool | None = None
         self._degraded = False
-        self.node.create_subscription(Bool, "/" + VETO_TOPIC, self._on_veto, latched())
+        super().__init__(monitor_pid)
         self.node.create_subscription(DiagnosticArray, "/" + STATUS_TOPIC, self._on_status, 10)
-        self.executor = SingleThreadedExecutor()
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def _on_veto(self, msg) -> None:
-        if msg.data != self._last:
-            self._last = bool(msg.data)
-            self.edges.append((time.time(), bool(msg.data)))
 
     def _on_status(self, msg) -> None:
         for st in msg.status:
@@ -111,13 +89,6 @@ class ShowRecorder:
                 if degraded and not self._degraded:
                     self.degraded_at.append(time.time())
                 self._degraded = degraded
-
-    def close(self) -> None:
-        import rclpy
-        self._stop.set()
-        self._thread.join(timeout=2)
-        self.node.destroy_node()
-        rclpy.try_shutdown()
 
 
 def show_config(tmp: Path, n: int, per_vehicle: bool) -> Path:
@@ -142,7 +113,7 @@ def run(mode: str, args: argparse.Namespace) -> bool:
                                  "--out", str(tmp / "out"), "--llm", "rules", "--quiet",
                                  "--duration", str(duration + args.start_delay + 600.0)],
                                 stdout=log, stderr=subprocess.STDOUT)
-        rec = ShowRecorder()
+        rec = ShowRecorder(live.pid)
         base_file = tmp / "base.json"
         publisher = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "bench_soak.py"), "--publish",
                                       str(base_file), "--minutes", str(args.minutes), "--vehicles",

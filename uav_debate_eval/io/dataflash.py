@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.vehicle_limits import limit_params
 from uav_debate_eval.io import ardupilot_codes as codes
 from uav_debate_eval.io.ardupilot_attitude import attach_attitude
 from uav_debate_eval.io.ardupilot_log import (
@@ -85,6 +86,7 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
                      messages=int(reader._count))
     sysid = params.get("SYSID_THISMAV")
     log.sysid = int(sysid) if sysid is not None else None
+    log.track.params = limit_params(params)
     describe_vehicle(log, params, [str(getattr(m, "Message", "")) for m in sparse if m.get_type() == "MSG"]
                      + [str(getattr(m, "FWS", "")) for m in sparse if m.get_type() == "VER"])
     gps = columns(reader, "GPS", ["I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt"])

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.vehicle_limits import limit_params
 from uav_debate_eval.io import ardupilot_codes as codes
 from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps, hold_last, invalid_reasons
 from uav_debate_eval.io.dataflash_columns import EKF_TYPE_SOURCES
@@ -140,6 +141,7 @@ def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
     glob = msgs.get("GLOBAL_POSITION_INT", [])
     tr = LogTrack(f"sysid{sysid}", np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), None, None, str(path))
     log = VehicleLog(tr, sysid=sysid)
+    tr.params = limit_params(params)
     stream = local or glob
     t_us = np.array([m.time_boot_ms * 1000.0 for m in stream])
     recv_us = np.array([m._timestamp * 1e6 for m in stream])

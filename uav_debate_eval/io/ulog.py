@@ -9,13 +9,14 @@ with the GPS time (`time_utc_usec`) when every log has it; otherwise the logs' s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.core.vehicle_limits import limit_params
 
 _TOPICS = ["vehicle_local_position", "vehicle_global_position", "vehicle_gps_position", "sensor_gps"]
 _WGS84_A = 6378137.0
@@ -38,6 +39,8 @@ class LogTrack:
     valid_how: str = "xy_valid/z_valid = 0"  # what flags a sample invalid, for the note
     #: what utc_offset_us puts t_us on, for the note (ROS 2 bags: the recorder's receive clock)
     clock: str = "clocks aligned with GPS UTC time (t = UTC seconds)"
+    #: the autopilot's parameters that set limits (core.vehicle_limits.LIMIT_PARAMS), where the log holds them
+    params: dict[str, float] = field(default_factory=dict)
 
 
 def ned_to_enu(v: np.ndarray) -> np.ndarray:
@@ -89,7 +92,9 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
         if flag in lp:
             valid &= lp[flag] != 0
     ref, how = _reference(lp, data, t_us, pos)
-    return LogTrack(name, t_us, pos, vel, ref, _utc_offset(data), str(path), how, valid)
+    track = LogTrack(name, t_us, pos, vel, ref, _utc_offset(data), str(path), how, valid)
+    track.params = limit_params(ulog.initial_parameters)
+    return track
 
 
 def _reference(lp: dict, data: dict, t_us: np.ndarray, pos_ned: np.ndarray):
@@ -213,6 +218,7 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
         tr.frame = "local" if u in local else ""
         if tr.est_valid is not None and tr.est_valid.all():
             tr.est_valid = None
+    traj.ingest.params.update({lg.name: lg.params for lg in logs if lg.params and lg.name in traj.tracks})
     return traj
 
 

@@ -103,7 +103,8 @@ def test_px4_ulog_without_mission(tmp_path):
     assert run([str(PX4), "--out", str(out), "--quiet"]) == 4
     rep = load(out)
     assert rep["mission"]["uavs"] == ["sample_log_small"]
-    assert rep["mission"]["constraints_checked"] == ["max_speed", "max_vertical_speed"]
+    # and its attitude against PX4's own setpoints at the default 45° (its MPC_TILTMAX_AIR 25° is under it)
+    assert rep["mission"]["constraints_checked"] == ["max_speed", "max_vertical_speed", "attitude_control"]
     assert rep["mission"]["limit_sources"]["max_speed"].startswith("sample_log_small: 1.2 × MPC_XY_VEL_MAX 3.5 m/s")
     assert "max_speed 4.2 m/s from sample_log_small: 1.2 × MPC_XY_VEL_MAX 3.5 m/s" in " ".join(rep["notes"])
     assert {n["constraint"] for n in rep["data_quality"]["not_evaluable"]} >= {"max_speed", "max_vertical_speed"}

@@ -25,7 +25,6 @@ from uav_debate_eval.io.ardupilot_log import (
     VehicleLog,
     gaps,
     gps_utc_offset_us,
-    hold_last,
     invalid_reasons,
     lane_switches,
 )
@@ -37,6 +36,7 @@ from uav_debate_eval.io.dataflash_columns import (
     message_time_us,
     pick_estimator,
 )
+from uav_debate_eval.io.log_series import hold_last
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import describe_vehicle
 

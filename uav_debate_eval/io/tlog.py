@@ -21,8 +21,9 @@ import numpy as np
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.vehicle_limits import limit_params
 from uav_debate_eval.io import ardupilot_codes as codes
-from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps, hold_last, invalid_reasons
+from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps, invalid_reasons
 from uav_debate_eval.io.dataflash_columns import EKF_TYPE_SOURCES
+from uav_debate_eval.io.log_series import hold_last
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS, describe_vehicle
 

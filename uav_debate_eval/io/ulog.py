@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.core.vehicle_limits import limit_params
 
@@ -41,6 +42,11 @@ class LogTrack:
     clock: str = "clocks aligned with GPS UTC time (t = UTC seconds)"
     #: the autopilot's parameters that set limits (core.vehicle_limits.LIMIT_PARAMS), where the log holds them
     params: dict[str, float] = field(default_factory=dict)
+    #: PX4: (boot µs, roll/pitch deg, targets deg, controlled) (io.px4_attitude), crash (boot µs, words), class
+    attitude: tuple | None = None
+    crash: tuple[float, str] | None = None
+    vehicle_class: str = ""
+    sitl: bool = False
 
 
 def ned_to_enu(v: np.ndarray) -> np.ndarray:
@@ -69,11 +75,13 @@ def geodetic_to_enu(lat, lon, alt, lat0: float, lon0: float, alt0: float) -> np.
 
 def read_ulog(path: str | Path, name: str) -> LogTrack:
     """Parse one .ulg into a LogTrack (raises InputError for unreadable logs or no local position)."""
+    from uav_debate_eval.io.px4_attitude import ATTITUDE_TOPICS, px4_attitude, px4_crash, px4_vehicle_class
+
     path = Path(path)
     try:
         from pyulog import ULog
 
-        ulog = ULog(str(path), _TOPICS)
+        ulog = ULog(str(path), _TOPICS + ATTITUDE_TOPICS)
     except Exception as exc:  # pyulog raises assorted types on damaged files; all mean bad input
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: cannot read ULog ({type(exc).__name__}: {reason})") from None
@@ -94,6 +102,10 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     ref, how = _reference(lp, data, t_us, pos)
     track = LogTrack(name, t_us, pos, vel, ref, _utc_offset(data), str(path), how, valid)
     track.params = limit_params(ulog.initial_parameters)
+    track.attitude = px4_attitude(data)
+    track.crash = px4_crash(data, track.attitude)
+    track.vehicle_class = px4_vehicle_class(data)
+    track.sitl = str(ulog.msg_info_dict.get("ver_hw", "")).upper().endswith("SITL")
     return track
 
 
@@ -218,8 +230,27 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
         tr.frame = "local" if u in local else ""
         if tr.est_valid is not None and tr.est_valid.all():
             tr.est_valid = None
-    traj.ingest.params.update({lg.name: lg.params for lg in logs if lg.params and lg.name in traj.tracks})
+    for lg, off in zip(logs, offsets, strict=True):
+        if lg.name in traj.tracks:
+            _px4_extras(traj, lg, off)
     return traj
+
+
+def _px4_extras(traj: SwarmTrajectory, lg: LogTrack, offset_us: float) -> None:
+    """What a log says beside its positions, in flight time: limit parameters, attitude, crash, vehicle class."""
+    u = lg.name
+    if lg.params:
+        traj.ingest.params[u] = lg.params
+    if lg.attitude is not None:
+        t_att, actual, target, controlled = lg.attitude
+        traj.ingest.attitude[u] = ((t_att + offset_us) / 1e6 - traj.t0, actual, target, controlled)
+    if lg.crash is not None:
+        t = max(round((lg.crash[0] + offset_us) / 1e6 - traj.t0, 6), 0.0)
+        traj.ingest.log_events.append(Event("", "crash", t, [u], None, None, None,
+                                            {"label": lg.crash[1], "evidence": lg.crash[1].split("; ")}))
+    if lg.vehicle_class:
+        traj.ingest.autopilot[u] = {"vehicle_class": lg.vehicle_class, "firmware": "PX4", "estimator": "",
+                                    "sitl": lg.sitl}
 
 
 def read_ulogs(paths: Sequence[str | Path], names: list[str] | None = None) -> SwarmTrajectory:

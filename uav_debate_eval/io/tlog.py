@@ -24,12 +24,13 @@ from uav_debate_eval.io import ardupilot_codes as codes
 from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps, invalid_reasons
 from uav_debate_eval.io.dataflash_columns import EKF_TYPE_SOURCES
 from uav_debate_eval.io.log_series import hold_last
+from uav_debate_eval.io.tlog_attitude import ATTITUDE_TYPES, attach_tlog_attitude
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS, describe_vehicle
 
 TLOG_TYPES = ["HEARTBEAT", "SYSTEM_TIME", "LOCAL_POSITION_NED", "GLOBAL_POSITION_INT", "GPS_RAW_INT",
               "EKF_STATUS_REPORT", "GPS_GLOBAL_ORIGIN", "HOME_POSITION", "STATUSTEXT", "MISSION_ITEM_REACHED",
-              "MISSION_ITEM_INT", "MISSION_ITEM", "PARAM_VALUE"]
+              "MISSION_ITEM_INT", "MISSION_ITEM", "PARAM_VALUE", *ATTITUDE_TYPES]
 #: STATUSTEXT severities up to MAV_SEVERITY_ERROR are errors; failsafes are announced up to MAV_SEVERITY_WARNING.
 SEVERITY_ERROR, SEVERITY_WARNING = 3, 4
 GCS_SYSID = 255
@@ -172,6 +173,7 @@ def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
     if _flags_meaningful(log, msgs.get("EKF_STATUS_REPORT", []), params):
         _validity(log, msgs.get("EKF_STATUS_REPORT", []), boot)
     _events(log, msgs, boot)
+    attach_tlog_attitude(log, msgs, boot)
     for a, b in gaps(tr.t_us):
         log.spans.append(LogSpan("logging_gap", a, b, f"the telemetry log holds no position for {(b - a) / 1e6:.2f} "
                                  "s: the link or the recorder, not necessarily the vehicle, was silent",
@@ -305,7 +307,7 @@ def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
         elif "lane switch" in low or "primary changed" in low:
             log.spans.append(LogSpan("ekf_lane_switch", t, t, f"the autopilot reported '{text}'; the position may "
                                      "step at the switch", ["max_speed", "max_vertical_speed"]))
-        elif m.severity <= SEVERITY_ERROR:
+        elif m.severity <= SEVERITY_ERROR and not low.startswith("crash"):  # a crash: io.tlog_attitude's event
             log.events.append(LogEvent("autopilot_error", t, text.replace(" ", "_")))
     if glitch_at is not None:
         log.spans.append(LogSpan("gps_glitch", glitch_at, float(log.track.t_us[-1]), "the autopilot reported a GPS "

@@ -10,7 +10,11 @@ both against the unfiltered DFReader loop.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +53,27 @@ NEEDED_TYPES = sorted({t for pair in POSITION_TYPES for t in pair} | {"GPS", "PO
 GPS_3D_FIX = 3
 
 
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """pymavlink's prints swallowed, its C indexer's too: it writes "bad header ..." for every damaged byte straight
+    to the process's stderr descriptor, past sys.stderr (2,771 lines for one damaged 1-MB log)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        ctypes.CDLL(None).fflush(None)  # what C stdio still buffers goes to /dev/null, not to the user
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
 def open_dataflash(path: Path):
     """DFReader on the file (InputError when it is not a DataFlash log); pymavlink's prints are swallowed."""
     from pymavlink import DFReader
@@ -61,7 +86,7 @@ def open_dataflash(path: Path):
     if len(head) < 3 or head[0] != 0xA3 or head[1] != 0x95:
         raise InputError(f"{path}: not an ArduPilot DataFlash log (no 0xA3 0x95 message header at the start)")
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with silenced():
             return DFReader.DFReader_binary(str(path), zero_time_base=True)
     except Exception as exc:  # DFReader raises assorted types on damaged files; all mean bad input
         raise InputError(f"{path}: cannot read DataFlash log ({type(exc).__name__}: {exc})") from None
@@ -72,7 +97,7 @@ def read_dataflash(path: str | Path, name: str) -> VehicleLog:
     path = Path(path)
     reader = open_dataflash(path)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with silenced():
             return _read(reader, path, name)
     finally:
         reader.close()

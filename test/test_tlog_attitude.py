@@ -93,3 +93,32 @@ def test_real_sub_tlog_has_targets_but_never_controlled():
     (log,) = read_tlog(REAL / "sub411_small.tlog")
     t, _actual, _target, controlled = log.attitude  # NAV_CONTROLLER_OUTPUT targets, never armed in a held mode
     assert len(t) == 5245 and not controlled.any()
+
+
+def test_home_reset_is_one_data_quality_finding(tmp_path):
+    from pymavlink.dialects.v20 import ardupilotmega as mavlink
+
+    path = tmp_path / "home.tlog"
+    write_tlog(path, lose_control=False)
+    mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
+    lat, lon = -353632610, 1491652300
+
+    def home(s: float, dlat: int) -> bytes:
+        msg = mavlink.MAVLink_home_position_message(lat + dlat, lon, 584000, 0, 0, 0, [1, 0, 0, 0], 0, 0, 0)
+        return struct.pack(">Q", int((1_795_462_900.0 + s) * 1e6)) + msg.pack(mav)
+
+    # refined by 1 cm at 5 s (no reset), set again 22 m north at 30 s (a reset)
+    path.write_bytes(path.read_bytes() + home(0.5, 0) + home(5.0, 1) + home(30.0, 2000))
+    code = main(["evaluate", str(path), "--out", str(tmp_path / "out"), "--llm", "rules", "--quiet"])
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert code == 0
+    (f,) = [f for f in rep["data_quality"]["findings"] if f["kind"] == "home_reset"]
+    assert f["t_start"] == pytest.approx(30.0, abs=0.01) and f["values"]["resets"] == 1
+    assert f["values"]["largest_move_m"] == pytest.approx(22.18, abs=0.02)  # 2e-4° of latitude at 35° S
+    assert "set home again 1 time(s) (HOME_POSITION, largest move 22.2 m" in f["detail"]
+    assert rep["data_quality"]["status"] == "degraded"
+
+
+def test_real_sitl_plane_home_refinements_are_no_reset():
+    (log,) = read_tlog(REAL / "plane450_sitl_mav.tlog")
+    assert not [s for s in log.spans if s.kind == "home_reset"]  # 15 HOME_POSITION values, each within 2 cm

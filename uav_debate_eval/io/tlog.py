@@ -33,6 +33,8 @@ TLOG_TYPES = ["HEARTBEAT", "SYSTEM_TIME", "LOCAL_POSITION_NED", "GLOBAL_POSITION
               "MISSION_ITEM_INT", "MISSION_ITEM", "PARAM_VALUE", *ATTITUDE_TYPES]
 #: STATUSTEXT severities up to MAV_SEVERITY_ERROR are errors; failsafes are announced up to MAV_SEVERITY_WARNING.
 SEVERITY_ERROR, SEVERITY_WARNING = 3, 4
+#: A home or origin moved by less than this (m) is the autopilot refining it, not a reset.
+RESET_MIN_M = 1.0
 GCS_SYSID = 255
 
 
@@ -174,6 +176,7 @@ def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
         _validity(log, msgs.get("EKF_STATUS_REPORT", []), boot)
     _events(log, msgs, boot)
     attach_tlog_attitude(log, msgs, boot)
+    _resets(log, msgs, boot)
     for a, b in gaps(tr.t_us):
         log.spans.append(LogSpan("logging_gap", a, b, f"the telemetry log holds no position for {(b - a) / 1e6:.2f} "
                                  "s: the link or the recorder, not necessarily the vehicle, was silent",
@@ -244,6 +247,32 @@ def _origin(tr: LogTrack, msgs: dict[str, list], fixes: tuple[np.ndarray, np.nda
     if len(t):
         tr.ref = origin_from_fixes(t, lla[:, 0], lla[:, 1], lla[:, 2], tr.t_us, tr.pos_ned)
     tr.ref_how = "GPS minus local position" if tr.ref is not None else "no global reference"
+
+
+def _resets(log: VehicleLog, msgs: dict[str, list], boot) -> None:
+    """One data-quality finding per reference the autopilot set again during the log: home (HOME_POSITION, set
+    again at each arming) and the EKF origin (GPS_GLOBAL_ORIGIN: the local positions jump with it). Moves under
+    RESET_MIN_M are the autopilot refining its estimate, not a reset."""
+    positions = ["max_speed", "max_vertical_speed", "geofence"]
+    for kind, what, affects in (("HOME_POSITION", "home", ["geofence"]),
+                                ("GPS_GLOBAL_ORIGIN", "the EKF origin", positions)):
+        sent = msgs.get(kind, [])
+        if len(sent) < 2:
+            continue
+        lla = np.array([[m.latitude * 1e-7, m.longitude * 1e-7, m.altitude * 1e-3] for m in sent])
+        enu = geodetic_to_enu(lla[:, 0], lla[:, 1], lla[:, 2], *lla[0])
+        moves, ref = [], enu[0]
+        for m, p in zip(sent[1:], enu[1:], strict=True):
+            if float(np.linalg.norm(p - ref)) >= RESET_MIN_M:
+                moves.append((boot(m), float(np.linalg.norm(p - ref))))
+                ref = p
+        if moves:
+            big = max(d for _, d in moves)
+            log.spans.append(LogSpan(
+                "home_reset", moves[0][0], moves[-1][0],
+                f"the autopilot set {what} again {len(moves)} time(s) ({kind}, largest move {big:.1f} m; it does at "
+                f"arming): positions relative to {what} before and after refer to different points", affects,
+                {"source": kind, "resets": len(moves), "largest_move_m": round(big, 2)}))
 
 
 def _utc_offset(system_time: list, recv_offset: float, log: VehicleLog) -> float:

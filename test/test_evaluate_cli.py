@@ -98,11 +98,16 @@ def test_clean_flight_exits_zero_and_is_quiet_off_terminal(flights, tmp_path, ca
 
 def test_px4_ulog_without_mission(tmp_path):
     out = tmp_path / "px4"
-    assert run([str(PX4), "--out", str(out), "--quiet"]) == 4  # CONTRACT §3: nothing checked is inconclusive
+    # CONTRACT §3: the limits come from the vehicle's parameters; its estimator never had a valid position, so
+    # they could not be checked: inconclusive
+    assert run([str(PX4), "--out", str(out), "--quiet"]) == 4
     rep = load(out)
     assert rep["mission"]["uavs"] == ["sample_log_small"]
-    assert rep["mission"]["constraints_checked"] == []
-    assert any("no constraints were given" in n for n in rep["notes"])
+    # and its attitude against PX4's own setpoints at the default 45° (its MPC_TILTMAX_AIR 25° is under it)
+    assert rep["mission"]["constraints_checked"] == ["max_speed", "max_vertical_speed", "attitude_control"]
+    assert rep["mission"]["limit_sources"]["max_speed"].startswith("sample_log_small: 1.2 × MPC_XY_VEL_MAX 3.5 m/s")
+    assert "max_speed 4.2 m/s from sample_log_small: 1.2 × MPC_XY_VEL_MAX 3.5 m/s" in " ".join(rep["notes"])
+    assert {n["constraint"] for n in rep["data_quality"]["not_evaluable"]} >= {"max_speed", "max_vertical_speed"}
     assert "clocks aligned with GPS UTC time (t = UTC seconds)" in rep["ingest"]["notes"]
 
 
@@ -189,7 +194,7 @@ def test_several_ulogs_are_one_flight_unless_batch(tmp_path):
     a.write_bytes(PX4.read_bytes())
     b.write_bytes(PX4.read_bytes())
     out = tmp_path / "one"
-    assert run([str(a), str(b), "--out", str(out), "--quiet"]) == 4  # nothing checked: inconclusive
+    assert run([str(a), str(b), "--out", str(out), "--quiet"]) == 4  # own limits, not evaluable: inconclusive
     rep = load(out)
     assert rep["mission"]["uavs"] == ["px4a", "px4b"]
     batch = tmp_path / "two"

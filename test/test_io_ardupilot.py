@@ -281,7 +281,8 @@ def test_estimator_validity_rule():
     """ArduPilot's EKF failsafe rule: flags without a position, or two of the velocity / position / compass test
     ratios at the threshold; one high ratio alone (a compass glitch) leaves the position usable."""
     from uav_debate_eval.io import ardupilot_codes as codes
-    from uav_debate_eval.io.ardupilot_log import hold_last, invalid_reasons
+    from uav_debate_eval.io.ardupilot_log import invalid_reasons
+    from uav_debate_eval.io.log_series import hold_last
 
     good, lost = 0b1_1010_0000_0011_1111, 0b1_0000_0000_0000_0111
     assert codes.position_ok(good) and not codes.position_ok(lost)

@@ -1,6 +1,7 @@
 """Every DataFlash generation the field writes, through the DataFlash writer's old layouts and real logs:
 time fields, GPS week fields, the estimator in use beside ones only declared, vehicle class, SITL."""
 
+import random
 from pathlib import Path
 
 import numpy as np
@@ -194,3 +195,30 @@ def test_a_mode_logged_twice_is_one_event(tmp_path):
     w.close()
     modes = [e for e in read_dataflash(path, "v").events if e.type == "flight_mode"]
     assert [e.t_us for e in modes] == [1_000_000, 3_000_000]
+
+
+@pytest.mark.parametrize("damage, exit_code", [("tail_zeroed", 2), ("blocks_zeroed", 4)])
+def test_damaged_bin_prints_nothing_but_the_one_line(tmp_path, capfd, damage, exit_code):
+    """pymavlink's C indexer writes "bad header ..." per damaged byte to the stderr descriptor (716,745 lines for
+    this log with its tail zeroed): the user sees only the one-line error, or nothing with --quiet."""
+    from uav_debate_eval.cli import main
+
+    data = bytearray((REAL / "plane423_center_0003.bin").read_bytes())
+    if damage == "tail_zeroed":
+        data[20000:] = bytes(len(data) - 20000)
+    else:
+        rng = random.Random(3)
+        for _ in range(40):
+            start = rng.randrange(2000, len(data))
+            data[start:start + 64] = bytes(64)
+    path = tmp_path / "damaged.bin"
+    path.write_bytes(bytes(data))
+    capfd.readouterr()
+    assert main(["evaluate", str(path), "--out", str(tmp_path / "out"), "--llm", "rules", "--quiet"]) == exit_code
+    out, err = capfd.readouterr()
+    assert out == ""
+    if exit_code == 2:
+        assert err.count("\n") == 1 and err.startswith("uav-debate-eval evaluate: error: ") and "no position" in err
+        assert not (tmp_path / "out" / "report.json").exists()
+    else:
+        assert err == ""

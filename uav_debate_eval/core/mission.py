@@ -144,5 +144,7 @@ class Mission:
     rules: list[Rule] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     source: str = ""
+    #: per constraint name: where its limit came from when not from a mission file (the vehicle's parameters)
+    limit_sources: dict[str, str] = field(default_factory=dict)
     #: set by `live` on a segment's mission (None: the trajectory is the whole flight, every waypoint is due)
     route_so_far: RouteSoFar | None = None

@@ -52,7 +52,7 @@ class Event:
 #: Data-quality finding kinds (CONTRACT.md §3b); a finding is an artefact of the recording, not a hazard.
 FINDING_KINDS = ("repeated_samples", "timing_jitter", "position_jump", "estimator_invalid", "frames_unverified",
                  "frames_misaligned", "duplicate_vehicle", "end_of_recording", "velocity_mismatch", "not_a_vehicle",
-                 "gps_glitch", "ekf_lane_switch", "logging_gap")
+                 "gps_glitch", "ekf_lane_switch", "logging_gap", "home_reset")
 
 
 @dataclass
@@ -137,6 +137,8 @@ class IngestReport:
     #: per vehicle: (flight time (n,), roll/pitch (n, 2) deg, their targets (n, 2) deg, armed in an attitude-
     #: controlling mode (n,)), where the log records the autopilot's attitude target (constraint attitude_control)
     attitude: dict[str, tuple] = field(default_factory=dict)
+    #: per vehicle: the autopilot parameters that set limits (core.vehicle_limits), used when no mission gives any
+    params: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def count(self, reason: str, n: int) -> None:
         if n:
@@ -157,6 +159,7 @@ class IngestReport:
         self.gnss.update(other.gnss)
         self.autopilot.update(other.autopilot)
         self.attitude.update(other.attitude)
+        self.params.update(other.params)
 
     def to_dict(self) -> dict:
         return {

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from uav_debate_eval.io.ardupilot_log import LogEvent, VehicleLog, hold_last
+from uav_debate_eval.io.ardupilot_log import LogEvent, VehicleLog
+from uav_debate_eval.io.log_series import hold_last, rest_on_side
 
-#: Tilt (deg) past which a vehicle that has come to rest lies on its side: a crash, not a landing.
-REST_TILT_DEG = 60.0
 #: Modes without an attitude target to follow (rates or the pilot's sticks straight to the surfaces).
 NO_ATTITUDE_MODES = ("ACRO", "MANUAL", "QACRO")
 
@@ -59,12 +58,9 @@ def _crash(log: VehicleLog, t: np.ndarray | None, actual: np.ndarray | None) -> 
     if checks:
         words.append("the autopilot's crash check fired (ERR CRASH_CHECK)")
         at = checks[0].t_us
-    if t is not None and actual is not None and len(t):
-        tilt = np.abs(actual).max(axis=1)
-        upright = np.flatnonzero(tilt <= REST_TILT_DEG)
-        rest = upright[-1] + 1 if len(upright) else 0
-        if rest < len(t) and t[-1] - t[rest] >= 1.0:
-            words.append(f"it came to rest on its side ({float(np.median(tilt[rest:])):.0f}° tilt)")
-            at = float(t[rest]) if at is None else min(at, float(t[rest]))
+    side = rest_on_side(t, actual) if t is not None and actual is not None else None
+    if side is not None:
+        words.append(side[1])
+        at = side[0] if at is None else min(at, side[0])
     if at is not None:
         log.events.append(LogEvent("crash", at, "; ".join(words), extra={"evidence": words}))

@@ -69,12 +69,6 @@ def gps_utc_offset_us(t_us: np.ndarray, week: np.ndarray, week_ms: np.ndarray) -
     return float(np.median(utc_s * 1e6 - t_us[ok]))
 
 
-def hold_last(t_state: np.ndarray, state: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """The state in force at each of `t` (the last one logged at or before it; the first one before that)."""
-    i = np.searchsorted(t_state, t, side="right") - 1
-    return state[np.clip(i, 0, len(state) - 1)]
-
-
 def invalid_reasons(flags_ok: np.ndarray, ratios: np.ndarray, threshold: float) -> np.ndarray:
     """Per status row: the estimate is unusable when its flags deny a position or, as ArduPilot's EKF failsafe
     decides, two of the velocity / position / compass innovation test ratios (columns of `ratios`) reach the

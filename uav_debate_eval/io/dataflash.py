@@ -10,12 +10,17 @@ both against the unfiltered DFReader loop.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.vehicle_limits import limit_params
 from uav_debate_eval.io import ardupilot_codes as codes
 from uav_debate_eval.io.ardupilot_attitude import attach_attitude
 from uav_debate_eval.io.ardupilot_log import (
@@ -24,7 +29,6 @@ from uav_debate_eval.io.ardupilot_log import (
     VehicleLog,
     gaps,
     gps_utc_offset_us,
-    hold_last,
     invalid_reasons,
     lane_switches,
 )
@@ -36,6 +40,7 @@ from uav_debate_eval.io.dataflash_columns import (
     message_time_us,
     pick_estimator,
 )
+from uav_debate_eval.io.log_series import hold_last
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import describe_vehicle
 
@@ -46,6 +51,27 @@ SPARSE_FIELDS = {"MODE": ("Mode",), "ERR": ("Subsys", "ECode"), "EV": ("Id",), "
 #: The message types the reader needs at all (the benchmark's type filter).
 NEEDED_TYPES = sorted({t for pair in POSITION_TYPES for t in pair} | {"GPS", "POS", "AHR2"} | set(SPARSE_TYPES))
 GPS_3D_FIX = 3
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """pymavlink's prints swallowed, its C indexer's too: it writes "bad header ..." for every damaged byte straight
+    to the process's stderr descriptor, past sys.stderr (2,771 lines for one damaged 1-MB log)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        ctypes.CDLL(None).fflush(None)  # what C stdio still buffers goes to /dev/null, not to the user
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
 
 
 def open_dataflash(path: Path):
@@ -60,7 +86,7 @@ def open_dataflash(path: Path):
     if len(head) < 3 or head[0] != 0xA3 or head[1] != 0x95:
         raise InputError(f"{path}: not an ArduPilot DataFlash log (no 0xA3 0x95 message header at the start)")
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with silenced():
             return DFReader.DFReader_binary(str(path), zero_time_base=True)
     except Exception as exc:  # DFReader raises assorted types on damaged files; all mean bad input
         raise InputError(f"{path}: cannot read DataFlash log ({type(exc).__name__}: {exc})") from None
@@ -71,7 +97,7 @@ def read_dataflash(path: str | Path, name: str) -> VehicleLog:
     path = Path(path)
     reader = open_dataflash(path)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with silenced():
             return _read(reader, path, name)
     finally:
         reader.close()
@@ -85,6 +111,7 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
                      messages=int(reader._count))
     sysid = params.get("SYSID_THISMAV")
     log.sysid = int(sysid) if sysid is not None else None
+    log.track.params = limit_params(params)
     describe_vehicle(log, params, [str(getattr(m, "Message", "")) for m in sparse if m.get_type() == "MSG"]
                      + [str(getattr(m, "FWS", "")) for m in sparse if m.get_type() == "VER"])
     gps = columns(reader, "GPS", ["I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt"])

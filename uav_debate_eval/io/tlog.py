@@ -19,17 +19,22 @@ from pathlib import Path
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.vehicle_limits import limit_params
 from uav_debate_eval.io import ardupilot_codes as codes
-from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps, hold_last, invalid_reasons
+from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps, invalid_reasons
 from uav_debate_eval.io.dataflash_columns import EKF_TYPE_SOURCES
+from uav_debate_eval.io.log_series import hold_last
+from uav_debate_eval.io.tlog_attitude import ATTITUDE_TYPES, attach_tlog_attitude
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS, describe_vehicle
 
 TLOG_TYPES = ["HEARTBEAT", "SYSTEM_TIME", "LOCAL_POSITION_NED", "GLOBAL_POSITION_INT", "GPS_RAW_INT",
               "EKF_STATUS_REPORT", "GPS_GLOBAL_ORIGIN", "HOME_POSITION", "STATUSTEXT", "MISSION_ITEM_REACHED",
-              "MISSION_ITEM_INT", "MISSION_ITEM", "PARAM_VALUE"]
+              "MISSION_ITEM_INT", "MISSION_ITEM", "PARAM_VALUE", *ATTITUDE_TYPES]
 #: STATUSTEXT severities up to MAV_SEVERITY_ERROR are errors; failsafes are announced up to MAV_SEVERITY_WARNING.
 SEVERITY_ERROR, SEVERITY_WARNING = 3, 4
+#: A home or origin moved by less than this (m) is the autopilot refining it, not a reset.
+RESET_MIN_M = 1.0
 GCS_SYSID = 255
 
 
@@ -140,6 +145,7 @@ def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
     glob = msgs.get("GLOBAL_POSITION_INT", [])
     tr = LogTrack(f"sysid{sysid}", np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), None, None, str(path))
     log = VehicleLog(tr, sysid=sysid)
+    tr.params = limit_params(params)
     stream = local or glob
     t_us = np.array([m.time_boot_ms * 1000.0 for m in stream])
     recv_us = np.array([m._timestamp * 1e6 for m in stream])
@@ -169,6 +175,8 @@ def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
     if _flags_meaningful(log, msgs.get("EKF_STATUS_REPORT", []), params):
         _validity(log, msgs.get("EKF_STATUS_REPORT", []), boot)
     _events(log, msgs, boot)
+    attach_tlog_attitude(log, msgs, boot)
+    _resets(log, msgs, boot)
     for a, b in gaps(tr.t_us):
         log.spans.append(LogSpan("logging_gap", a, b, f"the telemetry log holds no position for {(b - a) / 1e6:.2f} "
                                  "s: the link or the recorder, not necessarily the vehicle, was silent",
@@ -241,6 +249,32 @@ def _origin(tr: LogTrack, msgs: dict[str, list], fixes: tuple[np.ndarray, np.nda
     tr.ref_how = "GPS minus local position" if tr.ref is not None else "no global reference"
 
 
+def _resets(log: VehicleLog, msgs: dict[str, list], boot) -> None:
+    """One data-quality finding per reference the autopilot set again during the log: home (HOME_POSITION, set
+    again at each arming) and the EKF origin (GPS_GLOBAL_ORIGIN: the local positions jump with it). Moves under
+    RESET_MIN_M are the autopilot refining its estimate, not a reset."""
+    positions = ["max_speed", "max_vertical_speed", "geofence"]
+    for kind, what, affects in (("HOME_POSITION", "home", ["geofence"]),
+                                ("GPS_GLOBAL_ORIGIN", "the EKF origin", positions)):
+        sent = msgs.get(kind, [])
+        if len(sent) < 2:
+            continue
+        lla = np.array([[m.latitude * 1e-7, m.longitude * 1e-7, m.altitude * 1e-3] for m in sent])
+        enu = geodetic_to_enu(lla[:, 0], lla[:, 1], lla[:, 2], *lla[0])
+        moves, ref = [], enu[0]
+        for m, p in zip(sent[1:], enu[1:], strict=True):
+            if float(np.linalg.norm(p - ref)) >= RESET_MIN_M:
+                moves.append((boot(m), float(np.linalg.norm(p - ref))))
+                ref = p
+        if moves:
+            big = max(d for _, d in moves)
+            log.spans.append(LogSpan(
+                "home_reset", moves[0][0], moves[-1][0],
+                f"the autopilot set {what} again {len(moves)} time(s) ({kind}, largest move {big:.1f} m; it does at "
+                f"arming): positions relative to {what} before and after refer to different points", affects,
+                {"source": kind, "resets": len(moves), "largest_move_m": round(big, 2)}))
+
+
 def _utc_offset(system_time: list, recv_offset: float, log: VehicleLog) -> float:
     good = [m for m in system_time if m.time_unix_usec > 0]
     if good:
@@ -302,7 +336,7 @@ def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
         elif "lane switch" in low or "primary changed" in low:
             log.spans.append(LogSpan("ekf_lane_switch", t, t, f"the autopilot reported '{text}'; the position may "
                                      "step at the switch", ["max_speed", "max_vertical_speed"]))
-        elif m.severity <= SEVERITY_ERROR:
+        elif m.severity <= SEVERITY_ERROR and not low.startswith("crash"):  # a crash: io.tlog_attitude's event
             log.events.append(LogEvent("autopilot_error", t, text.replace(" ", "_")))
     if glitch_at is not None:
         log.spans.append(LogSpan("gps_glitch", glitch_at, float(log.track.t_us[-1]), "the autopilot reported a GPS "

@@ -9,13 +9,15 @@ with the GPS time (`time_utc_usec`) when every log has it; otherwise the logs' s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.core.vehicle_limits import limit_params
 
 _TOPICS = ["vehicle_local_position", "vehicle_global_position", "vehicle_gps_position", "sensor_gps"]
 _WGS84_A = 6378137.0
@@ -38,6 +40,13 @@ class LogTrack:
     valid_how: str = "xy_valid/z_valid = 0"  # what flags a sample invalid, for the note
     #: what utc_offset_us puts t_us on, for the note (ROS 2 bags: the recorder's receive clock)
     clock: str = "clocks aligned with GPS UTC time (t = UTC seconds)"
+    #: the autopilot's parameters that set limits (core.vehicle_limits.LIMIT_PARAMS), where the log holds them
+    params: dict[str, float] = field(default_factory=dict)
+    #: PX4: (boot µs, roll/pitch deg, targets deg, controlled) (io.px4_attitude), crash (boot µs, words), class
+    attitude: tuple | None = None
+    crash: tuple[float, str] | None = None
+    vehicle_class: str = ""
+    sitl: bool = False
 
 
 def ned_to_enu(v: np.ndarray) -> np.ndarray:
@@ -66,11 +75,13 @@ def geodetic_to_enu(lat, lon, alt, lat0: float, lon0: float, alt0: float) -> np.
 
 def read_ulog(path: str | Path, name: str) -> LogTrack:
     """Parse one .ulg into a LogTrack (raises InputError for unreadable logs or no local position)."""
+    from uav_debate_eval.io.px4_attitude import ATTITUDE_TOPICS, px4_attitude, px4_crash, px4_vehicle_class
+
     path = Path(path)
     try:
         from pyulog import ULog
 
-        ulog = ULog(str(path), _TOPICS)
+        ulog = ULog(str(path), _TOPICS + ATTITUDE_TOPICS)
     except Exception as exc:  # pyulog raises assorted types on damaged files; all mean bad input
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: cannot read ULog ({type(exc).__name__}: {reason})") from None
@@ -89,7 +100,13 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
         if flag in lp:
             valid &= lp[flag] != 0
     ref, how = _reference(lp, data, t_us, pos)
-    return LogTrack(name, t_us, pos, vel, ref, _utc_offset(data), str(path), how, valid)
+    track = LogTrack(name, t_us, pos, vel, ref, _utc_offset(data), str(path), how, valid)
+    track.params = limit_params(ulog.initial_parameters)
+    track.attitude = px4_attitude(data)
+    track.crash = px4_crash(data, track.attitude)
+    track.vehicle_class = px4_vehicle_class(data)
+    track.sitl = str(ulog.msg_info_dict.get("ver_hw", "")).upper().endswith("SITL")
+    return track
 
 
 def _reference(lp: dict, data: dict, t_us: np.ndarray, pos_ned: np.ndarray):
@@ -213,7 +230,27 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
         tr.frame = "local" if u in local else ""
         if tr.est_valid is not None and tr.est_valid.all():
             tr.est_valid = None
+    for lg, off in zip(logs, offsets, strict=True):
+        if lg.name in traj.tracks:
+            _px4_extras(traj, lg, off)
     return traj
+
+
+def _px4_extras(traj: SwarmTrajectory, lg: LogTrack, offset_us: float) -> None:
+    """What a log says beside its positions, in flight time: limit parameters, attitude, crash, vehicle class."""
+    u = lg.name
+    if lg.params:
+        traj.ingest.params[u] = lg.params
+    if lg.attitude is not None:
+        t_att, actual, target, controlled = lg.attitude
+        traj.ingest.attitude[u] = ((t_att + offset_us) / 1e6 - traj.t0, actual, target, controlled)
+    if lg.crash is not None:
+        t = max(round((lg.crash[0] + offset_us) / 1e6 - traj.t0, 6), 0.0)
+        traj.ingest.log_events.append(Event("", "crash", t, [u], None, None, None,
+                                            {"label": lg.crash[1], "evidence": lg.crash[1].split("; ")}))
+    if lg.vehicle_class:
+        traj.ingest.autopilot[u] = {"vehicle_class": lg.vehicle_class, "firmware": "PX4", "estimator": "",
+                                    "sitl": lg.sitl}
 
 
 def read_ulogs(paths: Sequence[str | Path], names: list[str] | None = None) -> SwarmTrajectory:

@@ -101,6 +101,7 @@ def build_report(evaluation: Any, inputs: list[str] | None = None, fallback: str
                 "stale_timeout_s": c.stale_timeout_s,
             },
             "constraints_checked": c.checked,
+            **({"limit_sources": dict(mission.limit_sources)} if mission.limit_sources else {}),
         },
         "scores": {k: metrics.scores.get(k) for k in ("flight_control", "coordination", "safety", "overall")},
         "verdict": final_verdict(safety, debate),

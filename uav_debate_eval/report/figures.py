@@ -12,6 +12,7 @@ view has no legend of its own (same colours as the top-down view) and fewer tick
 from __future__ import annotations
 
 import io
+import math
 from typing import Any
 
 import matplotlib
@@ -108,7 +109,7 @@ def trajectory_xy(ev: Any):
     if len(pv):
         ax.scatter(pv[:, 0], pv[:, 1], marker="x", s=60, color="red", linewidths=2, label="violation", zorder=4)
     fence = ev.mission.constraints.geofence
-    if fence is not None:
+    if fence is not None and all(map(math.isfinite, (*fence.min[:2], *fence.max[:2]))):  # open sides: not drawn
         (x0, y0, _), (x1, y1, _) = fence.min, fence.max
         ax.plot([x0, x1, x1, x0, x0], [y0, y0, y1, y1, y0], "--", color="#888", lw=1, label="geofence")
     ax.set_xlabel("x east [m]")
@@ -201,8 +202,9 @@ def altitude_speed(ev: Any):
     if _data_quality_spans(a2, ev, "max_speed") or c.max_speed_mps is not None:
         a2.legend(fontsize=7, loc="upper right")
     if c.geofence is not None:
-        a1.axhline(c.geofence.max[2], color="#888", ls="--", lw=1)
-        a1.axhline(c.geofence.min[2], color="#888", ls="--", lw=1)
+        for wall in (c.geofence.max[2], c.geofence.min[2]):
+            if math.isfinite(wall):
+                a1.axhline(wall, color="#888", ls="--", lw=1)
     a1.set_ylabel("z [m]")
     a2.set_ylabel("speed [m/s]")
     a2.set_xlabel("t [s]")

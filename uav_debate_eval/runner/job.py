@@ -61,8 +61,6 @@ class LoadedFlight:
     notes: list[str]
 
 
-#: Without a mission, a log with the autopilot's attitude targets is checked at this error (CONTRACT.md §2).
-DEFAULT_ATTITUDE_ERROR_DEG = 45.0
 
 def nearest_mission(path: Path) -> Path | None:
     """The mission.yaml nearest to an input: inside it (a folder), beside it, then in each folder above."""
@@ -118,14 +116,57 @@ def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
                        vehicles=mission.vehicles, vehicle_regex=options.vehicles)
     if not traj.tracks:
         raise InputError(f"{paths[0]}: no vehicle samples")
-    controlled = any(att[3].any() for att in traj.ingest.attitude.values())  # armed with an attitude target
-    if not mission.source and controlled and mission.constraints.max_attitude_error_deg is None:
-        mission.constraints.max_attitude_error_deg = DEFAULT_ATTITUDE_ERROR_DEG  # CONTRACT.md §2
-        notes = [n.replace("no constraints were given, so no hard constraint was checked (the verdict is "
-                           "inconclusive)", "attitude_control checked at the default "
-                           f"{DEFAULT_ATTITUDE_ERROR_DEG:g}° (the log records the autopilot's attitude targets)")
-                 for n in notes]
+    if not mission.source:  # a mission file, given or found, wins over the vehicle's own parameters
+        notes = _limits_without_mission(traj, mission, notes)
     return LoadedFlight(traj, mission, notes)
+
+
+_NOTHING_GIVEN = "no constraints were given, so no hard constraint was checked (the verdict is inconclusive)"
+_UNITS = {"max_speed": " m/s", "max_vertical_speed": " m/s", "attitude_control": "°"}
+
+
+def _limits_without_mission(traj: SwarmTrajectory, mission: Mission, notes: list[str]) -> list[str]:
+    """Without a mission file, the limits the vehicles' own parameters set (core.vehicle_limits), each with its
+    source in `mission.limit_sources` and in a note; the attitude check at the contract's default where the log
+    records attitude targets but no lean limit."""
+    from uav_debate_eval.core.vehicle_limits import DEFAULT_ATTITUDE_ERROR_DEG, own_limits
+
+    controlled = any(att[3].any() for att in traj.ingest.attitude.values())  # armed with an attitude target
+    lim = own_limits(traj.ingest.params, vehicle_homes(traj), controlled)
+    mission.constraints = lim.constraints
+    mission.limit_sources = dict(lim.sources)
+    if controlled and lim.constraints.max_attitude_error_deg is None:
+        lim.constraints.max_attitude_error_deg = DEFAULT_ATTITUDE_ERROR_DEG  # CONTRACT.md §2
+        mission.limit_sources["attitude_control"] = ("the contract's default (the log records the autopilot's "
+                                                     "attitude targets; no larger lean limit among its "
+                                                     "parameters)")
+    c = lim.constraints
+    values = {"max_speed": c.max_speed_mps, "max_vertical_speed": c.max_vertical_speed_mps,
+              "attitude_control": c.max_attitude_error_deg}
+    said = [f"{name} {values[name]:.3g}{_UNITS[name]} from {src}" if name in values else f"{name} from {src}"
+            for name, src in mission.limit_sources.items()]
+    if not said:
+        return notes + lim.notes
+    what = "limits from the vehicle's own parameters" if lim.sources else "attitude_control checked"
+    return [n.replace(_NOTHING_GIVEN, what) for n in notes] + lim.notes + said
+
+
+def vehicle_homes(traj: SwarmTrajectory) -> dict[str, tuple[tuple[float, float, float], str]]:
+    """Each vehicle's home in the world frame: where it was first armed (the autopilot sets home there), else its
+    first sample."""
+    import numpy as np
+
+    armed: dict[str, float] = {}
+    for e in traj.ingest.log_events:
+        if e.type == "autopilot_event" and e.extra.get("label") == "ARMED" and e.uavs:
+            armed[e.uavs[0]] = min(e.t, armed.get(e.uavs[0], e.t))
+    out = {}
+    for u, tr in traj.tracks.items():
+        t = armed.get(u)
+        k = 0 if t is None else min(int(np.searchsorted(tr.t, t)), len(tr.t) - 1)
+        x, y, z = (float(v) for v in tr.pos[k])
+        out[u] = ((x, y, z), "its first sample" if t is None else f"where it was armed at {tr.t[k]:.1f} s")
+    return out
 
 
 def debate_config(options: JobOptions) -> DebateConfig:

@@ -156,11 +156,19 @@ def fence_ratio(pos: np.ndarray, fence: Geofence) -> np.ndarray:
 
     Per axis the offset from the centre is divided by the half extent, so "within 10 % of the
     limit" means within 10 % of the half width of the box on some axis. A polygon adds its own
-    term scaled by the half of the smallest horizontal box extent.
+    term scaled by the half of the smallest horizontal box extent. An axis with an open side (infinite wall)
+    has no half width: it counts 0 inside and 1 + the metres past its wall outside.
     """
     lo, hi = np.asarray(fence.min, dtype=float), np.asarray(fence.max, dtype=float)
-    centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
-    per_axis = np.abs(pos - centre) / half
+    with np.errstate(invalid="ignore"):  # -inf + inf on an axis open both ways: handled below
+        centre, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+    if not np.isfinite(half).all():  # a side left open (a fence from the vehicle's parameters): that axis counts
+        closed = np.isfinite(half)  # only once outside its one wall
+        centre, half = np.where(closed, centre, 0.0), np.where(closed, half, 1.0)
+        outside = np.maximum(np.nan_to_num(lo - pos, neginf=-1.0), np.nan_to_num(pos - hi, neginf=-1.0))
+        per_axis = np.where(closed, np.abs(pos - centre) / half, np.where(outside > 0, 1.0 + outside, 0.0))
+    else:
+        per_axis = np.abs(pos - centre) / half
     ratio = np.maximum(np.maximum(per_axis[..., 0], per_axis[..., 1]), per_axis[..., 2])  # .max(axis=-1), faster
     if fence.polygon:
         from uav_debate_eval.core.mission import _polygon_outside_distance

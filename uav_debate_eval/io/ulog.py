@@ -172,9 +172,10 @@ def clock_offsets(logs: list[LogTrack]) -> tuple[list[float], str]:
     return [-float(lg.t_us[0]) for lg in logs], f"no GPS UTC time in {', '.join(missing)}: log starts aligned to t = 0"
 
 
-def combine(logs: list[LogTrack]) -> SwarmTrajectory:
-    """Place every log in the first referenced log's tangent plane and on one clock."""
-    anchor = anchor_of(logs)
+def combine(logs: list[LogTrack], anchor: tuple[float, float, float] | None = None) -> SwarmTrajectory:
+    """Place every log in the tangent plane at `anchor` (default: the first referenced log's origin) and on one
+    clock."""
+    anchor = anchor or anchor_of(logs)
     offsets, clock_note = clock_offsets(logs)
     notes = [clock_note]
     t_all, ids, pos_all, vel_all, ok_all = [], [], [], [], []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from geometry_msgs.msg import PoseArray, PoseStamped
 from nav_msgs.msg import Odometry
@@ -22,6 +23,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_
 
 from uav_debate_eval.core.frames import odometry_velocity
 from uav_debate_eval.nodes.px4_input import PX4_KINDS, TF_KIND, Px4Input, TfInput, parse_spawn, px4_qos
+
+if TYPE_CHECKING:
+    from uav_debate_eval.io.rosbag_record import SessionBag
 
 PoseCallback = Callable[[str, float, tuple[float, float, float], "tuple[float, float, float] | None"], None]
 
@@ -128,6 +132,8 @@ class PoseInput:
         self.array_names: list[str] = list(array_names or [])
         self._subs: dict[str, object] = {}
         self._zero_stamp_said = False
+        self._bag: SessionBag | None = None
+        self._definitions: dict[str, str] = {}
         self._regex = topic_regex(self.pattern) if self.pose_type not in ("PoseArray", TF_KIND) else None
         if self.pose_type == TF_KIND:
             tf = TfInput(self, tf_topic, list(patterns))
@@ -151,6 +157,27 @@ class PoseInput:
             + (self.array_topic if self.pose_type in ("PoseArray", TF_KIND) else
                "[/px4_N]/fmu/out/" + PX4_KINDS[self.pose_type] if self._px4 is not None else self.pattern)
             + f" ({qos_name}, queue {depth}); vehicles: {', '.join(self.uav_names) or 'discovering'}")
+
+    def record_to(self, bag: SessionBag) -> bool:
+        """Write every PX4 / TFMessage pose message as received to `bag` (io.rosbag_record), the bag of the session
+        that `evaluate` replays as live saw it; False for the other pose types (the flight's MCAP holds those)."""
+        if self.pose_type not in EXTRA_TYPES:
+            return False
+        import importlib.util
+
+        from uav_debate_eval.io.rosbag_record import installed_definitions
+
+        package = "tf2_msgs" if self.pose_type == TF_KIND else "px4_msgs"
+        spec = importlib.util.find_spec(package)
+        self._definitions = installed_definitions(spec.origin if spec else None, f"{package}/msg/{self.pose_type}")
+        self._bag = bag
+        return True
+
+    def record(self, topic: str, msgtype: str, msg, received_ns: int) -> None:
+        if self._bag is not None:
+            from rclpy.serialization import serialize_message
+
+            self._bag.write(topic, msgtype, serialize_message(msg), received_ns, self._definitions)
 
     def add_listener(self, listener: PoseCallback) -> None:
         self.listeners.append(listener)
@@ -186,8 +213,8 @@ class PoseInput:
         if topic in self._subs:
             return
         if self._px4 is not None:
-            self._subs[topic] = self.node.create_subscription(self._px4.cls, topic, self._px4.callback(uav), self.qos,
-                                                              callback_group=self.callback_group)
+            self._subs[topic] = self.node.create_subscription(self._px4.cls, topic, self._px4.callback(uav, topic),
+                                                              self.qos, callback_group=self.callback_group)
             if uav not in self.uav_names:
                 self.uav_names.append(uav)
             return
@@ -222,7 +249,8 @@ class PoseInput:
                 uav = self._px4.matches(topic, types)
                 if uav is not None and topic not in self._subs:
                     self._subs[topic] = self.node.create_subscription(
-                        self._px4.cls, topic, self._px4.callback(uav), self.qos, callback_group=self.callback_group)
+                        self._px4.cls, topic, self._px4.callback(uav, topic), self.qos,
+                        callback_group=self.callback_group)
                     self.uav_names.append(uav)
                     new.append(uav)
             if new:

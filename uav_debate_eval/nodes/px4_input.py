@@ -80,12 +80,14 @@ class Px4Input:
         want = f"px4_msgs/msg/{self.owner.pose_type}"
         return parsed[0] if parsed and parsed[1] == self.topic_name and want in types else None
 
-    def callback(self, uav: str):
+    def callback(self, uav: str, topic: str):
         convert = self.frames.local_position if self.topic_name == "vehicle_local_position" else self.frames.odometry
+        msgtype = f"px4_msgs/msg/{self.owner.pose_type}"
 
         def on_message(msg: Any) -> None:
-            received = self.owner.node.get_clock().now().nanoseconds * 1e-9
-            sample = convert(uav, received, msg)
+            received_ns = self.owner.node.get_clock().now().nanoseconds
+            self.owner.record(topic, msgtype, msg, received_ns)  # the session's bag: the message as received
+            sample = convert(uav, received_ns * 1e-9, msg)
             if sample is None:
                 if uav in self.frames.unplaced and uav not in self._said:
                     self._said.add(uav)
@@ -111,6 +113,7 @@ class TfInput:
         self.cls = message_class(TF_KIND)
 
     def on_message(self, msg: Any) -> None:
+        self.owner.record(self.topic, "tf2_msgs/msg/TFMessage", msg, self.owner.node.get_clock().now().nanoseconds)
         for tr in world_transforms(self.topic, msg.transforms):
             uav = frame_vehicle(tr.child_frame_id)
             if self.patterns and not any(fnmatch.fnmatchcase(uav, p) for p in self.patterns):

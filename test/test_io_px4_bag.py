@@ -197,7 +197,7 @@ def test_boot_clock_live_and_recorded_give_the_same_stamps():
     sample_us, received_ns, true = _stalled_stream()
     clock = px4.BootClock()
     live = [clock.to_receive("px4_0", float(s), int(r) * 1e-9) for s, r in zip(sample_us, received_ns, strict=True)]
-    stamps, keep = px4.receive_stamps(sample_us, received_ns)
+    stamps, keep, _ = px4.receive_stamps(sample_us, received_ns)
     assert keep.tolist() == [t is not None for t in live]
     assert np.array_equal(stamps[keep], np.array([t for t in live if t is not None]))
     kept_s, t = sample_us[keep] * 1e-6, stamps[keep]

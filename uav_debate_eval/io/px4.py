@@ -22,10 +22,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from uav_debate_eval.core.records import Event
 from uav_debate_eval.io.ulog import geodetic_to_enu, ned_to_enu
+
+if TYPE_CHECKING:
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 LOCAL_POSITION = "px4_msgs/msg/VehicleLocalPosition"
 ODOMETRY = "px4_msgs/msg/VehicleOdometry"
@@ -173,15 +178,15 @@ class BootClock:
 
 
 def receive_stamps(sample_us: np.ndarray, received_ns: np.ndarray, jump_s: float = 1.0
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """BootClock over one instance's messages in receive order: each sample's stamp on the receiving clock and
-    which samples it keeps (a recorded flight clocked exactly as the live monitor clocked it)."""
+                   ) -> tuple[np.ndarray, np.ndarray, float]:
+    """BootClock over one instance's messages in receive order: each sample's stamp on the receiving clock, which
+    samples it keeps and its final offset (a recorded flight clocked exactly as the live monitor clocked it)."""
     clock = BootClock(jump_s)
     stamps = [clock.to_receive("", s, r * 1e-9) for s, r in zip(np.asarray(sample_us, dtype=np.float64).tolist(),
                                                                np.asarray(received_ns, dtype=np.int64).tolist(),
                                                                strict=True)]
     keep = np.array([t is not None for t in stamps], dtype=bool)
-    return np.array([np.nan if t is None else t for t in stamps], dtype=np.float64), keep
+    return np.array([np.nan if t is None else t for t in stamps], dtype=np.float64), keep, clock.offsets.get("", 0.0)
 
 
 CLOCK_NOTE = ("clocks: each PX4 instance's timestamp_sample (boot clock, us) moved onto the receive clock by the "
@@ -231,3 +236,41 @@ class LiveFrames:
         v = ned_to_enu(np.asarray(vel_ned, dtype=float).reshape(1, 3))[0]
         vel = (float(v[0]), float(v[1]), float(v[2])) if np.isfinite(v).all() else None
         return t, (float(p[0]), float(p[1]), float(p[2])), vel
+
+
+class StatusFields(NamedTuple):
+    """The vehicle_status fields apply_status reads (what the live PX4 input keeps of each message)."""
+
+    timestamp: int
+    arming_state: int
+    nav_state: int
+    vehicle_type: int
+    is_vtol: bool
+
+
+def apply_status(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float) -> None:
+    """vehicle_status messages (rosbags' or rclpy's, in receive order) into the trajectory: arming and navigation-state
+    changes as the autopilot's events, the vehicle type as a note and the vehicle class; `off_s`: the instance's
+    final BootClock offset (its `timestamp` onto the receive clock). The bag reader and the live flight both call it."""
+    if uav not in traj.tracks:
+        return
+    kinds = {VEHICLE_TYPES.get(int(m.vehicle_type), str(m.vehicle_type)) + (" VTOL" if m.is_vtol else "")
+             for m in msgs}
+    traj.ingest.notes.append(f"{uav}: vehicle_status vehicle type {', '.join(sorted(kinds))}")
+    last = msgs[-1]
+    if (cls := vehicle_class(int(last.vehicle_type), bool(last.is_vtol))) is not None:
+        traj.ingest.autopilot[uav] = {"vehicle_class": cls, "firmware": "PX4"}
+    armed, mode = None, None
+    for m in msgs:
+        t = max(round(m.timestamp * 1e-6 + off_s - traj.t0, 6), 0.0)
+        now_armed = int(m.arming_state) == ARMED
+        if now_armed != armed:
+            label = "armed" if now_armed else "disarmed"
+            traj.ingest.log_events.append(Event("", "autopilot_event", t, [uav], None, None, None,
+                                                {"label": label, "source": "vehicle_status"}))
+            armed = now_armed
+        if int(m.nav_state) != mode:
+            mode = int(m.nav_state)
+            name = NAV_STATES.get(mode, f"NAV_STATE_{mode}")
+            traj.ingest.log_events.append(Event("", "flight_mode", t, [uav], None, None, None,
+                                                {"label": f"mode={name}", "mode": name}))

@@ -38,6 +38,8 @@ class LogTrack:
     valid_how: str = "xy_valid/z_valid = 0"  # what flags a sample invalid, for the note
     #: what utc_offset_us puts t_us on, for the note (ROS 2 bags: the recorder's receive clock)
     clock: str = "clocks aligned with GPS UTC time (t = UTC seconds)"
+    #: the samples' times (s) when the reader has put them on one clock itself (ROS 2 PX4 bags: as live, io.px4)
+    t_s: np.ndarray | None = None
 
 
 def ned_to_enu(v: np.ndarray) -> np.ndarray:
@@ -193,7 +195,7 @@ def combine(logs: list[LogTrack], anchor: tuple[float, float, float] | None = No
             notes.append(f"{lg.name}: no global reference; its local frame is not placed among the others")
         elif lg.ref is None:
             notes.append(f"{lg.name}: no global reference; positions in the log's local frame")
-        t_all.append((lg.t_us + off) / 1e6)
+        t_all.append((lg.t_us + off) / 1e6 if lg.t_s is None else lg.t_s)
         ids.append(np.full(len(lg.t_us), lg.name, dtype=object))
         pos_all.append(ned_to_enu(lg.pos_ned) + origin)
         vel_all.append(ned_to_enu(lg.vel_ned))
@@ -202,7 +204,8 @@ def combine(logs: list[LogTrack], anchor: tuple[float, float, float] | None = No
         if not valid.all():
             notes.append(f"{lg.name}: {int((~valid).sum())} of {len(valid)} samples flagged not valid by the "
                          f"estimator ({lg.valid_how})")
-    ends = {lg.name: float((lg.t_us[-1] + off) / 1e6) for lg, off in zip(logs, offsets, strict=True)}
+    ends = {lg.name: float((lg.t_us[-1] + off) / 1e6 if lg.t_s is None else lg.t_s[-1])
+            for lg, off in zip(logs, offsets, strict=True)}
     traj = SwarmTrajectory.from_columns(np.concatenate(t_all), np.concatenate(ids).astype(str),
                                         np.concatenate(pos_all), vel=np.concatenate(vel_all),
                                         est_valid=np.concatenate(ok_all).astype(bool),

@@ -179,6 +179,11 @@ class PoseInput:
 
             self._bag.write(topic, msgtype, serialize_message(msg), received_ns, self._definitions)
 
+    def flight_status(self) -> dict:
+        """PX4 input: the vehicle_status messages received and each instance's clock offset (the flight report's
+        vehicle class and arming/mode events); empty for the other pose types."""
+        return self._px4.flight_status() if self._px4 is not None else {}
+
     def add_listener(self, listener: PoseCallback) -> None:
         self.listeners.append(listener)
         self.callback = self._fan_out
@@ -246,6 +251,9 @@ class PoseInput:
             return new
         if self._px4 is not None:
             for topic, types in self.node.get_topic_names_and_types():
+                status_of = self._px4.matches(topic, types, "vehicle_status")
+                if status_of is not None and topic not in self._subs and self._px4._status_cls is not None:
+                    self._subs[topic] = self._px4.status_subscription(status_of, topic)
                 uav = self._px4.matches(topic, types)
                 if uav is not None and topic not in self._subs:
                     self._subs[topic] = self.node.create_subscription(

@@ -36,7 +36,7 @@ from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.topics import SIM_END_TOPIC, TRUTH_TOPIC, latched
 from uav_debate_eval.report.build import jsonable
 from uav_debate_eval.sim.playback import Tick, csv_ticks
-from uav_debate_eval.sim.px4_shape import Px4Instance, instances, local_position
+from uav_debate_eval.sim.px4_shape import NAV_OFFBOARD, Px4Instance, instances, local_position, vehicle_status
 
 SIM_POSE_TYPES = ("PoseStamped", "Odometry", "PoseArray", "VehicleLocalPosition", "TFMessage")
 #: Never run the pacing timer faster than this; late ticks are caught up in one callback.
@@ -100,6 +100,8 @@ class SwarmSimNode(Node):
         qos = pose_qos(self.qos_name)
         self._pubs: dict[str, Publisher] = {}
         self._px4: dict[str, Px4Instance] = {}
+        self._status_pubs: dict[str, Publisher] = {}  # PX4: vehicle_status once a second (armed, offboard)
+        self._status_due: dict[str, float] = {}
         if self.pose_type == "PoseArray":
             self._array_pub = self.create_publisher(PoseArray, self.pose_array_topic, qos)
         elif self.pose_type == "TFMessage":
@@ -116,6 +118,8 @@ class SwarmSimNode(Node):
                 self._px4[inst.uav] = inst
                 self._pubs[inst.uav] = self.create_publisher(
                     self._make.cls, inst.topic("vehicle_local_position"), px4_qos(10))
+                self._status_pubs[inst.uav] = self.create_publisher(
+                    self._make.status_cls, inst.topic("vehicle_status"), px4_qos(10))
         else:
             msg_type = PoseStamped if self.pose_type == "PoseStamped" else Odometry
             for uav in self.uav_ids:
@@ -236,6 +240,9 @@ class SwarmSimNode(Node):
                     self._pubs[uav].publish(local_position(self._make, self._px4[uav], t, pos,
                                                            vel if vel is not None else (0.0, 0.0, 0.0)))
                     self.published += 1
+                if t >= self._status_due.get(uav, -math.inf):
+                    self._status_due[uav] = t + 1.0
+                    self._status_pubs[uav].publish(vehicle_status(self._make, self._px4[uav], t, True, NAV_OFFBOARD))
                 continue
             if self.pose_type == "PoseStamped":
                 msg = PoseStamped()
@@ -281,9 +288,11 @@ class _Px4Maker:
         from uav_debate_eval.nodes.px4_input import message_class
 
         self.cls = message_class("VehicleLocalPosition")
+        self.status_cls = message_class("VehicleStatus")
 
     def __call__(self, msgtype: str, **fields):
-        return self.cls(**{k: v.tolist() if hasattr(v, "tolist") else v for k, v in fields.items()})
+        cls = self.status_cls if msgtype.endswith("VehicleStatus") else self.cls
+        return cls(**{k: v.tolist() if hasattr(v, "tolist") else v for k, v in fields.items()})
 
 
 def _pose(pos) -> Pose:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.records import Event
+from uav_debate_eval.core.stamps import stamp_ns, stamp_s
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io import px4
 from uav_debate_eval.io.rosbag import raw_messages
@@ -67,13 +67,12 @@ def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], 
         msgs = [decode(raw.message(i), pose_type) for i in range(len(raw))]
         log = _local_log(uav, msgs, kinds[pose_type]) if pose_type == px4.LOCAL_POSITION else \
             _odometry_log(uav, msgs, kinds[pose_type])
-        stamps, keep = px4.receive_stamps(log.t_us, raw.recv)
+        stamps, keep, off_s = px4.receive_stamps(log.t_us, raw.recv)
         if log.ref is None and px4.GLOBAL_POSITION in kinds and len(raws[kinds[px4.GLOBAL_POSITION]]):
             _ref_from_global(log, [decode(raws[kinds[px4.GLOBAL_POSITION]].message(i), px4.GLOBAL_POSITION)
                                    for i in range(len(raws[kinds[px4.GLOBAL_POSITION]]))])
         first_ref[uav] = _first_referenced(log, raw.recv[keep], [m for m, k in zip(msgs, keep, strict=True) if k],
                                            pose_type)
-        off_s = float(stamps[keep][-1] - log.t_us[keep][-1] * 1e-6) if keep.any() else 0.0
         _on_receive_clock(log, stamps, keep)
         if not keep.all():
             notes.append(f"{uav}: {int((~keep).sum())} samples left out, as live: the clock's offset fell (they "
@@ -91,7 +90,7 @@ def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], 
     traj.name = path.name.split(".")[0] or path.name
     traj.ingest.notes.extend(notes)
     for uav, (msgs, off_s) in statuses.items():
-        _status_events(traj, uav, msgs, off_s)
+        px4.apply_status(traj, uav, msgs, off_s)
     return traj
 
 
@@ -130,6 +129,7 @@ def _fits(store: Typestore, raw: Raw, msgtype: str) -> bool:
 def _on_receive_clock(log: LogTrack, stamps: np.ndarray, keep: np.ndarray) -> None:
     """The log's samples on the receive clock (io.px4.BootClock's stamps), the ones live drops left out."""
     log.t_us = stamps[keep] * 1e6
+    log.t_s = stamp_s(stamp_ns(stamps[keep]))  # the live tape's stamps to the last bit (nanoseconds, as a message)
     log.pos_ned, log.vel_ned = log.pos_ned[keep], log.vel_ned[keep]
     if log.valid is not None:
         log.valid = log.valid[keep]
@@ -180,29 +180,3 @@ def _ref_from_global(log: LogTrack, msgs: list[Any]) -> None:
                             np.array([m.alt for m in ok]), log.t_us, log.pos_ned)
     if ref is not None:
         log.ref, log.ref_how = ref, "vehicle_global_position minus local position"
-
-
-def _status_events(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float) -> None:
-    """Arming and navigation-state changes as the autopilot's events; the vehicle type as a note."""
-    if uav not in traj.tracks:
-        return
-    kinds = {px4.VEHICLE_TYPES.get(int(m.vehicle_type), str(m.vehicle_type)) + (" VTOL" if m.is_vtol else "")
-             for m in msgs}
-    traj.ingest.notes.append(f"{uav}: vehicle_status vehicle type {', '.join(sorted(kinds))}")
-    last = msgs[-1]
-    if (cls := px4.vehicle_class(int(last.vehicle_type), bool(last.is_vtol))) is not None:
-        traj.ingest.autopilot[uav] = {"vehicle_class": cls, "firmware": "PX4"}
-    armed, mode = None, None
-    for m in msgs:
-        t = max(round(m.timestamp * 1e-6 + off_s - traj.t0, 6), 0.0)
-        now_armed = int(m.arming_state) == px4.ARMED
-        if now_armed != armed:
-            label = "armed" if now_armed else "disarmed"
-            traj.ingest.log_events.append(Event("", "autopilot_event", t, [uav], None, None, None,
-                                                {"label": label, "source": "vehicle_status"}))
-            armed = now_armed
-        if int(m.nav_state) != mode:
-            mode = int(m.nav_state)
-            name = px4.NAV_STATES.get(mode, f"NAV_STATE_{mode}")
-            traj.ingest.log_events.append(Event("", "flight_mode", t, [uav], None, None, None,
-                                                {"label": f"mode={name}", "mode": name}))

@@ -155,5 +155,12 @@ def test_live_flight_report_equals_evaluate_on_the_session_bag(tmp_path, kind):
     flown = _fly(tmp_path, source, names)
     near_miss = _only_the_near_miss(flown.flight, {names[1], names[2]})
     _veto_only_on_the_near_miss(flown.flight, near_miss)
+    if kind == "px4":  # vehicle_status live: the vehicle class and the arming/mode events, as the bag gives them
+        assert {u: a["vehicle_class"] for u, a in flown.flight["ingest"]["autopilot"].items()} == \
+            dict.fromkeys(names, "multirotor")
+        modes = {(e["uavs"][0], e.get("extra", {}).get("label")) for e in flown.flight["events"]
+                 if e["type"] in ("flight_mode", "autopilot_event")}
+        assert {(u, "mode=OFFBOARD") for u in names} | {(u, "armed") for u in names} <= modes, modes
+        assert "px4" not in flown.flight["live"]["session"], "the status messages stay out of the report"
     differences = same_report(flown.flight, flown.replay)
     assert not differences, "\n".join(differences[:40])

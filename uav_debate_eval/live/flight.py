@@ -141,6 +141,7 @@ def final_lines(report: dict, where: Path, top: int = 3) -> list[str]:
         lines.append(f"  {f['id']} [{f['severity']}] t={f['t_start']:.1f}-{f['t_end']:.1f} s: {f['sentence']}")
     if not report.get("findings"):
         lines.append("  no findings")
-    files = "report.json, report.md" + (", flight.mcap" if (where / "flight.mcap").is_file() else "")
+    files = "report.json, report.md" + (", flight.mcap" if (where / "flight.mcap").is_file() else "") + (
+        ", rosbag2/ (the pose messages as received)" if (where / "rosbag2" / "metadata.yaml").is_file() else "")
     lines.append(f"flight report: {where / 'report.html'} (also {files})")
     return lines

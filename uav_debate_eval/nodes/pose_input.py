@@ -220,6 +220,9 @@ class PoseInput:
         if self._px4 is not None:
             self._subs[topic] = self.node.create_subscription(self._px4.cls, topic, self._px4.callback(uav, topic),
                                                               self.qos, callback_group=self.callback_group)
+            status = topic.rsplit("/", 1)[0] + "/vehicle_status"
+            if status not in self._subs and self._px4.reads_status:
+                self._subs[status] = self._px4.status_subscription(uav, status)
             if uav not in self.uav_names:
                 self.uav_names.append(uav)
             return
@@ -252,7 +255,7 @@ class PoseInput:
         if self._px4 is not None:
             for topic, types in self.node.get_topic_names_and_types():
                 status_of = self._px4.matches(topic, types, "vehicle_status")
-                if status_of is not None and topic not in self._subs and self._px4._status_cls is not None:
+                if status_of is not None and topic not in self._subs and self._px4.reads_status:
                     self._subs[topic] = self._px4.status_subscription(status_of, topic)
                 uav = self._px4.matches(topic, types)
                 if uav is not None and topic not in self._subs:

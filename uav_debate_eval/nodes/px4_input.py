@@ -88,6 +88,10 @@ class Px4Input:
         want = "px4_msgs/msg/" + ("".join(w.title() for w in name.split("_")) if kind else self.owner.pose_type)
         return parsed[0] if parsed and parsed[1] == name and want in types else None
 
+    @property
+    def reads_status(self) -> bool:
+        return self._status_cls is not None
+
     def status_subscription(self, uav: str, topic: str) -> Any:
         """vehicle_status of one instance (best effort as PX4 publishes it): recorded with the poses, kept for the
         flight report (io.px4.apply_status, as the bag reader does)."""

@@ -208,3 +208,36 @@ def test_boot_clock_live_and_recorded_give_the_same_stamps():
     assert error.min() >= 0.0 and error.max() < 0.0045, "the burst (2.5 s late) set no lasting offset"
     error = t[~before_reboot] - (kept_s[~before_reboot] + true + 45.0)
     assert np.abs(error).max() < 0.0045, "after the reboot the offset starts afresh"
+
+
+@pytest.mark.parametrize("with_definitions", [True, False])
+def test_session_bag_of_received_messages_reads_back(tmp_path, with_definitions):
+    """io.rosbag_record.SessionBag (what `live` writes): the messages' bytes at their receive times, with the
+    definitions of the installed package's .msg files or none (the reader then takes the shipped px4_msgs)."""
+    from uav_debate_eval.io.rosbag.px4 import MSGS, shipped_store
+    from uav_debate_eval.io.rosbag_record import SessionBag, installed_definitions
+    from uav_debate_eval.sim import px4_shape
+
+    store = shipped_store("v1.16")
+    make = px4_shape.bag_maker(store)
+    # a package installed as colcon/rosidl do: <prefix>/lib/python3.x/site-packages/px4_msgs, <prefix>/share/px4_msgs
+    init = tmp_path / "prefix" / "lib" / "python3.11" / "site-packages" / "px4_msgs" / "__init__.py"
+    init.parent.mkdir(parents=True)
+    init.touch()
+    (tmp_path / "prefix" / "share" / "px4_msgs").mkdir(parents=True)
+    (tmp_path / "prefix" / "share" / "px4_msgs" / "msg").symlink_to(MSGS / "v1.16" / "msg")
+    definitions = installed_definitions(init, px4_shape.LOCAL_POSITION) if with_definitions else {}
+    assert (px4_shape.LOCAL_POSITION in definitions) == with_definitions
+    t, pos, vel = flight()
+    bag = SessionBag(tmp_path / "rosbag2")
+    for i, ti in enumerate(t[::4]):
+        for inst in px4_shape.instances(list(SPAWN), SPAWN):
+            msg = px4_shape.local_position(make, inst, ti, pos[inst.uav][4 * i], vel[inst.uav][4 * i])
+            bag.write(inst.topic("vehicle_local_position"), px4_shape.LOCAL_POSITION,
+                      store.serialize_cdr(msg, px4_shape.LOCAL_POSITION), int((EPOCH_S + ti + 0.003) * 1e9),
+                      definitions)
+    assert bag.close() == tmp_path / "rosbag2" and bag.messages == 3 * len(t[::4])
+    bag.write("/late", px4_shape.LOCAL_POSITION, b"", 0)  # after close: dropped, not an error
+    traj = read_bag(tmp_path / "rosbag2")
+    assert traj.uav_ids == ["px4_0", "px4_1", "px4_2"]
+    assert traj.tracks["px4_2"].pos[0] - traj.tracks["px4_0"].pos[0] == pytest.approx([12.0, 0.0, 0.0], abs=0.02)

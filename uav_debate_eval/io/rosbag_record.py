@@ -4,8 +4,8 @@ Gazebo's TFMessage, so `evaluate` on the bag replays the session through the sam
 Each message is written as the node received it (its CDR bytes) with the node's receive time as the bag's log time:
 the clock rule of both paths is "each PX4 instance's first message fixes its boot-clock offset to the receive
 time" (io.px4.BootClock), so the recorded receive times give the recorded flight the live flight's clock exactly.
-Definitions are embedded (from the message package's installed .msg files, else rosbags' own ROS 2 types); a type
-without one is written without, and the bag reader falls back to the shipped px4_msgs.
+Definitions are embedded: the message package's installed .msg files, else rosbags' own ROS 2 types, else the
+first shipped px4_msgs whose layout decodes the message exactly (as the bag reader picks them).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class SessionBag:
                 self._open()
             conn = self._conns.get(topic)
             if conn is None:
-                conn = self._conns[topic] = self._connection(topic, msgtype, definitions or {})
+                conn = self._conns[topic] = self._connection(topic, msgtype, definitions or {}, data)
             self._writer.write(conn, int(received_ns), data)
             self.messages += 1
 
@@ -70,10 +70,12 @@ class SessionBag:
         self._writer = Writer(self.path, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
         self._writer.open()
 
-    def _connection(self, topic: str, msgtype: str, definitions: dict[str, str]) -> Any:
+    def _connection(self, topic: str, msgtype: str, definitions: dict[str, str], data: bytes) -> Any:
         from rosbags.typesys import get_types_from_msg
 
         store = self._store
+        if msgtype not in store.fielddefs and not definitions and msgtype.startswith("px4_msgs/"):
+            store = _shipped_fitting(msgtype, data) or store
         if msgtype not in store.fielddefs and definitions:
             types: dict[str, Any] = {}
             for name, text in definitions.items():
@@ -82,9 +84,10 @@ class SessionBag:
                 except Exception:  # noqa: BLE001  (one unreadable definition must not stop the recording)
                     continue
             store.register(types)
-        if msgtype in store.fielddefs:
-            return self._writer.add_connection(topic, msgtype, typestore=store)
-        return self._writer.add_connection(topic, msgtype, msgdef="", rihs01="")
+        if msgtype not in store.fielddefs:
+            raise InputError(f"{topic}: no definition of {msgtype} to record it with (its package's share/.../msg "
+                             "files are not installed and no shipped px4_msgs decodes it)")
+        return self._writer.add_connection(topic, msgtype, typestore=store)
 
     def close(self) -> Path | None:
         """Finish the bag; returns its path (None when nothing was recorded)."""
@@ -98,3 +101,17 @@ class SessionBag:
                 raise InputError(f"{self.path}: session bag not finished: {exc}") from exc
             self._writer = None
             return self.path
+
+
+def _shipped_fitting(msgtype: str, data: bytes) -> Any:
+    """The first shipped px4_msgs type store (main, v1.16, v1.15) that decodes this message exactly, else None."""
+    from uav_debate_eval.io.rosbag.px4 import SHIPPED, shipped_store
+
+    for version in SHIPPED:
+        store = shipped_store(version)
+        try:
+            store.deserialize_cdr(data, msgtype)
+        except Exception:  # noqa: BLE001  (another layout: rosbags raises SerdeError, KeyError or struct errors)
+            continue
+        return store
+    return None

@@ -177,7 +177,11 @@ class PoseInput:
         if self._bag is not None:
             from rclpy.serialization import serialize_message
 
-            self._bag.write(topic, msgtype, serialize_message(msg), received_ns, self._definitions)
+            try:
+                self._bag.write(topic, msgtype, serialize_message(msg), received_ns, self._definitions)
+            except Exception as exc:  # noqa: BLE001  (the recording must never stop the monitoring)
+                self._bag = None
+                self.node.get_logger().error(f"pose input: session bag stopped: {exc}")
 
     def flight_status(self) -> dict:
         """PX4 input: the vehicle_status messages received and each instance's clock offset (the flight report's

@@ -9,10 +9,6 @@ live flight report (`same_report`: every field the flight report shares with `ev
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,7 +17,7 @@ import pytest
 import yaml
 from px4_bags import MISSION_YAML, NEAR_MISS, SPAWN, flight
 from ros_domain import leased_domain
-from test_ros_live import _env, _NoAliases
+from test_ros_live import _NoAliases, run_live
 
 from uav_debate_eval.cli import main
 
@@ -72,16 +68,8 @@ def _fly(tmp: Path, source: list[str], names: list[str]) -> SimpleNamespace:
     config, mission = _config(tmp, names)
     out, log = tmp / "out", tmp / "live.log"
     with leased_domain() as domain:
-        cmd = [sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config), "--out", str(out),
-               "--llm", "rules", "--sim", "--quiet", *source]
-        live = subprocess.Popen(cmd, env=_env(domain), stdout=log.open("w"), stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            rc = live.wait(timeout=240)
-        finally:
-            if live.poll() is None:
-                os.killpg(live.pid, signal.SIGKILL)
-                live.wait()
+        rc = run_live(["--config", str(config), "--out", str(out), "--llm", "rules", "--sim", "--quiet", *source],
+                      domain, log)
     text = log.read_text()
     bag = out / "flight" / "rosbag2"
     assert rc == 0 and (out / "flight" / "report.json").is_file(), text[-3000:]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from px4_bags import NEAR_MISS, SPAWN, flight, write_gazebo_bag, write_mission, write_px4_bag
+from px4_bags import EPOCH_S, NEAR_MISS, SPAWN, flight, write_gazebo_bag, write_mission, write_px4_bag
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.io import px4
@@ -26,13 +26,25 @@ def evaluate(bag: Path, mission: Path, out: Path) -> tuple[int, dict]:
     return rc, json.loads((out / "report.json").read_text())
 
 
-def assert_only_the_near_miss(report: dict, pair: set[str]) -> None:
+#: The smallest transport delay of px4_bags' receive times: each vehicle's clock offset is off by it.
+MIN_DELAY_S = 0.002
+
+
+def flight_time_of_zero(t0: float | None) -> float:
+    """The flight time (px4_bags' clock) at the report's t = 0: PX4 vehicles start after their first second of
+    messages (io.px4.BootClock's warm-up), Gazebo's TFMessage at once (t0 None)."""
+    return 0.0 if t0 is None else t0 - EPOCH_S - MIN_DELAY_S
+
+
+def assert_only_the_near_miss(report: dict, pair: set[str], px4_clock: bool = True) -> None:
     violations = report["safety"]["violations"]
     assert [v["constraint"] for v in violations] == ["min_separation"], violations
     v = violations[0]
     assert set(v["uavs"]) == pair
-    assert v["t_start"] == pytest.approx(NEAR_MISS[0], abs=0.15)
-    assert v["t_end"] == pytest.approx(NEAR_MISS[1], abs=0.15)
+    start = flight_time_of_zero(report["mission"]["t0"] if px4_clock else None)
+    assert start == pytest.approx(1.0 if px4_clock else 0.0, abs=0.06)
+    assert v["t_start"] + start == pytest.approx(NEAR_MISS[0], abs=0.15)
+    assert v["t_end"] + start == pytest.approx(NEAR_MISS[1], abs=0.15)
     assert v["worst_value"] == pytest.approx(1.0, abs=0.05)
 
 
@@ -48,10 +60,11 @@ def test_vehicles_placed_at_their_origins_on_one_clock(root):
     traj = read_bag(write_px4_bag(root / "placed"))
     t, pos, _ = flight()
     assert traj.uav_ids == ["px4_0", "px4_1", "px4_2"]
+    start = flight_time_of_zero(traj.t0)
     for uav, tr in traj.tracks.items():
         # every instance booted at another time; on one clock their samples line up with the flight's
         assert tr.t[0] == pytest.approx(0.0, abs=0.005)
-        truth = np.column_stack([np.interp(tr.t + t[0], t, pos[uav][:, k]) for k in range(3)])
+        truth = np.column_stack([np.interp(tr.t + start, t, pos[uav][:, k]) for k in range(3)])
         assert np.abs(tr.pos - truth).max() < 0.02, uav
     start = {u: tr.pos[0] for u, tr in traj.tracks.items()}
     assert np.linalg.norm(start["px4_1"] - start["px4_0"]) == pytest.approx(6.0, abs=0.02)
@@ -60,11 +73,13 @@ def test_vehicles_placed_at_their_origins_on_one_clock(root):
 
 def test_vehicle_status_arming_and_modes(root):
     traj = read_bag(write_px4_bag(root / "status"))
-    events = [(e.type, e.uavs[0], e.extra["label"], round(e.t, 2)) for e in traj.ingest.log_events]
+    start = flight_time_of_zero(traj.t0)
+    events = [(e.type, e.uavs[0], e.extra["label"], round(e.t + start, 1)) for e in traj.ingest.log_events]
     assert ("autopilot_event", "px4_2", "armed", 3.0) in events
     assert ("flight_mode", "px4_1", "mode=AUTO_TAKEOFF", 4.0) in events
     assert ("flight_mode", "px4_0", "mode=OFFBOARD", 10.0) in events
     assert any("vehicle type rotary wing" in n for n in traj.ingest.notes)
+    assert traj.ingest.autopilot["px4_1"] == {"vehicle_class": "multirotor", "firmware": "PX4"}
 
 
 def test_odometry_placed_by_global_position(root):
@@ -109,7 +124,7 @@ def test_gazebo_tf_bag_selects_vehicles_by_model_name(root):
     mission = write_mission(folder, 'vehicles: ["x500_*"]\n')
     rc, report = evaluate(bag, mission, root / "out_gz")
     assert rc == 3
-    assert_only_the_near_miss(report, {"x500_1", "x500_2"})
+    assert_only_the_near_miss(report, {"x500_1", "x500_2"}, px4_clock=False)
     chosen = {v["uav"]: v["vehicle"] for v in report["ingest"]["vehicles"]}
     assert chosen == {"box": False, "x500_0": True, "x500_1": True, "x500_2": True}
 
@@ -142,12 +157,87 @@ def test_live_frames_place_and_clock_like_the_bag():
         msg = SimpleNamespace(xy_valid=True, z_valid=True, xy_global=True, z_global=True, ref_lat=lat, ref_lon=lon,
                               ref_alt=alt, timestamp=inst.boot_us(1.0), timestamp_sample=inst.boot_us(1.0),
                               x=0.0, y=0.0, z=-1.0, vx=0.0, vy=0.0, vz=0.0)
-        got[inst.uav] = frames.local_position(inst.uav, 100.0 + 1.0, msg)
+        assert frames.local_position(inst.uav, 100.0 + 1.0, msg) is None, "the first second sets the clock"
+        msg.timestamp = msg.timestamp_sample = inst.boot_us(2.1)
+        got[inst.uav] = frames.local_position(inst.uav, 100.0 + 2.1, msg)
     assert got["px4_2"][1] == pytest.approx((12.0, 0.0, 1.0), abs=0.01)
-    assert {round(s[0], 6) for s in got.values()} == {101.0}
+    assert {round(s[0], 6) for s in got.values()} == {102.1}
     no_ref = SimpleNamespace(xy_valid=True, z_valid=True, xy_global=False, z_global=False, ref_lat=0.0, ref_lon=0.0,
                              ref_alt=0.0, timestamp=5, timestamp_sample=5, x=0.0, y=0.0, z=0.0, vx=0.0, vy=0.0,
                              vz=0.0)
-    assert frames.local_position("px4_9", 3.0, no_ref) is None and frames.unplaced == {"px4_9"}
+    frames.local_position("px4_9", 3.0, no_ref)
+    no_ref.timestamp_sample = 2_000_005
+    assert frames.local_position("px4_9", 5.0, no_ref) is None and frames.unplaced == {"px4_9"}
     spawned = px4.LiveFrames(spawn={"px4_9": (3.0, 4.0, 0.0)})
-    assert spawned.local_position("px4_9", 3.0, no_ref)[1] == pytest.approx((3.0, 4.0, 0.0))
+    spawned.local_position("px4_9", 3.0, no_ref)
+    no_ref.timestamp_sample = 4_000_005
+    assert spawned.local_position("px4_9", 5.0, no_ref)[1] == pytest.approx((3.0, 4.0, 0.0))
+
+
+def _stalled_stream(seed: int = 4) -> tuple[np.ndarray, np.ndarray, float]:
+    """One instance at 20 Hz on its boot clock (true offset 1000 s to the receive clock), received 1-4 ms late,
+    except its first 2.5 s, which arrive in one burst 2.5 s late (a busy executor at start: the first message too),
+    and a reboot at 30 s (the boot clock starts again from 5 s)."""
+    rng = np.random.default_rng(seed)
+    sample_s = np.arange(0.0, 40.0, 0.05) + 20.0
+    true = np.full(len(sample_s), 1000.0)
+    reboot = sample_s >= 50.0
+    sample_s[reboot] -= 45.0
+    true[reboot] += 45.0
+    received = sample_s + true + rng.uniform(0.001, 0.004, len(sample_s))
+    burst = (sample_s < 22.5) & ~reboot
+    received[burst] = 1000.0 + 22.5 + np.arange(burst.sum()) * 1e-5
+    return np.round(sample_s * 1e6), np.round(received * 1e9).astype(np.int64), 1000.0
+
+
+def test_boot_clock_live_and_recorded_give_the_same_stamps():
+    """The live rule (message by message) and the recorded one (the bag's receive times) give the same stamps; a
+    late burst at the start does not push the vehicle late (the smallest delay wins) and its squeezed samples are
+    left out; a reboot starts afresh."""
+    sample_us, received_ns, true = _stalled_stream()
+    clock = px4.BootClock()
+    live = [clock.to_receive("px4_0", float(s), int(r) * 1e-9) for s, r in zip(sample_us, received_ns, strict=True)]
+    stamps, keep, _ = px4.receive_stamps(sample_us, received_ns)
+    assert keep.tolist() == [t is not None for t in live]
+    assert np.array_equal(stamps[keep], np.array([t for t in live if t is not None]))
+    kept_s, t = sample_us[keep] * 1e-6, stamps[keep]
+    before_reboot = kept_s >= 20.0
+    assert np.all(np.diff(t[before_reboot]) > 0.025)
+    assert not keep[:50].any(), "the first second (the late burst) only sets the clock"
+    error = t[before_reboot] - (kept_s[before_reboot] + true)
+    assert error.min() >= 0.0 and error.max() < 0.0045, "the burst (2.5 s late) set no lasting offset"
+    error = t[~before_reboot] - (kept_s[~before_reboot] + true + 45.0)
+    assert np.abs(error).max() < 0.0045, "after the reboot the offset starts afresh"
+
+
+@pytest.mark.parametrize("with_definitions", [True, False])
+def test_session_bag_of_received_messages_reads_back(tmp_path, with_definitions):
+    """io.rosbag_record.SessionBag (what `live` writes): the messages' bytes at their receive times, with the
+    definitions of the installed package's .msg files or none (the reader then takes the shipped px4_msgs)."""
+    from uav_debate_eval.io.rosbag.px4 import MSGS, shipped_store
+    from uav_debate_eval.io.rosbag_record import SessionBag, installed_definitions
+    from uav_debate_eval.sim import px4_shape
+
+    store = shipped_store("v1.16")
+    make = px4_shape.bag_maker(store)
+    # a package installed as colcon/rosidl do: <prefix>/lib/python3.x/site-packages/px4_msgs, <prefix>/share/px4_msgs
+    init = tmp_path / "prefix" / "lib" / "python3.11" / "site-packages" / "px4_msgs" / "__init__.py"
+    init.parent.mkdir(parents=True)
+    init.touch()
+    (tmp_path / "prefix" / "share" / "px4_msgs").mkdir(parents=True)
+    (tmp_path / "prefix" / "share" / "px4_msgs" / "msg").symlink_to(MSGS / "v1.16" / "msg")
+    definitions = installed_definitions(init, px4_shape.LOCAL_POSITION) if with_definitions else {}
+    assert (px4_shape.LOCAL_POSITION in definitions) == with_definitions
+    t, pos, vel = flight()
+    bag = SessionBag(tmp_path / "rosbag2")
+    for i, ti in enumerate(t[::4]):
+        for inst in px4_shape.instances(list(SPAWN), SPAWN):
+            msg = px4_shape.local_position(make, inst, ti, pos[inst.uav][4 * i], vel[inst.uav][4 * i])
+            bag.write(inst.topic("vehicle_local_position"), px4_shape.LOCAL_POSITION,
+                      store.serialize_cdr(msg, px4_shape.LOCAL_POSITION), int((EPOCH_S + ti + 0.003) * 1e9),
+                      definitions)
+    assert bag.close() == tmp_path / "rosbag2" and bag.messages == 3 * len(t[::4])
+    bag.write("/late", px4_shape.LOCAL_POSITION, b"", 0)  # after close: dropped, not an error
+    traj = read_bag(tmp_path / "rosbag2")
+    assert traj.uav_ids == ["px4_0", "px4_1", "px4_2"]
+    assert traj.tracks["px4_2"].pos[0] - traj.tracks["px4_0"].pos[0] == pytest.approx([12.0, 0.0, 0.0], abs=0.02)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -54,6 +55,20 @@ def _env(domain: int) -> dict[str, str]:
 class _NoAliases(yaml.SafeDumper):
     def ignore_aliases(self, data) -> bool:
         return True
+
+
+def run_live(args: list[str], domain: int, log: Path, timeout_s: float = 240.0) -> int:
+    """`uav-debate-eval live ARGS` on the leased domain to its end (its exit status), killed with its process group
+    when it outlives the timeout; its output goes to `log`."""
+    cmd = [sys.executable, "-m", "uav_debate_eval.cli", "live", *args]
+    live = subprocess.Popen(cmd, env=_env(domain), stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        return live.wait(timeout=timeout_s)
+    finally:
+        if live.poll() is None:
+            os.killpg(live.pid, signal.SIGKILL)
+            live.wait()
 
 
 def _write_config(tmp: Path, faults: list[str], duration_s: float) -> tuple[Path, dict]:

@@ -6,17 +6,13 @@ assertions below through module fixtures."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 from ros_domain import leased_domain
-from test_ros_live import STALE_S, _env, _NoAliases
+from test_ros_live import STALE_S, _NoAliases, run_live
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.report.schema import validate_report
@@ -61,16 +57,7 @@ def _fly(tmp: Path, faults: list[str], duration_s: float) -> SimpleNamespace:
     config, mission, sim = _config(tmp, faults, duration_s)
     out, log = tmp / "out", tmp / "live.log"
     with leased_domain() as domain:
-        cmd = [sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config), "--out", str(out),
-               "--llm", "rules", "--sim", "--quiet"]
-        live = subprocess.Popen(cmd, env=_env(domain), stdout=log.open("w"), stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            rc = live.wait(timeout=240)
-        finally:
-            if live.poll() is None:
-                os.killpg(live.pid, signal.SIGKILL)
-                live.wait()
+        rc = run_live(["--config", str(config), "--out", str(out), "--llm", "rules", "--sim", "--quiet"], domain, log)
     text = log.read_text()
     assert rc == 0 and (out / "flight" / "report.json").is_file(), text[-3000:]
     sim.write(tmp / "sim", formats=("csv",))

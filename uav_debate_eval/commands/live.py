@@ -189,7 +189,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
 
                 console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
             if with_sim:
-                sim = _start_sim(config, out, px4=values["safety_verifier"].get("pose_type") == "VehicleLocalPosition")
+                sim = _start_sim(config, out, values["safety_verifier"])
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
             os.nice(MONITOR_NICENESS)
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
@@ -316,13 +316,17 @@ def _wait_ready(verifier: subprocess.Popen, out: Path, timeout_s: float = VERIFI
     raise RuntimeError(f"safety_verifier not on the graph after {timeout_s:g} s (see {log})")
 
 
-def _start_sim(config: Path, out: Path, px4: bool = False) -> subprocess.Popen:
-    """swarm_sim as a child process reading the same parameter file, so poses cross DDS between processes."""
+def _start_sim(config: Path, out: Path, monitor: dict | None = None) -> subprocess.Popen:
+    """swarm_sim as a child process reading the same parameter file, so poses cross DDS between processes;
+    `monitor` (the verifier's parameters): with `--px4` / `--gazebo` it publishes as PX4 SITL / Gazebo does."""
     log = (out / "swarm_sim.log").open("w")
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.swarm_sim", "--ros-args",
            "--params-file", str(config), "-p", "exit_when_done:=true"]
-    if px4:  # `live --demo --px4`: the swarm as PX4 SITL publishes it
+    kind = (monitor or {}).get("pose_type")
+    if kind == "VehicleLocalPosition":  # `live --demo --px4`: the swarm as PX4 SITL publishes it
         cmd += ["-p", "pose_type:=VehicleLocalPosition"]
+    elif kind == "TFMessage":  # `live --demo --gazebo`: as ros_gz_bridge gives Gazebo's poses
+        cmd += ["-p", "pose_type:=TFMessage", "-p", f"tf_topic:={(monitor or {})['pose_tf_topic']}"]
     # its own session: the terminal's Ctrl-C reaches only `live`, which stops the simulator in order
     env = {**os.environ, EXIT_WITH_ENV: str(os.getpid())}  # it dies with `live`, even a SIGKILLed one
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)

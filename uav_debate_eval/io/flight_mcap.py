@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.stamps import stamp_ns, stamp_s
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 POSE = "geometry_msgs/msg/PoseStamped"
@@ -34,17 +35,6 @@ LAYOUTS = {
                     ("quat", "<f8", (4,)), ("pose_cov", "<f8", (36,)), ("vel", "<f8", (3,)), ("ang", "<f8", (3,)),
                     ("twist_cov", "<f8", (36,))]),
 }
-
-
-def stamp_ns(t: np.ndarray) -> np.ndarray:
-    """Input-clock seconds as integer nanoseconds (a message stamp)."""
-    return np.round(np.asarray(t, dtype=float) * 1e9).astype(np.int64)
-
-
-def stamp_s(ns: np.ndarray) -> np.ndarray:
-    """A message stamp in seconds, as the live pose input reads it (sec + nanosec * 1e-9)."""
-    ns = np.asarray(ns, dtype=np.int64)
-    return (ns // 1_000_000_000).astype(float) + (ns % 1_000_000_000) * 1e-9
 
 
 def poses_trajectory(ns: np.ndarray, uav: np.ndarray, pos: np.ndarray, vel: np.ndarray | None,

@@ -10,8 +10,11 @@ evaluated from its bag and the same flight monitored live place and clock the ve
   offsets) place them; a vehicle with neither stays in its own local frame (offline: frames_misaligned; live: its
   poses are held, said once).
 - Clock: `timestamp`/`timestamp_sample` count microseconds since each instance booted. t = timestamp_sample + a
-  per-instance offset to the receiving clock (the bag's receive time, live the node's clock): the smallest
-  receive - sample difference seen (the least-delayed message), so the samples keep PX4's own spacing.
+  per-instance offset to the receiving clock (live the node's clock, recorded the bag's receive time): the
+  smallest receive - sample difference seen so far, afresh after a reboot; a vehicle's first second of messages
+  only sets it (BootClock). One rule, causal, for both
+  paths: a bag the live session recorded (io.rosbag_record: the node's receive times) puts every sample at the
+  very time the live monitor gave it. The samples keep PX4's own spacing.
 """
 
 from __future__ import annotations
@@ -19,10 +22,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from uav_debate_eval.core.records import Event
 from uav_debate_eval.io.ulog import geodetic_to_enu, ned_to_enu
+
+if TYPE_CHECKING:
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 LOCAL_POSITION = "px4_msgs/msg/VehicleLocalPosition"
 ODOMETRY = "px4_msgs/msg/VehicleOdometry"
@@ -40,6 +48,13 @@ NAV_STATES = {0: "MANUAL", 1: "ALTCTL", 2: "POSCTL", 3: "AUTO_MISSION", 4: "AUTO
               22: "AUTO_VTOL_TAKEOFF"}
 VEHICLE_TYPES = {0: "unknown", 1: "rotary wing", 2: "fixed wing", 3: "rover", 4: "airship"}
 ARMED = 2
+#: vehicle_status.vehicle_type -> the mission's vehicle classes (core.mission.VEHICLE_CLASSES)
+_CLASSES = {1: "multirotor", 2: "fixed_wing", 3: "rover"}
+
+
+def vehicle_class(vehicle_type: int, is_vtol: bool) -> str | None:
+    """The vehicle class a vehicle_status names (a VTOL is one in either shape); None when it names none."""
+    return "vtol" if is_vtol else _CLASSES.get(vehicle_type)
 
 
 def px4_topic(topic: str) -> tuple[str, str] | None:
@@ -125,29 +140,58 @@ class Placement:
 
 @dataclass
 class BootClock:
-    """One instance's boot clock moved onto the receiving clock: offset = the smallest receive - sample seen.
-
-    Live the offset is fixed by the first message (the stream then keeps PX4's spacing exactly) and set again
-    only when the instance's clock jumps (a reboot: more than `jump_s` off)."""
+    """One instance's boot clock moved onto the receiving clock, message by message in receive order: the offset is
+    the smallest receive - sample difference seen so far (the least-delayed message), set afresh when the
+    instance's own clock goes back by more than `jump_s` (a reboot). Its first `warmup_s` of receive time only set
+    the offset (no sample out): a first message that came late in a burst (a busy executor at start) would
+    otherwise stamp the vehicle seconds late. After that a sample is dropped (None) when the falling offset stamps
+    it at or before the vehicle's previous one, or squeezes it to less than half its spacing from the message
+    before, so every vehicle's stamps keep PX4's pace. The recorded path (receive_stamps) runs this very code on
+    the bag's receive times."""
 
     jump_s: float = 1.0
+    warmup_s: float = 1.0
     offsets: dict[str, float] = field(default_factory=dict)
+    previous: dict[str, tuple[float, float]] = field(default_factory=dict)  # (sample s, stamp) of the last message
+    last_t: dict[str, float] = field(default_factory=dict)
+    warm_from: dict[str, float] = field(default_factory=dict)
 
-    def to_receive(self, uav: str, sample_us: float, received_s: float) -> float:
-        diff = received_s - sample_us * 1e-6
+    def to_receive(self, uav: str, sample_us: float, received_s: float) -> float | None:
+        sample_s = sample_us * 1e-6
+        diff = received_s - sample_s
         off = self.offsets.get(uav)
-        if off is None or abs(diff - off) > self.jump_s:
+        before = self.previous.get(uav)
+        if off is None or before is None or sample_s < before[0] - self.jump_s:
             self.offsets[uav] = off = diff
-        return sample_us * 1e-6 + off
+            self.last_t.pop(uav, None)
+            self.warm_from[uav] = received_s + self.warmup_s
+            before = None
+        elif diff < off:
+            self.offsets[uav] = off = diff
+        t = sample_s + off
+        self.previous[uav] = (sample_s, t)
+        squeezed = before is not None and t - before[1] < 0.5 * (sample_s - before[0])
+        if received_s < self.warm_from[uav] or squeezed or t <= self.last_t.get(uav, -math.inf):
+            return None
+        self.last_t[uav] = t
+        return t
 
 
-def offsets_to_receive(sample_us: np.ndarray, received_ns: np.ndarray) -> float:
-    """Seconds to add to one instance's sample stamps to put them on the receiving clock (recorded flights)."""
-    return float(np.min(received_ns * 1e-9 - sample_us * 1e-6))
+def receive_stamps(sample_us: np.ndarray, received_ns: np.ndarray, jump_s: float = 1.0
+                   ) -> tuple[np.ndarray, np.ndarray, float]:
+    """BootClock over one instance's messages in receive order: each sample's stamp on the receiving clock, which
+    samples it keeps and its final offset (a recorded flight clocked exactly as the live monitor clocked it)."""
+    clock = BootClock(jump_s)
+    stamps = [clock.to_receive("", s, r * 1e-9) for s, r in zip(np.asarray(sample_us, dtype=np.float64).tolist(),
+                                                               np.asarray(received_ns, dtype=np.int64).tolist(),
+                                                               strict=True)]
+    keep = np.array([t is not None for t in stamps], dtype=bool)
+    return np.array([np.nan if t is None else t for t in stamps], dtype=np.float64), keep, clock.offsets.get("", 0.0)
 
 
-CLOCK_NOTE = ("clocks: each PX4 instance's timestamp_sample (boot clock, us) moved onto the recorder's receive clock "
-              "by its smallest receive - sample difference")
+CLOCK_NOTE = ("clocks: each PX4 instance's timestamp_sample (boot clock, us) moved onto the receive clock by the "
+              "smallest receive - sample difference seen so far; its first second of messages only sets that (as "
+              "live)")
 
 
 Sample = tuple[float, tuple[float, float, float], tuple[float, float, float] | None]
@@ -167,22 +211,22 @@ class LiveFrames:
     unplaced: set[str] = field(default_factory=set)
 
     def local_position(self, uav: str, received_s: float, m) -> Sample | None:
-        if not (m.xy_valid and m.z_valid):
+        t = self.clock.to_receive(uav, float(m.timestamp_sample or m.timestamp), received_s)  # every message, as
+        if t is None or not (m.xy_valid and m.z_valid):  # the recorded path's receive_stamps
             return None
         ref = reference_of(m.xy_global, m.z_global, m.ref_lat, m.ref_lon, m.ref_alt)
-        return self._sample(uav, received_s, m.timestamp_sample or m.timestamp, ref, (m.x, m.y, m.z),
-                            (m.vx, m.vy, m.vz))
+        return self._sample(uav, t, ref, (m.x, m.y, m.z), (m.vx, m.vy, m.vz))
 
     def odometry(self, uav: str, received_s: float, m) -> Sample | None:
+        t = self.clock.to_receive(uav, float(m.timestamp_sample or m.timestamp), received_s)
         pos = tuple(float(x) for x in m.position)
-        if not all(math.isfinite(x) for x in pos):
+        if t is None or not all(math.isfinite(x) for x in pos):
             return None
         vel = odometry_velocity_ned(np.array([m.velocity_frame]), np.array([tuple(m.q)], dtype=float),
                                     np.array([tuple(m.velocity)], dtype=float))[0]
-        return self._sample(uav, received_s, m.timestamp_sample or m.timestamp, None, pos, tuple(vel))
+        return self._sample(uav, t, None, pos, tuple(vel))
 
-    def _sample(self, uav: str, received_s: float, sample_us: int, ref: Reference | None, pos_ned, vel_ned
-                ) -> Sample | None:
+    def _sample(self, uav: str, t: float, ref: Reference | None, pos_ned, vel_ned) -> Sample | None:
         origin = self.placement.place(uav, ref, self.spawn.get(uav, (0.0, 0.0, 0.0) if self.shared else None))
         if origin is None:
             self.unplaced.add(uav)
@@ -190,6 +234,43 @@ class LiveFrames:
         self.unplaced.discard(uav)
         p = ned_to_enu(np.asarray(pos_ned, dtype=float).reshape(1, 3))[0] + origin
         v = ned_to_enu(np.asarray(vel_ned, dtype=float).reshape(1, 3))[0]
-        t = self.clock.to_receive(uav, float(sample_us), received_s)
         vel = (float(v[0]), float(v[1]), float(v[2])) if np.isfinite(v).all() else None
         return t, (float(p[0]), float(p[1]), float(p[2])), vel
+
+
+class StatusFields(NamedTuple):
+    """The vehicle_status fields apply_status reads (what the live PX4 input keeps of each message)."""
+
+    timestamp: int
+    arming_state: int
+    nav_state: int
+    vehicle_type: int
+    is_vtol: bool
+
+
+def apply_status(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float) -> None:
+    """vehicle_status messages (rosbags' or rclpy's, in receive order) into the trajectory: arming and navigation-state
+    changes as the autopilot's events, the vehicle type as a note and the vehicle class; `off_s`: the instance's
+    final BootClock offset (its `timestamp` onto the receive clock). The bag reader and the live flight both call it."""
+    if uav not in traj.tracks:
+        return
+    kinds = {VEHICLE_TYPES.get(int(m.vehicle_type), str(m.vehicle_type)) + (" VTOL" if m.is_vtol else "")
+             for m in msgs}
+    traj.ingest.notes.append(f"{uav}: vehicle_status vehicle type {', '.join(sorted(kinds))}")
+    last = msgs[-1]
+    if (cls := vehicle_class(int(last.vehicle_type), bool(last.is_vtol))) is not None:
+        traj.ingest.autopilot[uav] = {"vehicle_class": cls, "firmware": "PX4"}
+    armed, mode = None, None
+    for m in msgs:
+        t = max(round(m.timestamp * 1e-6 + off_s - traj.t0, 6), 0.0)
+        now_armed = int(m.arming_state) == ARMED
+        if now_armed != armed:
+            label = "armed" if now_armed else "disarmed"
+            traj.ingest.log_events.append(Event("", "autopilot_event", t, [uav], None, None, None,
+                                                {"label": label, "source": "vehicle_status"}))
+            armed = now_armed
+        if int(m.nav_state) != mode:
+            mode = int(m.nav_state)
+            name = NAV_STATES.get(mode, f"NAV_STATE_{mode}")
+            traj.ingest.log_events.append(Event("", "flight_mode", t, [uav], None, None, None,
+                                                {"label": f"mode={name}", "mode": name}))

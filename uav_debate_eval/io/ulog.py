@@ -47,6 +47,8 @@ class LogTrack:
     crash: tuple[float, str] | None = None
     vehicle_class: str = ""
     sitl: bool = False
+    #: the samples' times (s) when the reader has put them on one clock itself (ROS 2 PX4 bags: as live, io.px4)
+    t_s: np.ndarray | None = None
 
 
 def ned_to_enu(v: np.ndarray) -> np.ndarray:
@@ -189,9 +191,10 @@ def clock_offsets(logs: list[LogTrack]) -> tuple[list[float], str]:
     return [-float(lg.t_us[0]) for lg in logs], f"no GPS UTC time in {', '.join(missing)}: log starts aligned to t = 0"
 
 
-def combine(logs: list[LogTrack]) -> SwarmTrajectory:
-    """Place every log in the first referenced log's tangent plane and on one clock."""
-    anchor = anchor_of(logs)
+def combine(logs: list[LogTrack], anchor: tuple[float, float, float] | None = None) -> SwarmTrajectory:
+    """Place every log in the tangent plane at `anchor` (default: the first referenced log's origin) and on one
+    clock."""
+    anchor = anchor or anchor_of(logs)
     offsets, clock_note = clock_offsets(logs)
     notes = [clock_note]
     t_all, ids, pos_all, vel_all, ok_all = [], [], [], [], []
@@ -209,7 +212,7 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
             notes.append(f"{lg.name}: no global reference; its local frame is not placed among the others")
         elif lg.ref is None:
             notes.append(f"{lg.name}: no global reference; positions in the log's local frame")
-        t_all.append((lg.t_us + off) / 1e6)
+        t_all.append((lg.t_us + off) / 1e6 if lg.t_s is None else lg.t_s)
         ids.append(np.full(len(lg.t_us), lg.name, dtype=object))
         pos_all.append(ned_to_enu(lg.pos_ned) + origin)
         vel_all.append(ned_to_enu(lg.vel_ned))
@@ -218,7 +221,8 @@ def combine(logs: list[LogTrack]) -> SwarmTrajectory:
         if not valid.all():
             notes.append(f"{lg.name}: {int((~valid).sum())} of {len(valid)} samples flagged not valid by the "
                          f"estimator ({lg.valid_how})")
-    ends = {lg.name: float((lg.t_us[-1] + off) / 1e6) for lg, off in zip(logs, offsets, strict=True)}
+    ends = {lg.name: float((lg.t_us[-1] + off) / 1e6 if lg.t_s is None else lg.t_s[-1])
+            for lg, off in zip(logs, offsets, strict=True)}
     traj = SwarmTrajectory.from_columns(np.concatenate(t_all), np.concatenate(ids).astype(str),
                                         np.concatenate(pos_all), vel=np.concatenate(vel_all),
                                         est_valid=np.concatenate(ok_all).astype(bool),

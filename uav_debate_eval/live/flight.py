@@ -102,6 +102,12 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     traj = load_tape(job.chunks, job.vehicles)
     if traj is None:
         return JobResult(None, None, [("warning", "flight report: no pose was received")])
+    if px4_status := job.session.pop("px4", None):  # vehicle_status as the bag reader reads it (the vehicle class too)
+        from uav_debate_eval.io.px4 import StatusFields, apply_status
+
+        for uav, rows in px4_status["statuses"].items():
+            if uav in px4_status["offsets"]:
+                apply_status(traj, uav, [StatusFields(*r) for r in rows], px4_status["offsets"][uav])
     write = job.out_dir is not None
     evaluation = evaluate(traj, job.mission, DebateConfig(backend="rules"), inputs=session_inputs(job.session),
                           figures=write)
@@ -135,6 +141,7 @@ def final_lines(report: dict, where: Path, top: int = 3) -> list[str]:
         lines.append(f"  {f['id']} [{f['severity']}] t={f['t_start']:.1f}-{f['t_end']:.1f} s: {f['sentence']}")
     if not report.get("findings"):
         lines.append("  no findings")
-    files = "report.json, report.md" + (", flight.mcap" if (where / "flight.mcap").is_file() else "")
+    files = "report.json, report.md" + (", flight.mcap" if (where / "flight.mcap").is_file() else "") + (
+        ", rosbag2/ (the pose messages as received)" if (where / "rosbag2" / "metadata.yaml").is_file() else "")
     lines.append(f"flight report: {where / 'report.html'} (also {files})")
     return lines

@@ -24,6 +24,7 @@ from std_srvs.srv import Trigger
 
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.rosbag_record import SESSION_BAG, SessionBag
 from uav_debate_eval.live.config import mission_from_param
 from uav_debate_eval.live.evaluator import SegmentEvaluator
 from uav_debate_eval.live.segment_job import PanelSettings
@@ -63,7 +64,8 @@ class DebatePanelNode(Node):
             llm_timeout_s=d("llm_timeout_s", 0.0, "an LLM evaluation taking longer is redone with rules (0: wait)",
                             lo=0.0, hi=86400.0),
         )
-        record = d("record_flight", True, "write OUTPUT_DIR/flight/flight.mcap (the flight's poses, annotated)")
+        record = d("record_flight", True, "write OUTPUT_DIR/flight/flight.mcap (the flight's poses, annotated) and, "
+                   "for PX4 / Gazebo input, OUTPUT_DIR/flight/rosbag2 (the pose messages as received)")
         self.backend = self.settings.backend
         self.output_dir = Path(self.settings.output_dir)
         self.max_pending = d("max_pending", 2, "segments waiting for the panel; more are skipped", lo=1, hi=1000)
@@ -86,6 +88,9 @@ class DebatePanelNode(Node):
             self.swarm = builder.swarm
             self.poses = builder.poses
             builder.segment_listeners.append(self._on_builder_segment)
+        #: PX4 / Gazebo input: the messages as received, a rosbag2 MCAP `evaluate` replays to the flight report
+        bag = SessionBag(self.output_dir / "flight" / SESSION_BAG)
+        self.session_bag = bag if record and self.settings.write_files and self.poses.record_to(bag) else None
         self.evaluator = SegmentEvaluator(self.settings, self.mission, self.vetoes, max_pending=self.max_pending,
                                           publish=self._publish, log=self._log, clock_jumps=lambda: self.jumps.jumps,
                                           swarm=self.swarm, session=self.session, record=record)
@@ -145,9 +150,13 @@ class DebatePanelNode(Node):
     def session(self) -> dict:
         """The live session for the flight report's Inputs: pose topics, vehicles, clock."""
         sim_time = bool(self.get_parameter("use_sim_time").value)
+        clock = "ROS time from /clock (use_sim_time)" if sim_time else "system clock"
+        px4 = self.poses.flight_status()
         return {"node": self.get_fully_qualified_name(), "pose_type": self.poses.pose_type,
                 "topics": self.poses.topics, "vehicles": sorted(self.swarm.last_seen()) or list(self.poses.uav_names),
-                "clock": "ROS time from /clock (use_sim_time)" if sim_time else "pose header stamps (system clock)"}
+                "clock": (f"PX4 timestamp_sample moved onto this node's receive clock ({clock})" if px4 else
+                          f"pose header stamps ({clock})" if not sim_time else clock),
+                **({"px4": px4} if px4 else {})}
 
     def _publish(self, report: dict) -> None:
         if self.context.ok():  # (shutting down: nothing to publish to)
@@ -169,9 +178,15 @@ class DebatePanelNode(Node):
     flight_report = property(lambda self: self.evaluator.flight_report)
 
     def close_flight(self, stop: threading.Event | None = None) -> Path | None:
+        self._close_bag()
         return self.evaluator.close_flight(stop)
 
+    def _close_bag(self) -> None:
+        if self.session_bag is not None and (path := self.session_bag.close()) is not None:
+            self.get_logger().info(f"session bag: {path} ({self.session_bag.messages} messages)")
+
     def destroy_node(self) -> None:
+        self._close_bag()
         if (where := self.evaluator.close()) is not None:
             # (after SIGTERM rclpy's context is down and /rosout gone: the line goes to stderr)
             print(f"[debate_panel] flight report: {where}", file=sys.stderr)

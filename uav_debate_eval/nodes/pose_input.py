@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from geometry_msgs.msg import PoseArray, PoseStamped
@@ -24,6 +25,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_
 from uav_debate_eval.core.cdr import pose_array_positions, pose_stamped_position
 from uav_debate_eval.core.frames import odometry_velocity
 from uav_debate_eval.nodes.px4_input import PX4_KINDS, TF_KIND, Px4Input, TfInput, parse_spawn, px4_qos
+
+if TYPE_CHECKING:
+    from uav_debate_eval.io.rosbag_record import SessionBag
 
 PoseCallback = Callable[[str, float, tuple[float, float, float], "tuple[float, float, float] | None"], None]
 BatchCallback = Callable[[float, list[str], np.ndarray], None]
@@ -134,6 +138,8 @@ class PoseInput:
         self._subs: dict[str, object] = {}
         self._zero_stamp_said = False
         self._bad_said: set[str] = set()
+        self._bag: SessionBag | None = None
+        self._definitions: dict[str, str] = {}
         self._regex = topic_regex(self.pattern) if self.pose_type not in ("PoseArray", TF_KIND) else None
         if self.pose_type == TF_KIND:
             tf = TfInput(self, tf_topic, list(patterns))
@@ -159,6 +165,36 @@ class PoseInput:
             + (self.array_topic if self.pose_type in ("PoseArray", TF_KIND) else
                "[/px4_N]/fmu/out/" + PX4_KINDS[self.pose_type] if self._px4 is not None else self.pattern)
             + f" ({qos_name}, queue {depth}); vehicles: {', '.join(self.uav_names) or 'discovering'}")
+
+    def record_to(self, bag: SessionBag) -> bool:
+        """Write every PX4 / TFMessage pose message as received to `bag` (io.rosbag_record), the bag of the session
+        that `evaluate` replays as live saw it; False for the other pose types (the flight's MCAP holds those)."""
+        if self.pose_type not in EXTRA_TYPES:
+            return False
+        import importlib.util
+
+        from uav_debate_eval.io.rosbag_record import installed_definitions
+
+        package = "tf2_msgs" if self.pose_type == TF_KIND else "px4_msgs"
+        spec = importlib.util.find_spec(package)
+        self._definitions = installed_definitions(spec.origin if spec else None, f"{package}/msg/{self.pose_type}")
+        self._bag = bag
+        return True
+
+    def record(self, topic: str, msgtype: str, msg, received_ns: int) -> None:
+        if self._bag is not None:
+            from rclpy.serialization import serialize_message
+
+            try:
+                self._bag.write(topic, msgtype, serialize_message(msg), received_ns, self._definitions)
+            except Exception as exc:  # noqa: BLE001  (the recording must never stop the monitoring)
+                self._bag = None
+                self.node.get_logger().error(f"pose input: session bag stopped: {exc}")
+
+    def flight_status(self) -> dict:
+        """PX4 input: the vehicle_status messages received and each instance's clock offset (the flight report's
+        vehicle class and arming/mode events); empty for the other pose types."""
+        return self._px4.flight_status() if self._px4 is not None else {}
 
     def add_listener(self, listener: PoseCallback) -> None:
         self.listeners.append(listener)
@@ -198,8 +234,11 @@ class PoseInput:
         if topic in self._subs:
             return
         if self._px4 is not None:
-            self._subs[topic] = self.node.create_subscription(self._px4.cls, topic, self._px4.callback(uav), self.qos,
-                                                              callback_group=self.callback_group)
+            self._subs[topic] = self.node.create_subscription(self._px4.cls, topic, self._px4.callback(uav, topic),
+                                                              self.qos, callback_group=self.callback_group)
+            status = topic.rsplit("/", 1)[0] + "/vehicle_status"
+            if status not in self._subs and self._px4.reads_status:
+                self._subs[status] = self._px4.status_subscription(uav, status)
             if uav not in self.uav_names:
                 self.uav_names.append(uav)
             return
@@ -232,10 +271,14 @@ class PoseInput:
             return new
         if self._px4 is not None:
             for topic, types in self.node.get_topic_names_and_types():
+                status_of = self._px4.matches(topic, types, "vehicle_status")
+                if status_of is not None and topic not in self._subs and self._px4.reads_status:
+                    self._subs[topic] = self._px4.status_subscription(status_of, topic)
                 uav = self._px4.matches(topic, types)
                 if uav is not None and topic not in self._subs:
                     self._subs[topic] = self.node.create_subscription(
-                        self._px4.cls, topic, self._px4.callback(uav), self.qos, callback_group=self.callback_group)
+                        self._px4.cls, topic, self._px4.callback(uav, topic), self.qos,
+                        callback_group=self.callback_group)
                     self.uav_names.append(uav)
                     new.append(uav)
             if new:

@@ -69,23 +69,55 @@ class Px4Input:
         self.cls = message_class(owner.pose_type)
         self.frames = px4.LiveFrames(spawn=spawn, shared=shared)
         self._said: set[str] = set()
+        #: each vehicle's vehicle_status messages as received (a few a second): arming, modes, vehicle class
+        self.statuses: dict[str, list[px4.StatusFields]] = {}
+        try:
+            self._status_cls = message_class("VehicleStatus")
+        except ValueError:  # a px4_msgs built without it: poses only
+            self._status_cls = None
 
     def topic_for(self, uav: str) -> str:
         index = uav.removeprefix("px4_")
         return f"/fmu/out/{self.topic_name}" if index == "0" else f"/{uav}/fmu/out/{self.topic_name}"
 
-    def matches(self, topic: str, types: list[str]) -> str | None:
-        """The vehicle of a PX4 output topic of this kind (any message version suffix), else None."""
+    def matches(self, topic: str, types: list[str], kind: str | None = None) -> str | None:
+        """The vehicle of a PX4 output topic of this kind (or `kind`, e.g. vehicle_status; any message version
+        suffix), else None."""
         parsed = px4.px4_topic(topic)
-        want = f"px4_msgs/msg/{self.owner.pose_type}"
-        return parsed[0] if parsed and parsed[1] == self.topic_name and want in types else None
+        name = kind or self.topic_name
+        want = "px4_msgs/msg/" + ("".join(w.title() for w in name.split("_")) if kind else self.owner.pose_type)
+        return parsed[0] if parsed and parsed[1] == name and want in types else None
 
-    def callback(self, uav: str):
+    @property
+    def reads_status(self) -> bool:
+        return self._status_cls is not None
+
+    def status_subscription(self, uav: str, topic: str) -> Any:
+        """vehicle_status of one instance (best effort as PX4 publishes it): recorded with the poses, kept for the
+        flight report (io.px4.apply_status, as the bag reader does)."""
+        rows = self.statuses.setdefault(uav, [])
+
+        def on_status(msg: Any) -> None:
+            received_ns = self.owner.node.get_clock().now().nanoseconds
+            self.owner.record(topic, px4.STATUS, msg, received_ns)
+            rows.append(px4.StatusFields(int(msg.timestamp), int(msg.arming_state), int(msg.nav_state),
+                                  int(msg.vehicle_type), bool(msg.is_vtol)))
+        return self.owner.node.create_subscription(self._status_cls, topic, on_status, self.owner.qos,
+                                                   callback_group=self.owner.callback_group)
+
+    def flight_status(self) -> dict:
+        """What the flight report needs of vehicle_status: the messages and each instance's final clock offset."""
+        return {"statuses": {u: [tuple(r) for r in rows] for u, rows in self.statuses.items() if rows},
+                "offsets": dict(self.frames.clock.offsets)}
+
+    def callback(self, uav: str, topic: str):
         convert = self.frames.local_position if self.topic_name == "vehicle_local_position" else self.frames.odometry
+        msgtype = f"px4_msgs/msg/{self.owner.pose_type}"
 
         def on_message(msg: Any) -> None:
-            received = self.owner.node.get_clock().now().nanoseconds * 1e-9
-            sample = convert(uav, received, msg)
+            received_ns = self.owner.node.get_clock().now().nanoseconds
+            self.owner.record(topic, msgtype, msg, received_ns)  # the session's bag: the message as received
+            sample = convert(uav, received_ns * 1e-9, msg)
             if sample is None:
                 if uav in self.frames.unplaced and uav not in self._said:
                     self._said.add(uav)
@@ -111,6 +143,7 @@ class TfInput:
         self.cls = message_class(TF_KIND)
 
     def on_message(self, msg: Any) -> None:
+        self.owner.record(self.topic, "tf2_msgs/msg/TFMessage", msg, self.owner.node.get_clock().now().nanoseconds)
         for tr in world_transforms(self.topic, msg.transforms):
             uav = frame_vehicle(tr.child_frame_id)
             if self.patterns and not any(fnmatch.fnmatchcase(uav, p) for p in self.patterns):

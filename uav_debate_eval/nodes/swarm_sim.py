@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
-from geometry_msgs.msg import Pose, PoseArray, PoseStamped
+from geometry_msgs.msg import Pose, PoseArray, PoseStamped, TransformStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.publisher import Publisher
@@ -36,8 +36,9 @@ from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.topics import SIM_END_TOPIC, TRUTH_TOPIC, latched
 from uav_debate_eval.report.build import jsonable
 from uav_debate_eval.sim.playback import Tick, csv_ticks
-from uav_debate_eval.sim.px4_shape import Px4Instance, instances, local_position
+from uav_debate_eval.sim.px4_shape import NAV_OFFBOARD, Px4Instance, instances, local_position, vehicle_status
 
+SIM_POSE_TYPES = ("PoseStamped", "Odometry", "PoseArray", "VehicleLocalPosition", "TFMessage")
 #: Never run the pacing timer faster than this; late ticks are caught up in one callback.
 MAX_TIMER_HZ = 200.0
 #: How long a node with exit_when_done stays up after announcing the end of its flight.
@@ -68,9 +69,13 @@ class SwarmSimNode(Node):
         self.speed = d("speed", 1.0, "playback speed factor (1 = real time)", lo=1e-3, hi=1000.0)
         self.loop = d("loop", False, "restart at the end (stamps jump back, like ros2 bag play -l)")
         self.csv_file = d("csv_file", "", "play this contract CSV instead of a scenario")
-        self.pose_type = d("pose_type", "PoseStamped", "PoseStamped, Odometry, PoseArray or VehicleLocalPosition "
+        self.pose_type = d("pose_type", "PoseStamped", "PoseStamped, Odometry, PoseArray, VehicleLocalPosition "
                            "(as PX4 SITL: px4_msgs on /<uav>/fmu/out/..., best effort, NED from each vehicle's "
-                           "spawn point with its own ref_lat/ref_lon and boot clock)")
+                           "spawn point with its own ref_lat/ref_lon and boot clock) or TFMessage (as Gazebo "
+                           "through ros_gz_bridge: one tf2_msgs/TFMessage per tick on tf_topic, each vehicle a "
+                           "model under the world, its base_link under it)")
+        self.tf_topic = d("tf_topic", "/world/default/dynamic_pose/info", "topic when pose_type is TFMessage "
+                          "(the world frame is the name after /world/)")
         self.topic_pattern = d("topic_pattern", "/{uav}/pose", "per-vehicle topic, {uav} is the name")
         self.pose_array_topic = d("pose_array_topic", "/swarm/poses", "topic when pose_type is PoseArray")
         self.frame_id = d("frame_id", "world", "frame of the published poses (ENU)")
@@ -85,9 +90,8 @@ class SwarmSimNode(Node):
                                "name, e.g. safety_verifier) subscribes every pose topic; empty: do not wait")
         self.clock_start_s = d("clock_start_s", 1.0, "stamp of scenario time 0 with publish_clock (a zero stamp "
                                "means 'unset' to many tools)", lo=0.0, hi=1e10)
-        if self.pose_type not in ("PoseStamped", "Odometry", "PoseArray", "VehicleLocalPosition"):
-            raise ValueError("pose_type must be PoseStamped, Odometry, PoseArray or VehicleLocalPosition, got "
-                             f"{self.pose_type!r}")
+        if self.pose_type not in SIM_POSE_TYPES:
+            raise ValueError(f"pose_type must be {', '.join(SIM_POSE_TYPES)}, got {self.pose_type!r}")
 
         self.traj, self.mission, truth, rate = self._load()
         self.uav_ids = list(self.traj.uav_ids)
@@ -96,8 +100,15 @@ class SwarmSimNode(Node):
         qos = pose_qos(self.qos_name)
         self._pubs: dict[str, Publisher] = {}
         self._px4: dict[str, Px4Instance] = {}
+        self._status_pubs: dict[str, Publisher] = {}  # PX4: vehicle_status once a second (armed, offboard)
+        self._status_due: dict[str, float] = {}
         if self.pose_type == "PoseArray":
             self._array_pub = self.create_publisher(PoseArray, self.pose_array_topic, qos)
+        elif self.pose_type == "TFMessage":
+            from uav_debate_eval.nodes.px4_input import message_class
+
+            self._tf_cls = message_class("TFMessage")
+            self._array_pub = self.create_publisher(self._tf_cls, self.tf_topic, qos)
         elif self.pose_type == "VehicleLocalPosition":
             self._make = _Px4Maker()
             # spawned on the ground below its first position: the world frame (the first vehicle's EKF origin) keeps
@@ -107,6 +118,8 @@ class SwarmSimNode(Node):
                 self._px4[inst.uav] = inst
                 self._pubs[inst.uav] = self.create_publisher(
                     self._make.cls, inst.topic("vehicle_local_position"), px4_qos(10))
+                self._status_pubs[inst.uav] = self.create_publisher(
+                    self._make.status_cls, inst.topic("vehicle_status"), px4_qos(10))
         else:
             msg_type = PoseStamped if self.pose_type == "PoseStamped" else Odometry
             for uav in self.uav_ids:
@@ -157,7 +170,7 @@ class SwarmSimNode(Node):
     def _unmatched(self) -> list[str]:
         """Pose topics with fewer subscribers than wait_for_subscribers, or none of wait_for_node: poses sent now
         would be lost to them."""
-        pubs = [self._array_pub] if self.pose_type == "PoseArray" else list(self._pubs.values())
+        pubs = [self._array_pub] if self.pose_type in ("PoseArray", "TFMessage") else list(self._pubs.values())
         missing = [p.topic_name for p in pubs if p.get_subscription_count() < self.wait_for_subscribers]
         if self.wait_node:
             missing += [p.topic_name for p in pubs if p.topic_name not in missing and not any(
@@ -217,12 +230,19 @@ class SwarmSimNode(Node):
             self._array_pub.publish(msg)
             self.published += len(by_uav)
             return
+        if self.pose_type == "TFMessage":
+            self._array_pub.publish(self._tf(stamp, batch))
+            self.published += sum(pos is not None for _, pos, _, _ in batch)
+            return
         for uav, pos, vel, _ in batch:
             if self._px4:
                 if pos is not None:
                     self._pubs[uav].publish(local_position(self._make, self._px4[uav], t, pos,
                                                            vel if vel is not None else (0.0, 0.0, 0.0)))
                     self.published += 1
+                if t >= self._status_due.get(uav, -math.inf):
+                    self._status_due[uav] = t + 1.0
+                    self._status_pubs[uav].publish(vehicle_status(self._make, self._px4[uav], t, True, NAV_OFFBOARD))
                 continue
             if self.pose_type == "PoseStamped":
                 msg = PoseStamped()
@@ -242,6 +262,25 @@ class SwarmSimNode(Node):
             self.published += 1
 
 
+    def _tf(self, stamp: TimeMsg, batch: list):
+        """Gazebo's dynamic_pose/info as ros_gz_bridge gives it: each vehicle a model under the world (named
+        after /world/ in tf_topic), its base_link under it."""
+        parts = [p for p in self.tf_topic.split("/") if p]
+        world = parts[1] if len(parts) > 1 and parts[0] == "world" else self.frame_id
+        transforms = []
+        for uav, pos, _, _ in batch:
+            if pos is None:
+                continue
+            for parent, child, xyz in ((world, uav, pos), (uav, f"{uav}::base_link", (0.0, 0.0, 0.0))):
+                tr = TransformStamped()
+                tr.header.stamp, tr.header.frame_id, tr.child_frame_id = stamp, parent, child
+                tr.transform.translation.x, tr.transform.translation.y, tr.transform.translation.z = (
+                    float(v) for v in xyz)
+                tr.transform.rotation.w = 1.0
+                transforms.append(tr)
+        return self._tf_cls(transforms=transforms)
+
+
 class _Px4Maker:
     """`make` for sim.px4_shape with rclpy's px4_msgs (generated at set-up)."""
 
@@ -249,9 +288,11 @@ class _Px4Maker:
         from uav_debate_eval.nodes.px4_input import message_class
 
         self.cls = message_class("VehicleLocalPosition")
+        self.status_cls = message_class("VehicleStatus")
 
     def __call__(self, msgtype: str, **fields):
-        return self.cls(**{k: v.tolist() if hasattr(v, "tolist") else v for k, v in fields.items()})
+        cls = self.status_cls if msgtype.endswith("VehicleStatus") else self.cls
+        return cls(**{k: v.tolist() if hasattr(v, "tolist") else v for k, v in fields.items()})
 
 
 def _pose(pos) -> Pose:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.records import Event
+from uav_debate_eval.core.stamps import stamp_ns, stamp_s
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io import px4
 from uav_debate_eval.io.rosbag import raw_messages
@@ -57,6 +57,7 @@ def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], 
     raws = raw_messages.read_raws(reader, topics, types)
     decode = _decoder(reader, path, {types[t]: raws[t] for t in topics if len(raws[t])})
     logs, statuses, notes = [], {}, []
+    first_ref: dict[str, int | None] = {}
     for uav, kinds in sources.items():
         pose_type = next(k for k in px4.POSE_TYPES if k in kinds)
         raw = raws[kinds[pose_type]]
@@ -66,22 +67,30 @@ def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], 
         msgs = [decode(raw.message(i), pose_type) for i in range(len(raw))]
         log = _local_log(uav, msgs, kinds[pose_type]) if pose_type == px4.LOCAL_POSITION else \
             _odometry_log(uav, msgs, kinds[pose_type])
-        off_s = px4.offsets_to_receive(log.t_us, raw.recv)
-        log.utc_offset_us = off_s * 1e6
+        stamps, keep, off_s = px4.receive_stamps(log.t_us, raw.recv)
         if log.ref is None and px4.GLOBAL_POSITION in kinds and len(raws[kinds[px4.GLOBAL_POSITION]]):
             _ref_from_global(log, [decode(raws[kinds[px4.GLOBAL_POSITION]].message(i), px4.GLOBAL_POSITION)
                                    for i in range(len(raws[kinds[px4.GLOBAL_POSITION]]))])
+        first_ref[uav] = _first_referenced(log, raw.recv[keep], [m for m, k in zip(msgs, keep, strict=True) if k],
+                                           pose_type)
+        _on_receive_clock(log, stamps, keep)
+        if not keep.all():
+            notes.append(f"{uav}: {int((~keep).sum())} samples left out, as live: the clock's offset fell (they "
+                         "came in a burst after a late first message) and stamped them out of PX4's pace")
         logs.append(log)
         if px4.STATUS in kinds and len(raws[kinds[px4.STATUS]]):
             status = raws[kinds[px4.STATUS]]
             statuses[uav] = ([decode(status.message(i), px4.STATUS) for i in range(len(status))], off_s)
     if not logs:
         raise InputError(f"{path}: no PX4 pose messages ({', '.join(px4.POSE_TYPES)})")
-    traj = combine(logs)
+    # the world frame: the origin of the vehicle whose referenced position was received first, as live (io.px4)
+    referenced = sorted((ns, k) for k, lg in enumerate(logs) if lg.ref is not None
+                        and (ns := first_ref.get(lg.name)) is not None)
+    traj = combine(logs, anchor=logs[referenced[0][1]].ref if referenced else None)
     traj.name = path.name.split(".")[0] or path.name
     traj.ingest.notes.extend(notes)
     for uav, (msgs, off_s) in statuses.items():
-        _status_events(traj, uav, msgs, off_s)
+        px4.apply_status(traj, uav, msgs, off_s)
     return traj
 
 
@@ -117,6 +126,27 @@ def _fits(store: Typestore, raw: Raw, msgtype: str) -> bool:
     return True
 
 
+def _on_receive_clock(log: LogTrack, stamps: np.ndarray, keep: np.ndarray) -> None:
+    """The log's samples on the receive clock (io.px4.BootClock's stamps), the ones live drops left out."""
+    log.t_us = stamps[keep] * 1e6
+    log.t_s = stamp_s(stamp_ns(stamps[keep]))  # the live tape's stamps to the last bit (nanoseconds, as a message)
+    log.pos_ned, log.vel_ned = log.pos_ned[keep], log.vel_ned[keep]
+    if log.valid is not None:
+        log.valid = log.valid[keep]
+    log.utc_offset_us = 0.0
+
+
+def _first_referenced(log: LogTrack, recv: np.ndarray, msgs: list[Any], pose_type: str) -> int | None:
+    """Receive time (ns) of the vehicle's first message that carries its reference (its own or, for odometry
+    placed by vehicle_global_position, its first message)."""
+    if log.ref is None:
+        return None
+    if pose_type != px4.LOCAL_POSITION:
+        return int(recv[0])
+    return next((int(ns) for ns, m in zip(recv, msgs, strict=True) if m.xy_valid and m.z_valid
+                 and px4.reference_of(m.xy_global, m.z_global, m.ref_lat, m.ref_lon, m.ref_alt) is not None), None)
+
+
 def _local_log(uav: str, msgs: list[Any], topic: str) -> LogTrack:
     t_us = np.array([m.timestamp_sample or m.timestamp for m in msgs], dtype=np.float64)
     pos = np.array([(m.x, m.y, m.z) for m in msgs], dtype=float)
@@ -150,26 +180,3 @@ def _ref_from_global(log: LogTrack, msgs: list[Any]) -> None:
                             np.array([m.alt for m in ok]), log.t_us, log.pos_ned)
     if ref is not None:
         log.ref, log.ref_how = ref, "vehicle_global_position minus local position"
-
-
-def _status_events(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float) -> None:
-    """Arming and navigation-state changes as the autopilot's events; the vehicle type as a note."""
-    if uav not in traj.tracks:
-        return
-    kinds = {px4.VEHICLE_TYPES.get(int(m.vehicle_type), str(m.vehicle_type)) + (" VTOL" if m.is_vtol else "")
-             for m in msgs}
-    traj.ingest.notes.append(f"{uav}: vehicle_status vehicle type {', '.join(sorted(kinds))}")
-    armed, mode = None, None
-    for m in msgs:
-        t = max(round(m.timestamp * 1e-6 + off_s - traj.t0, 6), 0.0)
-        now_armed = int(m.arming_state) == px4.ARMED
-        if now_armed != armed:
-            label = "armed" if now_armed else "disarmed"
-            traj.ingest.log_events.append(Event("", "autopilot_event", t, [uav], None, None, None,
-                                                {"label": label, "source": "vehicle_status"}))
-            armed = now_armed
-        if int(m.nav_state) != mode:
-            mode = int(m.nav_state)
-            name = px4.NAV_STATES.get(mode, f"NAV_STATE_{mode}")
-            traj.ingest.log_events.append(Event("", "flight_mode", t, [uav], None, None, None,
-                                                {"label": f"mode={name}", "mode": name}))

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
@@ -31,32 +30,13 @@ from uav_debate_eval.quality.jumps import STEP_FACTOR, STEP_SPEED_MPS
 from uav_debate_eval.rules.monitor import RuleMonitor
 from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, time_to_box_exit
 from uav_debate_eval.safety.near_index import CellIndex
+from uav_debate_eval.safety.state import SafetyState
 
 #: Separation evidence lists at most this many pairs (the worst first); the count is always exact.
 MAX_EVIDENCE_PAIRS = 50
 #: Relative slack on the time-to-geofence pruning bound, so rounding can only add candidates, never drop one.
 _SLACK = 1e-9
 _NAN_ROW = (math.nan,) * 7
-
-
-@dataclass
-class SafetyState:
-    """Result of one update: the veto, whether it just changed, and the evidence behind it."""
-
-    veto: bool
-    changed: bool
-    active: list[dict]  # one per violated constraint: constraint, uavs, value, limit, t (+ pairs, count)
-    warnings: list[dict]  # predictive: cpa / time_to_geofence, never part of the veto
-    snapshot_policy: str
-    t: float = 0.0
-    values: dict[str, dict] = field(default_factory=dict)  # current worst value and limit per checked constraint
-    stale: list[str] = field(default_factory=list)
-    clock_reset: bool = False
-    ended: list[str] = field(default_factory=list)  # vehicles whose flight is over (no veto for their silence)
-    #: data-quality faults seen now (kind, uavs, t): the veto still acts on them, the status names them apart
-    data_quality: list[dict] = field(default_factory=list)
-    #: the mission rules' live status (rules.monitor.RuleMonitor.status: live, delay_s, robustness, failing)
-    rules: list[dict] = field(default_factory=list)
 
 
 class SafetyMonitor:

@@ -41,7 +41,17 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_soak import HOLD_S, VetoRecorder, _proc_stats, _tree, fault_schedule, match_edges, write_config  # noqa: E402
+from bench_soak import (  # noqa: E402
+    HOLD_S,
+    VetoRecorder,
+    _proc_stats,
+    _tree,
+    fault_schedule,
+    live_cmd,
+    match_edges,
+    publisher_cmd,
+    write_config,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 LATENCY_TARGET_MS = 50.0
@@ -109,17 +119,11 @@ def run(mode: str, args: argparse.Namespace) -> bool:
         tmp = Path(tmp_name)
         config = show_config(tmp, args.vehicles, per_vehicle)
         log = (tmp / "live.log").open("w")
-        live = subprocess.Popen([sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config),
-                                 "--out", str(tmp / "out"), "--llm", "rules", "--quiet",
-                                 "--duration", str(duration + args.start_delay + 600.0)],
+        live = subprocess.Popen(live_cmd(config, tmp / "out", duration + args.start_delay + 600.0),
                                 stdout=log, stderr=subprocess.STDOUT)
         rec = ShowRecorder(live.pid)
         base_file = tmp / "base.json"
-        publisher = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "bench_soak.py"), "--publish",
-                                      str(base_file), "--minutes", str(args.minutes), "--vehicles",
-                                      str(args.vehicles), "--rate", str(args.rate), "--fault-period",
-                                      str(args.fault_period), "--start-delay", str(args.start_delay)]
-                                     + (["--per-vehicle"] if per_vehicle else []))
+        publisher = subprocess.Popen(publisher_cmd(base_file, args, per_vehicle))
         rss: list[tuple[float, float, float]] = []  # (stream s, monitor tree RSS MB, its ROS processes' RSS MB)
         try:
             while not base_file.exists():

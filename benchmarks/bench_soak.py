@@ -265,6 +265,19 @@ def match_edges(faults: list[dict], edges: list[tuple[float, bool]], base: float
     return lat, missing, extra
 
 
+def live_cmd(config: Path, out: Path, duration_s: float) -> list[str]:
+    """The monitor under test: `uav-debate-eval live` on the rules backend."""
+    return [sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config), "--out", str(out),
+            "--llm", "rules", "--quiet", "--duration", str(duration_s)]
+
+
+def publisher_cmd(base_file: Path, args: argparse.Namespace, per_vehicle: bool) -> list[str]:
+    """This script as the publisher child (it writes the stream's stamp base to `base_file`)."""
+    return [sys.executable, str(Path(__file__).resolve()), "--publish", str(base_file), "--minutes",
+            str(args.minutes), "--vehicles", str(args.vehicles), "--rate", str(args.rate), "--fault-period",
+            str(args.fault_period), "--start-delay", str(args.start_delay)] + (["--per-vehicle"] if per_vehicle else [])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=10.0)
@@ -289,16 +302,11 @@ def main() -> int:
         tmp = Path(tmp_name)
         config = write_config(tmp, args.vehicles, args.per_vehicle)
         live_log = (tmp / "live.log").open("w")
-        live = subprocess.Popen([sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config),
-                                 "--out", str(tmp / "out"), "--llm", "rules", "--quiet",
-                                 "--duration", str(duration + args.start_delay + 15.0)],
+        live = subprocess.Popen(live_cmd(config, tmp / "out", duration + args.start_delay + 15.0),
                                 stdout=live_log, stderr=subprocess.STDOUT)
         rec = VetoRecorder(live.pid)
         base_file = tmp / "base.json"
-        pub_cmd = [sys.executable, __file__, "--publish", str(base_file), "--minutes", str(args.minutes),
-                   "--vehicles", str(args.vehicles), "--rate", str(args.rate), "--fault-period", str(args.fault_period),
-                   "--start-delay", str(args.start_delay)] + (["--per-vehicle"] if args.per_vehicle else [])
-        publisher = subprocess.Popen(pub_cmd)
+        publisher = subprocess.Popen(publisher_cmd(base_file, args, args.per_vehicle))
         samples: list[tuple[float, float, float, float]] = []  # (wall, tree RSS MB, tree cpu s, ROS process cpu s)
         pub_cpu0 = None
         try:

@@ -283,3 +283,36 @@ def test_the_flight_kinematics_are_let_go_before_the_segments(flight):
     again = smooth_tracks(tracks)
     assert all(a is not b and np.array_equal(a.vel, b.vel) and np.array_equal(a.jerk, b.jerk)
                for a, b in zip(first, again, strict=True))
+
+
+def test_a_show_sized_flights_child_cuts_no_window_before_the_segments_begin(flight, monkeypatch, tmp_path):
+    """Issue 35 (memory): from HOLD_MIN_SAMPLES on the child's windows wait for the parent's segments, so they are
+    not held beside the flight's events, metrics and DSL; the contexts stay those of one process."""
+    traj, mission = flight
+    serial = _evaluate(traj, mission)
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    monkeypatch.setattr(segment_work, "HOLD_MIN_SAMPLES", 0)
+    log = tmp_path / "calls.log"
+    cut, contexts = segment_work.window_metrics, segment_work.SegmentWork.contexts
+
+    def note(line: str) -> None:
+        with log.open("a") as fh:
+            fh.write(f"{os.getpid()} {line}\n")
+
+    def spy_cut(*args):
+        note("cut")
+        return cut(*args)
+
+    def spy_contexts(self, *args):
+        time.sleep(0.5)  # a child that did not wait would have cut its first window by now
+        note("segments")
+        return contexts(self, *args)
+
+    monkeypatch.setattr(segment_work, "window_metrics", spy_cut)
+    monkeypatch.setattr(segment_work.SegmentWork, "contexts", spy_contexts)
+    parallel = _evaluate(traj, mission)
+    calls = [line.split() for line in log.read_text().splitlines()]
+    child_cuts = [k for k, (pid, what) in enumerate(calls) if what == "cut" and int(pid) != os.getpid()]
+    start = next(k for k, (_, what) in enumerate(calls) if what == "segments")
+    assert child_cuts and min(child_cuts) > start
+    assert _sections(parallel) == _sections(serial)

@@ -35,6 +35,10 @@ PARALLEL_MIN_SAMPLES = 50_000
 #: From this many samples on, the heap each stage and window frees goes back to the OS at once (a show flight's
 #: GBs); below, faulting those pages in again costs more CPU (~10 % of a 100 x 600 s flight) than the memory matters.
 TRIM_MIN_SAMPLES = 2_000_000
+#: From this many samples (a show: 5,000 vehicles x 300 s at 10 Hz is 15 M) the child cuts no window before this
+#: process starts the segments' contexts: its windows beside the flight's events, metrics and DSL here had peaked at
+#: 9.5 GB. It costs wall time (the windows no longer overlap the flight's stages); 1,024 x 120 s is 1.2 M.
+HOLD_MIN_SAMPLES = 10_000_000
 #: A claim waits at most this long for the counter's lock (a child killed while holding it must not hang us).
 CLAIM_TIMEOUT_S = 5.0
 
@@ -95,7 +99,7 @@ class SegmentWork:
             # the grid before the fork (the child inherits it) and the formation errors' memory, shared with it
             snap = snapshots(traj) if len(traj.tracks) > 1 else None
             shared = None if snap is None else shared_array(snap.valid.shape)
-            self.child = Forked(_child, *self.args, self.counter, shared)
+            self.child = Forked(_child, *self.args, self.counter, shared, traj.n_samples >= HOLD_MIN_SAMPLES)
             if snap is not None and shared is not None:
                 self._share_formation(snap, mission, shared)
 
@@ -133,6 +137,7 @@ class SegmentWork:
         n = len(segments)
         out: list = [None] * n
         done = 0
+        self._send("go", True)  # a held child (HOLD_MIN_SAMPLES) starts its windows now
 
         def here(i: int) -> None:
             nonlocal done
@@ -231,9 +236,10 @@ class _Inbox:
 
 
 def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int,
-           counter: Any, shared: np.ndarray | None) -> list[tuple[int, Any, Any]]:
-    """Child side: claim segments; their windows' metrics at once, their DSL once the flight's events came.
-    Returns (index, metrics, DSL) per segment (the parent cuts the window again rather than receive it)."""
+           counter: Any, shared: np.ndarray | None, hold: bool = False) -> list[tuple[int, Any, Any]]:
+    """Child side: claim segments; their windows' metrics at once, their DSL once the flight's events came (`hold`:
+    no window before the parent says go). Returns (index, metrics, DSL) per segment (the parent cuts the window
+    again rather than receive it)."""
     from uav_debate_eval.dsl.lines import prepare_dsl
     from uav_debate_eval.dsl.tokens import adopt_number_prefixes
     from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
@@ -248,6 +254,8 @@ def _child(inbox: Any, traj: SwarmTrajectory, mission: Mission, segments: list, 
         defer_formation_error(snapshots(traj), mission, fetch)
     waiting: list[tuple[int, SwarmTrajectory, Any]] = []
     out: list[tuple[int, Any, Any]] = []
+    if hold and messages.wait("go") is None:
+        raise ChildLost("the parent ended before the segments began")
 
     def finish() -> None:
         if messages.has("prefixes"):  # once (taken out); if they come later, the first window's DSL counts them

@@ -13,6 +13,7 @@ vehicle's).
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,3 +221,11 @@ def write_tlog(vehicles: list[Vehicle], path: Path) -> Path:
         for t, _, buf in sorted(rows, key=lambda r: (r[0], r[1])):
             f.write(struct.pack(">Q", int(round((t_unix0 + t) * 1e6))) + buf)
     return path
+
+
+def evaluate_log(path: Path, out: Path) -> tuple[int, dict]:
+    """`evaluate PATH --llm rules` into OUT: its exit code and report.json."""
+    from uav_debate_eval.cli import main
+
+    code = main(["evaluate", str(path), "--out", str(out), "--llm", "rules", "--quiet"])
+    return code, json.loads((out / "report.json").read_text())

@@ -1,12 +1,11 @@
 """Loss of control and crashes (constraint attitude_control, CONTRACT.md §2): a DataFlash log whose attitude
 leaves the autopilot's own target, checked only armed and in a mode that controls attitude."""
 
-import json
 from pathlib import Path
 
 import pytest
+from ardupilot_logs import evaluate_log
 
-from uav_debate_eval.cli import main
 from uav_debate_eval.core.mission_file import parse_mission
 from uav_debate_eval.io.dataflash import read_dataflash
 from uav_debate_eval.sim.dataflash import EKF2_FORMATS, GOOD_FLAGS, DataFlashWriter
@@ -56,9 +55,7 @@ def test_reader_keeps_attitude_targets_and_crash(tmp_path):
 def run(tmp_path, name, **kw) -> tuple[int, dict]:
     path = tmp_path / f"{name}.bin"
     write_flight(path, **kw)
-    out = tmp_path / name
-    code = main(["evaluate", str(path), "--out", str(out), "--llm", "rules", "--quiet"])
-    return code, json.loads((out / "report.json").read_text())
+    return evaluate_log(path, tmp_path / name)
 
 
 def test_loss_of_control_without_mission_is_a_violation_with_a_crash_finding(tmp_path):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ardupilot_logs import evaluate_log
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.io.tlog import read_tlog
@@ -60,9 +61,7 @@ def test_reader_keeps_targets_armed_and_crash(tmp_path):
 def evaluate(tmp_path: Path, name: str, **kw) -> tuple[int, dict]:
     path = tmp_path / f"{name}.tlog"
     write_tlog(path, **kw)
-    out = tmp_path / name
-    code = main(["evaluate", str(path), "--out", str(out), "--llm", "rules", "--quiet"])
-    return code, json.loads((out / "report.json").read_text())
+    return evaluate_log(path, tmp_path / name)
 
 
 def test_tlog_loss_of_control_is_a_violation_with_a_crash(tmp_path):

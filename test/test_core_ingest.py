@@ -85,6 +85,17 @@ def test_streaming_buffers_are_bounded_and_reject_bad_samples():
     assert s.resets == 1 and len(s.rings["a"]) == 1
 
 
+def test_a_window_is_in_flight_time_of_the_given_origin():
+    """A panel that joined late (first pose at 23 s) dates a segment on the clock of the node that cut it."""
+    s = StreamingSwarm()
+    for i in range(100):
+        s.add("a", 23.0 + i * 0.1, (float(i), 0.0, 1.0))
+    assert s.window(25.0, 30.0).tracks["a"].t[0] == pytest.approx(2.0)  # from its own first pose
+    late = s.window(25.0, 30.0, origin=1.0)
+    assert late.t0 == 1.0 and late.tracks["a"].t[0] == pytest.approx(24.0)
+    assert late.tracks["a"].pos[0, 0] == pytest.approx(20.0)
+
+
 def test_streaming_swarm_windows_while_another_thread_adds_vehicles():
     """`live` adds poses on the verifier's thread while segments are cut on the builder's: no torn reads,
     and no 'dictionary changed size during iteration' when a new vehicle appears mid-window."""

@@ -415,7 +415,7 @@ def test_each_node_in_its_own_process_and_a_killed_panel_rejoins(tmp_path: Path,
         rec.wait(lambda: len(rec.segments) >= 1, 60, "the first segment")
         procs["debate_panel"].kill()  # no clean shutdown
         procs["debate_panel"].wait()
-        killed_at = rec.clock
+        killed_at = rec.clock - base  # flight time: the reports' clock (the builder's, from its first pose)
         procs["debate_panel"] = _start(_node_cmd("debate_panel", config), _env(ros_domain),
                                        tmp_path / "debate_panel2.log")
         try:
@@ -423,12 +423,18 @@ def test_each_node_in_its_own_process_and_a_killed_panel_rejoins(tmp_path: Path,
                      "a report from the restarted panel")
         except AssertionError as exc:  # say where the flight and the segments were, and what the panels logged
             segments = [(s["id"], round(s["t_start"] - base, 1)) for s in rec.segments]
-            where = f"killed at flight t={killed_at - base:.1f} s, flight now at {rec.clock - base:.1f} s"
-            raise AssertionError(f"{exc}; {where}, segments {segments}; logs:\n{_panel_logs(tmp_path)}") from exc
+            where = f"killed at flight t={killed_at:.1f} s, flight now at {rec.clock - base:.1f} s"
+            reports = [(r["live"]["segment"]["id"], r["live"]["segment"]["t_start"]) for r in rec.reports]
+            raise AssertionError(f"{exc}; {where}, segments {segments}, reports {reports}; "
+                                 f"logs:\n{_panel_logs(tmp_path)}") from exc
     logs = _panel_logs(tmp_path)
     assert rec.clock - base >= 20.0, "the flight went on while the panel was down"
     later = [r for r in rec.reports if r["live"]["segment"]["t_start"] >= killed_at]
     assert later and all(r["mission"]["uavs"] == scenario["names"] for r in later), logs
+    # the restarted panel dates its segments on the flight's clock, not from the first pose it heard
+    cut = {s["id"]: s["t_start"] - s["flight_origin"] for s in rec.segments}
+    for r in later:
+        assert abs(r["live"]["segment"]["t_start"] - cut[r["live"]["segment"]["id"]]) < 1e-6, logs
     # the restarted panel wrote its reports on disk too, numbered without clashes
     dirs = sorted(p.name for p in (tmp_path / "out").glob("[0-9]" * 5 + "_*"))
     assert len(dirs) == len(set(d[:5] for d in dirs)) >= 1

@@ -131,8 +131,8 @@ def test_builder_hands_segments_to_an_in_process_panel(ros_context, tmp_path: Pa
             builder._on_pose("b", k * 0.1, (3.0, 0.0, 10.0))
             builder._emit(builder.cutter.on_time(builder.swarm.newest_t))
         assert len(got) == 1
-        seg_id, t0, t1, reason, traj = got[0]
-        assert (seg_id, t0, t1, reason) == ("S1", 0.0, 5.0, "window")
+        seg_id, t0, t1, reason, traj, origin = got[0]
+        assert (seg_id, t0, t1, reason, origin) == ("S1", 0.0, 5.0, "window", None)
         assert traj.uav_ids == ["a", "b"] and traj.tracks["a"].t[-1] == pytest.approx(5.0)
     finally:
         panel.destroy_node()

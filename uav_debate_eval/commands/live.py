@@ -39,6 +39,9 @@ VERIFIER_PARAMS = ".safety_verifier.yaml"
 #: them by this much niceness: on a loaded 2-core machine the veto's process gets a core first, the analysis waits
 #: (no privilege needed; the workers add their own niceness on top).
 MONITOR_NICENESS = 5
+#: Processes of `live` that subscribe the poses (the verifier child, the builder here): `--sim` plays no pose before
+#: both listen, or the flight report would begin later than the flight (its first poses lost to the builder).
+LIVE_POSE_READERS = 2
 #: The Foxglove layout shipped in config/ (the same for the live view and the MCAP export).
 LAYOUT = "foxglove_layout.json"
 
@@ -189,7 +192,8 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
 
                 console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
             if with_sim:
-                sim = _start_sim(config, out, values["safety_verifier"])
+                wait = max(int(params["swarm_sim"].get("wait_for_subscribers", 0)), LIVE_POSE_READERS)
+                sim = _start_sim(config, out, values["safety_verifier"], wait_for_subscribers=wait)
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
             os.nice(MONITOR_NICENESS)
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
@@ -316,12 +320,13 @@ def _wait_ready(verifier: subprocess.Popen, out: Path, timeout_s: float = VERIFI
     raise RuntimeError(f"safety_verifier not on the graph after {timeout_s:g} s (see {log})")
 
 
-def _start_sim(config: Path, out: Path, monitor: dict | None = None) -> subprocess.Popen:
+def _start_sim(config: Path, out: Path, monitor: dict | None = None, wait_for_subscribers: int = 0) -> subprocess.Popen:
     """swarm_sim as a child process reading the same parameter file, so poses cross DDS between processes;
     `monitor` (the verifier's parameters): with `--px4` / `--gazebo` it publishes as PX4 SITL / Gazebo does."""
     log = (out / "swarm_sim.log").open("w")
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.swarm_sim", "--ros-args",
-           "--params-file", str(config), "-p", "exit_when_done:=true"]
+           "--params-file", str(config), "-p", "exit_when_done:=true",
+           "-p", f"wait_for_subscribers:={wait_for_subscribers}"]
     kind = (monitor or {}).get("pose_type")
     if kind == "VehicleLocalPosition":  # `live --demo --px4`: the swarm as PX4 SITL publishes it
         cmd += ["-p", "pose_type:=VehicleLocalPosition"]

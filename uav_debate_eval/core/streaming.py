@@ -148,12 +148,14 @@ class StreamingSwarm:
         with self._lock:
             return {u: r.latest() for u, r in self.rings.items() if len(r)}
 
-    def window(self, t0: float = -math.inf, t1: float = math.inf, name: str = "") -> SwarmTrajectory:
+    def window(self, t0: float = -math.inf, t1: float = math.inf, name: str = "",
+               origin: float | None = None) -> SwarmTrajectory:
         """The buffered samples with t0 <= t <= t1 (stream clock) as a cleaned SwarmTrajectory in flight time
-        since the stream's first sample (`origin`), so every segment of a session shares one flight clock."""
+        since `origin` (default the stream's first sample here), so every segment of a session shares one flight
+        clock; a node that joined late passes the origin of the node that cut the segment."""
         with self._lock:  # copies of the rings (view() copies), so the rest runs unlocked
             parts = [(u, r.view()) for u, r in self.rings.items() if len(r)]
-            origin = self.origin
+            origin = self.origin if origin is None else origin
         parts = [(u, a[(a[:, 0] >= t0) & (a[:, 0] <= t1)]) for u, a in parts]
         parts = [(u, a) for u, a in parts if len(a)]
         if not parts:

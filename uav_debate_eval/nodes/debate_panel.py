@@ -122,14 +122,18 @@ class DebatePanelNode(Node):
 
     def _on_segment(self, msg: String) -> None:
         seg = json.loads(msg.data)
-        self._take(seg["id"], seg["t_start"], seg["t_end"], seg.get("reason", "segment"), None)
+        # in the builder's flight time: a panel restarted mid-flight dates its reports as the first one did
+        origin = seg.get("flight_origin")
+        self._take(seg["id"], seg["t_start"], seg["t_end"], seg.get("reason", "segment"), None,
+                   float(origin) if origin is not None else None)
 
     def _on_builder_segment(self, seg: Segment, traj: SwarmTrajectory) -> None:
         self._take(seg.id, seg.t_start, seg.t_end, seg.reason, traj)
 
-    def _take(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory | None) -> None:
+    def _take(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory | None,
+              origin: float | None = None) -> None:
         if self.evaluator.admit(seg_id, t0):
-            self.submit(seg_id, t0, t1, reason, traj)
+            self.submit(seg_id, t0, t1, reason, traj, origin)
 
     def on_trigger(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         t1 = self.swarm.newest_t
@@ -141,10 +145,12 @@ class DebatePanelNode(Node):
         response.message = json.dumps(rounded(report)) if report is not None else "evaluation failed (see the node log)"
         return response
 
-    def submit(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory | None = None) -> Future:
-        """Queue one evaluation of [t0, t1] (the buffered poses when `traj` is None)."""
+    def submit(self, seg_id: str, t0: float, t1: float, reason: str, traj: SwarmTrajectory | None = None,
+               origin: float | None = None) -> Future:
+        """Queue one evaluation of [t0, t1] (the buffered poses when `traj` is None, in flight time since `origin`,
+        default this node's first pose)."""
         if traj is None:
-            traj = self.swarm.window(t0, t1, name=seg_id)
+            traj = self.swarm.window(t0, t1, name=seg_id, origin=origin)
         return self.evaluator.submit(seg_id, t0, t1, reason, traj)
 
     def session(self) -> dict:

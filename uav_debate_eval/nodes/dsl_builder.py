@@ -163,7 +163,8 @@ class DslBuilderNode(Node):
         if not self.context.ok():
             return
         self.dsl_pub.publish(String(data=text))
-        self.segment_pub.publish(String(data=seg.to_json(uavs=list(traj.uav_ids), dsl_tokens=tokens)))
+        self.segment_pub.publish(String(data=seg.to_json(uavs=list(traj.uav_ids), dsl_tokens=tokens,
+                                                                flight_origin=traj.t0)))
         self.segments = [*self.segments[-9:], seg]
         self.get_logger().info(f"segment {seg.id} closed ({seg.reason}): t=[{seg.t_start:.2f}, {seg.t_end:.2f}] "
                                f"{len(traj.uav_ids)} vehicles, DSL {tokens} tokens")

@@ -27,7 +27,7 @@ TRACED = (
     ("uav_debate_eval.dsl.segments", "mission_segments"), ("uav_debate_eval.metrics.compute", "compute_metrics"),
     ("uav_debate_eval.dsl.events", "detect_events"), ("uav_debate_eval.dsl.builder", "build_dsl"),
     ("uav_debate_eval.runner.segment_work", "SegmentWork.contexts"),
-    ("uav_debate_eval.runner.segment_work", "SegmentWork._send_shared_steps"),
+    ("uav_debate_eval.runner.segment_work", "SegmentWork._send"),
     ("uav_debate_eval.runner.segment_work", "_child"),
     ("uav_debate_eval.runner.forked", "Forked.result"), ("uav_debate_eval.runner.pipeline", "_run_debate"),
     ("uav_debate_eval.report.figure_job", "_draw"), ("uav_debate_eval.report.figures", "render_figures"),

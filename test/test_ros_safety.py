@@ -105,10 +105,13 @@ def test_veto_rises_clears_after_hold_and_latches_for_late_joiners(tmp_path, ros
     # names and veto topic unique to this run: other suites' verifiers may share the DDS domain
     uavs = [f"t{os.getpid()}{u}" for u in "abc"]
     veto_topic = f"/t{os.getpid()}/veto"
+    # fail-safe warn: these edges are the near miss's; a starved publisher (make test's other worker beside it)
+    # would otherwise hold a fail-safe veto for the 60-s stale timeout (test_ros_live covers the fail-safe veto)
     verifier = subprocess.Popen(
         [py, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
          "-p", f"uav_names:=[{', '.join(uavs)}]", "-p", "min_separation_m:=0.5", "-p", f"hold_time_s:={hold}",
-         "-p", "heartbeat_hz:=0.05", "-p", "stale_timeout_s:=60.0", "-r", f"{VETO_TOPIC}:={veto_topic}"],
+         "-p", "heartbeat_hz:=0.05", "-p", "stale_timeout_s:=60.0", "-p", "fail_safe:=warn",
+         "-r", f"{VETO_TOPIC}:={veto_topic}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sub = subprocess.Popen([py, str(sub_py), veto_topic, "now"], env=env, stdout=subprocess.PIPE, text=True)
     late = subprocess.Popen([py, str(sub_py), veto_topic, "gated"], env=env, stdin=subprocess.PIPE,

@@ -320,18 +320,19 @@ def _wait_ready(verifier: subprocess.Popen, out: Path, timeout_s: float = VERIFI
     raise RuntimeError(f"safety_verifier not on the graph after {timeout_s:g} s (see {log})")
 
 
-def _start_sim(config: Path, out: Path, monitor: dict | None = None, wait_for_subscribers: int = 0) -> subprocess.Popen:
+def _start_sim(config: Path, out: Path, monitor: dict, wait_for_subscribers: int) -> subprocess.Popen:
     """swarm_sim as a child process reading the same parameter file, so poses cross DDS between processes;
-    `monitor` (the verifier's parameters): with `--px4` / `--gazebo` it publishes as PX4 SITL / Gazebo does."""
+    `monitor` (the verifier's parameters): with `--px4` / `--gazebo` it publishes as PX4 SITL / Gazebo does.
+    `wait_for_subscribers` replaces the file's value (the caller takes the larger of it and live's readers)."""
     log = (out / "swarm_sim.log").open("w")
     cmd = [sys.executable, "-m", "uav_debate_eval.nodes.swarm_sim", "--ros-args",
            "--params-file", str(config), "-p", "exit_when_done:=true",
            "-p", f"wait_for_subscribers:={wait_for_subscribers}"]
-    kind = (monitor or {}).get("pose_type")
+    kind = monitor.get("pose_type")
     if kind == "VehicleLocalPosition":  # `live --demo --px4`: the swarm as PX4 SITL publishes it
         cmd += ["-p", "pose_type:=VehicleLocalPosition"]
     elif kind == "TFMessage":  # `live --demo --gazebo`: as ros_gz_bridge gives Gazebo's poses
-        cmd += ["-p", "pose_type:=TFMessage", "-p", f"tf_topic:={(monitor or {})['pose_tf_topic']}"]
+        cmd += ["-p", "pose_type:=TFMessage", "-p", f"tf_topic:={monitor['pose_tf_topic']}"]
     # its own session: the terminal's Ctrl-C reaches only `live`, which stops the simulator in order
     env = {**os.environ, EXIT_WITH_ENV: str(os.getpid())}  # it dies with `live`, even a SIGKILLed one
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from uav_debate_eval.metrics import swarm
+from uav_debate_eval.safety import block_pairs
 from uav_debate_eval.safety.checker import check_trajectory
 from uav_debate_eval.sim.scenarios import simulate
 
@@ -20,7 +21,7 @@ def grid():
 def test_checker_pairs_give_the_same_pass_with_fewer_trees(grid, monkeypatch):
     traj, mission = grid
     safety = check_trajectory(traj, mission)
-    assert safety.nearest is not None  # 80 vehicles: a kd-tree per step
+    assert safety.nearest is not None  # 80 vehicles: the kd-tree pass
     radius = mission.thresholds.proximity(mission.constraints)
     alone = swarm._snapshots(traj)
     shared = swarm._snapshots(traj)
@@ -29,7 +30,8 @@ def test_checker_pairs_give_the_same_pass_with_fewer_trees(grid, monkeypatch):
 
     built = []
     real = swarm.cKDTree
-    monkeypatch.setattr(swarm, "cKDTree", lambda p: built.append(1) or real(p))
+    monkeypatch.setattr(swarm, "cKDTree", lambda *a, **k: built.append(1) or real(*a, **k))
+    monkeypatch.setattr(block_pairs, "cKDTree", lambda *a, **k: built.append(1) or real(*a, **k))
     d0, p0, h0 = swarm._sparse_steps(alone, radius)
     trees_alone = len(built)
     d1, p1, h1 = swarm._sparse_steps(shared, radius)
@@ -37,7 +39,9 @@ def test_checker_pairs_give_the_same_pass_with_fewer_trees(grid, monkeypatch):
     assert np.array_equal(d0, d1) and np.array_equal(p0, p1) and h0 == h1
     assert h0  # the near miss is inside the radius
     near = int((d0 <= radius * (1 + 1e-9)).sum())
-    assert trees_alone == len(alone.t) and trees_shared == near < len(alone.t) // 2
+    # a kd-tree per block of steps in which the swarm keeps its shape (safety.block_pairs); with the checker's
+    # pairs, blocks only over the steps where a pair comes within the radius
+    assert trees_shared < trees_alone < len(alone.t) // 4 and near < len(alone.t) // 2
 
 
 def test_a_different_grid_is_not_adopted(grid):

@@ -1,8 +1,9 @@
 """Swarm geometry on a common time grid: separation, close-approach intervals, formation error.
 
 Shared by the coordination/safety metrics and by the DSL events so that a score and the event
-that explains it are computed from the same numbers. Pairwise work uses a kd-tree per grid step
-(output-sensitive), so a 1000-vehicle grid swarm stays tractable; the grid is at most
+that explains it are computed from the same numbers. Pairwise work uses a kd-tree per block of grid steps in
+which the swarm keeps its shape (safety.block_pairs; per step where it does not), so a 1000-vehicle grid swarm
+stays tractable; the grid is at most
 MAX_STEPS long (coarser than the samples for very long flights).
 """
 
@@ -18,6 +19,8 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
 from uav_debate_eval.metrics.kinematics import runs
 from uav_debate_eval.metrics.vec import norm
+from uav_debate_eval.safety.block_pairs import pairs_in_blocks
+from uav_debate_eval.safety.geometry import close_pairs, first_partner
 
 #: Longest common grid used for pairwise geometry.
 MAX_STEPS = 12_000
@@ -86,7 +89,7 @@ def _dense_pairs(snap: Snapshots) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def separation(snap: Snapshots) -> Separation:
-    """Closest-pair distance per grid step (all pairs for small swarms, else a kd-tree per step); cached."""
+    """Closest-pair distance per grid step (all pairs for small swarms, else kd-trees); cached."""
     return memo(snap, "separation", (), lambda: _separation(snap))
 
 
@@ -110,24 +113,26 @@ def _separation(snap: Snapshots) -> Separation:
         if len(idx) < 2:
             continue
         p = snap.pos[k, idx]
-        d, nn = cKDTree(p).query(p, k=2)
+        tree = cKDTree(p)
+        d, nn = tree.query(p, k=2)
         a = int(np.argmin(d[:, 1]))
-        b = int(nn[a, 1])
+        b = first_partner(tree, p, a, d[:, 1], a, int(nn[a, 1]))
         d_min[k] = d[a, 1]
         pair[k] = sorted((int(idx[a]), int(idx[b])))
     return Separation(snap.t, d_min, pair)
 
 
 def _sparse_pass(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarray, dict]:
-    """One kd-tree per grid step for both the closest pair (as _separation) and the pairs closer than
-    `radius` (as close_approaches): (d_min, pair, hits); cached, so separation() reuses it."""
+    """One kd-tree pass (per block of steps, safety.block_pairs, else per step) for both the closest pair (as
+    _separation) and the pairs closer than `radius` (as close_approaches): (d_min, pair, hits); cached, so
+    separation() reuses it."""
     return memo(snap, ("sparse_pass", radius), (), lambda: _sparse_steps(snap, radius))
 
 
 def adopt_checker_pairs(snap: Snapshots, safety) -> None:
     """Let the kd-tree pass over `snap` take each step's closest pair from the safety checker when the checker ran
-    a kd-tree per step over the very same grid (same times, positions and validity: then its closest pair is the
-    one this pass would find, from the same tree on the same points). Steps whose closest pair is beyond a radius
+    its kd-tree pass over the very same grid (same times, positions and validity: then its closest pair is the
+    one this pass would find: the same distances, the same rule for ties). Steps whose closest pair is beyond a radius
     have no pair within it either, so the pass only builds trees where something comes close."""
     nearest = getattr(safety, "nearest", None)
     if nearest is None or "_checker_pairs" in snap.__dict__:
@@ -146,17 +151,24 @@ _BEYOND = 1e-9
 
 
 def _sparse_steps(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarray, dict]:
-    T = len(snap.t)
+    T, N = snap.valid.shape
     d_min = np.full(T, np.inf)
     pair = np.full((T, 2), -1, dtype=int)
-    hits: dict[tuple[int, int], list[tuple[int, float]]] = {}
     known = snap.__dict__.get("_checker_pairs")
-    steps: range | list[int] = range(T)
+    todo = np.ones(T, dtype=bool)
     if known is not None:  # the steps where nothing comes within the radius are the checker's
         far = known[0] > radius * (1.0 + _BEYOND)
         d_min[far], pair[far] = known[0][far], known[1][far]
-        steps = np.flatnonzero(~far & np.isfinite(known[0])).tolist()
-    for k in steps:
+        todo = ~far & np.isfinite(known[0])
+    keys: list[np.ndarray] = []  # pairs within the radius: key i * N + j, the step's time, the distance
+    times: list[np.ndarray] = []
+    dists: list[np.ndarray] = []
+    names: list = [None] * T  # the block pass names the closest pairs too (unused here)
+    for a, b in runs(todo):  # blocks of steps in which the swarm keeps its shape, as the checker does
+        done = pairs_in_blocks(snap, radius, None, d_min, names, (keys, times, dists), ([], [], [], []), pair,
+                               range(a, b))
+        todo[a:b] &= ~done
+    for k in np.flatnonzero(todo).tolist():
         idx = np.flatnonzero(snap.valid[k])
         if len(idx) < 2:
             continue
@@ -164,15 +176,33 @@ def _sparse_steps(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarra
         tree = cKDTree(p)
         d, nn = tree.query(p, k=2)
         a = int(np.argmin(d[:, 1]))
-        b = int(nn[a, 1])
+        b = first_partner(tree, p, a, d[:, 1], a, int(nn[a, 1]))
         d_min[k] = d[a, 1]
         pair[k] = sorted((int(idx[a]), int(idx[b])))
-        for a, b in tree.query_pairs(radius, output_type="ndarray"):
-            dist = float(np.linalg.norm(p[a] - p[b]))
-            if dist < radius:
-                i, j = sorted((int(idx[a]), int(idx[b])))
-                hits.setdefault((i, j), []).append((k, dist))
-    return d_min, pair, hits
+        i, j, dist = close_pairs(p, radius, tree)
+        below = dist < radius
+        keys.append(idx[i[below]] * N + idx[j[below]])
+        times.append(np.full(int(below.sum()), snap.t[k]))
+        dists.append(dist[below])
+    return d_min, pair, _hits_by_pair(snap, keys, times, dists)
+
+
+def _hits_by_pair(snap: Snapshots, keys: list, times: list, dists: list) -> dict[tuple[int, int], list]:
+    """{(i, j): [(step, distance), ...] in step order} from the passes' (key, time, distance) arrays."""
+    if not keys:
+        return {}
+    N = len(snap.uav_ids)
+    key, dist = np.concatenate(keys).astype(int), np.concatenate(dists)
+    step = np.searchsorted(snap.t, np.concatenate(times))  # the grid's own times
+    order = np.lexsort((step, key))
+    key, step, dist = key[order], step[order], dist[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    hits: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    for a, b in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [len(key)]]).tolist(), strict=True):
+        if a < b:
+            i, j = divmod(int(key[a]), N)
+            hits[(i, j)] = list(zip(step[a:b].tolist(), dist[a:b].tolist(), strict=True))
+    return hits
 
 
 def close_approaches(snap: Snapshots, radius: float, merge_s: float = 0.5) -> list[CloseApproach]:

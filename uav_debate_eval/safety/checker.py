@@ -56,7 +56,7 @@ class SafetyResult:
     snapshot_policy: str = SNAPSHOT_POLICY_OFFLINE
     notes: list[str] = field(default_factory=list)
     data_quality: DataQuality = field(default_factory=DataQuality)
-    #: each grid step's closest pair and close pairs when the separation came from a kd-tree per grid step, so the
+    #: each grid step's closest pair and close pairs when the separation came from the kd-tree pass, so the
     #: metrics' pass over the very same grid (metrics.swarm) and the checks of the flight's segment windows reuse
     #: them; not pickled
     nearest: GridPairs | None = field(default=None, repr=False, compare=False)
@@ -344,7 +344,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
 
 
 #: Up to this many vehicles all pairs of a block of time steps are checked at once with numpy
-#: (N^2/2 pairs is cheap and avoids a Python loop over every step); above it, a kd-tree per step.
+#: (N^2/2 pairs is cheap and avoids a Python loop over every step); above it, kd-trees (safety.grid_pairs).
 DENSE_MAX_VEHICLES = 64
 
 

@@ -76,8 +76,29 @@ def nearest_pair(pos: np.ndarray, tree: cKDTree | None = None, known: tuple[int,
     d, k = tree.query(query, k=2)
     m = int(np.argmin(d[:, 1]))
     a = int(cand[m]) if query is not pos else m
-    b = int(k[m, 1])
+    b = first_partner(tree, pos, a, d[:, 1], m, int(k[m, 1]))
     return float(d[m, 1]), min(a, b), max(a, b)
+
+
+def first_partner(tree: cKDTree, pos: np.ndarray, a: int, nearest: np.ndarray, m: int, b: int) -> int:
+    """The lowest-indexed point other than `a` at exactly the closest distance `nearest[m]` from it (`b` is one).
+
+    The closest pair of a step is named by the lowest-indexed point at the minimum and this partner: the pair all
+    pairs in (i, j) order would give first (the dense pass's argmin), whatever tie a kd-tree's query returned — a
+    regular grid has several neighbours at the same distance. `nearest`: the queried points' distances to their
+    nearest neighbour; every point of a tied pair is at the minimum, so with only `a` and `b` there no tie exists
+    and no query is made. The tree's distances are its own, bit for bit."""
+    d = float(nearest[m])
+    if np.count_nonzero(nearest == d) <= 2:
+        return b
+    n = len(pos)
+    k = 4
+    while True:
+        dist, idx = tree.query(pos[a], k=min(k, n))
+        tied = idx[(dist == d) & (idx != a)]
+        if k >= n or dist[-1] > d:  # every point at the distance is among those returned
+            return int(tied.min()) if len(tied) else b
+        k *= 2
 
 
 def closest_approach(dp: np.ndarray, dv: np.ndarray, horizon: float) -> tuple[np.ndarray, np.ndarray]:
@@ -133,10 +154,10 @@ def step_speed_bounds(vel: np.ndarray, valid: np.ndarray, block: int = 256) -> n
             continue
         lo = np.where(ok, v, np.inf).min(axis=1)
         hi = np.where(ok, v, -np.inf).max(axis=1)
-        dev = v - ((lo + hi) / 2.0)[:, None]
-        own = np.where(ok[..., 0], (v * v).sum(axis=2), -np.inf).max(axis=1)
-        rel = np.where(ok[..., 0], (dev * dev).sum(axis=2), -np.inf).max(axis=1)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"):  # a step without a valid vehicle: inf - inf, its bound NaN
+            dev = v - ((lo + hi) / 2.0)[:, None]
+            own = np.where(ok[..., 0], (v * v).sum(axis=2), -np.inf).max(axis=1)
+            rel = np.where(ok[..., 0], (dev * dev).sum(axis=2), -np.inf).max(axis=1)
             out[a:a + block] = np.sqrt(np.minimum(own, rel))
     return out
 

@@ -1,6 +1,7 @@
 """The checker's pass over the common grid: each step's closest pair, the pairs below the separation limit and the
 CPA predictions. Up to DENSE_MAX_VEHICLES (safety.checker) all pairs of a block of steps at once with numpy,
-above it a kd-tree per step; a large grid's second half in a forked child (uav_debate_eval.runner.forked). A segment
+above it a kd-tree per block of steps in which the swarm keeps its shape (safety.block_pairs), else per
+step; a large grid's second half in a forked child (uav_debate_eval.runner.forked). A segment
 window's grid is its flight's steps within it, so its check takes the flight's results for the steps it shares."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.safety.block_pairs import pairs_in_blocks
 from uav_debate_eval.safety.geometry import (
     close_pairs,
     closest_approach,
@@ -118,9 +120,14 @@ def pairs_sparse(snaps: Snapshots, limit: float | None, horizon: float | None, d
     # steps with every vehicle valid use the grid row itself
     everyone, full = np.arange(N), np.asarray(snaps.valid.all(axis=1))
     span = range(T) if steps is None else steps
+    done = pairs_in_blocks(snaps, limit, horizon, d_min, closest, hits, warns, pair_index, span)
+    if done.all():
+        return
     speeds = None if limit is None or horizon is None else step_speed_bounds(snaps.vel[span.start:span.stop],
                                                                              snaps.valid[span.start:span.stop])
     for s in span:
+        if done[s - span.start]:
+            continue
         if full[s] and N >= 2:
             idx, p, known = everyone, snaps.pos[s], last
         else:

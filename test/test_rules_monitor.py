@@ -171,6 +171,7 @@ def test_live_pair_pruning_equals_every_pair(monkeypatch, stl):
     pos = start + np.cumsum(vel * 0.1, axis=0)
     fresh = np.ones((ticks, n), bool)
     fresh[5:12, 3] = False  # a vehicle without a fresh pose for a while
+    fresh[15:18, ::2] = False  # half of them a tick late at once (per-vehicle topics on a loaded machine)
     ids = [f"u{k}" for k in range(n)]
 
     def run() -> tuple[list, list]:
@@ -190,4 +191,6 @@ def test_live_pair_pruning_equals_every_pair(monkeypatch, stl):
         assert fp == ff and (rp == rf or abs(rp - rf) < 1e-12)
         assert ef == n * (n - 1) // 2
     assert max(ep for _, _, ep in pruned) < n * (n - 1) // 4  # far fewer pairs read per tick
+    # a late vehicle's pairs are unknown to a rule on the pairs' geometry: not read (they were ~n/2 each)
+    assert max(ep for _, _, ep in pruned[15:18]) < n * (n - 1) // 16
     assert live_pairs.atemporal(parse_formula(stl).arg)

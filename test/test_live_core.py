@@ -431,3 +431,71 @@ def parse_mission_text():
     from uav_debate_eval.core.mission_file import parse_mission
 
     return parse_mission("mission: {name: skip}\nconstraints: {min_separation_m: 0.5}\n", "test")
+
+
+FROZEN_AT_SPIN = """
+import gc, weakref
+from rclpy.node import Node
+from uav_debate_eval.nodes.run import run_node
+
+class Cycle:
+    pass
+
+def make():
+    loop = Cycle()
+    loop.me = loop  # start-up garbage: collected before the freeze, not kept forever
+    global dead
+    dead = weakref.ref(loop)
+    return Node("freeze_probe")
+
+def spin(node):
+    tracked = len(gc.get_objects())
+    print(dead() is None, gc.get_freeze_count() > 20_000, tracked < 2_000)
+
+run_node("probe", make, spin, args=[])
+"""
+
+
+def test_a_node_process_spins_with_its_start_up_objects_out_of_the_collectors_scans():
+    """run_node (every node's own process, the verifier's too) collects the start-up's garbage and freezes what is
+    left: a full collection during the flight walks only what the flight made (~30 ms for the verifier's start-up
+    objects, inside a check or a breaking pose's callback)."""
+    env = {**os.environ, "ROS_DOMAIN_ID": "97", "ROS_LOCALHOST_ONLY": "1"}
+    out = subprocess.run([sys.executable, "-c", FROZEN_AT_SPIN], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True", "True"]
+
+
+SIGNAL_AT_EXIT = """
+import os, signal, sys, threading, time
+from uav_debate_eval.commands.live import _stop_on_signals
+
+hurry, interrupted, stop = threading.Event(), threading.Event(), threading.Event()
+with _stop_on_signals(hurry, interrupted, stop):
+    os.kill(os.getpid(), signal.SIGINT)  # the Ctrl-C that stops the session
+    time.sleep(0.2)
+assert interrupted.is_set() and stop.is_set()
+threading.Thread(target=time.sleep, args=(30,)).start()  # a thread the interpreter joins at exit
+print("stopping", flush=True)
+"""
+
+
+def test_a_ctrl_c_while_the_session_winds_down_exits_at_once_without_a_traceback():
+    """After the stop, one more Ctrl-C (the interpreter joining a thread at exit) ends the process at once with 130,
+    not a KeyboardInterrupt traceback from the join."""
+    proc = subprocess.Popen([sys.executable, "-c", SIGNAL_AT_EXIT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "stopping"
+    time.sleep(0.5)  # in the join at exit
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+def test_a_session_without_an_evaluated_segment_says_why():
+    from uav_debate_eval.commands.live import _why_none
+
+    assert _why_none([], 0) == "no poses received? check the topics and the domain id"
+    why = _why_none(["S3", "S4"], 1)
+    assert why.startswith("2 skipped while the panel was busy (S3, S4); 1 still being evaluated at the stop")
+    assert "poses" not in why

@@ -144,7 +144,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
     from rclpy.signals import SignalHandlerOptions
     from rich.console import Console
 
-    from uav_debate_eval.live.workers import stop_process, tune_malloc
+    from uav_debate_eval.live.workers import freeze_startup_objects, stop_process, tune_malloc
     from uav_debate_eval.nodes.debate_panel import DebatePanelNode
     from uav_debate_eval.nodes.dsl_builder import DslBuilderNode
     from uav_debate_eval.nodes.executors import spin_nodes
@@ -195,6 +195,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
                 wait = max(int(params["swarm_sim"].get("wait_for_subscribers", 0)), LIVE_POSE_READERS)
                 sim = _start_sim(config, out, values["safety_verifier"], wait_for_subscribers=wait)
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
+            freeze_startup_objects()
             os.nice(MONITOR_NICENESS)
             console.print(f"monitoring: safety_verifier, dsl_builder, debate_panel "
                           f"(backend {panel.backend}), reports in {out}")
@@ -283,8 +284,15 @@ def _stop_on_signals(hurry: threading.Event, *events: threading.Event):
     try:
         yield
     finally:
+        stopping = any(e.is_set() for e in events)
         for sig, previous in old.items():
-            signal.signal(sig, previous)
+            # once stopping, one more signal while the session winds down (its children stopped, its threads
+            # joined) ends the process at once: a KeyboardInterrupt there printed a traceback from a thread join
+            signal.signal(sig, _exit_now if stopping else previous)
+
+
+def _exit_now(signum: int, _frame: Any) -> None:
+    os._exit(128 + signum)  # the children die with this process (live.workers.die_with_parent)
 
 
 def _start_verifier(values: dict, out: Path, quiet: bool) -> subprocess.Popen:
@@ -381,6 +389,16 @@ def _wait_panel(panel, timeout_s: float, stop: threading.Event) -> None:
         time.sleep(0.2)
 
 
+def _why_none(skipped: list[str], pending: int) -> str:
+    """Why a session ended without a segment evaluated: the segments came but found the panel busy, or none came."""
+    if skipped or pending:
+        parts = [f"{len(skipped)} skipped while the panel was busy ({', '.join(skipped[:5])})"] if skipped else []
+        parts += [f"{pending} still being evaluated at the stop"] if pending else []
+        return "; ".join(parts) + ": the panel is slower than the segments on this machine (longer segments, " \
+            "a faster backend, or fewer vehicles per segment)"
+    return "no poses received? check the topics and the domain id"
+
+
 def _summary(console, panel, out: Path, hurry: threading.Event) -> int:
     """Each evaluated segment, then the flight report's verdict in words, its top findings and where it is."""
     done = list(panel.evaluated)
@@ -388,7 +406,7 @@ def _summary(console, panel, out: Path, hurry: threading.Event) -> int:
     hurry.clear()  # a Ctrl-C that skipped the open segment does not skip the flight report
     where = panel.close_flight(stop=hurry)
     if not done and panel.flight_report is None:
-        console.print("[red]no segment was evaluated[/] (no poses received? check the topics and the domain id)")
+        console.print(f"[red]no segment was evaluated[/] ({_why_none(panel.skipped, panel.pending)})")
         return 1
     colour = {"safe": "green", "borderline": "yellow", "inconclusive": "blue", "risky": "red"}
     console.rule("result")

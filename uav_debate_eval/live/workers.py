@@ -77,6 +77,16 @@ def tune_malloc() -> None:
             os.environ[name] = str(value)
 
 
+def freeze_startup_objects() -> None:
+    """Collect the start-up's garbage, then take every object alive now (modules, the ROS entities, the mission)
+    out of the garbage collector's scans (`gc.freeze`), so a full collection walks only what the flight made
+    since. Call once a node process is set up. A full collection of the verifier's ~55,000 start-up objects took
+    ~30 ms, run inside whichever callback allocated last: a check (the tick p99) or a breaking pose (the veto's
+    latency); a pose stream of 10,000 messages a second set one off every few seconds."""
+    gc.collect()
+    gc.freeze()
+
+
 def trim_heap() -> None:
     """Hand the heap freed since the last call back to the OS (glibc keeps it resident otherwise); ~1-30 ms
     for the monitor's heap, with the GIL released."""

@@ -182,6 +182,7 @@ class DebatePanelNode(Node):
     pending = property(lambda self: self.evaluator.pending)
     evaluated = property(lambda self: self.evaluator.evaluated)
     flight_report = property(lambda self: self.evaluator.flight_report)
+    skipped = property(lambda self: list(self.evaluator.skipped))
 
     def close_flight(self, stop: threading.Event | None = None) -> Path | None:
         self._close_bag()

@@ -14,7 +14,14 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.live.workers import EXIT_WITH_ENV, can_trim_heap, die_with_parent, trim_heap, tune_malloc
+from uav_debate_eval.live.workers import (
+    EXIT_WITH_ENV,
+    can_trim_heap,
+    die_with_parent,
+    freeze_startup_objects,
+    trim_heap,
+    tune_malloc,
+)
 
 #: How often a node that cuts or evaluates segments trims its process's heap (see `add_heap_trim`).
 TRIM_PERIOD_S = 10.0
@@ -66,6 +73,7 @@ def run_node(label: str, make_node: Callable[[], NodeT], spin: Callable[[NodeT],
     try:
         rclpy.init(args=args)
         node = make_node()
+        freeze_startup_objects()
         spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

@@ -194,3 +194,57 @@ def test_live_pair_pruning_equals_every_pair(monkeypatch, stl):
     # a late vehicle's pairs are unknown to a rule on the pairs' geometry: not read (they were ~n/2 each)
     assert max(ep for _, _, ep in pruned[15:18]) < n * (n - 1) // 16
     assert live_pairs.atemporal(parse_formula(stl).arg)
+
+
+@pytest.mark.parametrize("stl", ["always ((separation < 1.0) -> eventually[0, 0.1] (separation >= 1.0))",
+                                 "always (historically[0, 0.1] (z >= 1.0))",
+                                 "always ((t < 0.3) or (separation >= 0.5))"])
+def test_checks_between_pose_arrays_reuse_the_snapshots_comparisons(monkeypatch, stl):
+    """The verifier checks at 50 Hz a stream of 10 Hz: the steps between two arrays see the same snapshot, whose
+    comparison values are computed once (a rule that reads the time `t` computes them every step). The failures
+    and robustness equal those of every step computed."""
+    from uav_debate_eval.rules import monitor
+
+    rng = np.random.default_rng(5)
+    n, arrays = 40, 12
+    base = rng.uniform(-4, 4, size=(n, 3)) + [0, 0, 2.0]
+    pos = [base + rng.normal(scale=0.05, size=(n, 3)) for _ in range(arrays)]  # close pairs stay close
+    vel = np.zeros((n, 3))
+    fresh = np.ones(n, bool)
+    ids = [f"u{k}" for k in range(n)]
+    over = "each_vehicle" if "z" in stl else "each_pair"
+
+    def run() -> tuple[list, list, int]:
+        rob = Evaluator.rob
+        calls = []
+
+        def counting(self, f, positive=True):
+            calls.append(1)
+            return rob(self, f, positive)
+
+        monkeypatch.setattr(Evaluator, "rob", counting)
+        mon = RuleMonitor([make_rule("r", "hard", over, stl)], period_s=0.02)
+        failures, rows = [], []
+        for k in range(arrays * 5):  # five checks per array
+            p = pos[k // 5]
+            failures += [(f.t, f.uavs, f.value, f.count) for f in mon.update(k * 0.02, ids, p, vel, fresh)]
+            rows.append(mon.states[0].robustness)
+        monkeypatch.setattr(Evaluator, "rob", rob)
+        return failures, rows, len(calls)
+
+    reused = run()
+    monkeypatch.setattr(monitor, "LIVE_PRUNE_MIN_VEHICLES", 10**9)  # every pair: the streams (not pruned)
+    every = run()
+    original = monitor.RuleMonitor._advance
+
+    def no_reuse(self, grid, same=False):
+        return original(self, grid, False)
+
+    monkeypatch.setattr(monitor.RuleMonitor, "_advance", no_reuse)
+    computed = run()
+    assert reused[:2] == computed[:2] == every[:2]
+    assert any(r is not None and r < 0 for r in computed[1]) or computed[0]  # something to compare
+    if "t <" in stl:
+        assert every[2] == computed[2]  # the time changes every step: nothing reused
+    else:
+        assert every[2] * 4 < computed[2]  # one evaluation per array, not per check

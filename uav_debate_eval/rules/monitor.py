@@ -31,7 +31,7 @@ from uav_debate_eval.rules.live_pairs import LIVE_PRUNE_MIN_VEHICLES, atemporal,
 from uav_debate_eval.rules.signals import BASIS, Grid
 from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
 from uav_debate_eval.stl.spec import Rule
-from uav_debate_eval.stl.syntax import Temporal
+from uav_debate_eval.stl.syntax import Temporal, signals_of
 
 INF = math.inf
 
@@ -67,6 +67,11 @@ class LiveRule:
     evaluated: int = 0  # pairs (or vehicles) evaluated on the newest step
     #: a pruned rule's last (values, columns), kept for a step on the same snapshot (a check between pose arrays)
     last_pruned: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    #: another rule's last atoms (comparison values by node id), for a step on the same snapshot: the verifier checks
+    #: at 50 Hz a stream of 10 Hz, and a pair rule with a temporal operator reads every pair (499,500 at 1,000
+    #: vehicles, ~50 ms); None for a rule that reads the time `t` (its atoms change from step to step)
+    last_atoms: dict[int, np.ndarray] | None = field(default=None, repr=False)
+    reads_time: bool = False
 
 
 class RuleMonitor:
@@ -108,7 +113,8 @@ class RuleMonitor:
             if top is not None and top.hi is not None:
                 window = steps_of(top.lo, top.hi, self.dt)
             self.states.append(LiveRule(rule, True, "", root.delay * self.dt, root=root, window=window,
-                                        once=top is None, prune_from=first_radius(body) if prune else INF))
+                                        once=top is None, prune_from=first_radius(body) if prune else INF,
+                                        reads_time=any(s.name == "t" for s in signals_of(body))))
         self._pairs = np.triu_indices(N, k=1)
 
     def update(self, now: float, ids: list[str], pos: np.ndarray, vel: np.ndarray, fresh: np.ndarray
@@ -180,14 +186,17 @@ class RuleMonitor:
                 st.root.out.done += 1  # the step, decided from these pairs alone (no stream reads it: atemporal)
                 out += self._decided(st, st.root.out.done - 1, values, cols)
                 continue
-            fetch = self._signal(st.rule, grid, pairs)
             K = st.root.out.ring.shape[1]
             st.evaluated = K
-            ev = Evaluator(fetch, (1, K), self.dt)
-            atoms = {}
-            for node in st.root.atoms():
-                with np.errstate(invalid="ignore"):
-                    atoms[id(node)] = ev.rob(node.f)[0]
+            if same and st.last_atoms is not None and not st.reads_time:
+                atoms = st.last_atoms  # the same snapshot: the same comparison values (the streams copy them)
+            else:
+                ev = Evaluator(self._signal(st.rule, grid, pairs), (1, K), self.dt)
+                atoms = {}
+                for node in st.root.atoms():
+                    with np.errstate(invalid="ignore"):
+                        atoms[id(node)] = ev.rob(node.f)[0]
+                st.last_atoms = atoms
             before = st.root.out.done
             st.root.advance(atoms)
             for j in range(before, st.root.out.done):

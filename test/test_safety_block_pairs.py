@@ -129,3 +129,21 @@ def test_the_metrics_close_approach_pass_takes_the_block_pass(kind, monkeypatch)
     np.testing.assert_array_equal(blocked[0], one[0])
     np.testing.assert_array_equal(blocked[1], one[1])
     assert blocked[2] == one[2] and len(one[2]) > 20  # every pair with its (step, distance) rows, in step order
+
+
+@pytest.mark.parametrize("kind", ["overtaking", "scattered"])
+def test_blocks_capped_in_pairs_x_steps_give_the_same_results(kind, monkeypatch):
+    """With few pair-steps allowed per block (a show's wide prediction radius: many candidates), blocks are cut
+    shorter and the predictions go a few steps at a time: the same numbers."""
+    snaps = flight(kind)
+    one = passes(snaps, 3.5, 2.0, False, monkeypatch)
+    monkeypatch.setattr(block_pairs, "MAX_PAIR_STEPS", 2_000)
+    capped = passes(snaps, 3.5, 2.0, True, monkeypatch)
+    np.testing.assert_array_equal(capped[0], one[0])
+    assert capped[1] == one[1]
+    for mine, theirs in zip(capped[3] + capped[4], one[3] + one[4], strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    assert len(one[4][0])  # predictions to compare
+    done = block_pairs.pairs_in_blocks(snaps, 3.5, 2.0, np.full(T, np.nan), [None] * T, ([], [], []),
+                                       ([], [], [], []), np.full((T, 2), -1, dtype=int), range(T))
+    assert done.all() if kind == "overtaking" else not done.any()  # ~9-step blocks, 4 rows of predictions at once

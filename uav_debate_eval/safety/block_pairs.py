@@ -140,32 +140,34 @@ def _block(snaps: Snapshots, s0: int, n: int, limit: float | None, horizon: floa
 def _predictions(snaps: Snapshots, s0: int, n: int, limit: float, horizon: float, t: np.ndarray,
                  warns: tuple[list, list, list, list], radius: np.ndarray, per: int) -> None:
     """The CPA warnings of the block's steps: geometry.cpa_candidates' pairs of each step (`radius`: each step's
-    search radius; `per` steps at a time), then closest_approach."""
+    search radius; `per` steps share one candidate query), then closest_approach."""
     N = snaps.valid.shape[1]
     pos, vel = snaps.pos[s0:s0 + n], snaps.vel[s0:s0 + n]
     mid = pos + vel * (horizon / 2.0)
     for a in range(0, n, per):
-        sl = slice(a, min(n, a + per))
-        q = mid[sl]
+        q = mid[a:min(n, a + per)]
         grow = 2.0 * float(_drift(q)[-1])
-        i, j = _pair_indices(q[0], (float(radius[sl].max()) + grow) * (1.0 + SPARE) + 1e-12)
+        i, j = _pair_indices(q[0], (float(radius[a:a + len(q)].max()) + grow) * (1.0 + SPARE) + 1e-12)
         if not len(i):
             continue
-        dq = q[:, j] - q[:, i]
-        near = np.sqrt((dq * dq).sum(axis=2)) <= radius[sl, None]  # each step's own candidates
-        dp = pos[sl][:, j] - pos[sl][:, i]
-        now = np.sqrt((dp * dp).sum(axis=2))
-        rows, cols = np.nonzero(near & (now >= limit))
-        if not len(rows):
-            continue
-        dv = vel[sl][:, j] - vel[sl][:, i]
-        tc, dc = closest_approach(pos[sl][rows, j[cols]] - pos[sl][rows, i[cols]], dv[rows, cols], horizon)
-        warn = dc < limit
-        if warn.any():
-            warns[0].append((i[cols] * N + j[cols])[warn])
-            warns[1].append(t[sl][rows][warn])
-            warns[2].append(dc[warn])
-            warns[3].append(t[sl][rows][warn] + tc[warn])
+        rows_at_once = max(1, MAX_PAIR_STEPS // len(i))  # a wide radius (fast vehicles) has many candidates
+        for b in range(a, a + len(q), rows_at_once):
+            sl = slice(b, min(a + len(q), b + rows_at_once))
+            dq = mid[sl][:, j] - mid[sl][:, i]
+            near = np.sqrt((dq * dq).sum(axis=2)) <= radius[sl, None]  # each step's own candidates
+            dp = pos[sl][:, j] - pos[sl][:, i]
+            now = np.sqrt((dp * dp).sum(axis=2))
+            rows, cols = np.nonzero(near & (now >= limit))
+            if not len(rows):
+                continue
+            dv = vel[sl][rows, j[cols]] - vel[sl][rows, i[cols]]
+            tc, dc = closest_approach(dp[rows, cols], dv, horizon)
+            warn = dc < limit
+            if warn.any():
+                warns[0].append((i[cols] * N + j[cols])[warn])
+                warns[1].append(t[sl][rows][warn])
+                warns[2].append(dc[warn])
+                warns[3].append(t[sl][rows][warn] + tc[warn])
 
 
 def _cpa_rows(mid: np.ndarray, radius: np.ndarray) -> int:

@@ -7,10 +7,11 @@ pairs closer than a radius R (a k-d tree on this tick's positions) are evaluated
 least L(R). If L(R) >= 0 and L(R) is no lower than the lowest value evaluated, no other pair can fail or lower the
 minimum, and those pairs are not stored at all (the monitor decides the step from the pairs evaluated);
 otherwise R doubles (at last: every pair). Pairs with a vehicle without a fresh pose (its position and velocity
-unknown: NaN) are evaluated too, unless the body reads the pair's geometry: an atemporal body's value is NaN as soon
-as one of its atoms is (differences, min and max all carry NaN through), so such a pair can neither fail nor set the
-minimum. With per-vehicle topics on a loaded machine hundreds of vehicles can be a tick late at once, and their
-pairs with every other vehicle (~N/2 each) had cost the verifier's check 50-100 ms.
+unknown: NaN) are evaluated too, unless the body reads the separation: an atemporal body's value is NaN as soon as
+one of its atoms is (differences, min and max all carry NaN through), so such a pair can neither fail nor set the
+minimum (not so the closing speed, which the signals give as 0 where the separation is not positive). With
+per-vehicle topics on a loaded machine hundreds of vehicles can be a tick late at once, and their pairs with every
+other vehicle (~N/2 each) had cost the verifier's check 50-100 ms.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from uav_debate_eval.stl.syntax import Compare, Formula, Logic, Not, signals_of
 INF = math.inf
 #: From this many vehicles on a live pair rule is pruned (below, evaluating every pair costs less than the tree).
 LIVE_PRUNE_MIN_VEHICLES = 50
-#: The pair signals computed from both vehicles' positions (and velocities).
-GEOMETRY = ("separation", "closing_speed")
 
 
 def atemporal(f: Formula) -> bool:
@@ -46,10 +45,10 @@ def pair_index(first: np.ndarray, second: np.ndarray, n: int) -> np.ndarray:
     return first * n - first * (first + 1) // 2 + (second - first - 1)
 
 
-def reads_geometry(body: Formula) -> bool:
-    """Whether the body reads the pair's separation or closing speed (then it is unknown, NaN, for any pair with a
-    vehicle whose position is unknown)."""
-    return any(s.name in GEOMETRY for s in signals_of(body))
+def reads_separation(body: Formula) -> bool:
+    """Whether the body reads the pair's separation (then its value is unknown, NaN, for any pair with a vehicle
+    whose position is unknown)."""
+    return any(s.name == "separation" for s in signals_of(body))
 
 
 def pruned_values(body: Formula, radius: float, pos: np.ndarray, fresh: np.ndarray,
@@ -59,7 +58,7 @@ def pruned_values(body: Formula, radius: float, pos: np.ndarray, fresh: np.ndarr
     or unknown. `evaluate(first, second)` gives the body's values for those pairs."""
     n = len(pos)
     live = np.flatnonzero(fresh)
-    known_only = reads_geometry(body)  # the pairs with a stale vehicle are unknown: left out
+    known_only = reads_separation(body)  # the pairs with a stale vehicle are unknown: left out
     stale = np.zeros(0, dtype=int) if known_only else np.flatnonzero(~fresh)
     # one query per build: an unbalanced, non-compacted tree builds faster and queries as fast (safety.geometry)
     tree = cKDTree(pos[live], balanced_tree=False, compact_nodes=False) if len(live) else None

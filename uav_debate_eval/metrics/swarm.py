@@ -20,7 +20,7 @@ from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, Sw
 from uav_debate_eval.metrics.kinematics import runs
 from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.safety.block_pairs import pairs_in_blocks
-from uav_debate_eval.safety.geometry import close_pairs, first_partner
+from uav_debate_eval.safety.geometry import close_pairs, nearest_pair
 
 #: Longest common grid used for pairwise geometry.
 MAX_STEPS = 12_000
@@ -112,13 +112,8 @@ def _separation(snap: Snapshots) -> Separation:
         idx = np.flatnonzero(snap.valid[k])
         if len(idx) < 2:
             continue
-        p = snap.pos[k, idx]
-        tree = cKDTree(p)
-        d, nn = tree.query(p, k=2)
-        a = int(np.argmin(d[:, 1]))
-        b = first_partner(tree, p, a, d[:, 1], a, int(nn[a, 1]))
-        d_min[k] = d[a, 1]
-        pair[k] = sorted((int(idx[a]), int(idx[b])))
+        d_min[k], a, b = nearest_pair(snap.pos[k, idx])
+        pair[k] = idx[a], idx[b]
     return Separation(snap.t, d_min, pair)
 
 
@@ -174,11 +169,8 @@ def _sparse_steps(snap: Snapshots, radius: float) -> tuple[np.ndarray, np.ndarra
             continue
         p = snap.pos[k, idx]
         tree = cKDTree(p)
-        d, nn = tree.query(p, k=2)
-        a = int(np.argmin(d[:, 1]))
-        b = first_partner(tree, p, a, d[:, 1], a, int(nn[a, 1]))
-        d_min[k] = d[a, 1]
-        pair[k] = sorted((int(idx[a]), int(idx[b])))
+        d_min[k], a, b = nearest_pair(p, tree)
+        pair[k] = idx[a], idx[b]
         i, j, dist = close_pairs(p, radius, tree)
         below = dist < radius
         keys.append(idx[i[below]] * N + idx[j[below]])

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from uav_debate_eval.rules.bounds import bound
-from uav_debate_eval.stl.syntax import Compare, Formula, Logic, Not, signals_of
+from uav_debate_eval.stl.syntax import Compare, Formula, Logic, Not
 
 INF = math.inf
 #: From this many vehicles on a live pair rule is pruned (below, evaluating every pair costs less than the tree).
@@ -45,20 +45,14 @@ def pair_index(first: np.ndarray, second: np.ndarray, n: int) -> np.ndarray:
     return first * n - first * (first + 1) // 2 + (second - first - 1)
 
 
-def reads_separation(body: Formula) -> bool:
-    """Whether the body reads the pair's separation (then its value is unknown, NaN, for any pair with a vehicle
-    whose position is unknown)."""
-    return any(s.name == "separation" for s in signals_of(body))
-
-
-def pruned_values(body: Formula, radius: float, pos: np.ndarray, fresh: np.ndarray,
-                  evaluate) -> tuple[np.ndarray, np.ndarray]:
+def pruned_values(body: Formula, radius: float, pos: np.ndarray, fresh: np.ndarray, evaluate,
+                  known_only: bool) -> tuple[np.ndarray, np.ndarray]:
     """(values, columns): the body's value on this tick for the pairs that can matter and their places in
     np.triu_indices order (ascending); every other pair's value is at least the lowest of these and not negative,
-    or unknown. `evaluate(first, second)` gives the body's values for those pairs."""
+    or unknown. `evaluate(first, second)` gives the body's values for those pairs. `known_only`: the body reads the
+    separation, so the pairs with a vehicle not fresh are unknown (NaN) and left out."""
     n = len(pos)
     live = np.flatnonzero(fresh)
-    known_only = reads_separation(body)  # the pairs with a stale vehicle are unknown: left out
     stale = np.zeros(0, dtype=int) if known_only else np.flatnonzero(~fresh)
     # one query per build: an unbalanced, non-compacted tree builds faster and queries as fast (safety.geometry)
     tree = cKDTree(pos[live], balanced_tree=False, compact_nodes=False) if len(live) else None

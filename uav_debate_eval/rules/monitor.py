@@ -69,9 +69,10 @@ class LiveRule:
     last_pruned: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     #: another rule's last atoms (comparison values by node id), for a step on the same snapshot: the verifier checks
     #: at 50 Hz a stream of 10 Hz, and a pair rule with a temporal operator reads every pair (499,500 at 1,000
-    #: vehicles, ~50 ms); None for a rule that reads the time `t` (its atoms change from step to step)
+    #: vehicles, ~50 ms); not reused by a rule that reads the time `t` (its atoms change from step to step)
     last_atoms: dict[int, np.ndarray] | None = field(default=None, repr=False)
     reads_time: bool = False
+    reads_separation: bool = False  # a pruned rule then leaves out the pairs of a vehicle not fresh (live_pairs)
 
 
 class RuleMonitor:
@@ -112,9 +113,10 @@ class RuleMonitor:
             window: tuple[int, int | None] = (0, None)
             if top is not None and top.hi is not None:
                 window = steps_of(top.lo, top.hi, self.dt)
+            names = {s.name for s in signals_of(body)}
             self.states.append(LiveRule(rule, True, "", root.delay * self.dt, root=root, window=window,
                                         once=top is None, prune_from=first_radius(body) if prune else INF,
-                                        reads_time=any(s.name == "t" for s in signals_of(body))))
+                                        reads_time="t" in names, reads_separation="separation" in names))
         self._pairs = np.triu_indices(N, k=1)
 
     def update(self, now: float, ids: list[str], pos: np.ndarray, vel: np.ndarray, fresh: np.ndarray
@@ -215,7 +217,8 @@ class RuleMonitor:
             with np.errstate(invalid="ignore"):
                 return Evaluator(fetch, (1, len(first)), self.dt).rob(body)[0]
 
-        values, cols = pruned_values(body, st.prune_from, grid.snaps.pos[0], grid.snaps.valid[0], evaluate)
+        values, cols = pruned_values(body, st.prune_from, grid.snaps.pos[0], grid.snaps.valid[0], evaluate,
+                                     st.reads_separation)
         st.evaluated = len(cols)
         return values, cols
 

@@ -102,7 +102,8 @@ def _block(snaps: Snapshots, s0: int, n: int, limit: float | None, horizon: floa
     if limit is not None and horizon is not None:  # the predictions' sub-blocks must be worth it too
         speeds = step_speed_bounds(snaps.vel[s0:s0 + n], snaps.valid[s0:s0 + n])
         radius = (limit + speeds * horizon) * (1.0 + SPARE)
-        per = _cpa_rows(pos[:n] + snaps.vel[s0:s0 + n] * (horizon / 2.0), radius)
+        mid = pos[:n] + snaps.vel[s0:s0 + n] * (horizon / 2.0)
+        per = _cpa_rows(mid, radius)
         if per < min(MIN_BLOCK, n):
             return 0
     pos, grow = pos[:n], 2.0 * float(drift[n - 1])
@@ -133,17 +134,16 @@ def _block(snaps: Snapshots, s0: int, n: int, limit: float | None, horizon: floa
         hits[1].append(t[rows])
         hits[2].append(dist[rows, cols])
     if horizon is not None and per is not None:
-        _predictions(snaps, s0, n, limit, horizon, t, warns, radius[:n], min(per, n))
+        _predictions(snaps, s0, n, limit, horizon, t, warns, mid[:n], radius[:n], min(per, n))
     return n
 
 
 def _predictions(snaps: Snapshots, s0: int, n: int, limit: float, horizon: float, t: np.ndarray,
-                 warns: tuple[list, list, list, list], radius: np.ndarray, per: int) -> None:
-    """The CPA warnings of the block's steps: geometry.cpa_candidates' pairs of each step (`radius`: each step's
-    search radius; `per` steps share one candidate query), then closest_approach."""
+                 warns: tuple[list, list, list, list], mid: np.ndarray, radius: np.ndarray, per: int) -> None:
+    """The CPA warnings of the block's steps: geometry.cpa_candidates' pairs of each step (`mid`: the mid-horizon
+    positions, `radius`: each step's search radius; `per` steps share one candidate query), then closest_approach."""
     N = snaps.valid.shape[1]
     pos, vel = snaps.pos[s0:s0 + n], snaps.vel[s0:s0 + n]
-    mid = pos + vel * (horizon / 2.0)
     for a in range(0, n, per):
         q = mid[a:min(n, a + per)]
         grow = 2.0 * float(_drift(q)[-1])

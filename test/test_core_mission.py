@@ -55,3 +55,16 @@ def test_geofence_distance_box_and_polygon():
     g = m.constraints.geofence
     d = g.outside_distance(np.array([[2.0, 2.0, 1.0], [6.0, 2.0, 1.0], [-1.0, 2.0, 1.0], [2.0, 2.0, 5.0]]))
     np.testing.assert_allclose(d, [-1.0, 2.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("text", ["1.5", "-2.", "1.5e+3", "1.0E-2", "3", "-7", "0", "-0.0", "012", "0x1f", "1_000",
+                                  "1_0.5", ".inf", "-.nan", "1:30", "1__0.5", "190:20:30.15", "00", "+0", "0o17"])
+def test_numbers_read_as_yaml_reads_them(text):
+    """The plain-number fast path gives safe_load's value and type for every form, YAML 1.1's own included."""
+    import yaml
+
+    from uav_debate_eval.core.mission_file import _LOADER, _scalar
+
+    node = yaml.compose(f"a: {text}", Loader=_LOADER).value[0][1]
+    want, got = yaml.safe_load(f"a: {text}")["a"], _scalar(node)
+    assert type(got) is type(want) and repr(got) == repr(want)

@@ -273,6 +273,35 @@ def test_waypoint_distances_of_all_waypoints_at_once_equal_one_waypoint_at_a_tim
         assert [r for r, _ in status[u]] == [d <= sim.mission.waypoint_tolerance_m for d in one_by_one]
 
 
+@pytest.mark.parametrize("block_samples", [1, 700, 10**9])
+def test_waypoint_distances_of_vehicles_taken_together_equal_each_vehicle_alone(monkeypatch, block_samples):
+    """Vehicles with equally many samples and waypoints are taken a block at a time: every closest distance is the
+    one vehicle's alone, bit for bit, whatever the block (vehicles of other lengths, other waypoint counts, without
+    samples or without waypoints included)."""
+    from uav_debate_eval.metrics import coordination
+    from uav_debate_eval.metrics.vec import norm
+    from uav_debate_eval.sim.scenarios import simulate
+
+    sim = simulate("grid", seed=3, n_uavs=12, duration_s=30.0, faults=["near_miss"])
+    names = list(sim.traj.tracks)
+    traj = sim.traj.window(0.0, 30.0)
+    traj.tracks[names[0]] = traj.tracks[names[0]].slice(0.0, 12.3)  # another length
+    rng = np.random.default_rng(0)
+    waypoints = {u: [tuple(p) for p in rng.uniform(-20, 20, size=(2 + i % 3, 3))] for i, u in enumerate(names)}
+    waypoints["ghost"], waypoints[names[1]] = [(0.0, 0.0, 5.0)], []
+    mission = Mission(waypoints=waypoints, waypoint_tolerance_m=6.0)
+    monkeypatch.setattr(coordination, "WAYPOINT_BLOCK_SAMPLES", block_samples)
+    status = coordination._waypoint_status(traj, mission)
+    assert status["ghost"] == [(False, np.inf)] and status[names[1]] == []
+    reached = 0
+    for u in names[2:] + names[:1]:
+        pos = traj.tracks[u].pos
+        alone = [float(np.min(norm(pos - np.asarray(p, dtype=float)))) for p in waypoints[u]]
+        assert [d for _, d in status[u]] == alone
+        reached += sum(r for r, _ in status[u])
+    assert 0 < reached < sum(len(p) for p in waypoints.values())
+
+
 def test_rate_regularity_of_tracks_taken_together_equals_each_track_alone():
     """communication_quality takes the interval statistics of gap-free tracks of one length as rows of one array:
     the same coefficient of variation as np.std / np.mean of each track's own intervals."""

@@ -7,6 +7,7 @@ unknown keys elsewhere are collected in :attr:`Mission.warnings` and otherwise i
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import yaml
@@ -50,12 +51,26 @@ def _mapping(ctx: _Ctx, node: yaml.Node, key: str) -> dict[str, tuple[yaml.Node,
 #: libyaml's composer when built (a 1,000-vehicle mission parses in milliseconds), and one scalar constructor
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SCALARS = yaml.constructor.SafeConstructor()
+_PLAIN_FLOAT = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+
+
+_FLOAT, _INT = "tag:yaml.org,2002:float", "tag:yaml.org,2002:int"
 
 
 def _scalar(node: yaml.ScalarNode):
-    """The Python value of a resolved scalar (as safe_load gives it), without re-serialising the node."""
+    """The Python value of a resolved scalar (as safe_load gives it), without re-serialising the node.
+
+    A plain decimal number (a show's mission holds ~12,000: formation offsets, waypoints) is read by float() or
+    int() directly, 10x faster than the constructor; the forms where YAML 1.1 and Python disagree (.inf, octal
+    012, 0x, 1:30, double underscores) are not plain and go to the constructor."""
+    value = node.value
+    if node.tag == _FLOAT and _PLAIN_FLOAT.fullmatch(value):
+        return float(value)
+    if node.tag == _INT and _PLAIN_INT.fullmatch(value):
+        return int(value)
     make = _SCALARS.yaml_constructors.get(node.tag)
-    return make(_SCALARS, node) if make is not None else node.value
+    return make(_SCALARS, node) if make is not None else value
 
 
 def _number(ctx: _Ctx, node: yaml.Node, key: str, positive: bool = True) -> float:

@@ -140,8 +140,9 @@ def segment_vehicle(k: Kinematics, window_s: float = 2.0, min_duration_s: float 
 
 def segment_vehicles(kins: list[Kinematics], window_s: float = 2.0, min_duration_s: float = 2.0
                      ) -> list[list[Segment]]:
-    """segment_vehicle of every vehicle; the per-sample work (classes, headings, steps) is done once per group of
-    vehicles on equally long grids of one step instead of once per vehicle (the same numbers, row by row)."""
+    """segment_vehicle of every vehicle; the per-sample work (classes, headings, steps) and the segments' numbers
+    are computed once per group of vehicles on equally long grids of one step instead of once per vehicle (the
+    same code as one vehicle alone, row by row)."""
     key = ("segments", window_s, min_duration_s)
     shapes = [(len(k.t), k.dt) if not memo_hit(k, key, ()) and len(k.t) >= 2 and k.dt > 0 else None for k in kins]
     for block in equal_blocks(shapes, VEHICLE_BLOCK):
@@ -154,12 +155,13 @@ def segment_vehicles(kins: list[Kinematics], window_s: float = 2.0, min_duration
         hspeed = np.stack([k.hspeed for k in group])
         headings = held_headings(vel, hspeed)
         labels = _labels(speed, vel[..., 2], hspeed, headings, dt, window_s)
-        steps = norm(np.diff(np.stack([k.pos for k in group]), axis=1))
-        degrees = np.degrees(headings)
+        pos = np.stack([k.pos for k in group])
+        steps = norm(np.diff(pos, axis=1))
         for r, k in enumerate(group):
             k.__dict__.setdefault("_heading", headings[r])
-            segs = _segments(k, labels[r], degrees[r], steps[r], window_s, min_duration_s)
-            remember(k, key, (), segs)
+        segs = _segments(group, labels, np.degrees(headings), steps, speed, pos[..., 2], window_s, min_duration_s)
+        for k, own in zip(group, segs, strict=True):
+            remember(k, key, (), own)
     return [segment_vehicle(k, window_s, min_duration_s) for k in kins]
 
 
@@ -167,26 +169,62 @@ def _segment_vehicle(k: Kinematics, window_s: float, min_duration_s: float) -> l
     n = len(k.t)
     if n < 2 or k.dt <= 0:
         return []
-    return _segments(k, _classify(k, window_s), np.degrees(k.heading()), norm(np.diff(k.pos, axis=0)), window_s,
-                     min_duration_s)
+    return _segments([k], _classify(k, window_s)[None], np.degrees(k.heading())[None],
+                     norm(np.diff(k.pos, axis=0))[None], k.speed[None], k.pos[None, :, 2], window_s,
+                     min_duration_s)[0]
 
 
-def _segments(k: Kinematics, labels: np.ndarray, h: np.ndarray, step: np.ndarray, window_s: float,
-              min_duration_s: float) -> list[Segment]:
-    """The segments from each sample's class, the heading in degrees and the length of each step."""
-    n = len(k.t)
-    min_n = max(1, int(round(min_duration_s / k.dt)))
-    runs = _absorb_short(_runs(labels), min_n)
-    w = max(1, int(round(window_s / k.dt)))
-    out = []
-    for label, a, b in runs:
-        pieces = _split_speed(k, a, b, w, min_n) if label == 0 else [(a, b)]
-        for p, q in pieces:
-            last = min(q, n - 1)
-            out.append(Segment(
-                uav=k.uav_id, kind=KINDS[label], t_start=float(k.t[p]), t_end=float(k.t[last]),
-                mean_speed=float(np.mean(k.speed[p:q])), heading_deg=float(round(float(h[p])) % 360),
-                turn_deg=float(h[last] - h[p]), dz=float(k.pos[last, 2] - k.pos[p, 2]),
-                length=float(step[p:last].sum()),
-            ))
+def _segments(group: list[Kinematics], labels: np.ndarray, h: np.ndarray, step: np.ndarray, speed: np.ndarray,
+              z: np.ndarray, window_s: float, min_duration_s: float) -> list[list[Segment]]:
+    """Each vehicle's segments from the (vehicles, samples) classes, headings in degrees, steps' lengths, speeds
+    and altitudes of vehicles on equally long grids of one step: the pieces are cut vehicle by vehicle, their
+    numbers computed for the whole group at once."""
+    n, k0 = labels.shape[1], group[0]
+    min_n = max(1, int(round(min_duration_s / k0.dt)))
+    w = max(1, int(round(window_s / k0.dt)))
+    rows, cols = np.nonzero(labels[:, 1:] != labels[:, :-1])
+    first = np.searchsorted(rows, np.arange(len(group) + 1)).tolist()
+    cuts = (cols + 1).tolist()
+    starts_label = labels[:, 0].tolist()
+    after_label = labels[rows, cols + 1].tolist()
+    row_of, kind_of, start_of, end_of = [], [], [], []
+    for r, k in enumerate(group):
+        lo, hi = first[r], first[r + 1]
+        bounds = [0, *cuts[lo:hi], n]
+        kinds = [starts_label[r], *after_label[lo:hi]]
+        runs = [[kinds[i], bounds[i], bounds[i + 1]] for i in range(len(kinds))]
+        if len(runs) > 1 and min(b - a for _, a, b in runs) < min_n:
+            runs = _absorb_short(runs, min_n)
+        for label, a, b in runs:
+            for p, q in _split_speed(k, a, b, w, min_n) if label == 0 else [(a, b)]:
+                row_of.append(r)
+                kind_of.append(label)
+                start_of.append(p)
+                end_of.append(q)
+    r, p, q = np.array(row_of, dtype=np.intp), np.array(start_of, dtype=np.intp), np.array(end_of, dtype=np.intp)
+    last = np.minimum(q, n - 1)
+    t = np.stack([k.t for k in group])
+    mean_speed = _slice_sums(speed, r, p, q) / (q - p)
+    length = _slice_sums(step, r, p, last)
+    heads = h[r, p].tolist()
+    values = zip(r.tolist(), kind_of, t[r, p].tolist(), t[r, last].tolist(), mean_speed.tolist(), heads,
+                 (h[r, last] - h[r, p]).tolist(), (z[r, last] - z[r, p]).tolist(), length.tolist(), strict=True)
+    out: list[list[Segment]] = [[] for _ in group]
+    for row, label, t0, t1, v, head, turn, dz, dist in values:
+        out[row].append(Segment(uav=group[row].uav_id, kind=KINDS[label], t_start=t0, t_end=t1, mean_speed=v,
+                                heading_deg=float(round(head) % 360), turn_deg=turn, dz=dz, length=dist))
     return out
+
+
+def _slice_sums(values: np.ndarray, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """values[row, start:end].sum() for each (row, start, end) of a 2-D array, 0 for an empty slice (one
+    np.add.reduceat over the flattened rows)."""
+    width = values.shape[1]
+    flat = np.append(values.ravel(), 0.0)  # an end at the last row's end stays a valid index
+    bounds = np.empty(2 * len(rows), dtype=np.intp)
+    bounds[0::2] = rows * width + starts
+    bounds[1::2] = rows * width + ends
+    sums = np.add.reduceat(flat, bounds)[0::2] if len(rows) else np.zeros(0)
+    return np.where(ends > starts, sums, 0.0)
+
+

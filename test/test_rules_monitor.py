@@ -248,3 +248,51 @@ def test_checks_between_pose_arrays_reuse_the_snapshots_comparisons(monkeypatch,
         assert every[2] == computed[2]  # the time changes every step: nothing reused
     else:
         assert every[2] * 4 < computed[2]  # one evaluation per array, not per check
+
+
+@pytest.mark.parametrize("stl", ["always ((separation < 1.0) -> eventually[0, 0.5] (separation >= 1.0))",
+                                 "always (historically[0, 0.3] (separation >= 0.8))",
+                                 "always ((separation < 2.0) -> eventually[0, 0.2] (abs(a.vz - b.vz) <= 1.0))",
+                                 "always ((separation >= 0.7) since[0, 0.4] (separation >= 1.5))"])
+@pytest.mark.parametrize("checks", [1, 5])
+def test_temporal_pair_rules_stream_only_the_pairs_that_can_matter(monkeypatch, stl, checks):
+    """A pair rule with a temporal operator runs its streams on the pairs that came within a radius (live_tracked):
+    pairs taken on as they come close (replayed over the kept steps), the radius grown while another pair could
+    lower the minimum, pairs dropped once far for long; vehicles wander, one is late for a while, half of them for
+    three ticks, one jumps next to another. The failures and the robustness of every decided step equal those of
+    the streams of every pair, with checks between pose arrays too."""
+    from uav_debate_eval.rules import monitor
+
+    rng = np.random.default_rng(11)
+    n, ticks = 80, 60
+    pos = rng.uniform(-12, 12, size=(n, 3)) + np.cumsum(rng.normal(scale=0.15, size=(ticks, n, 3)), axis=0)
+    pos[30:33, 0] = pos[30:33, 1] + [0.3, 0.0, 0.0]  # from across the swarm to 0.3 m of another in one tick
+    vel = rng.normal(scale=0.8, size=(ticks, n, 3))
+    fresh = np.ones((ticks, n), bool)
+    fresh[5:12, 3] = False
+    fresh[15:18, ::2] = False
+    ids = [f"u{k}" for k in range(n)]
+
+    def run() -> tuple[list, list, object]:
+        mon = RuleMonitor([make_rule("r", "hard", "each_pair", stl)], period_s=0.1 / checks)
+        failures, rows = [], []
+        for k in range(ticks * checks):
+            a = k // checks
+            failures += [(f.t, f.uavs, f.value, f.count)
+                         for f in mon.update(k * 0.1 / checks, ids, pos[a], vel[a], fresh[a])]
+            st = mon.states[0]
+            rows.append((st.robustness, st.failing is not None, st.evaluated))
+        return failures, rows, mon.states[0].tracked
+
+    tracked_failures, tracked, pairs = run()
+    monkeypatch.setattr(monitor, "LIVE_PRUNE_MIN_VEHICLES", 10**9)
+    every_failures, every, none = run()
+    assert none is None and pairs is not None
+    assert tracked_failures == every_failures and tracked_failures
+    for (rt, ft, _), (re, fe, ee) in zip(tracked, every, strict=True):
+        assert ft == fe and (rt == re or abs(rt - re) < 1e-12)
+        assert ee == n * (n - 1) // 2
+    read = [e for _, _, e in tracked]
+    assert max(read) < n * (n - 1) // 8  # far fewer pairs streamed
+    assert any(b < a for a, b in zip(read, read[1:], strict=False))  # pairs far for long were dropped
+    assert pairs.radius > monitor.first_radius(parse_formula(stl).arg)  # the radius grew

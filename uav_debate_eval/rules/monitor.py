@@ -11,6 +11,8 @@ clock, for every vehicle / pair / the swarm at once, with rtamt's discrete-time 
   decided before the flight ends: such a rule is checked offline only (`live` False, the reason in `why`).
 - A vehicle without a fresh pose has unknown signals (NaN): a comparison over it is unknown and never fails; the
   running past operators without bounds skip unknown steps.
+- At show size a pair rule reads only the pairs that can matter: an atemporal body those near on each tick
+  (rules.live_pairs), a body with bounded temporal operators a tracked set of pairs (rules.live_tracked).
 - The grid starts at the first update; an update after several grid steps (a stalled thread) repeats the snapshot
   for the steps missed. A new vehicle restarts the streams (their columns change).
 """
@@ -18,6 +20,7 @@ clock, for every vehicle / pair / the swarm at once, with rtamt's discrete-time 
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,8 +31,9 @@ from uav_debate_eval.core.trajectory import Snapshots
 from uav_debate_eval.rules.bounds import first_radius
 from uav_debate_eval.rules.evaluator import Evaluator, steps_of
 from uav_debate_eval.rules.live_pairs import LIVE_PRUNE_MIN_VEHICLES, atemporal, pruned_values
+from uav_debate_eval.rules.live_tracked import TrackedPairs
 from uav_debate_eval.rules.signals import BASIS, Grid
-from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
+from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, unbounded_past, undecidable
 from uav_debate_eval.stl.spec import Rule
 from uav_debate_eval.stl.syntax import Temporal, signals_of
 
@@ -73,6 +77,7 @@ class LiveRule:
     last_atoms: dict[int, np.ndarray] | None = field(default=None, repr=False)
     reads_time: bool = False
     reads_separation: bool = False  # a pruned rule then leaves out the pairs of a vehicle not fresh (live_pairs)
+    tracked: TrackedPairs | None = field(default=None, repr=False)  # a temporal pair rule's pairs that can matter
 
 
 class RuleMonitor:
@@ -88,11 +93,13 @@ class RuleMonitor:
         self._last_pos: np.ndarray | None = None
         self._last_vel = np.zeros((0, 3))
         self._last_fresh = np.zeros(0, dtype=bool)
+        self._history: deque[Grid] = deque(maxlen=1)  # the last steps' snapshots (live_tracked replays them)
 
     def _build(self, ids: list[str]) -> None:
         self.ids = list(ids)
         N = len(ids)
         self.states = []
+        history = 1
         for rule in self.rules:
             f = rule.formula
             top = f if isinstance(f, Temporal) and f.op == "always" else None
@@ -106,18 +113,26 @@ class RuleMonitor:
                 continue
             horizon = delay_steps(body, self.dt)
             cap = horizon + past_reach(body, self.dt) + 2
-            prune = rule.over == "each_pair" and N >= LIVE_PRUNE_MIN_VEHICLES and atemporal(body)
+            large = rule.over == "each_pair" and N >= LIVE_PRUNE_MIN_VEHICLES
+            prune = large and atemporal(body)
+            radius = first_radius(body) if large else INF
+            tracked = None
+            if large and not prune and top is not None and not unbounded_past(body) and not math.isinf(radius):
+                tracked = TrackedPairs(body, self.dt, cap, N, radius)
+                history = max(history, cap)
             # a pruned rule is decided from the pairs read on each tick: its streams only count the steps (one column;
             # K = 499,500 columns at 1,000 vehicles took ~1 s to allocate on each new vehicle at a show's start)
-            root = Node(body, self.dt, cap, 1 if prune else K)
+            root = tracked.root if tracked is not None else Node(body, self.dt, cap, 1 if prune else K)
             window: tuple[int, int | None] = (0, None)
             if top is not None and top.hi is not None:
                 window = steps_of(top.lo, top.hi, self.dt)
             names = {s.name for s in signals_of(body)}
             self.states.append(LiveRule(rule, True, "", root.delay * self.dt, root=root, window=window,
-                                        once=top is None, prune_from=first_radius(body) if prune else INF,
-                                        reads_time="t" in names, reads_separation="separation" in names))
+                                        once=top is None, prune_from=radius if prune else INF,
+                                        reads_time="t" in names, reads_separation="separation" in names,
+                                        tracked=tracked))
         self._pairs = np.triu_indices(N, k=1)
+        self._history = deque(maxlen=history)
 
     def update(self, now: float, ids: list[str], pos: np.ndarray, vel: np.ndarray, fresh: np.ndarray
                ) -> list[RuleFailure]:
@@ -140,6 +155,7 @@ class RuleMonitor:
         while self.t0 + self.step * self.dt <= now + 1e-9:
             if grid is None:
                 grid = self._grid(pos, vel, fresh)
+            self._history.append(grid)
             failures += self._advance(grid, same)
             same = True  # the steps missed by a late update repeat this snapshot
             self.step += 1
@@ -180,6 +196,11 @@ class RuleMonitor:
         pairs: dict[str, np.ndarray] = {}
         for st in self.states:
             if not st.live or st.root is None:
+                continue
+            if st.tracked is not None:
+                for j, values, cols in st.tracked.step(self.step, grid, self._history, same, st.reads_time):
+                    out += self._decided(st, j, values, cols)
+                st.evaluated = len(st.tracked.keys)
                 continue
             if not math.isinf(st.prune_from):
                 if not same or st.last_pruned is None:

@@ -17,10 +17,11 @@ INF = math.inf
 
 
 class _Stream:
-    """One operator's robustness per step for K columns: `done` steps are final, the last `cap` kept in a ring."""
+    """One operator's robustness per step for K columns: `done` steps are final, the last `cap` kept in a ring
+    (row = step % cap). `start`: the first step computed (the steps before it are never read for a value decided)."""
 
-    def __init__(self, cap: int, K: int):
-        self.cap, self.done = cap, 0
+    def __init__(self, cap: int, K: int, start: int = 0):
+        self.cap, self.done = cap, start
         self.ring = np.zeros((cap, K))
 
     def put(self, value: np.ndarray) -> None:
@@ -44,8 +45,8 @@ class _Sliding:
     steps in blocks of w, running maxima from each block's start (prefix) and, once a block is complete, to its end
     (suffix); a window is one block's suffix and the next block's prefix. Steps before 0 are the identity."""
 
-    def __init__(self, w: int, take_min: bool, K: int):
-        self.w, self.cap, self.fed = w, w + 2, 0
+    def __init__(self, w: int, take_min: bool, K: int, start: int = 0):
+        self.w, self.cap, self.fed = w, w + 2, start
         self.agg = np.minimum if take_min else np.maximum
         self.fill = INF if take_min else -INF
         self.x, self.prefix, self.suffix = (np.zeros((w + 2, K)) for _ in range(3))
@@ -77,17 +78,19 @@ class _Sliding:
 class Node:
     """A compiled operator: children, its own stream, and how to compute one step from the children's streams."""
 
-    def __init__(self, f: Formula, dt: float, cap: int, K: int):
+    def __init__(self, f: Formula, dt: float, cap: int, K: int, start: int = 0):
+        """`start` > 0: the streams begin at that step (rules.live_tracked replays a pair's last `cap` steps); a
+        value of step j then reads only steps from start on once j >= start + past_reach."""
         self.f = f
-        self.kids = [Node(c, dt, cap, K) for c in _children(f)]
-        self.out = _Stream(cap, K)
+        self.kids = [Node(c, dt, cap, K, start) for c in _children(f)]
+        self.out = _Stream(cap, K, start)
         self.state = np.full(K, -INF if _is(f, ("once", "since")) else INF)
         self.a = self.b = 0
         self.sliding: _Sliding | None = None
         if isinstance(f, Temporal | Binary) and f.hi is not None:
             self.a, self.b = steps_of(f.lo, f.hi, dt)
             if isinstance(f, Temporal) and self.b >= self.a:
-                self.sliding = _Sliding(self.b - self.a + 1, f.op in ("always", "historically"), K)
+                self.sliding = _Sliding(self.b - self.a + 1, f.op in ("always", "historically"), K, start)
         self.delay = delay_steps(f, dt)
 
     def advance(self, atoms: dict[int, np.ndarray]) -> None:
@@ -175,6 +178,31 @@ class Node:
             node = node.kids[0]
         return node.out.done - 1
 
+    def extend(self, other: Node) -> None:
+        """Append the columns of `other`: the same formula streamed over other columns up to the same step."""
+        for mine, theirs in zip(self.kids, other.kids, strict=True):
+            mine.extend(theirs)
+        if self.out.done != other.out.done:
+            raise ValueError(f"streams at steps {self.out.done} and {other.out.done} cannot be joined")
+        self.out.ring = np.concatenate([self.out.ring, other.out.ring], axis=1)
+        self.state = np.concatenate([self.state, other.state])
+        if self.sliding is not None and other.sliding is not None:
+            if self.sliding.fed != other.sliding.fed:
+                raise ValueError(f"windows fed to {self.sliding.fed} and {other.sliding.fed} cannot be joined")
+            for name in ("x", "prefix", "suffix"):
+                setattr(self.sliding, name, np.concatenate([getattr(self.sliding, name),
+                                                            getattr(other.sliding, name)], axis=1))
+
+    def keep(self, columns: np.ndarray) -> None:
+        """Keep only these columns (a mask)."""
+        for k in self.kids:
+            k.keep(columns)
+        self.out.ring = self.out.ring[:, columns]
+        self.state = self.state[columns]
+        if self.sliding is not None:
+            for name in ("x", "prefix", "suffix"):
+                setattr(self.sliding, name, getattr(self.sliding, name)[:, columns])
+
     def atoms(self) -> list[Node]:
         if isinstance(self.f, Compare):
             return [self]
@@ -199,6 +227,13 @@ def past_reach(f: Formula, dt: float) -> int:
     if isinstance(f, Temporal | Binary) and f.op in ("historically", "once", "since") and f.hi is not None:
         return kids + steps_of(f.lo, f.hi, dt)[1]
     return kids
+
+
+def unbounded_past(f: Formula) -> bool:
+    """A past operator without bounds (historically, once, since): its value keeps the whole flight's steps."""
+    if isinstance(f, Temporal | Binary) and f.op in ("historically", "once", "since") and f.hi is None:
+        return True
+    return any(unbounded_past(c) for c in _children(f))
 
 
 def undecidable(f: Formula) -> bool:

@@ -259,8 +259,9 @@ def test_temporal_pair_rules_stream_only_the_pairs_that_can_matter(monkeypatch, 
     """A pair rule with a temporal operator runs its streams on the pairs that came within a radius (live_tracked):
     pairs taken on as they come close (replayed over the kept steps), the radius grown while another pair could
     lower the minimum, pairs dropped once far for long; vehicles wander, one is late for a while, half of them for
-    three ticks, one jumps next to another. The failures and the robustness of every decided step equal those of
-    the streams of every pair, with checks between pose arrays too."""
+    three ticks, one jumps next to another, an outage leaves two distant vehicles known (the robustness is then
+    theirs: found among the vehicles whose values can be known). The failures and the robustness of every decided
+    step equal those of the streams of every pair, with checks between pose arrays too."""
     from uav_debate_eval.rules import monitor
 
     rng = np.random.default_rng(11)
@@ -271,6 +272,8 @@ def test_temporal_pair_rules_stream_only_the_pairs_that_can_matter(monkeypatch, 
     fresh = np.ones((ticks, n), bool)
     fresh[5:12, 3] = False
     fresh[15:18, ::2] = False
+    fresh[40:47] = False  # an outage: two vehicles far apart stay known, every tracked pair's value is unknown
+    fresh[40:47, [10, 70]] = True
     ids = [f"u{k}" for k in range(n)]
 
     def run() -> tuple[list, list, object]:
@@ -295,4 +298,63 @@ def test_temporal_pair_rules_stream_only_the_pairs_that_can_matter(monkeypatch, 
     read = [e for _, _, e in tracked]
     assert max(read) < n * (n - 1) // 8  # far fewer pairs streamed
     assert any(b < a for a, b in zip(read, read[1:], strict=False))  # pairs far for long were dropped
-    assert pairs.radius > monitor.first_radius(parse_formula(stl).arg)  # the radius grew
+    outage = [r for r, _, _ in tracked[47 * checks:50 * checks]]
+    assert any(r is not None for r in outage)  # some outage step decided from the two known vehicles alone
+
+
+def test_the_tracked_radius_follows_the_swarm_out_and_back(monkeypatch):
+    """A grid 0.9 m apart (the rule fails) opens up to 3 m: no pair within the first radius, so R grows until the
+    floor beyond it holds the lowest value; the grid closes up again and R halves back. The same robustness as
+    every pair."""
+    from uav_debate_eval.rules import monitor
+
+    stl = "always ((separation < 1.0) -> eventually[0, 0.3] (separation >= 1.0))"
+    side, ticks = 8, 40
+    base = np.array([[k % side, k // side, 5.0] for k in range(side * side)], dtype=float)
+    spacing = np.where((np.arange(ticks) >= 10) & (np.arange(ticks) < 25), 3.0, 0.9)
+    ids = [f"u{k}" for k in range(side * side)]
+
+    def run() -> tuple[list, list]:
+        mon = RuleMonitor([make_rule("r", "hard", "each_pair", stl)], period_s=0.1)
+        rows = []
+        for k in range(ticks):
+            mon.update(k * 0.1, ids, base * [spacing[k], spacing[k], 1.0], np.zeros((side * side, 3)),
+                       np.ones(side * side, bool))
+            st = mon.states[0]
+            rows.append((st.robustness, st.tracked.radius if st.tracked is not None else None))
+        return rows
+
+    tracked = run()
+    monkeypatch.setattr(monitor, "LIVE_PRUNE_MIN_VEHICLES", 10**9)
+    every = run()
+    assert [r for r, _ in tracked] == [r for r, _ in every] and tracked[-1][0] == pytest.approx(-0.1)
+    radii = [r for _, r in tracked]
+    assert radii[0] == 1.0 and radii[22] == 4.0 and radii[-1] == 2.0  # out to the 3 m grid, back to 0.9 m
+    assert min(r for r, _ in tracked[:10] if r is not None) < 0 < tracked[22][0]
+
+
+def test_the_tracked_radius_starts_from_the_closest_pair():
+    """At the first step R is where the floor reaches the highest value the closest pair can have (its pairs are
+    taken on then, with nothing to replay): a grid 3 m apart starts at R = 4 m with every pair within 1.5 R."""
+    from scipy.spatial.distance import pdist
+
+    side = 8
+    pos = np.array([[3.0 * (k % side), 3.0 * (k // side), 5.0] for k in range(side * side)])
+    mon = RuleMonitor([make_rule("r", "hard", "each_pair",
+                                 "always ((separation < 1.0) -> eventually[0, 0.3] (separation >= 1.0))")], 0.1)
+    mon.update(0.0, [f"u{k}" for k in range(side * side)], pos, np.zeros_like(pos), np.ones(side * side, bool))
+    tracked = mon.states[0].tracked
+    assert tracked.radius == 4.0 and len(tracked.keys) == int((pdist(pos) <= 6.0).sum())
+
+
+@pytest.mark.parametrize("stl", ["always (historically (separation >= 1.0))",
+                                 "always ((separation >= 1.0) -> eventually[0, 0.2] (abs(a.z) >= 0.0))"])
+def test_pair_rules_the_tracked_pairs_cannot_decide_read_every_pair(stl):
+    """A past operator without bounds keeps the whole flight, and a floor that levels off with the separation
+    cannot rule out the far pairs as the minimum: these rules stream every pair."""
+    rng = np.random.default_rng(2)
+    n = 60
+    mon = RuleMonitor([make_rule("r", "hard", "each_pair", stl)], period_s=0.1)
+    pos = rng.uniform(-10, 10, size=(n, 3))
+    mon.update(0.0, [f"u{k}" for k in range(n)], pos, np.zeros((n, 3)), np.ones(n, bool))
+    assert mon.states[0].tracked is None and mon.states[0].evaluated == n * (n - 1) // 2

@@ -9,12 +9,17 @@ Here they run on a tracked set of pairs:
   streams of every pair would give (the same comparisons, step by step);
 - a pair never within R over a value's steps has a body of at least L(R) (rules.bounds: separation >= R), or an
   unknown one (a vehicle without a fresh pose: NaN, which every bounded operator carries through). L(R) >= 0 and no
-  lower than the lowest tracked value decided, or R doubles and the pairs within it over the kept steps are tracked
-  too: no other pair can fail or lower the rule's robustness;
+  lower than the lowest tracked value decided, or R grows to the radius whose floor is (one jump, the pairs within
+  it over the kept steps taken on): no other pair can fail or lower the rule's robustness. R starts where the floor
+  reaches the highest value the closest pair can have, and halves while a quarter of it would still do;
+- when no tracked value is known (an outage), the nearest pairs of the vehicles whose poses every read step has
+  are taken on first (only their values can be known); while most vehicles are unknown, R stays and only such pairs
+  are taken on (a radius set by a few vehicles far apart would hold about every pair);
 - a pair not within AHEAD * R for `cap` steps is dropped (every value it still has to give reads only such steps);
 - pairs within AHEAD * R are tracked ahead, a batch every BATCH_STEPS steps, so the replays stay few while a show
   changes shape (a pair inside R and not yet tracked is taken at once).
-Past operators without bounds keep the whole flight and are not tracked (their rules read every pair).
+Past operators without bounds keep the whole flight, and a floor that levels off with the separation cannot rule out
+the far pairs: such rules read every pair (`trackable`).
 """
 
 from __future__ import annotations
@@ -26,18 +31,30 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from uav_debate_eval.rules.bounds import bound
-from uav_debate_eval.rules.evaluator import Evaluator
+from uav_debate_eval.rules.evaluator import Evaluator, steps_of
 from uav_debate_eval.rules.signals import Grid
-from uav_debate_eval.rules.streams import Node
-from uav_debate_eval.stl.syntax import Formula
+from uav_debate_eval.rules.streams import Node, unbounded_past
+from uav_debate_eval.stl.syntax import Binary, Compare, Formula, Logic, Not, Temporal, signals_of
 
 INF = math.inf
 #: Steps between the batches that track the pairs within AHEAD * R ahead of need (1 s of the verifier's 50 Hz check).
 BATCH_STEPS = 50
 #: The lookahead radius as a multiple of R: pairs closing in are taken on in batches before they are within R.
 AHEAD = 1.5
+#: R grows only while most vehicles can have known values and the pairs within its lookahead are at most this many
+#: per vehicle (a radius set by a few vehicles known far apart in an outage would hold ~every pair: the pairs that
+#: can be known alone are taken on then).
+MAX_PAIRS_PER_VEHICLE = 16
 #: Past this radius (m) every pair is tracked.
 MAX_RADIUS = 1e6
+
+
+def trackable(body: Formula, radius: float) -> bool:
+    """Whether a pair rule's body (with `radius` its first radius) can be streamed on the tracked pairs: no past
+    operator without bounds (it keeps the whole flight) and a floor that keeps growing with the separation (a
+    floor that levels off cannot rule out the far pairs as the minimum: every pair is read)."""
+    return not unbounded_past(body) and not math.isinf(radius) and bound(
+        body, {"separation": (2 * MAX_RADIUS, INF)})[0] > bound(body, {"separation": (MAX_RADIUS, INF)})[0]
 
 
 class TrackedPairs:
@@ -45,10 +62,12 @@ class TrackedPairs:
 
     def __init__(self, body: Formula, dt: float, cap: int, n: int, radius: float):
         self.body, self.dt, self.cap, self.n, self.radius = body, dt, cap, n, radius
+        self.first_radius = radius
         self.keys = np.zeros(0, dtype=np.int64)  # tracked pairs as first * n + second, in the streams' column order
         self.order = np.zeros(0, dtype=np.intp)  # the columns in pair order (ascending keys: triu order)
         self.last_near = np.zeros(0, dtype=np.int64)  # the step each was last within AHEAD * R
         self.root = Node(body, dt, cap, 0)
+        self.reads = knowable_reads(body, dt)  # the offsets of the steps whose poses a value needs to be known
         self.replays = 0  # streams replayed for pairs taken on (a figure for the benchmark)
         self._batch_step = -BATCH_STEPS
         self._drop_step = 0
@@ -64,6 +83,8 @@ class TrackedPairs:
         """Grid step k (its snapshot `grid`, the last of `history`, the monitor's last `cap` steps); `same`: the
         snapshot is the previous step's. Returns (step, values, their pairs' places in triu order,
         ascending) of the steps decided."""
+        if k == 0:
+            self._start_radius(grid)
         if not same or self._near is None:
             self._near = _within(grid, AHEAD * self.radius)
         near, dist = self._near
@@ -84,18 +105,87 @@ class TrackedPairs:
         return [(j, self._exact(j, k, history), self._columns()) for j in range(before, self.root.out.done)]
 
     def _exact(self, j: int, k: int, history: Sequence[Grid]) -> np.ndarray:
-        """Step j's values over the tracked pairs, R grown until no other pair can fail or lower the minimum."""
-        while True:
-            values = self.root.out.get(j, j, 0.0)[0][self.order]
+        """Step j's values over the tracked pairs, once no other pair can fail or lower the minimum: pairs taken on
+        until the floor beyond a radius r is no lower than the lowest value (and not negative)."""
+        values = self._values(j)
+        finite = values[np.isfinite(values)]
+        if len(finite) and self._floor(self.radius) >= max(0.0, finite.min()):
+            self._shrink(max(0.0, finite.min()))
+            return values
+        if math.isinf(self.radius):
+            return values
+        known = self._knowable(j, k, history)
+        if known.sum() < 2:  # no other pair's value can be known at step j
+            return values
+        if not len(finite):  # first the nearest pairs whose value can be known
+            self._take(self._nearest(known, history), list(history), k)
+            values = self._values(j)
             finite = values[np.isfinite(values)]
-            floor = bound(self.body, {"separation": (self.radius, INF)})[0]
-            if (floor >= 0 and len(finite) and floor >= finite.min()) or math.isinf(self.radius):
+            if not len(finite):
                 return values
-            self.radius = 2 * self.radius if 2 * self.radius < MAX_RADIUS else INF
-            seen = {id(g): g for g in history}.values()  # a late update repeats one snapshot
-            found = np.unique(np.concatenate([_within(g, self.radius)[0] for g in seen]))
-            self._take(found[~np.isin(found, self.keys)], list(history), k)  # replayed up to this step
+        # the radius whose floor the values ask for, at once (a sparse swarm: one replay, not one a doubling)
+        radius = 2 * self.radius
+        while radius < MAX_RADIUS and self._floor(radius) < max(0.0, finite.min()):
+            radius *= 2
+        radius = radius if radius < MAX_RADIUS else INF
+        if known.sum() >= self.n / 2 and _pair_count(history[-1], AHEAD * radius) <= MAX_PAIRS_PER_VEHICLE * self.n:
+            self.radius = radius  # R grows (with the lookahead's pairs)
+            found = _within_any(history, AHEAD * radius)
+            self._near, self._batch_step = None, k
+        else:  # most vehicles unknown at step j (an outage), or a radius holding ~every pair: only the pairs that
+            # can be known are taken on, R unchanged
+            found = _within_any(history, radius, known)
+        self._take(found[~np.isin(found, self.keys)], list(history), k)  # (the minimum can only fall: r holds)
+        return self._values(j)
+
+    def _start_radius(self, grid: Grid) -> None:
+        """R at the first step, from the closest pair (distance d): where the floor reaches the highest value a pair
+        d apart can have, no farther pair can be the minimum. Pairs taken on now cost no replay; found by growing R
+        at the first decided step, each would replay the kept steps (~0.2 s at 1,000 vehicles)."""
+        pos = grid.snaps.pos[0][grid.snaps.valid[0]]
+        if len(pos) < 2:
+            return
+        closest = float(cKDTree(pos).query(pos, k=2)[0][:, 1].min())
+        highest = bound(self.body, {"separation": (closest, closest)})[1]
+        radius = self.radius
+        while radius < MAX_RADIUS and self._floor(radius) < max(0.0, highest):
+            radius *= 2
+        if radius < MAX_RADIUS and _pair_count(grid, AHEAD * radius) <= MAX_PAIRS_PER_VEHICLE * self.n:
+            self.radius = radius
+
+    def _shrink(self, lowest: float) -> None:
+        """Halve R while a quarter of it would still hold the lowest value (R follows a show that closes up again;
+        the factor two left spares a replay for every small change)."""
+        while self.radius / 2 >= self.first_radius and self._floor(self.radius / 4) >= lowest:
+            self.radius /= 2
             self._near = None
+
+    def _values(self, j: int) -> np.ndarray:
+        return self.root.out.get(j, j, 0.0)[0][self.order]
+
+    def _knowable(self, j: int, k: int, history: Sequence[Grid]) -> np.ndarray:
+        """The vehicles with a fresh pose at every step whose unknown-carrying comparisons step j's value reads:
+        only their pairs can have a known value."""
+        known = np.ones(self.n, dtype=bool)
+        for lo, hi in self.reads:
+            for step in range(j + lo, j + hi + 1):
+                if k - len(history) < step <= k:
+                    known &= history[len(history) - 1 - (k - step)].snaps.valid[0]
+        return known
+
+    def _nearest(self, known: np.ndarray, history: Sequence[Grid]) -> np.ndarray:
+        """The untracked pairs of `known` vehicles nearest over the kept steps (radius doubling from R)."""
+        radius = self.radius
+        while True:
+            found = _within_any(history, radius, known)
+            found = found[~np.isin(found, self.keys)]
+            if len(found) or math.isinf(radius):
+                return found
+            radius = 2 * radius if 2 * radius < MAX_RADIUS else INF
+
+    def _floor(self, radius: float) -> float:
+        """The lowest value of the body for a pair at least `radius` apart."""
+        return bound(self.body, {"separation": (radius, INF)})[0]
 
     def _take(self, keys: np.ndarray, grids: list[Grid], k: int) -> None:
         """Track `keys` (none tracked yet): their streams replayed over `grids` (the snapshots of the steps up to
@@ -138,12 +228,12 @@ def _newest_step(root: Node) -> int:
     return node.out.done - 1
 
 
-def _within(grid: Grid, radius: float) -> tuple[np.ndarray, np.ndarray]:
-    """(keys ascending, distances) of the pairs of vehicles with a fresh pose closer than `radius` on this snapshot
-    (every such pair for an infinite radius)."""
+def _within(grid: Grid, radius: float, among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(keys ascending, distances) of the pairs of vehicles with a fresh pose (and in `among`, a mask) closer than
+    `radius` on this snapshot (every such pair for an infinite radius)."""
     pos, fresh = grid.snaps.pos[0], grid.snaps.valid[0]
     n = len(pos)
-    live = np.flatnonzero(fresh)
+    live = np.flatnonzero(fresh if among is None else fresh & among)
     if math.isinf(radius):
         i, j = np.triu_indices(len(live), k=1)
         a, b = live[i], live[j]
@@ -155,6 +245,45 @@ def _within(grid: Grid, radius: float) -> tuple[np.ndarray, np.ndarray]:
     keys = a.astype(np.int64) * n + b
     order = np.argsort(keys)
     return keys[order], np.sqrt(((pos[b] - pos[a]) ** 2).sum(axis=1))[order]
+
+
+def _pair_count(grid: Grid, radius: float) -> int:
+    """How many pairs of vehicles with a fresh pose are closer than `radius` on this snapshot (counted, not listed)."""
+    pos = grid.snaps.pos[0][grid.snaps.valid[0]]
+    if math.isinf(radius):
+        return len(pos) * (len(pos) - 1) // 2
+    tree = cKDTree(pos, balanced_tree=False, compact_nodes=False)
+    return (int(tree.count_neighbors(tree, radius)) - len(pos)) // 2
+
+
+def _within_any(history: Sequence[Grid], radius: float, among: np.ndarray | None = None) -> np.ndarray:
+    """The keys of the pairs closer than `radius` on any of the kept snapshots (a late update repeats one)."""
+    seen = {id(g): g for g in history}.values()
+    return np.unique(np.concatenate([_within(g, radius, among)[0] for g in seen]))
+
+
+def knowable_reads(f: Formula, dt: float) -> list[tuple[int, int]]:
+    """The step offsets (lo, hi) from a step at which its value reads a comparison that is unknown (NaN) when a
+    vehicle's pose is (one of the separation or of a vehicle's own signals, a.* / b.*): every operator reads each
+    step of its windows and carries NaN through, so a pair's value is known only if both poses are at all of them."""
+    if isinstance(f, Compare):
+        names = [s.name for s in signals_of(f)]
+        return [(0, 0)] if any(n == "separation" or n.startswith(("a.", "b.")) for n in names) else []
+    if isinstance(f, Not):
+        return knowable_reads(f.arg, dt)
+    if isinstance(f, Logic):
+        return knowable_reads(f.left, dt) + knowable_reads(f.right, dt)
+    a, b = steps_of(f.lo, f.hi, dt) if f.hi is not None else (0, 0)
+    if isinstance(f, Temporal):
+        if b < a:  # an empty window reads nothing
+            return []
+        past = f.op in ("historically", "once")
+        return [(lo - b, hi - a) if past else (lo + a, hi + b) for lo, hi in knowable_reads(f.arg, dt)]
+    assert isinstance(f, Binary)
+    p, q = knowable_reads(f.left, dt), knowable_reads(f.right, dt)
+    if f.op == "since":  # p over (j - b, j], q over [j - b, j - a]
+        return [(lo - b + 1, hi) for lo, hi in p if b] + [(lo - b, hi - a) for lo, hi in q]
+    return [(lo, hi + b - 1) for lo, hi in p if b] + [(lo + a, hi + b) for lo, hi in q]  # until
 
 
 def _atoms(root: Node, grid: Grid, first: np.ndarray, second: np.ndarray, dt: float) -> dict[int, np.ndarray]:

@@ -31,9 +31,9 @@ from uav_debate_eval.core.trajectory import Snapshots
 from uav_debate_eval.rules.bounds import first_radius
 from uav_debate_eval.rules.evaluator import Evaluator, steps_of
 from uav_debate_eval.rules.live_pairs import LIVE_PRUNE_MIN_VEHICLES, atemporal, pruned_values
-from uav_debate_eval.rules.live_tracked import TrackedPairs
+from uav_debate_eval.rules.live_tracked import TrackedPairs, trackable
 from uav_debate_eval.rules.signals import BASIS, Grid
-from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, unbounded_past, undecidable
+from uav_debate_eval.rules.streams import Node, delay_steps, past_reach, undecidable
 from uav_debate_eval.stl.spec import Rule
 from uav_debate_eval.stl.syntax import Temporal, signals_of
 
@@ -117,7 +117,7 @@ class RuleMonitor:
             prune = large and atemporal(body)
             radius = first_radius(body) if large else INF
             tracked = None
-            if large and not prune and top is not None and not unbounded_past(body) and not math.isinf(radius):
+            if large and not prune and top is not None and trackable(body, radius):
                 tracked = TrackedPairs(body, self.dt, cap, N, radius)
                 history = max(history, cap)
             # a pruned rule is decided from the pairs read on each tick: its streams only count the steps (one column;

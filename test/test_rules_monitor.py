@@ -358,3 +358,69 @@ def test_pair_rules_the_tracked_pairs_cannot_decide_read_every_pair(stl):
     pos = rng.uniform(-10, 10, size=(n, 3))
     mon.update(0.0, [f"u{k}" for k in range(n)], pos, np.zeros((n, 3)), np.ones(n, bool))
     assert mon.states[0].tracked is None and mon.states[0].evaluated == n * (n - 1) // 2
+
+
+def _random_pair_body(rng, depth: int) -> str:
+    """A random pair formula over the separation, the closing speed and the vehicles' own signals."""
+    if depth == 0 or rng.random() < 0.25:
+        atom = str(rng.choice(["separation {op} {c}", "a.z - b.z {op} {d}", "closing_speed {op} {d}",
+                               "abs(a.vz) {op} {e}", "separation {op} {c}"]))
+        return "(" + atom.format(op=rng.choice(["<", "<=", ">", ">="]), c=round(rng.uniform(0.5, 3), 1),
+                                 d=round(rng.uniform(-1, 1), 1), e=round(rng.uniform(0, 2), 1)) + ")"
+    lo = float(rng.choice([0.0, 0.0, 0.1, 0.2]))
+    window = f"[{lo}, {round(lo + float(rng.choice([0.0, 0.1, 0.2, 0.4])), 1)}]"
+    roll = rng.integers(0, 5)
+    if roll == 0:
+        return f"(not {_random_pair_body(rng, depth - 1)})"
+    if roll == 1:
+        return f"({_random_pair_body(rng, depth - 1)} {rng.choice(['and', 'or', '->'])} " \
+               f"{_random_pair_body(rng, depth - 1)})"
+    if roll in (2, 3):
+        op = rng.choice(["always", "eventually", "historically", "once"])
+        return f"({op}{window} {_random_pair_body(rng, depth - 1)})"
+    return f"({_random_pair_body(rng, depth - 1)} {rng.choice(['until', 'since'])}{window} " \
+           f"{_random_pair_body(rng, depth - 1)})"
+
+
+def test_tracked_pair_rules_equal_every_pair_on_random_formulas(monkeypatch):
+    """Random pair rules with bounded temporal operators (until[0, 0] and since[0, 0] with a lagging left operand
+    among them), on wandering vehicles with late poses and an outage: tracked, the same failures and robustness at
+    every step as the streams of every pair."""
+    from uav_debate_eval.rules import live_tracked, monitor
+    from uav_debate_eval.rules.bounds import first_radius
+    from uav_debate_eval.rules.live_pairs import atemporal
+
+    rng = np.random.default_rng(12)
+    n, ticks = 60, 30
+    ids = [f"u{k}" for k in range(n)]
+    checked = failing = 0
+    lagging = ["always ((not (always[0.1, 0.5] (a.z - b.z >= -0.4))) since[0.0, 0.0] (separation > 2.6))",
+               "always ((not (eventually[0.0, 0.4] (separation > 1.0))) until[0.0, 0.0] ((closing_speed >= 0.9) -> "
+               "(not (separation < 1.8))))"]
+    while checked < 14:
+        stl = lagging.pop() if lagging else "always " + _random_pair_body(rng, 3)
+        body = parse_formula(stl).arg
+        if atemporal(body) or not live_tracked.trackable(body, first_radius(body)):
+            continue
+        pos = rng.uniform(-8, 8, size=(n, 3)) + np.cumsum(rng.normal(scale=0.2, size=(ticks, n, 3)), axis=0)
+        vel = rng.normal(scale=0.8, size=(ticks, n, 3))
+        fresh = rng.random((ticks, n)) > 0.05
+        fresh[10:15] = False
+        fresh[10:15, rng.choice(n, 3)] = True
+        runs = []
+        for prune_from in (50, 10**9):
+            monkeypatch.setattr(monitor, "LIVE_PRUNE_MIN_VEHICLES", prune_from)
+            mon = RuleMonitor([make_rule("r", "hard", "each_pair", stl)], period_s=0.1)
+            failures, rows = [], []
+            for k in range(ticks):
+                failures += [(f.t, f.uavs, f.value, f.count)
+                             for f in mon.update(k * 0.1, ids, pos[k], vel[k], fresh[k])]
+                rows.append(mon.states[0].robustness)
+            runs.append((failures, rows, mon.states[0].tracked))
+        (ft, rt, tracked), (fe, re, _) = runs
+        assert tracked is not None and ft == fe, stl
+        assert all(a == b or abs(a - b) < 1e-9 for a, b in zip(rt, re, strict=True) if a is not None), stl
+        assert [a is None for a in rt] == [b is None for b in re], stl
+        checked += 1
+        failing += bool(fe)
+    assert failing >= 3

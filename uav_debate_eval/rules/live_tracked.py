@@ -12,9 +12,10 @@ Here they run on a tracked set of pairs:
   lower than the lowest tracked value decided, or R grows to the radius whose floor is (one jump, the pairs within
   it over the kept steps taken on): no other pair can fail or lower the rule's robustness. R starts where the floor
   reaches the highest value the closest pair can have, and halves while a quarter of it would still do;
-- when no tracked value is known (an outage), the nearest pairs of the vehicles whose poses every read step has
-  are taken on first (only their values can be known); while most vehicles are unknown, R stays and only such pairs
-  are taken on (a radius set by a few vehicles far apart would hold about every pair);
+- when no tracked value is known (an outage), the nearest pairs of vehicles with a pose at every step whose
+  separation and own signals the value reads are taken on first (only their values can be known); while most
+  vehicles are unknown, R stays and only such pairs are taken on (a radius set by a few vehicles far apart would
+  hold about every pair);
 - a pair not within AHEAD * R for `cap` steps is dropped (every value it still has to give reads only such steps);
 - pairs within AHEAD * R are tracked ahead, a batch every BATCH_STEPS steps, so the replays stay few while a show
   changes shape (a pair inside R and not yet tracked is taken at once).
@@ -45,6 +46,9 @@ AHEAD = 1.5
 #: per vehicle (a radius set by a few vehicles known far apart in an outage would hold ~every pair: the pairs that
 #: can be known alone are taken on then).
 MAX_PAIRS_PER_VEHICLE = 16
+#: Up to this many vehicles whose values can be known, their pairs' distances over the kept snapshots are computed
+#: at once (an outage's few), not through a k-d tree per snapshot.
+FEW_VEHICLES = 200
 #: Past this radius (m) every pair is tracked.
 MAX_RADIUS = 1e6
 
@@ -67,7 +71,12 @@ class TrackedPairs:
         self.order = np.zeros(0, dtype=np.intp)  # the columns in pair order (ascending keys: triu order)
         self.last_near = np.zeros(0, dtype=np.int64)  # the step each was last within AHEAD * R
         self.root = Node(body, dt, cap, 0)
-        self.reads = knowable_reads(body, dt)  # the offsets of the steps whose poses a value needs to be known
+        #: the snapshots a replay needs: `cap`, and enough for every operator to catch up (one whose value no step
+        #: reads may wait longer than the horizon: the left operand of until[0, 0])
+        self.history_steps = max(cap, self.root.lag() + 2)
+        # the offsets of the steps whose poses a value needs to be known: both vehicles' (the separation), the first
+        # one's (a.*), the second one's (b.*)
+        self.reads = tuple(reads(body, dt, role) for role in ("separation", "a.", "b."))
         self.replays = 0  # streams replayed for pairs taken on (a figure for the benchmark)
         self._batch_step = -BATCH_STEPS
         self._drop_step = 0
@@ -115,20 +124,22 @@ class TrackedPairs:
         if math.isinf(self.radius):
             return values
         known = self._knowable(j, k, history)
-        if known.sum() < 2:  # no other pair's value can be known at step j
+        if not known[0].any() or not known[1].any() or (known[0] | known[1]).sum() < 2:  # no pair can be known
             return values
-        if not len(finite):  # first the nearest pairs whose value can be known
-            self._take(self._nearest(known, history), list(history), k)
+        while not len(finite):  # first the nearest pairs whose value can be known, until one is
+            seed = self._nearest(known, history)
+            if not len(seed):
+                return values
+            self._take(seed, list(history), k)
             values = self._values(j)
             finite = values[np.isfinite(values)]
-            if not len(finite):
-                return values
         # the radius whose floor the values ask for, at once (a sparse swarm: one replay, not one a doubling)
         radius = 2 * self.radius
         while radius < MAX_RADIUS and self._floor(radius) < max(0.0, finite.min()):
             radius *= 2
         radius = radius if radius < MAX_RADIUS else INF
-        if known.sum() >= self.n / 2 and _pair_count(history[-1], AHEAD * radius) <= MAX_PAIRS_PER_VEHICLE * self.n:
+        most = min(known[0].sum(), known[1].sum()) >= self.n / 2
+        if most and _pair_count(history[-1], AHEAD * radius) <= MAX_PAIRS_PER_VEHICLE * self.n:
             self.radius = radius  # R grows (with the lookahead's pairs)
             found = _within_any(history, AHEAD * radius)
             self._near, self._batch_step = None, k
@@ -163,17 +174,20 @@ class TrackedPairs:
     def _values(self, j: int) -> np.ndarray:
         return self.root.out.get(j, j, 0.0)[0][self.order]
 
-    def _knowable(self, j: int, k: int, history: Sequence[Grid]) -> np.ndarray:
-        """The vehicles with a fresh pose at every step whose unknown-carrying comparisons step j's value reads:
-        only their pairs can have a known value."""
-        known = np.ones(self.n, dtype=bool)
-        for lo, hi in self.reads:
-            for step in range(j + lo, j + hi + 1):
-                if k - len(history) < step <= k:
-                    known &= history[len(history) - 1 - (k - step)].snaps.valid[0]
-        return known
+    def _knowable(self, j: int, k: int, history: Sequence[Grid]) -> tuple[np.ndarray, np.ndarray]:
+        """(as first, as second vehicle of a pair) the vehicles with a fresh pose at every step whose separation and
+        own signals step j's value reads: only their pairs can have a known value."""
+        fresh = []
+        for offsets in self.reads:
+            ok = np.ones(self.n, dtype=bool)
+            for lo, hi in offsets:
+                for step in range(j + lo, j + hi + 1):
+                    if k - len(history) < step <= k:
+                        ok &= history[len(history) - 1 - (k - step)].snaps.valid[0]
+            fresh.append(ok)
+        return fresh[0] & fresh[1], fresh[0] & fresh[2]
 
-    def _nearest(self, known: np.ndarray, history: Sequence[Grid]) -> np.ndarray:
+    def _nearest(self, known: tuple[np.ndarray, np.ndarray], history: Sequence[Grid]) -> np.ndarray:
         """The untracked pairs of `known` vehicles nearest over the kept steps (radius doubling from R)."""
         radius = self.radius
         while True:
@@ -256,31 +270,47 @@ def _pair_count(grid: Grid, radius: float) -> int:
     return (int(tree.count_neighbors(tree, radius)) - len(pos)) // 2
 
 
-def _within_any(history: Sequence[Grid], radius: float, among: np.ndarray | None = None) -> np.ndarray:
-    """The keys of the pairs closer than `radius` on any of the kept snapshots (a late update repeats one)."""
-    seen = {id(g): g for g in history}.values()
-    return np.unique(np.concatenate([_within(g, radius, among)[0] for g in seen]))
+def _within_any(history: Sequence[Grid], radius: float, known: tuple[np.ndarray, np.ndarray] | None = None
+                ) -> np.ndarray:
+    """The keys of the pairs closer than `radius` on any of the kept snapshots (a late update repeats one); with
+    `known`, only those whose first vehicle is in known[0] and second in known[1]."""
+    seen = list({id(g): g for g in history}.values())
+    if known is None:
+        return np.unique(np.concatenate([_within(g, radius)[0] for g in seen]))
+    n, among = len(known[0]), np.flatnonzero(known[0] | known[1])
+    if len(among) <= FEW_VEHICLES:  # an outage's few vehicles: their pairs' distances on every snapshot at once
+        i, j = np.triu_indices(len(among), k=1)
+        pos = np.stack([np.where(g.snaps.valid[0][among, None], g.snaps.pos[0][among], np.nan) for g in seen])
+        with np.errstate(invalid="ignore"):
+            closest = np.fmin.reduce(np.sqrt(((pos[:, j] - pos[:, i]) ** 2).sum(axis=2)), axis=0)
+        near = ~np.isnan(closest) & (closest <= radius)
+        keys = among[i[near]].astype(np.int64) * n + among[j[near]]
+    else:
+        keys = np.unique(np.concatenate([_within(g, radius, known[0] | known[1])[0] for g in seen]))
+    return keys[known[0][keys // n] & known[1][keys % n]]
 
 
-def knowable_reads(f: Formula, dt: float) -> list[tuple[int, int]]:
-    """The step offsets (lo, hi) from a step at which its value reads a comparison that is unknown (NaN) when a
-    vehicle's pose is (one of the separation or of a vehicle's own signals, a.* / b.*): every operator reads each
-    step of its windows and carries NaN through, so a pair's value is known only if both poses are at all of them."""
+def reads(f: Formula, dt: float, role: str) -> list[tuple[int, int]]:
+    """The step offsets (lo, hi) from a step at which its value reads a comparison of the separation (role
+    "separation") or of the first or second vehicle's own signals ("a.", "b."): every operator reads each step of
+    its windows and carries an unknown (NaN) operand through, so a pair's value is known only if the poses are
+    there at all of them."""
     if isinstance(f, Compare):
         names = [s.name for s in signals_of(f)]
-        return [(0, 0)] if any(n == "separation" or n.startswith(("a.", "b.")) for n in names) else []
+        hit = "separation" in names if role == "separation" else any(n.startswith(role) for n in names)
+        return [(0, 0)] if hit else []
     if isinstance(f, Not):
-        return knowable_reads(f.arg, dt)
+        return reads(f.arg, dt, role)
     if isinstance(f, Logic):
-        return knowable_reads(f.left, dt) + knowable_reads(f.right, dt)
+        return reads(f.left, dt, role) + reads(f.right, dt, role)
     a, b = steps_of(f.lo, f.hi, dt) if f.hi is not None else (0, 0)
     if isinstance(f, Temporal):
         if b < a:  # an empty window reads nothing
             return []
         past = f.op in ("historically", "once")
-        return [(lo - b, hi - a) if past else (lo + a, hi + b) for lo, hi in knowable_reads(f.arg, dt)]
+        return [(lo - b, hi - a) if past else (lo + a, hi + b) for lo, hi in reads(f.arg, dt, role)]
     assert isinstance(f, Binary)
-    p, q = knowable_reads(f.left, dt), knowable_reads(f.right, dt)
+    p, q = reads(f.left, dt, role), reads(f.right, dt, role)
     if f.op == "since":  # p over (j - b, j], q over [j - b, j - a]
         return [(lo - b + 1, hi) for lo, hi in p if b] + [(lo - b, hi - a) for lo, hi in q]
     return [(lo, hi + b - 1) for lo, hi in p if b] + [(lo + a, hi + b) for lo, hi in q]  # until

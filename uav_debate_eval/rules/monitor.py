@@ -119,7 +119,7 @@ class RuleMonitor:
             tracked = None
             if large and not prune and top is not None and trackable(body, radius):
                 tracked = TrackedPairs(body, self.dt, cap, N, radius)
-                history = max(history, cap)
+                history = max(history, tracked.history_steps)
             # a pruned rule is decided from the pairs read on each tick: its streams only count the steps (one column;
             # K = 499,500 columns at 1,000 vehicles took ~1 s to allocate on each new vehicle at a show's start)
             root = tracked.root if tracked is not None else Node(body, self.dt, cap, 1 if prune else K)

@@ -203,6 +203,11 @@ class Node:
             for name in ("x", "prefix", "suffix"):
                 setattr(self.sliding, name, getattr(self.sliding, name)[:, columns])
 
+    def lag(self) -> int:
+        """The most steps any operator of the tree waits behind the data (an operand no step reads included, e.g.
+        the left one of until[0, 0]): a replay must start at least this far back to catch up with every stream."""
+        return max([self.delay, *(k.lag() for k in self.kids)])
+
     def atoms(self) -> list[Node]:
         if isinstance(self.f, Compare):
             return [self]

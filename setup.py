@@ -15,12 +15,12 @@ setup(
     # with them, and tools/ros_msgs.py generates the rclpy packages from them
     package_data={package_name: ["report/*.json", "debate/*.yaml", "debate/*.npz", "msgs/*/LICENSE", "msgs/*/README.md",
                                  "msgs/px4_msgs/*/msg/*.msg", "msgs/px4_msgs/*/srv/*.srv", "msgs/tf2_msgs/msg/*.msg"],
-                  package_name + ".config": ["*.yaml", "*.json"]},
+                  package_name + ".config": ["*.yaml", "*.json", "*.xml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
-        ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json")),
+        ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json") + glob("config/*.xml")),
     ],
     install_requires=["setuptools", "numpy", "scipy", "PyYAML", "jsonschema", "rosbags", "pyulog", "pymavlink",
                       "openai", "matplotlib", "rich", "tokenizers", "foxglove-sdk", "mcap", "websockets", "pyarrow"],

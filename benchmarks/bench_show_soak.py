@@ -17,6 +17,8 @@ Printed with their targets:
   its thread and wall time, the median and the worst of the 10-s windows;
 - memory flat: the slope of the RSS of `live` and its verifier over the stream after its first 2 minutes, MB/min
   (the process tree's too: its segment and panel workers swing by 100 MB within each segment's evaluation).
+Every process streams with config/fastdds_show.xml's Fast DDS shared memory unless FASTRTPS_DEFAULT_PROFILES_FILE
+is set (`--default-dds`: Fast DDS's defaults, which overflow with a PoseStamped per vehicle at show size).
 The flight report that `live` writes at the end (the whole show) is left out: `--minutes` of 1,000 vehicles take
 minutes to evaluate; its figures are in bench_scale.py.
 
@@ -54,6 +56,9 @@ from bench_soak import (  # noqa: E402
 )
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from uav_debate_eval.live.dds import use_show_profile  # noqa: E402
+
 LATENCY_TARGET_MS = 50.0
 TICK_TARGET_MS = 5.0
 SLOPE_TARGET_MB_MIN = 1.0  # "flat": under 15 MB over a 15-minute show
@@ -218,9 +223,20 @@ def main() -> int:
     ap.add_argument("--fault-period", type=float, default=20.0)
     ap.add_argument("--mode", choices=("both", "array", "per-vehicle"), default="both")
     ap.add_argument("--start-delay", type=float, default=15.0, help="s for the monitor to discover the topics")
+    ap.add_argument("--default-dds", action="store_true", help="Fast DDS's default shared memory (512 messages, "
+                    "512 KB) in every process, not config/fastdds_show.xml")
     args = ap.parse_args()
     os.environ["ROS_DOMAIN_ID"] = str(190 + os.getpid() % 20)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    # the publisher too (as a show's ground station should): its shared-memory segment holds each pose until every
+    # reader has it (README, "Show scale: the DDS shared memory"); --default-dds measures Fast DDS's defaults
+    if args.default_dds:  # a profile file whose one profile is not the default: Fast DDS's defaults, `live` keeps it
+        plain = Path(tempfile.mkdtemp(prefix="show-soak-dds-")) / "fastdds_defaults.xml"
+        plain.write_text('<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">'
+                         '<participant profile_name="unused"><rtps/></participant></profiles>\n')
+        os.environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(plain)
+    elif (said := use_show_profile(os.environ)) is not None:
+        print(said)
     modes = ("array", "per-vehicle") if args.mode == "both" else (args.mode,)
     results = [run(mode, args) for mode in modes]
     print("targets met:", "yes" if all(results) else "NO")

@@ -4,8 +4,8 @@ Topics are absolute (/swarm/..., /<uav>/pose, CONTRACT.md §5), so the namespace
 names; parameters come from config/monitor.yaml (keys /**/<node> match any namespace).
 """
 
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+from launch.substitutions import EnvironmentVariable, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
@@ -17,7 +17,11 @@ def generate_launch_description() -> LaunchDescription:
     params_file = LaunchConfiguration("params_file")
     llm_backend = LaunchConfiguration("llm_backend")
     common = {"use_sim_time": LaunchConfiguration("use_sim_time"), "mission_file": LaunchConfiguration("mission_file")}
+    show_profile = PathJoinSubstitution([FindPackageShare("uav_debate_eval"), "config", "fastdds_show.xml"])
     return LaunchDescription([
+        # Fast DDS's shared-memory queue sized for a show's bursts (config/fastdds_show.xml), unless one is set
+        SetEnvironmentVariable("FASTRTPS_DEFAULT_PROFILES_FILE",
+                               EnvironmentVariable("FASTRTPS_DEFAULT_PROFILES_FILE", default_value=show_profile)),
         DeclareLaunchArgument("namespace", default_value="uav_monitor", description="namespace of the monitor nodes"),
         DeclareLaunchArgument(
             "params_file",

@@ -23,6 +23,8 @@ from ros_domain import leased_domain
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
 CONFIG_FILES = sorted(p for p in (ROOT / "config").iterdir() if p.suffix in (".yaml", ".json"))
+#: every file the package installs into share/<package>/config (the DDS profile beside the YAML and JSON)
+PACKAGED_CONFIG = sorted(p for p in (ROOT / "config").iterdir() if p.suffix in (".yaml", ".json", ".xml"))
 PACKAGE = "uav_debate_eval"
 
 
@@ -222,6 +224,20 @@ def test_config_mission_files_exist():
                 assert (ROOT / "config" / mission).is_file(), f"{path.name}: mission_file {mission} missing"
 
 
+def test_the_monitor_launch_keeps_a_users_dds_profile_else_sets_the_packaged_one():
+    """monitor.launch.py sets FASTRTPS_DEFAULT_PROFILES_FILE to the user's value, by default to the packaged profile
+    (which exists and is installed)."""
+    tree = ast.parse((ROOT / "launch" / "monitor.launch.py").read_text())
+    calls = [n for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "SetEnvironmentVariable"]
+    assert len(calls) == 1 and _const(calls[0].args[0]) == "FASTRTPS_DEFAULT_PROFILES_FILE"
+    default = calls[0].args[1]
+    assert getattr(default.func, "id", "") == "EnvironmentVariable" and _const(default.args[0]) == _const(
+        calls[0].args[0])
+    names = [c.value for c in ast.walk(tree) if isinstance(c, ast.Constant) and str(c.value).endswith(".xml")]
+    assert names == ["fastdds_show.xml"] and (ROOT / "config" / names[0]) in PACKAGED_CONFIG
+
+
 # -- colcon ------------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -243,7 +259,7 @@ def test_colcon_build_installs_the_package(tmp_path: Path):
     assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / PACKAGE).is_file()
     assert (share / "package.xml").is_file()
     assert sorted(p.name for p in (share / "launch").iterdir()) == [p.name for p in LAUNCH_FILES]
-    assert sorted(p.name for p in (share / "config").iterdir()) == sorted(p.name for p in CONFIG_FILES)
+    assert sorted(p.name for p in (share / "config").iterdir()) == sorted(p.name for p in PACKAGED_CONFIG)
     scripts = prefix / "lib" / PACKAGE
     for name in console_scripts():
         assert (scripts / name).is_file(), f"console script {name} not installed in lib/{PACKAGE}"

@@ -112,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.record:
         overrides["debate_panel"]["record_flight"] = False
     notes: list[str] = []
+    from uav_debate_eval.live.dds import use_show_profile
+
+    if (dds := use_show_profile(os.environ)) is not None:  # before any participant: the nodes and children read it
+        notes.append(dds)
     backend = args.llm or ("local" if args.demo else None)
     if backend == "local" and (why := local_llm_missing()):
         notes.append(f"embedded LLM unavailable ({why}); the panel uses the rules backend")

@@ -201,14 +201,15 @@ def _segments(group: list[Kinematics], labels: np.ndarray, h: np.ndarray, step: 
                 kind_of.append(label)
                 start_of.append(p)
                 end_of.append(q)
-    r, p, q = np.array(row_of, dtype=np.intp), np.array(start_of, dtype=np.intp), np.array(end_of, dtype=np.intp)
-    last = np.minimum(q, n - 1)
+    rows, starts = np.array(row_of, dtype=np.intp), np.array(start_of, dtype=np.intp)
+    ends = np.array(end_of, dtype=np.intp)
+    last = np.minimum(ends, n - 1)
     t = np.stack([k.t for k in group])
-    mean_speed = _slice_sums(speed, r, p, q) / (q - p)
-    length = _slice_sums(step, r, p, last)
-    heads = h[r, p].tolist()
-    values = zip(r.tolist(), kind_of, t[r, p].tolist(), t[r, last].tolist(), mean_speed.tolist(), heads,
-                 (h[r, last] - h[r, p]).tolist(), (z[r, last] - z[r, p]).tolist(), length.tolist(), strict=True)
+    mean_speed = _slice_sums(speed, rows, starts, ends) / (ends - starts)
+    length = _slice_sums(step, rows, starts, last)
+    values = zip(rows.tolist(), kind_of, t[rows, starts].tolist(), t[rows, last].tolist(), mean_speed.tolist(),
+                 h[rows, starts].tolist(), (h[rows, last] - h[rows, starts]).tolist(),
+                 (z[rows, last] - z[rows, starts]).tolist(), length.tolist(), strict=True)
     out: list[list[Segment]] = [[] for _ in group]
     for row, label, t0, t1, v, head, turn, dz, dist in values:
         out[row].append(Segment(uav=group[row].uav_id, kind=KINDS[label], t_start=t0, t_end=t1, mean_speed=v,

@@ -158,8 +158,8 @@ def waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[t
 
 def _waypoint_status(traj: SwarmTrajectory, mission: Mission) -> dict[str, list[tuple[bool, float]]]:
     before = mission.route_so_far.closest if mission.route_so_far is not None else {}
-    tracks = {u: traj.tracks.get(u) for u in mission.waypoints}
-    flown = [u for u, pts in mission.waypoints.items() if tracks[u] is not None and len(tracks[u]) and len(pts)]
+    tracks = {u: tr for u in mission.waypoints if (tr := traj.tracks.get(u)) is not None}
+    flown = [u for u, pts in mission.waypoints.items() if u in tracks and len(tracks[u]) and len(pts)]
     closest: dict[str, list[float]] = {}
     # every waypoint of a block of vehicles (equally many samples and waypoints) at once: the same distances per
     # sample as one vehicle alone, the closest of each waypoint's column
@@ -193,7 +193,7 @@ def _closest(tracks: dict, mission: Mission, names: list[str]) -> list[list[floa
             d = plane - pts[:, j, c, None]
             square += d * d
         out[:, j] = np.sqrt(square.min(axis=1))
-    return out.tolist()
+    return [row.tolist() for row in out]
 
 
 def route_progress(traj: SwarmTrajectory, mission: Mission, start: dict[str, int]) -> dict[str, int]:

@@ -28,7 +28,7 @@ def test_wheel_ships_the_config_files_and_finds_them_installed(tmp_path: Path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=280)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("*.whl")
-    configs = sorted(p.name for p in (ROOT / "config").iterdir() if p.suffix in (".yaml", ".json"))
+    configs = sorted(p.name for p in (ROOT / "config").iterdir() if p.suffix in (".yaml", ".json", ".xml"))
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         zf.extractall(tmp_path / "site")

@@ -51,11 +51,10 @@ def _mapping(ctx: _Ctx, node: yaml.Node, key: str) -> dict[str, tuple[yaml.Node,
 #: libyaml's composer when built (a 1,000-vehicle mission parses in milliseconds), and one scalar constructor
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SCALARS = yaml.constructor.SafeConstructor()
+#: plain decimal numbers, which float() and int() read as YAML 1.1 does (_scalar)
+_FLOAT, _INT = "tag:yaml.org,2002:float", "tag:yaml.org,2002:int"
 _PLAIN_FLOAT = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 _PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
-
-
-_FLOAT, _INT = "tag:yaml.org,2002:float", "tag:yaml.org,2002:int"
 
 
 def _scalar(node: yaml.ScalarNode):

@@ -33,6 +33,7 @@ from scipy.spatial import cKDTree
 
 from uav_debate_eval.rules.bounds import bound
 from uav_debate_eval.rules.evaluator import Evaluator, steps_of
+from uav_debate_eval.rules.live_pairs import pair_index
 from uav_debate_eval.rules.signals import Grid
 from uav_debate_eval.rules.streams import Node, unbounded_past
 from uav_debate_eval.stl.syntax import Binary, Compare, Formula, Logic, Not, Temporal, signals_of
@@ -206,7 +207,7 @@ class TrackedPairs:
         the newest one computed) and appended to the others' columns."""
         if not len(keys):
             return
-        tree = Node(self.body, self.dt, self.cap, len(keys), _newest_step(self.root) - len(grids) + 1)
+        tree = Node(self.body, self.dt, self.cap, len(keys), self.root.newest_step() - len(grids) + 1)
         first, second = keys // self.n, keys % self.n
         for g in grids:
             tree.advance(_atoms(tree, g, first, second, self.dt))
@@ -230,16 +231,7 @@ class TrackedPairs:
     def _columns(self) -> np.ndarray:
         """The tracked pairs' places in np.triu_indices order, ascending (the order of the values decided)."""
         ranked = self.keys[self.order]
-        first, second = ranked // self.n, ranked % self.n
-        return first * self.n - first * (first + 1) // 2 + (second - first - 1)
-
-
-def _newest_step(root: Node) -> int:
-    """The newest step the streams have comparisons of (-1 before the first)."""
-    node = root
-    while node.kids:
-        node = node.kids[0]
-    return node.out.done - 1
+        return pair_index(ranked // self.n, ranked % self.n, self.n)
 
 
 def _within(grid: Grid, radius: float, among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -318,13 +310,6 @@ def reads(f: Formula, dt: float, role: str) -> list[tuple[int, int]]:
 
 def _atoms(root: Node, grid: Grid, first: np.ndarray, second: np.ndarray, dt: float) -> dict[int, np.ndarray]:
     """The comparisons of the tree's leaves on this snapshot for the pairs (first, second)."""
-    signals: dict[str, np.ndarray] = {}
-
-    def fetch(name: str):  # each signal once (a body compares the separation more than once)
-        if name not in signals:
-            signals[name] = grid.pair(name, first, second)[0]
-        return signals[name], None
-
-    ev = Evaluator(fetch, (1, len(first)), dt)
+    ev = Evaluator(grid.pair_values(first, second), (1, len(first)), dt)
     with np.errstate(invalid="ignore"):
         return {id(node): ev.rob(node.f)[0] for node in root.atoms()}

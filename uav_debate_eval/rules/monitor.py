@@ -232,11 +232,8 @@ class RuleMonitor:
         body = st.root.f
 
         def evaluate(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-            def fetch(name: str):
-                return grid.pair(name, first, second)[0], None
-
             with np.errstate(invalid="ignore"):
-                return Evaluator(fetch, (1, len(first)), self.dt).rob(body)[0]
+                return Evaluator(grid.pair_values(first, second), (1, len(first)), self.dt).rob(body)[0]
 
         values, cols = pruned_values(body, st.prune_from, grid.snaps.pos[0], grid.snaps.valid[0], evaluate,
                                      st.reads_separation)

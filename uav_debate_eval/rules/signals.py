@@ -107,6 +107,17 @@ class Grid:
                 out[i, idx] = d[:, 1]
         return out
 
+    def pair_values(self, first: np.ndarray, second: np.ndarray):
+        """An Evaluator's signal function over the pairs (first[k], second[k]): each pair signal's values, computed
+        once however often the formula compares it (the unknown steps are NaN already: the live grid's)."""
+        values: dict[str, np.ndarray] = {}
+
+        def fetch(name: str):
+            if name not in values:
+                values[name] = self.pair(name, first, second)[0]
+            return values[name], None
+        return fetch
+
     def pair(self, name: str, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(T, P) values of a pair signal for the pairs (first[k], second[k])."""
         if name.startswith(("a.", "b.")):

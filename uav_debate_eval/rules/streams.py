@@ -102,7 +102,7 @@ class Node:
         if isinstance(f, Compare):
             out.put(atoms[id(self)])
             return
-        newest = self._newest()
+        newest = self.newest_step()
         while out.done <= newest:
             j = out.done
             value = self._step(j)
@@ -172,7 +172,8 @@ class Node:
             sl.feed(x.get(sl.fed, sl.fed, fill)[0])
         return sl.window(start)
 
-    def _newest(self) -> int:
+    def newest_step(self) -> int:
+        """The newest step the comparisons (the leaves) have reached (-1 before the first)."""
         node = self
         while node.kids:
             node = node.kids[0]

@@ -152,3 +152,65 @@ def _to_rclpy(msg):
         r.transform.rotation.w = 1.0
         out.append(r)
     return TFMessage(transforms=out)
+
+
+def test_the_session_bag_and_the_flight_tape_end_with_the_same_message(ros_context, tmp_path):
+    """A loaded machine delivers the last messages while the session ends: each is in the session bag and on the
+    flight's tape, or in neither (end_recording cuts both at one message). Before, the bag closed first and the
+    tape was taken after: the live flight report had poses its bag did not (test_ros_px4_flight under load)."""
+    import numpy as np
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from rosbags.highlevel import AnyReader
+    from tf2_msgs.msg import TFMessage
+
+    from uav_debate_eval.core.streaming import StreamingSwarm
+    from uav_debate_eval.io.rosbag_record import SessionBag
+    from uav_debate_eval.live.tape import FlightTape
+    from uav_debate_eval.nodes.pose_input import PoseInput
+
+    node = Node("session_cut", parameter_overrides=[Parameter("pose_type", value="TFMessage")])
+    swarm = StreamingSwarm(capacity=1 << 16)
+
+    def slow_owner(uav, t, pos, vel) -> None:  # a loaded machine: the recorded message reaches the swarm later
+        time.sleep(0.002)
+        swarm.add(uav, t, pos, vel)
+
+    poses = PoseInput(node, slow_owner)
+    bag = SessionBag(tmp_path / "rosbag2")
+    assert poses.record_to(bag)
+    tape = FlightTape(tmp_path / "tape")
+    handler = next(iter(node.subscriptions)).callback  # what the executor calls for each TFMessage
+    stop = threading.Event()
+
+    def feed() -> None:
+        k = 0
+        while not stop.is_set():
+            k += 1
+            tr = TransformStamped(child_frame_id="x500_0/base_link")
+            tr.header.frame_id = "default"
+            tr.header.stamp.sec, tr.header.stamp.nanosec = divmod(k * 10_000_000, 10**9)
+            tr.transform.translation.x = float(k)
+            handler(TFMessage(transforms=[tr]))
+
+    try:
+        feeder = threading.Thread(target=feed)
+        feeder.start()
+        while len(swarm.rows_after({})[0].get("x500_0", ())) < 200:  # the stream is well under way
+            time.sleep(0.01)
+        poses.end_recording(lambda: tape.end(swarm))
+        time.sleep(0.1)  # messages after the cut: on neither
+    finally:
+        stop.set()
+        feeder.join()
+        bag.close()
+        node.destroy_node()
+    assert tape.take(swarm) == 0, "the tape takes nothing once ended"
+    with AnyReader([tmp_path / "rosbag2"]) as reader:
+        recorded = [reader.deserialize(raw, c.msgtype).transforms[0].transform.translation.x
+                    for c, _, raw in reader.messages()]
+    taped = np.concatenate([np.load(c) for c in tape.chunks])[:, 2]  # vehicle, t, then x
+    assert len(taped) == tape.stats.samples == len(recorded) == bag.messages >= 200
+    assert list(taped) == recorded
+    assert swarm.rows_after({})[0]["x500_0"][-1, 1] > recorded[-1], "messages came after the cut"

@@ -167,7 +167,7 @@ class SegmentEvaluator:
         if self._flight_done:
             return self._flight_written
         self._flight_done = True
-        self.tape.take(self.swarm)
+        self.tape.end(self.swarm)
         with self._lock:
             segments = list(self.flight.segments)
         job = FlightJob(self.settings, self.mission, list(self.tape.chunks), list(self.tape.vehicles), segments,

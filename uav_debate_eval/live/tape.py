@@ -48,36 +48,47 @@ class FlightTape:
         self._cursors: dict[str, float] = {}
         self._resets: int | None = None
         self._lock = threading.Lock()
+        self._ended = False
+
+    def end(self, swarm: StreamingSwarm) -> int:
+        """The last take: later poses are not this flight's (the session bag ended with the same message)."""
+        with self._lock:
+            taken = 0 if self._ended else self._take(swarm)
+            self._ended = True
+            return taken
 
     def take(self, swarm: StreamingSwarm) -> int:
-        """Write the samples received since the last take; returns how many."""
+        """Write the samples received since the last take (none once the tape has ended); returns how many."""
         with self._lock:
-            rows, oldest, resets = swarm.rows_after(self._cursors)
-            if self._resets is not None and resets != self._resets:  # a new clock: a new flight
-                self._restart()
-                rows, oldest, resets = swarm.rows_after({})
-            self._resets = resets
-            rows = {u: block for u, block in rows.items() if len(block)}
-            if not rows:
-                return 0
-            data = np.empty((sum(len(b) for b in rows.values()), 8))  # vehicle index, then the ring's 7 columns
-            at = 0
-            for u, block in rows.items():
-                cursor = self._cursors.get(u, -math.inf)
-                if math.isfinite(cursor) and oldest[u] > cursor:  # the ring overwrote samples not taped yet
-                    self.stats.lost[u] = self.stats.lost.get(u, 0.0) + float(oldest[u] - cursor)
-                if u not in self._index:
-                    self._index[u] = len(self.vehicles)
-                    self.vehicles.append(u)
-                data[at: at + len(block), 0] = self._index[u]
-                data[at: at + len(block), 1:] = block
-                at += len(block)
-                self._cursors[u] = float(block[-1, 0])
-            chunk = self.folder / f"{len(self.chunks):05d}.npy"
-            np.save(chunk, data)
-            self.chunks.append(chunk)
-            self.stats.samples += len(data)
-            return len(data)
+            return 0 if self._ended else self._take(swarm)
+
+    def _take(self, swarm: StreamingSwarm) -> int:
+        rows, oldest, resets = swarm.rows_after(self._cursors)
+        if self._resets is not None and resets != self._resets:  # a new clock: a new flight
+            self._restart()
+            rows, oldest, resets = swarm.rows_after({})
+        self._resets = resets
+        rows = {u: block for u, block in rows.items() if len(block)}
+        if not rows:
+            return 0
+        data = np.empty((sum(len(b) for b in rows.values()), 8))  # vehicle index, then the ring's 7 columns
+        at = 0
+        for u, block in rows.items():
+            cursor = self._cursors.get(u, -math.inf)
+            if math.isfinite(cursor) and oldest[u] > cursor:  # the ring overwrote samples not taped yet
+                self.stats.lost[u] = self.stats.lost.get(u, 0.0) + float(oldest[u] - cursor)
+            if u not in self._index:
+                self._index[u] = len(self.vehicles)
+                self.vehicles.append(u)
+            data[at: at + len(block), 0] = self._index[u]
+            data[at: at + len(block), 1:] = block
+            at += len(block)
+            self._cursors[u] = float(block[-1, 0])
+        chunk = self.folder / f"{len(self.chunks):05d}.npy"
+        np.save(chunk, data)
+        self.chunks.append(chunk)
+        self.stats.samples += len(data)
+        return len(data)
 
     def _restart(self) -> None:
         for chunk in self.chunks:

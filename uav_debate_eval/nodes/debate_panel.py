@@ -185,6 +185,8 @@ class DebatePanelNode(Node):
     skipped = property(lambda self: list(self.evaluator.skipped))
 
     def close_flight(self, stop: threading.Event | None = None) -> Path | None:
+        if self.session_bag is not None:  # the bag and the flight's tape end with the same message
+            self.poses.end_recording(lambda: self.evaluator.tape.end(self.swarm))
         self._close_bag()
         return self.evaluator.close_flight(stop)
 

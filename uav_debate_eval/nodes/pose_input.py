@@ -11,8 +11,9 @@ TFMessage go through nodes/px4_input.py (one world frame, one clock, PX4's best-
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from geometry_msgs.msg import PoseArray, PoseStamped
@@ -140,12 +141,14 @@ class PoseInput:
         self._bad_said: set[str] = set()
         self._bag: SessionBag | None = None
         self._definitions: dict[str, str] = {}
+        #: held while a recorded message is written and delivered, and by `end_recording`
+        self._recording = threading.Lock()
         self._regex = topic_regex(self.pattern) if self.pose_type not in ("PoseArray", TF_KIND) else None
         if self.pose_type == TF_KIND:
             tf = TfInput(self, tf_topic, list(patterns))
             self.array_topic = tf_topic
-            self._subs[tf_topic] = node.create_subscription(tf.cls, tf_topic, tf.on_message, self.qos,
-                                                            callback_group=callback_group)
+            self._subs[tf_topic] = node.create_subscription(tf.cls, tf_topic, self.recorded(tf.on_message),
+                                                            self.qos, callback_group=callback_group)
         elif self.pose_type == "PoseArray":
             if not self.array_names:
                 raise ValueError("pose_type PoseArray needs pose_array_names (one vehicle name per array index)")
@@ -180,6 +183,21 @@ class PoseInput:
         self._definitions = installed_definitions(spec.origin if spec else None, f"{package}/msg/{self.pose_type}")
         self._bag = bag
         return True
+
+    def recorded(self, handler: Callable[[Any], None]) -> Callable[[Any], None]:
+        """`handler` of a message that goes to the session bag: it records and delivers the message under the lock
+        `end_recording` takes, so the bag and the flight's tape end with the same message."""
+        def locked(msg: Any) -> None:
+            with self._recording:
+                handler(msg)
+        return locked
+
+    def end_recording(self, end_tape: Callable[[], object]) -> None:
+        """No message is recorded from now on, and `end_tape` (the flight's last take) runs with no message
+        recorded or delivered meanwhile: a message received as the session ends is in both or in neither."""
+        with self._recording:
+            self._bag = None
+            end_tape()
 
     def record(self, topic: str, msgtype: str, msg, received_ns: int) -> None:
         if self._bag is not None:
@@ -234,7 +252,8 @@ class PoseInput:
         if topic in self._subs:
             return
         if self._px4 is not None:
-            self._subs[topic] = self.node.create_subscription(self._px4.cls, topic, self._px4.callback(uav, topic),
+            self._subs[topic] = self.node.create_subscription(self._px4.cls, topic,
+                                                              self.recorded(self._px4.callback(uav, topic)),
                                                               self.qos, callback_group=self.callback_group)
             status = topic.rsplit("/", 1)[0] + "/vehicle_status"
             if status not in self._subs and self._px4.reads_status:

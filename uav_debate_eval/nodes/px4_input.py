@@ -102,8 +102,8 @@ class Px4Input:
             self.owner.record(topic, px4.STATUS, msg, received_ns)
             rows.append(px4.StatusFields(int(msg.timestamp), int(msg.arming_state), int(msg.nav_state),
                                   int(msg.vehicle_type), bool(msg.is_vtol)))
-        return self.owner.node.create_subscription(self._status_cls, topic, on_status, self.owner.qos,
-                                                   callback_group=self.owner.callback_group)
+        return self.owner.node.create_subscription(self._status_cls, topic, self.owner.recorded(on_status),
+                                                   self.owner.qos, callback_group=self.owner.callback_group)
 
     def flight_status(self) -> dict:
         """What the flight report needs of vehicle_status: the messages and each instance's final clock offset."""

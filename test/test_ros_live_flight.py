@@ -116,6 +116,7 @@ def test_the_flight_report_has_figures_the_live_record_and_a_header(flown):
     live = flight["live"]
     assert [s["id"] for s in live["segments"]][:2] == ["S1", "S2"]
     assert live["tape"]["samples"] == flown.sim.traj.n_samples, "live played poses before it listened"
+    assert live["session"]["topics"] == ["/swarm/safety/poses"], "a topic per vehicle: the verifier's relay is read"
     assert flight["inputs"][0].startswith("live ROS 2 session: 5 vehicles") and "/clock" in flight["inputs"][0]
     assert len(live["headline"]) >= len({v["constraint"] for v in flight["violations"]})
     html = (where / "report.html").read_text()

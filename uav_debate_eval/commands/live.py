@@ -39,8 +39,9 @@ VERIFIER_PARAMS = ".safety_verifier.yaml"
 #: them by this much niceness: on a loaded 2-core machine the veto's process gets a core first, the analysis waits
 #: (no privilege needed; the workers add their own niceness on top).
 MONITOR_NICENESS = 5
-#: Processes of `live` that subscribe the poses (the verifier child, the builder here): `--sim` plays no pose before
-#: both listen, or the flight report would begin later than the flight (its first poses lost to the builder).
+#: Processes of `live` that subscribe the poses (the verifier child, the builder here; with a topic per vehicle the
+#: builder takes the verifier's relay instead, kept for it): `--sim` plays no pose before they listen, or the flight
+#: report would begin later than the flight (its first poses lost to the builder).
 LIVE_POSE_READERS = 2
 #: The Foxglove layout shipped in config/ (the same for the live view and the MCAP export).
 LAYOUT = "foxglove_layout.json"
@@ -133,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
     for name in MONITOR_NODES:
         overrides[name]["mission_file"] = str(mission)
         overrides[name].update(_stack_pose_params(args.px4, args.gazebo, mission))
+    # a topic per vehicle: the verifier child passes the poses it receives on, the builder here reads them once
+    overrides["safety_verifier"]["pose_relay"], overrides["dsl_builder"]["pose_relay"] = "send", "receive"
     return _run_graph(config, params, overrides, out, with_sim=with_sim, duration=args.duration,
                       quiet=args.quiet, notes=notes, demo=args.demo, executor=args.executor,
                       foxglove=(args.foxglove_host, args.foxglove) if args.foxglove is not None else None)
@@ -196,7 +199,11 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
 
                 console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
             if with_sim:
-                wait = max(int(params["swarm_sim"].get("wait_for_subscribers", 0)), LIVE_POSE_READERS)
+                from uav_debate_eval.nodes.pose_input import RELAYED
+
+                relayed = builder.poses.pose_type in RELAYED and builder.poses.relay_received
+                readers = LIVE_POSE_READERS - 1 if relayed else LIVE_POSE_READERS
+                wait = max(int(params["swarm_sim"].get("wait_for_subscribers", 0)), readers)
                 sim = _start_sim(config, out, values["safety_verifier"], wait_for_subscribers=wait)
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")
             freeze_startup_objects()

@@ -10,6 +10,7 @@ TFMessage go through nodes/px4_input.py (one world frame, one clock, PX4's best-
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable
@@ -22,10 +23,14 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from std_msgs.msg import UInt8MultiArray
 
 from uav_debate_eval.core.cdr import pose_array_positions, pose_stamped_position
 from uav_debate_eval.core.frames import odometry_velocity
+from uav_debate_eval.core.pose_relay import PoseBatch
+from uav_debate_eval.core.pose_relay import decode as decode_relay
 from uav_debate_eval.nodes.px4_input import PX4_KINDS, TF_KIND, Px4Input, TfInput, parse_spawn, px4_qos
+from uav_debate_eval.nodes.topics import POSE_RELAY_TOPIC, RELAY_DEPTH, latched
 
 if TYPE_CHECKING:
     from uav_debate_eval.io.rosbag_record import SessionBag
@@ -34,6 +39,8 @@ PoseCallback = Callable[[str, float, tuple[float, float, float], "tuple[float, f
 BatchCallback = Callable[[float, list[str], np.ndarray], None]
 
 POSE_TYPES = {"PoseStamped": PoseStamped, "Odometry": Odometry, "PoseArray": PoseArray}
+#: a topic per vehicle: what pose_relay passes on (the others are one topic, or recorded as received)
+RELAYED = ("PoseStamped", "Odometry")
 #: message kinds whose packages may be missing (imported only when chosen): PX4 and Gazebo
 EXTRA_TYPES = (*PX4_KINDS, TF_KIND)
 _TYPE_NAMES = {"PoseStamped": "geometry_msgs/msg/PoseStamped", "Odometry": "nav_msgs/msg/Odometry"}
@@ -127,6 +134,11 @@ class PoseInput:
         spawn = declare_list(node, "pose_spawn_offsets", "PX4 without a global reference: vehicle=x,y,z "
                              "(ENU m) of each instance's local origin, e.g. px4_1=6,0,0")
         shared = p("pose_frames_shared", False, "PX4: every instance's local frame is the world frame")
+        relay = p("pose_relay", "off", "PoseStamped / Odometry: send (pass the poses received on to "
+                  f"/{POSE_RELAY_TOPIC}, batched: flush_relay) or receive (take them from there, not from each "
+                  "vehicle's topic: `live`'s DSL builder from its safety verifier); off")
+        if relay not in ("off", "send", "receive"):
+            raise ValueError(f"pose_relay: expected off, send or receive, got {relay!r}")
         if self.pose_type not in (*POSE_TYPES, *EXTRA_TYPES):
             raise ValueError(f"pose_type: expected one of {', '.join((*POSE_TYPES, *EXTRA_TYPES))}, "
                              f"got {self.pose_type!r}")
@@ -139,6 +151,8 @@ class PoseInput:
         self._subs: dict[str, object] = {}
         self._zero_stamp_said = False
         self._bad_said: set[str] = set()
+        self._relayed = set(self.uav_names)  # pose_relay receive: the vehicles named so far
+        self.relay_received = relay == "receive" and self.pose_type in RELAYED
         self._bag: SessionBag | None = None
         self._definitions: dict[str, str] = {}
         #: held while a recorded message is written and delivered, and by `end_recording`
@@ -158,14 +172,24 @@ class PoseInput:
             self._subs[self.array_topic] = node.create_subscription(
                 PoseArray, self.array_topic, self._on_array, self.qos, callback_group=callback_group,
                 event_callbacks=self._lost_events(*self.uav_names), raw=True)
+        elif self.relay_received:
+            self._subs["/" + POSE_RELAY_TOPIC] = node.create_subscription(
+                UInt8MultiArray, POSE_RELAY_TOPIC, self._on_relay, latched(RELAY_DEPTH), callback_group=callback_group,
+                raw=True)
         elif self.uav_names:
             for uav in self.uav_names:
                 self._subscribe(uav)
         else:
             self._timer = node.create_timer(self.discovery_period_s, self.discover, callback_group=callback_group)
+        #: pose_relay send: the poses received since the last flush_relay
+        self.relay = PoseBatch() if relay == "send" and self.pose_type in RELAYED else None
+        if self.relay is not None:
+            self._relay_pub = node.create_publisher(UInt8MultiArray, POSE_RELAY_TOPIC, latched(RELAY_DEPTH))
+            self.add_listener(self.relay.add)
         node.get_logger().info(
             f"pose input: {self.pose_type} "
-            + (self.array_topic if self.pose_type in ("PoseArray", TF_KIND) else
+            + (f"/{POSE_RELAY_TOPIC} (the safety verifier's)" if self.relay_received else
+               self.array_topic if self.pose_type in ("PoseArray", TF_KIND) else
                "[/px4_N]/fmu/out/" + PX4_KINDS[self.pose_type] if self._px4 is not None else self.pattern)
             + f" ({qos_name}, queue {depth}); vehicles: {', '.join(self.uav_names) or 'discovering'}")
 
@@ -296,7 +320,7 @@ class PoseInput:
                 uav = self._px4.matches(topic, types)
                 if uav is not None and topic not in self._subs:
                     self._subs[topic] = self.node.create_subscription(
-                        self._px4.cls, topic, self._px4.callback(uav, topic), self.qos,
+                        self._px4.cls, topic, self.recorded(self._px4.callback(uav, topic)), self.qos,
                         callback_group=self.callback_group)
                     self.uav_names.append(uav)
                     new.append(uav)
@@ -331,6 +355,24 @@ class PoseInput:
             self._bad_message(uav, exc)
             return
         self.callback(uav, t if t != 0.0 else self._zero_stamp(), pos, None)
+
+    def flush_relay(self) -> None:
+        """pose_relay send: publish the poses received since the last flush, if any."""
+        if self.relay is not None and (data := self.relay.take()) is not None:
+            self._relay_pub.publish(data)
+
+    def _on_relay(self, data: bytes) -> None:
+        try:
+            names, rows = decode_relay(data)
+        except ValueError as exc:
+            self._bad_message(POSE_RELAY_TOPIC, exc)
+            return
+        for uav in names:
+            if uav not in self._relayed:
+                self._relayed.add(uav)
+                self.uav_names.append(uav)
+        for k, t, x, y, z, vx, vy, vz in rows.tolist():
+            self.callback(names[int(k)], t, (x, y, z), None if math.isnan(vx) else (vx, vy, vz))
 
     def _bad_message(self, where: str, exc: ValueError) -> None:
         """A message that does not parse: said once per topic or array, then skipped."""

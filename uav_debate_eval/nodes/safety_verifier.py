@@ -113,9 +113,12 @@ class SafetyVerifierNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_check(self, state: SafetyState) -> None:
-        """Publish the veto and the status on a change."""
-        if not state.changed:
-            return
+        """Publish the veto and the status on a change; then pass on the poses received (pose_relay send)."""
+        if state.changed:
+            self._announce(state)
+        self.poses.flush_relay()
+
+    def _announce(self, state: SafetyState) -> None:
         self._publish_veto(state.veto)
         self._publish_status()
         if state.veto:

@@ -16,6 +16,7 @@ from pathlib import Path
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_msgs.msg import Bool, String
 from visualization_msgs.msg import MarkerArray
@@ -98,6 +99,9 @@ class SafetyVerifierNode(Node):
                                on_lost=self.verifier.on_lost, on_batch=self.verifier.on_poses)
         self.create_subscription(String, SIM_END_TOPIC, self._on_flight_end, latched(), callback_group=group)
         self.create_timer(1.0 / self.check_rate_hz, self.verifier.check, callback_group=group)
+        if self.poses.relay is not None:  # the poses after the last check too: /clock stops with a simulated flight
+            self.create_timer(1.0 / self.check_rate_hz, self.poses.flush_relay, callback_group=group,
+                              clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.create_timer(1.0 / heartbeat_hz, self._heartbeat, callback_group=group)
         self.create_timer(1.0 / status_hz, self._publish_status, callback_group=group)
         self._publish_veto(False)

@@ -3,7 +3,7 @@
 In `live` the safety verifier runs in a process of its own and the DSL builder and panel in another. With a
 PoseStamped topic per vehicle both subscribed to every topic: a show's 10,000 poses a second were received and
 parsed twice (1,000 vehicles: the verifier ~0.9 of a core, the other process ~1.1). Now the verifier passes the
-poses it received on after each check, one message for all of them, and the other process reads that one topic:
+poses it received on every 0.1 s, one message for all of them, and the other process reads that one topic:
 the same poses (stamps as the verifier read them), the builder's tape is what the verifier saw.
 
 The message is a std_msgs/UInt8MultiArray (CDR, no layout) whose bytes are: uint32 name count, uint32 row count,

@@ -32,7 +32,14 @@ from uav_debate_eval.nodes.params import declare, undeclared
 from uav_debate_eval.nodes.pose_input import VERIFIER_QUEUE_DEPTH, PoseInput, declare_list
 from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.safety_msgs import diagnostics, safety_markers
-from uav_debate_eval.nodes.topics import MARKERS_TOPIC, SIM_END_TOPIC, STATUS_TOPIC, VETO_TOPIC, latched
+from uav_debate_eval.nodes.topics import (
+    MARKERS_TOPIC,
+    RELAY_PERIOD_S,
+    SIM_END_TOPIC,
+    STATUS_TOPIC,
+    VETO_TOPIC,
+    latched,
+)
 from uav_debate_eval.safety.health import MAX_LAG_S
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 
@@ -99,8 +106,8 @@ class SafetyVerifierNode(Node):
                                on_lost=self.verifier.on_lost, on_batch=self.verifier.on_poses)
         self.create_subscription(String, SIM_END_TOPIC, self._on_flight_end, latched(), callback_group=group)
         self.create_timer(1.0 / self.check_rate_hz, self.verifier.check, callback_group=group)
-        if self.poses.relay is not None:  # the poses after the last check too: /clock stops with a simulated flight
-            self.create_timer(1.0 / self.check_rate_hz, self.poses.flush_relay, callback_group=group,
+        if self.poses.relay is not None:  # steady: /clock stops with a simulated flight, its last poses must go on
+            self.create_timer(RELAY_PERIOD_S, self.poses.flush_relay, callback_group=group,
                               clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.create_timer(1.0 / heartbeat_hz, self._heartbeat, callback_group=group)
         self.create_timer(1.0 / status_hz, self._publish_status, callback_group=group)
@@ -117,12 +124,9 @@ class SafetyVerifierNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_check(self, state: SafetyState) -> None:
-        """Publish the veto and the status on a change; then pass on the poses received (pose_relay send)."""
-        if state.changed:
-            self._announce(state)
-        self.poses.flush_relay()
-
-    def _announce(self, state: SafetyState) -> None:
+        """Publish the veto and the status on a change."""
+        if not state.changed:
+            return
         self._publish_veto(state.veto)
         self._publish_status()
         if state.veto:

@@ -20,9 +20,11 @@ SEGMENT_TOPIC = "swarm/segment"  # std_msgs/String JSON: {id, t_start, t_end, re
 TRUTH_TOPIC = "swarm/sim/truth"  # std_msgs/String JSON: the simulator's ground truth
 SIM_END_TOPIC = "swarm/sim/end"  # std_msgs/String JSON {"t_end": last stamp}: the simulated flight is over
 TRIGGER_SERVICE = "swarm/evaluation/trigger"  # std_srvs/Trigger
-#: std_msgs/UInt8MultiArray (core.pose_relay): the poses the verifier received, passed on after each check to
-#: `live`'s other process; latched(RELAY_DEPTH): 10 s of checks, kept until that process has them
+#: std_msgs/UInt8MultiArray (core.pose_relay): the poses the verifier received, passed on every RELAY_PERIOD_S to
+#: `live`'s other process (a message costs the verifier ~2 ms at a show's size: not one per 20-ms check);
+#: latched(RELAY_DEPTH): 50 s of them, kept until that process has them
 POSE_RELAY_TOPIC = "swarm/safety/poses"
+RELAY_PERIOD_S = 0.1
 RELAY_DEPTH = 500
 
 

@@ -199,10 +199,7 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
 
                 console.print(f"Foxglove: ws://{foxglove[0]}:{view.port} (layout: {find_config(LAYOUT)})")
             if with_sim:
-                from uav_debate_eval.nodes.pose_input import RELAYED
-
-                relayed = builder.poses.pose_type in RELAYED and builder.poses.relay_received
-                readers = LIVE_POSE_READERS - 1 if relayed else LIVE_POSE_READERS
+                readers = LIVE_POSE_READERS - 1 if builder.poses.relay_received else LIVE_POSE_READERS
                 wait = max(int(params["swarm_sim"].get("wait_for_subscribers", 0)), readers)
                 sim = _start_sim(config, out, values["safety_verifier"], wait_for_subscribers=wait)
                 console.print(f"swarm_sim started (pid {sim.pid}, log {out / 'swarm_sim.log'})")

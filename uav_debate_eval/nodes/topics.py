@@ -22,10 +22,10 @@ SIM_END_TOPIC = "swarm/sim/end"  # std_msgs/String JSON {"t_end": last stamp}: t
 TRIGGER_SERVICE = "swarm/evaluation/trigger"  # std_srvs/Trigger
 #: std_msgs/UInt8MultiArray (core.pose_relay): the poses the verifier received, passed on every RELAY_PERIOD_S to
 #: `live`'s other process (a message costs the verifier ~2 ms at a show's size: not one per 20-ms check);
-#: latched(RELAY_DEPTH): 50 s of them, kept until that process has them
+#: latched(RELAY_DEPTH): 10 s of them, kept until that process has them (a 1,000-vehicle message is ~70 KB)
 POSE_RELAY_TOPIC = "swarm/safety/poses"
 RELAY_PERIOD_S = 0.1
-RELAY_DEPTH = 500
+RELAY_DEPTH = 100
 
 
 def latched(depth: int = 1) -> QoSProfile:

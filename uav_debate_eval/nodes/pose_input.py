@@ -191,7 +191,8 @@ class PoseInput:
             + (f"/{POSE_RELAY_TOPIC} (the safety verifier's)" if self.relay_received else
                self.array_topic if self.pose_type in ("PoseArray", TF_KIND) else
                "[/px4_N]/fmu/out/" + PX4_KINDS[self.pose_type] if self._px4 is not None else self.pattern)
-            + f" ({qos_name}, queue {depth}); vehicles: {', '.join(self.uav_names) or 'discovering'}")
+            + (" (reliable, transient local)" if self.relay_received else f" ({qos_name}, queue {depth})")
+            + f"; vehicles: {', '.join(self.uav_names) or 'discovering'}")
 
     def record_to(self, bag: SessionBag) -> bool:
         """Write every PX4 / TFMessage pose message as received to `bag` (io.rosbag_record), the bag of the session

@@ -160,6 +160,10 @@ class SegmentEvaluator:
                           f"backend {report['debate']['backend']}{f', {path}' if path else ''}")
         return report
 
+    def end_tape(self) -> None:
+        """The flight's last poses onto its tape: later ones are not this flight's (idempotent)."""
+        self.tape.end(self.swarm)
+
     def close_flight(self, stop: threading.Event | None = None) -> Path | None:
         """Evaluate the whole flight (its tape, in the worker process) and write OUTPUT_DIR/flight/ (once; None when
         no pose was received or files are off; the report is kept in `flight_report` either way). `stop` set
@@ -167,7 +171,7 @@ class SegmentEvaluator:
         if self._flight_done:
             return self._flight_written
         self._flight_done = True
-        self.tape.end(self.swarm)
+        self.end_tape()
         with self._lock:
             segments = list(self.flight.segments)
         job = FlightJob(self.settings, self.mission, list(self.tape.chunks), list(self.tape.vehicles), segments,

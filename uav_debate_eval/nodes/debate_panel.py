@@ -186,7 +186,7 @@ class DebatePanelNode(Node):
 
     def close_flight(self, stop: threading.Event | None = None) -> Path | None:
         if self.session_bag is not None:  # the bag and the flight's tape end with the same message
-            self.poses.end_recording(lambda: self.evaluator.tape.end(self.swarm))
+            self.poses.end_recording(self.evaluator.end_tape)
         self._close_bag()
         return self.evaluator.close_flight(stop)
 

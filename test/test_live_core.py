@@ -274,6 +274,41 @@ def test_worker_ignores_the_terminals_ctrl_c_and_keeps_working():
         workers.stop_pool(pool)
 
 
+GROUP_SIGNALLED = """
+import os, signal, sys, time
+from uav_debate_eval.live.workers import stop_pool, worker_pool
+signal.signal(signal.SIGTERM, lambda *_: print("stopping", flush=True))  # as `live`: the parent decides
+pool = worker_pool()
+print(pool.submit(os.getpid).result(timeout=120), flush=True)
+job = pool.submit(time.sleep, 1.5)  # the flight report, still being written
+sys.stdin.readline()  # the test signals the group, then says go on
+try:
+    job.result(timeout=60)
+    print("done", flush=True)
+except Exception as exc:
+    print(type(exc).__name__, flush=True)
+stop_pool(pool)
+"""
+
+
+def test_a_sigterm_to_the_process_group_reaches_the_parent_not_its_worker():
+    """`timeout`, `kill -- -PGID` and the terminal signal the whole process group; the worker must finish the job
+    the parent asked for (before: SIGTERM killed it mid-job, BrokenProcessPool, no flight report)."""
+    parent = subprocess.Popen([sys.executable, "-c", GROUP_SIGNALLED], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    try:
+        worker = int(parent.stdout.readline())
+        time.sleep(0.3)  # the sleep job has reached the worker
+        os.killpg(parent.pid, signal.SIGTERM)
+        time.sleep(0.3)
+        assert _running(worker), "the worker died of a signal meant for its parent"
+        out, _ = parent.communicate("go\n", timeout=120)
+        assert out.split() == ["stopping", "done"]
+    finally:
+        parent.kill()
+        parent.wait()
+
+
 def test_live_core_imports_no_rclpy():
     code = ("import sys\nimport uav_debate_eval.live.flight, uav_debate_eval.live.segment_job, "
             "uav_debate_eval.live.segments, uav_debate_eval.live.config, uav_debate_eval.live.workers\n"

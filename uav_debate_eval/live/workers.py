@@ -2,8 +2,9 @@
 
 A worker is a spawned process at a lower CPU priority, so the DSL and the LLM never hold the GIL the
 safety verifier needs and never win the CPU from it. It dies with its parent even when the parent is
-SIGKILLed (a flight computer must not keep a 170 MB orphan), and it ignores the terminal's Ctrl-C: the
-parent decides when work stops, so an interrupt prints no traceback from a worker.
+SIGKILLed (a flight computer must not keep a 170 MB orphan), and it runs in a session of its own: the terminal's
+Ctrl-C and a supervisor's SIGTERM to the process group (`timeout`, `kill -- -PGID`) reach only the parent, which
+decides when work stops: it still evaluates the open segment and writes the flight report.
 """
 
 from __future__ import annotations
@@ -126,9 +127,11 @@ def die_with_parent(parent: int) -> None:
 
 
 def init_worker(parent: int, niceness: int) -> None:
-    """Worker-process start: lower priority, ignore the terminal's Ctrl-C, die with the parent."""
+    """Worker-process start: lower priority, out of the parent's process group (a signal to the group had killed
+    the worker mid-report: "BrokenProcessPool", no flight report), die with the parent."""
     os.nice(niceness)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C sent to this worker's pid alone: no traceback either
     die_with_parent(parent)
 
 

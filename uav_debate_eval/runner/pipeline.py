@@ -8,6 +8,7 @@ the debate, and the report dict.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -195,8 +196,11 @@ def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: 
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         fallback = f"LLM backend '{getattr(cfg, 'backend', '?')}' failed ({type(exc).__name__}: {reason})"
         result = None
+    attempts: list[dict] = []  # the failed backend's calls, kept in the transcript before the rules agents'
     if result is not None and llm and _all_failed(result):
-        fallback = f"every agent of the LLM backend '{result.backend}' failed in every segment"
+        fallback = (f"every agent of the LLM backend '{result.backend}' failed in every segment "
+                    f"({_why_failed(result.failures)})")
+        attempts = [{**row, "fell_back": True} for row in result.transcript or [] if row.get("kind") == "agent"]
     if fallback:
         result = run_debate(contexts, mission, replace(cfg, backend="rules", llm=None), backend=None,
                             progress=rounds)
@@ -205,9 +209,27 @@ def _run_debate(contexts: list, mission: Mission, cfg: Any, backend: Any, tick: 
         fallback = str(result.fallback)
     assert result is not None  # no result only after a failure, and then the rules agents ran
     tick("debate", len(result.rounds), len(result.rounds))
-    return result, list(result.transcript or []), fallback
+    return result, [*attempts, *(result.transcript or [])], fallback
 
 
 def _all_failed(result: Any) -> bool:
     segments = getattr(result, "segments", [])
     return bool(segments) and all(s.stop_reason == "all_agents_failed" for s in segments)
+
+
+#: How much of one agent's error the fallback note quotes (an exception's text can run to pages).
+ERROR_CHARS = 120
+
+
+def _why_failed(failures: list[dict]) -> str:
+    """The agents' errors, most frequent first, each once with its count: a fallback a user can act on
+    ("connection refused", "timeout after 120 s", "unparseable response") instead of a bare "failed"."""
+    errors: Counter[str] = Counter()
+    for f in failures:
+        text = str(f.get("error") or "no response").strip()
+        line = text.splitlines()[0] if text else "no response"
+        errors[line if len(line) <= ERROR_CHARS else line[:ERROR_CHARS - 1] + "…"] += 1
+    calls = sum(errors.values())
+    said = "; ".join(f"{e} x{n}" if n > 1 else e for e, n in errors.most_common(3))
+    more = f"; {len(errors) - 3} other errors" if len(errors) > 3 else ""
+    return f"{calls} call{'s' if calls != 1 else ''}: {said}{more}" if calls else "no call was answered"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import jsonschema
 import pytest
 from debate_fakes import ScriptedBackend
@@ -72,6 +74,18 @@ def test_choice_schema_offers_only_what_the_facts_admit(near_miss):
         *good["findings"], {"id": "F99", "reason": "x"}, {"id": "F1", "reason": "within_tolerance"}]}, found, adm)
     assert choices == good["findings"] and picked == [recs["R1"][1]] and dropped == 1
     assert set(REASONS) >= {"sensor_artefact", "within_tolerance", "outside_mission_scope", "needs_more_data"}
+
+
+def test_the_note_is_the_last_property_asked(near_miss):
+    """A grammar emits the properties in schema order: the choices and concerns come before the free text, so an
+    answer cut at the token cap inside its note has made them all (llm.structured.close_cut_note)."""
+    sim, contexts = near_miss
+    ctx = contexts[0]
+    found = build_findings(ctx.safety, ctx.dsl, ctx.metrics, sim.mission, (ctx.t_start, ctx.t_end))
+    for aspects in (None, [SimpleNamespace(id="A1"), SimpleNamespace(id="A2")]):
+        schema = choice_schema(found, aspect_items=aspects)
+        assert list(schema["properties"])[-1] == "note" and "note" in schema["required"]
+        assert ("concerns" in schema["properties"]) == bool(aspects) and "concerns" not in schema["required"]
 
 
 def _chooser(note: str):

@@ -143,6 +143,18 @@ def test_unparseable_twice_is_a_clean_error():
     assert result.error == "openai: missing claim, evidence or confidence"
 
 
+def test_an_answer_cut_in_its_trailing_note_keeps_its_choices_without_a_repair():
+    """A server's max_tokens cut the answer inside its note (the schema's last, free-text property): the choices
+    are whole, so they stand with an empty note and no repair call is spent."""
+    schema = {"type": "object", "required": ["label", "note"], "additionalProperties": False,
+              "properties": {"label": {"enum": ["safe", "risky"]}, "note": {"type": "string", "maxLength": 160}}}
+    request = dataclasses.replace(_request(), json_schema=schema)
+    with FaultServer([{"content": '{"label": "risky", "note": "uav2 came close to uav1 at the sec'}]) as srv:
+        result = asyncio.run(_chat(_backend(srv.url, sleeps=[]), request))
+        n_sent = len(srv.chat_requests)
+    assert result.ok and n_sent == 1 and result.data == {"label": "risky", "note": ""}
+
+
 def test_hallucinated_id_is_flagged():
     tagged = (
         "[CLAIM] Too close.\n[EVIDENCE]\n- SEG[1]: 2.4 m\n- EVENT[9]: invented\n- SEG[0]: fine\n"

@@ -133,3 +133,43 @@ def test_cancelled_call_stops_generating_and_frees_the_lock(backend, monkeypatch
     assert len([p for p in produced if p]) <= 2
     assert backend._lock.acquire(timeout=0.1)
     backend._lock.release()
+
+
+#: The demo's segment S2 under load (stop 43): the model's whole output, cut at max_tokens=128 inside its note.
+CUT_IN_NOTE = ('{ "findings": [{"id":"F1","stance":"endorse", "reason" : "mission_impact"}, {"id":"F2","stance":'
+               '"dispute", "reason" : "outside_mission_scope"}], "label":"safe", "confidence":0.95, '
+               '"recommendations":[ "R1"],"note":"A3-7486 (MISS) - A2-FBZC/TKLADI / 2018-01-23_')
+CHOICES = {"type": "object", "additionalProperties": False, "required": [
+    "findings", "label", "confidence", "recommendations", "note"], "properties": {
+    "findings": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "object", "properties": {
+        "id": {"enum": ["F1", "F2"]}, "stance": {"enum": ["endorse", "dispute"]}, "reason": {"type": "string"}}}},
+    "label": {"enum": ["safe", "borderline"]}, "confidence": {"type": "number"},
+    "recommendations": {"type": "array", "items": {"enum": ["R1", "R2"]}},
+    "note": {"type": "string", "maxLength": 160}}}
+
+
+@pytest.mark.parametrize("cut, kept", [(len(CUT_IN_NOTE), True), (CUT_IN_NOTE.index('"label"'), False)])
+def test_an_answer_cut_in_its_note_keeps_its_choices(backend, monkeypatch, cut, kept):
+    """The model made every choice and ran on in its free-text note until the cap: its choices stand, the half
+    sentence is dropped (before: the whole answer failed and the segment fell back to the rules agents). Cut
+    before the choices are made, it stays an error."""
+    text = CUT_IN_NOTE[:cut]
+
+    def replay(**kw):
+        pieces = [text[i:i + 3] for i in range(0, len(text), 3)]  # a chunk per token, as llama streams them
+        for i, piece in enumerate(pieces):
+            yield {"choices": [{"delta": {"content": piece},
+                                "finish_reason": "length" if i == len(pieces) - 1 else None}]}
+
+    monkeypatch.setattr(backend._llm, "create_chat_completion", replay)
+    request = ChatRequest(messages=[{"role": "user", "content": "choose"}], valid_ids=["F1", "F2"],
+                          json_schema=CHOICES, max_tokens=128)
+    result = asyncio.run(backend.chat(request))
+    assert result.text == text
+    if kept:
+        assert result.error is None and result.data == {
+            "findings": [{"id": "F1", "stance": "endorse", "reason": "mission_impact"},
+                         {"id": "F2", "stance": "dispute", "reason": "outside_mission_scope"}],
+            "label": "safe", "confidence": 0.95, "recommendations": ["R1"], "note": ""}
+    else:
+        assert result.data is None and result.error.startswith("local: output cut at max_tokens=128")

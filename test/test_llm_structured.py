@@ -197,3 +197,15 @@ def test_repair_prompt_names_the_error_and_the_format():
     assert msg["role"] == "user"
     assert "missing claim" in msg["content"] and "[CLAIM]" in msg["content"] and "SEG[0]" in msg["content"]
     assert '"claim"' in repair_prompt("x", json_mode=True)["content"]
+
+
+def test_close_cut_note_only_when_the_cut_fell_in_the_trailing_note():
+    from uav_debate_eval.debate.llm.structured import close_cut_note
+
+    schema = {"properties": {"findings": {}, "note": {}}}
+    closed = '{"findings": ["F1"], "note": ""}'
+    assert close_cut_note('{"findings": ["F1"], "note" : "uav2 drifted at', schema) == closed
+    assert close_cut_note('{"findings": ["F1"], "note": "', schema) == '{"findings": ["F1"], "note": ""}'
+    assert close_cut_note('{"findings": ["F1"], "note": "done"', schema) is None  # closed: cut after it
+    assert close_cut_note('{"findings": ["F1", "F', schema) is None  # cut in the choices
+    assert close_cut_note('{"findings": ["F1"], "note": "x', {"properties": {"note": {}, "findings": {}}}) is None

@@ -120,6 +120,22 @@ def max_answer_chars(schema: dict) -> int:
     return text + ev.get("maxItems", MAX_EVIDENCE) * per_item + 80
 
 
+#: The opening of a note's value: the key, then the string's opening quote (a plain string holds no quote).
+_NOTE_OPENED = re.compile(r'"note"\s*:\s*"')
+
+
+def close_cut_note(text: str, schema: dict) -> str | None:
+    """`text` cut (at the token cap) inside the value of `note`, the schema's last property, closed with an empty
+    note: every choice before it is whole, and half a sentence is no note. None when the cut fell elsewhere."""
+    props = list((schema or {}).get("properties") or {})
+    if not props or props[-1] != "note":
+        return None
+    opened = list(_NOTE_OPENED.finditer(text))[-1:]
+    if not opened or '"' in text[opened[0].end():]:
+        return None
+    return text[:opened[0].start()] + '"note": ""}'
+
+
 def parse_for_schema(text: str, schema: dict, valid_ids: list[str]) -> tuple[dict | None, str]:
     """(data, "") when `text` answers `schema` (panel responses get `check_ids`), else (None, why it does not)."""
     if is_panel_schema(schema):

@@ -309,6 +309,25 @@ def test_a_sigterm_to_the_process_group_reaches_the_parent_not_its_worker():
         parent.wait()
 
 
+def test_a_sigterm_from_anyone_but_the_parent_leaves_the_worker_at_its_job():
+    """systemd's stop signals every process of the service, the workers too: the job the parent asked for still
+    finishes; the pool's own stop (SIGTERM from the parent) still ends the worker."""
+    pool = workers.worker_pool()
+    try:
+        pid = pool.submit(os.getpid).result(timeout=60)
+        job = pool.submit(time.sleep, 1.0)
+        time.sleep(0.3)
+        outsider = subprocess.run(["kill", "-TERM", str(pid)], check=False)
+        assert outsider.returncode == 0
+        assert job.result(timeout=60) is None and _running(pid)
+    finally:
+        workers.stop_pool(pool)
+    end = time.monotonic() + 5
+    while _running(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not _running(pid), "the pool's stop no longer ends its worker"
+
+
 def test_live_core_imports_no_rclpy():
     code = ("import sys\nimport uav_debate_eval.live.flight, uav_debate_eval.live.segment_job, "
             "uav_debate_eval.live.segments, uav_debate_eval.live.config, uav_debate_eval.live.workers\n"

@@ -58,7 +58,11 @@ def _live_sim(config: Path, out: Path, env: dict, log: Path, *extra: str) -> sub
     return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def test_ctrl_c_on_live_writes_the_flight_report_and_exits_0(tmp_path: Path, ros_domain: int):
+@pytest.mark.parametrize("stop", ["ctrl-c", "systemd"])
+def test_ctrl_c_on_live_writes_the_flight_report_and_exits_0(tmp_path: Path, ros_domain: int, stop: str):
+    """`ctrl-c`: the terminal's SIGINT to live's process group; `systemd`: a service stop, SIGTERM to every
+    process of the session at once (the verifier, the simulator, the workers too: before, the workers died of it
+    mid-report and the flight report was lost)."""
     env = _env(ros_domain)
     config, _ = _write_config(tmp_path, ["near_miss"], 60.0)
     out, log = tmp_path / "out", tmp_path / "live.log"
@@ -70,7 +74,11 @@ def test_ctrl_c_on_live_writes_the_flight_report_and_exits_0(tmp_path: Path, ros
         assert list(out.glob("0000[1-9]_S*")), f"no segment report before Ctrl-C:\n{_tail(log)}"
         children = _descendants(live.pid)
         assert children, "live runs the simulator and its worker processes"
-        os.killpg(live.pid, signal.SIGINT)  # the terminal's Ctrl-C reaches the whole foreground group
+        if stop == "ctrl-c":
+            os.killpg(live.pid, signal.SIGINT)  # the terminal's Ctrl-C reaches the whole foreground group
+        else:  # KillMode=control-group
+            for pid in (live.pid, *children):
+                os.kill(pid, signal.SIGTERM)
         rc = live.wait(timeout=120)
     finally:
         if live.poll() is None:

@@ -210,7 +210,9 @@ def _run_graph(config: Path, params: dict, overrides: dict, out: Path, *, with_s
             done = StopWhenFlown(sim, builder, panel, stop, verifier)
             spin_nodes([*nodes, panel.trigger_server], duration_s=duration, stop=stop, on_tick=done.check,
                        executor=executor)
-            if verifier.poll() is not None:  # the veto is gone: say why, write nothing more
+            # the veto is gone: say why, write nothing more; unless it stopped with the session (systemd's stop
+            # sends SIGTERM to every process of the service at once: the verifier's exit 0 is part of that stop)
+            if verifier.poll() is not None and not (interrupted.is_set() and verifier.returncode == 0):
                 console.print(f"[red]safety_verifier stopped (exit {verifier.returncode}):[/] "
                               + _last_line(out / "safety_verifier.log"))
                 return 2 if verifier.returncode == 2 else 1

@@ -2,9 +2,11 @@
 
 A worker is a spawned process at a lower CPU priority, so the DSL and the LLM never hold the GIL the
 safety verifier needs and never win the CPU from it. It dies with its parent even when the parent is
-SIGKILLed (a flight computer must not keep a 170 MB orphan), and it runs in a session of its own: the terminal's
-Ctrl-C and a supervisor's SIGTERM to the process group (`timeout`, `kill -- -PGID`) reach only the parent, which
-decides when work stops: it still evaluates the open segment and writes the flight report.
+SIGKILLed (a flight computer must not keep a 170 MB orphan), and only the parent decides when its work stops: the
+worker runs in a session of its own (the terminal's Ctrl-C, a hangup and a SIGTERM to the process group, as
+`timeout` and `kill -- -PGID` send, reach only the parent) and ignores a SIGTERM that its parent did not send
+(systemd's stop signals every process of the service), so the parent still evaluates the open segment and writes
+the flight report.
 """
 
 from __future__ import annotations
@@ -128,11 +130,26 @@ def die_with_parent(parent: int) -> None:
 
 def init_worker(parent: int, niceness: int) -> None:
     """Worker-process start: lower priority, out of the parent's process group (a signal to the group had killed
-    the worker mid-report: "BrokenProcessPool", no flight report), die with the parent."""
+    the worker mid-report: "BrokenProcessPool", no flight report), SIGTERM only from the parent, die with it."""
     os.nice(niceness)
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C sent to this worker's pid alone: no traceback either
+    terminated_only_by(parent)  # before any thread starts: they all inherit the blocked SIGTERM
     die_with_parent(parent)
+
+
+def terminated_only_by(parent: int) -> None:
+    """SIGTERM ends this process only when `parent` sent it (its pool stopping it); from anyone else it is taken
+    and dropped. Blocked in every thread and taken by one that reads the sender (`sigwaitinfo`): a Python
+    handler cannot tell who sent a signal, and ignoring SIGTERM outright would hang the pool's own terminate."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+    def take() -> None:
+        while True:
+            if signal.sigwaitinfo({signal.SIGTERM}).si_pid == parent:
+                os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=take, name="sigterm-from-parent", daemon=True).start()
 
 
 def _job(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

@@ -64,7 +64,7 @@ def test_llm_failure_falls_back_to_rules_and_says_so():
     fallback = ev.report["debate"]["fallback"]
     assert "every agent of the LLM backend 'openai' failed" in fallback and "rules agents" in fallback
     # why, in one line a user can act on: each distinct error once, with how many calls it ended
-    assert f"({backend.calls} calls: ConnectionError: connection refused x{backend.calls})" in fallback
+    assert f"({backend.calls} failed answers: ConnectionError: connection refused x{backend.calls})" in fallback
     assert fallback in ev.report["notes"]
     # the failed calls stay in the transcript, marked, before the rules agents' answers
     failed = [row for row in ev.transcript if row.get("fell_back")]
@@ -149,8 +149,8 @@ def test_the_fallback_names_each_error_once_shortened():
     long = "ValueError: " + "x" * 500 + "\nTraceback line two"
     why = _why_failed([{"error": "timeout after 120 s"}, {"error": long}, {"error": "timeout after 120 s"},
                        {"error": None}, {"error": "a"}, {"error": "b"}])
-    assert why.startswith("6 calls: timeout after 120 s x2; ")
+    assert why.startswith("6 failed answers: timeout after 120 s x2; ")
     shortened = why.split("; ")[1]
     assert len(shortened) == ERROR_CHARS and shortened.endswith("…") and "Traceback" not in why
     assert why.endswith("; 2 other errors")  # 5 distinct errors: the 3 most frequent are quoted
-    assert _why_failed([]) == "no call was answered"
+    assert _why_failed([]) == "no answer"

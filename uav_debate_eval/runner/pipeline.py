@@ -229,7 +229,7 @@ def _why_failed(failures: list[dict]) -> str:
         text = str(f.get("error") or "no response").strip()
         line = text.splitlines()[0] if text else "no response"
         errors[line if len(line) <= ERROR_CHARS else line[:ERROR_CHARS - 1] + "…"] += 1
-    calls = sum(errors.values())
+    answers = sum(errors.values())  # one per agent's turn, its repair call included
     said = "; ".join(f"{e} x{n}" if n > 1 else e for e, n in errors.most_common(3))
     more = f"; {len(errors) - 3} other errors" if len(errors) > 3 else ""
-    return f"{calls} call{'s' if calls != 1 else ''}: {said}{more}" if calls else "no call was answered"
+    return f"{answers} failed answer{'s' if answers != 1 else ''}: {said}{more}" if answers else "no answer"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import jsonschema
@@ -84,8 +85,11 @@ def test_the_note_is_the_last_property_asked(near_miss):
     found = build_findings(ctx.safety, ctx.dsl, ctx.metrics, sim.mission, (ctx.t_start, ctx.t_end))
     for aspects in (None, [SimpleNamespace(id="A1"), SimpleNamespace(id="A2")]):
         schema = choice_schema(found, aspect_items=aspects)
-        assert list(schema["properties"])[-1] == "note" and "note" in schema["required"]
-        assert ("concerns" in schema["properties"]) == bool(aspects) and "concerns" not in schema["required"]
+        assert list(schema["properties"])[-1] == "note" and not {"note", "concerns"} & set(schema["required"])
+        assert ("concerns" in schema["properties"]) == bool(aspects)
+    gbnf = pytest.importorskip("llama_cpp.llama_grammar").json_schema_to_gbnf
+    root = next(line for line in gbnf(json.dumps(schema)).splitlines() if line.startswith("root ::="))
+    assert root.index("recommendations-kv") < root.index("concerns-kv") < root.index("note-kv"), root
 
 
 def _chooser(note: str):

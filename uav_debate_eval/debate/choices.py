@@ -98,11 +98,12 @@ def choice_schema(findings: list, adm: Admissible | None = None, note_max: int =
         "confidence": {"type": "number", "enum": CONFIDENCE_STEPS},
         "recommendations": {"type": "array", "items": {"type": "string", "enum": recs}, "minItems": 1,
                             "maxItems": min(MAX_PICKS, len(recs))}})
-    required = [*props, "note"]
+    required = list(props)
     if aspect_items:  # optional: an answer without it reads every aspect ok
         props["concerns"] = aspect_schema(aspect_items)
-    # the free text last (a grammar emits the properties in this order): an answer cut at the token cap while the
-    # model still writes its note has made every choice (structured.close_cut_note)
+    # the free text last and optional: llama.cpp's grammar emits the required properties first, then the optional
+    # ones in this order, so an answer cut at the token cap while the model still writes its note has made every
+    # choice and named its concerns (structured.close_cut_note)
     props["note"] = plain_string(0, note_max)
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from .base import ChatRequest, ChatResult
 from .resilience import BackendUnavailable
-from .structured import close_cut_note, is_panel_schema, max_answer_chars, parse_for_schema, response_schema
+from .structured import is_panel_schema, max_answer_chars, parse_for_schema, response_schema
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -187,9 +187,6 @@ class LocalBackend:
         text = "".join(pieces)
         data, error = parse_for_schema(text, schema, request.valid_ids)
         if data is None and finish == "length":
-            closed = close_cut_note(text, schema)  # the choices were made; the note ran past the cap
-            if closed is not None:
-                data, _ = parse_for_schema(closed, schema, request.valid_ids)
             error = f"output cut at max_tokens={max_tokens} ({error})"
         return ChatResult(
             text=text,

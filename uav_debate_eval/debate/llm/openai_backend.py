@@ -27,7 +27,6 @@ from .resilience import (
     describe_error,
 )
 from .structured import (
-    close_cut_note,
     format_instructions,
     is_panel_schema,
     max_answer_chars,
@@ -110,8 +109,6 @@ class OpenAIBackend:
             for turn in range(2):
                 text, mode = await self._complete(messages, schema, request, state)
                 data, error = parse_for_schema(text, schema, request.valid_ids)
-                if data is None and (closed := close_cut_note(text, schema)) is not None:
-                    data, _ = parse_for_schema(closed, schema, request.valid_ids)  # cut at the cap in its note
                 if data is not None:
                     return self._result(request, state, start, text=text, data=data, repaired=repaired)
                 if turn == 0:  # one repair re-prompt, then give up

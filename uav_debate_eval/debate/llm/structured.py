@@ -143,7 +143,8 @@ def parse_for_schema(text: str, schema: dict, valid_ids: list[str]) -> tuple[dic
         if data is None:
             return None, "missing claim, evidence or confidence"
         return check_ids(data, valid_ids), ""
-    obj = parse_json_object(text)
+    closed = close_cut_note(text, schema)  # cut at the token cap inside its trailing note: the choices are whole
+    obj = parse_json_object(text if closed is None else closed)
     if obj is None:
         return None, "no JSON object found"
     try:

@@ -5,7 +5,8 @@ import pytest
 
 from uav_debate_eval.core import SwarmTrajectory
 from uav_debate_eval.core.mission import Constraints, Mission, Thresholds
-from uav_debate_eval.dsl.events import detect_events
+from uav_debate_eval.core.records import Event
+from uav_debate_eval.dsl.events import SWARM_TURN_S, detect_events, merge_swarm_turns
 from uav_debate_eval.dsl.segmentation import segment_vehicle
 from uav_debate_eval.metrics.kinematics import smooth_kinematics
 
@@ -203,3 +204,37 @@ def test_sharp_turns_of_all_vehicles_at_once_equal_each_vehicle_alone(window):
     alone = [sharp_turns(k, 30.0) for k in kins]
     assert together == alone
     assert window is not None or sum(len(e) for e in alone) >= 1
+
+
+def _merge_by_definition(turns, order):
+    """merge_swarm_turns' clusters as its docstring defines them, every cluster rescanned per turn (the reference)."""
+    rank = {u: i for i, u in enumerate(order)}
+    clusters = []
+    for e in sorted(turns, key=lambda e: (e.t, rank.get(e.uavs[0], 0))):
+        home = next((c for c in clusters if c[0].extra["direction"] == e.extra["direction"]
+                     and e.t - c[0].t <= SWARM_TURN_S and e.uavs[0] not in {x.uavs[0] for x in c}), None)
+        if home is None:
+            clusters.append([e])
+        else:
+            home.append(e)
+    return sorted((round(float(np.median([x.t for x in c])), 3), c[0].extra["direction"],
+                   sorted(x.uavs[0] for x in c)) for c in clusters)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_swarm_corners_are_clustered_by_their_definition(seed):
+    """Corners of many vehicles: both directions, a vehicle turning twice within SWARM_TURN_S, corners exactly
+    SWARM_TURN_S apart and a cluster still open after a later one started, against the definition."""
+    rng = np.random.default_rng(seed)
+    names = [f"uav{i}" for i in range(300)]
+    turns = []
+    for corner in rng.uniform(0.0, 60.0, 12).round(1):
+        for u in rng.choice(names, int(rng.integers(200, 300)), replace=False):
+            t = float(corner + rng.choice([0.0, 0.5, SWARM_TURN_S, SWARM_TURN_S + 0.1, 3.0]))
+            turns.append(Event("", "sharp_turn", t, [str(u)], t + 1.0, float(rng.uniform(31, 120)), "deg",
+                               {"t_from": t - 1.0, "direction": str(rng.choice(["left", "right"]))}))
+    merged = merge_swarm_turns(turns, names)
+    got = sorted((e.t, e.extra["direction"], sorted(e.uavs)) for e in merged)
+    assert got == _merge_by_definition(turns, names)
+    assert sum(len(e.uavs) for e in merged) == len(turns)  # every turn in exactly one event
+    assert any(len(e.uavs) > 40 for e in merged)

@@ -212,14 +212,19 @@ def merge_swarm_turns(turns: list[Event], order: list[str]) -> list[Event]:
     """One sharp_turn per swarm corner: same direction, corners within SWARM_TURN_S, distinct vehicles."""
     rank = {u: i for i, u in enumerate(order)}
     clusters: list[list[Event]] = []
+    members: list[set[str]] = []  # each cluster's vehicles: a show's corner holds a thousand (not rebuilt per turn)
+    first_open = 0  # clusters start in time order: those before this one are over SWARM_TURN_S behind for good
     for e in sorted(turns, key=lambda e: (e.t, rank.get(e.uavs[0], 0))):
-        for c in clusters:
-            if (c[0].extra["direction"] == e.extra["direction"] and e.t - c[0].t <= SWARM_TURN_S
-                    and e.uavs[0] not in {x.uavs[0] for x in c}):
+        while first_open < len(clusters) and e.t - clusters[first_open][0].t > SWARM_TURN_S:
+            first_open += 1
+        for c, seen in zip(clusters[first_open:], members[first_open:], strict=True):
+            if c[0].extra["direction"] == e.extra["direction"] and e.uavs[0] not in seen:
                 c.append(e)
+                seen.add(e.uavs[0])
                 break
         else:
             clusters.append([e])
+            members.append({e.uavs[0]})
     out = []
     for c in clusters:
         if len(c) == 1:

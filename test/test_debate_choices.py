@@ -10,7 +10,7 @@ import pytest
 from debate_fakes import ScriptedBackend
 
 from uav_debate_eval.debate import gate
-from uav_debate_eval.debate.choices import REASONS, candidates, choice_schema, normalise
+from uav_debate_eval.debate.choices import REASONS, candidates, choice_schema, findings_text, normalise
 from uav_debate_eval.debate.comparison import build_contexts, hazards_chosen, hazards_named
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.debate.consensus import consensus
@@ -232,3 +232,33 @@ def test_free_text_answers_are_gated_and_evidence_is_kept_once(near_miss):
     # counter, the summary's second sentence and the recommendation read from it are debris
     assert report["struck"]["reasons"] == {"ungrounded": n, "template_debris": 3 * n}
     assert "Recommendez" not in " ".join(res.verdict.recommendations)
+
+
+def test_each_finding_lists_its_own_recommendations_in_the_prompt():
+    """The FINDINGS blocks: under each finding its own recommendation ids (all of them; grouped: the lead's first),
+    numbered R1.. in finding order, at show size (a segment of 3,000 findings) as for three."""
+    from uav_debate_eval.debate.prompts import grouped_text
+
+    def finding(k: int, recs: int):
+        return SimpleNamespace(id=f"F{k}", severity="warning", sentence=f"d{k:04d} climbed at 4 m/s.",
+                               recommendations=[f"Check d{k:04d}'s climb {j}." for j in range(recs)],
+                               t_start=float(k), t_end=float(k) + 1.0)
+
+    for n in (3, 3000):
+        found = [finding(k, k % 3) for k in range(1, n + 1)]  # 1, 2 and no recommendations in turn
+        recs = candidates(found)
+        text = findings_text(found).splitlines()
+        at = {line.split(" ", 1)[0]: i for i, line in enumerate(text) if line.startswith("F")}
+        for f in found:
+            below = text[at[f.id] + 1:at[f.id] + 1 + len(f.recommendations)]
+            assert below == [f"  {rid}: {t}" for rid, (fid, t) in recs.items() if fid == f.id]
+        assert len(text) == n + len(recs)
+        groups = {f"F{k}": [f"F{k}", f"F{k + 1}"] for k in range(1, n, 2)}
+        lines = grouped_text(found, groups, None).splitlines()
+        first = {fid: f"  {rid}: {t}" for rid, (fid, t) in reversed(recs.items())}
+        expected = []
+        for lead, ids in groups.items():
+            expected.append(next(line for line in lines if line.startswith(", ".join(ids) + " [")))
+            expected += [first[lead]] if lead in first else []
+        assert lines == expected
+        assert any(line.startswith("  R") for line in lines)

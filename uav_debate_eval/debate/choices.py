@@ -57,7 +57,9 @@ def candidates(findings: list) -> dict[str, tuple[str, str]]:
 def findings_text(findings: list, adm: Admissible | None = None) -> str:
     """The FINDINGS block of the prompt: each finding, the reasons it may be disputed for (when the facts are known)
     and its candidate recommendations with their ids."""
-    recs = candidates(findings)
+    recs: dict[str, list[str]] = {}  # by finding, in one pass (a show's segment has thousands of findings)
+    for rid, (fid, text) in candidates(findings).items():
+        recs.setdefault(fid, []).append(f"  {rid}: {text}")
     lines = []
     for f in findings:
         allowed = ""
@@ -65,7 +67,7 @@ def findings_text(findings: list, adm: Admissible | None = None) -> str:
             dispute = adm.dispute(f.id)
             allowed = f" (dispute only as {', '.join(dispute)})" if dispute else " (endorse only)"
         lines.append(f"{f.id} [{f.severity}] {f.sentence}{allowed}")
-        lines += [f"  {rid}: {text}" for rid, (fid, text) in recs.items() if fid == f.id]
+        lines += recs.get(f.id, [])
     return "\n".join(lines) or "(no findings)"
 
 

@@ -176,7 +176,9 @@ def grouped_text(findings: list, groups: dict[str, list[str]], adm: Admissible |
     sentence, the others' times) and the lead's candidate recommendations."""
     from uav_debate_eval.findings.text import span
 
-    recs = candidates(findings)
+    first_rec: dict[str, str] = {}  # each finding's first candidate recommendation (one pass: a show has thousands)
+    for rid, (fid, text) in candidates(findings).items():
+        first_rec.setdefault(fid, f"  {rid}: {text}")
     by_id = {f.id: f for f in findings}
     lines = []
     for lead, ids in groups.items():
@@ -188,7 +190,8 @@ def grouped_text(findings: list, groups: dict[str, list[str]], adm: Admissible |
         more = [by_id[i] for i in ids[1:]]
         also = f" Also at {', '.join(span(g.t_start, g.t_end) for g in more)}." if more else ""
         lines.append(f"{', '.join(ids)} [{f.severity}] {f.sentence}{also}{allowed}")
-        lines += [f"  {rid}: {text}" for rid, (fid, text) in recs.items() if fid == f.id][:1]
+        if f.id in first_rec:
+            lines.append(first_rec[f.id])
     return "\n".join(lines) or "(no findings)"
 
 

@@ -316,3 +316,22 @@ def test_a_show_sized_flights_child_cuts_no_window_before_the_segments_begin(fli
     start = next(k for k, (_, what) in enumerate(calls) if what == "segments")
     assert child_cuts and min(child_cuts) > start
     assert _sections(parallel) == _sections(serial)
+
+
+def test_a_single_segment_over_the_flight_reuses_the_flights_evidence(flight, monkeypatch):
+    """One segment over the whole flight: its window would be the flight, so its metrics are the flight's (not cut
+    and computed again) and its kinematics are kept for its DSL; the report is the one the window gives."""
+    traj, mission = flight
+    cut = []
+    real = segment_work.window_metrics
+    monkeypatch.setattr(segment_work, "window_metrics", lambda *a: cut.append(a[2].id) or real(*a))
+    reused = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
+    assert len(reused.segments) == 1 and cut == []
+    assert any("_smoothed" in tr.__dict__ for tr in reused.traj.tracks.values())  # kept for the segment's DSL
+    monkeypatch.setattr(segment_work, "covers_flight", lambda *a: False)
+    windowed = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
+    assert cut == [windowed.segments[0].id]
+    assert not any("_smoothed" in tr.__dict__ for tr in windowed.traj.tracks.values())
+    assert _sections(reused) == _sections(windowed)
+    split = _evaluate(traj, mission, segment_mode="window", window_s=10.0)
+    assert len(split.segments) > 1 and len(cut) == 1 + len(split.segments)  # a part of the flight is still cut

@@ -52,11 +52,20 @@ def segment_context(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: A
     reused (computed once for the flight); the window is cut once, so its metrics and its DSL share its
     smoothed kinematics, snapshots, formation errors and segmentation (cached on the window).
     """
-    window, seg_metrics = window_metrics(traj, mission, seg, safety)
+    if covers_flight(traj, seg):  # the flight's one segment: its window would be the flight (same samples and grid)
+        window, seg_metrics = traj, metrics
+    else:
+        window, seg_metrics = window_metrics(traj, mission, seg, safety)
     seg_metrics, dsl = _evidence(traj, mission, seg, safety, metrics, events, budget_tokens, window, seg_metrics)
     # the context keeps the window's samples (views of the flight's), not the kinematics and grids cached on it while
     # it was evaluated: as a child's segment (a show flight's windows held ~1 GB each; the panel reads none of them)
     return _segment(seg, seg_metrics, dsl, safety, traj.window(seg.t_start, seg.t_end))
+
+
+def covers_flight(traj: SwarmTrajectory, seg: Any) -> bool:
+    """The segment's window holds every sample of the flight: its metrics and kinematics are the flight's own (a
+    show's single segment took as long again as the flight's own stages, to the same numbers)."""
+    return seg.t_start <= traj.t_start and seg.t_end >= traj.t_end
 
 
 def window_metrics(traj: SwarmTrajectory, mission: Mission, seg: Any, safety: Any) -> tuple[SwarmTrajectory, Any]:
@@ -90,6 +99,8 @@ class SegmentWork:
 
     def __init__(self, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int):
         self.args = (traj, mission, segments, safety, budget_tokens)
+        #: one segment over the whole flight: its evidence reuses the flight's metrics and kinematics (keep them)
+        self.whole_flight = len(segments) == 1 and covers_flight(traj, segments[0])
         self.child: Forked | None = None
         self.counter: Any = None
         if traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1 and cores() > 1 and can_fork():

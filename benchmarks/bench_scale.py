@@ -12,8 +12,10 @@ the process tree as the sum of its processes' PSS (proportional set size: `evalu
 parent's pages copy-on-write; a sum of RSS would count every shared page once per process, while for a process on
 its own PSS equals its RSS up to shared libraries), its CPU time (user + system; on a shared machine the wall time
 also holds waiting for a core), and the per-stage seconds from report.json's `timing`. Beside them, the input's own
-parse: pyarrow reading the CSV's columns as float64 in this process (the least any evaluation of the file costs),
-and the evaluation's wall time as a multiple of it.
+parse: pyarrow reading the CSV's columns as float64 in this process, and the evaluation's wall time as a multiple of
+it. And the floor of the flight on this machine: a fresh interpreter that imports the libraries every evaluation
+loads (numpy, scipy, pyarrow, PyYAML, jsonschema) and parses the file, the least any `evaluate` of it can take
+here; beside a real-time target, what the target leaves for the evaluation itself once the floor is paid.
 The wall time is the median of TIMED_RUNS runs that nothing else watches; the memory comes from one more run
 sampled every 100 ms. Reading PSS walks every process's page tables, and on two cores that sampling took about
 0.4 s of a 4 s run from the CLI, so a sampled run's wall time would be the sampler's as much as the CLI's (it is
@@ -135,10 +137,34 @@ def parse_seconds(csv_path: Path) -> float:
     return wall
 
 
+#: The libraries every `evaluate` imports before or while it reads (matplotlib loads in the figure child).
+FLOOR_IMPORTS = ("numpy", "scipy.ndimage", "scipy.spatial", "scipy.linalg", "pyarrow.csv", "pyarrow.compute", "yaml",
+                 "jsonschema")
+
+
+def floor_seconds(csv_path: Path, runs: int = 5) -> tuple[float, float]:
+    """(best wall seconds of a fresh interpreter that imports FLOOR_IMPORTS and parses the file, of one that only
+    imports them): the least any evaluation of the file costs on this machine, and its start-up part."""
+    imports = "; ".join(f"import {m}" for m in FLOOR_IMPORTS)
+    parse = (f"; types = {{h: pyarrow.string() if h == 'uav_id' else pyarrow.float64() for h in "
+             f"open({str(csv_path)!r}).readline().strip().split(',')}}; pyarrow.csv.read_csv({str(csv_path)!r}, "
+             f"convert_options=pyarrow.csv.ConvertOptions(column_types=types))")
+    best = []
+    for code in (imports + parse, imports):
+        walls = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            walls.append(time.perf_counter() - t0)
+        best.append(min(walls))
+    return best[0], best[1]
+
+
 def evaluate_case(csv_path: Path, out: Path, timed_runs: int) -> dict:
     args = ["evaluate", str(csv_path), "--out", str(out), "--quiet", "--mission", str(csv_path.parent / "mission.yaml")]
     runs = []
     parse = parse_seconds(csv_path)
+    floor, startup_s = floor_seconds(csv_path)
     for _ in range(timed_runs):
         status, wall, _, cpu = run_cli(args)
         timing = json.loads((out / "report.json").read_text(encoding="utf-8")).get("timing", {})
@@ -152,7 +178,8 @@ def evaluate_case(csv_path: Path, out: Path, timed_runs: int) -> dict:
     wall, cpu, timing = sorted(runs, key=lambda r: r[0])[len(runs) // 2]  # the median run
     return {"status": status, "wall": wall, "walls": [r[0] for r in runs], "sampled_wall": sampled_wall, "rss": peak,
             "cpu": cpu, "timing": timing, "duration": report["mission"]["duration_s"],
-            "violations": len(report["violations"]), "figures": figures, "parse": parse}
+            "violations": len(report["violations"]), "figures": figures, "parse": parse,
+            "floor": floor, "floor_startup": startup_s}
 
 
 def mark(ok: bool) -> str:
@@ -174,6 +201,13 @@ def print_case(n: int, duration: float, r: dict) -> bool:
           f"{r['violations']} violation(s), {len(r['figures'])} figure(s); CPU {r['cpu']:.2f} s")
     print(f"      wall of the runs (s): {runs} (median shown); with the memory sampler: {r['sampled_wall']:.2f};  "
           f"the input's parse alone (pyarrow): {r['parse']:.2f} s, evaluation = {r['wall'] / r['parse']:.1f}x it")
+    floor = (f"      the floor here (a fresh interpreter importing {', '.join(FLOOR_IMPORTS)} and parsing the file): "
+             f"{r['floor']:.2f} s (start-up and imports {r['floor_startup']:.2f} s) = "
+             f"{r['duration'] / r['floor']:.0f}x real time at most")
+    if target:
+        budget = r["duration"] / target
+        floor += f"; the target allows {budget:.2f} s: {budget - r['floor']:.2f} s left for the evaluation"
+    print(floor)
     stages = r["timing"]
     accounted = sum(stages.values())
     parts = "  ".join(f"{k} {v:.2f}" for k, v in stages.items())

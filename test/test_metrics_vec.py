@@ -1,9 +1,12 @@
-"""metrics.vec.norm is np.linalg.norm(x, axis=-1) to the last bit (issue 15 needs identical reports)."""
+"""metrics.vec.norm and nanmedian0 are np.linalg.norm(x, axis=-1) and np.nanmedian(a, axis=0) to the last bit (issues
+15 and 35 need identical reports)."""
+
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
 
-from uav_debate_eval.metrics.vec import norm
+from uav_debate_eval.metrics.vec import nanmedian0, norm
 
 
 @pytest.mark.parametrize("shape", [(1000, 3), (7, 11, 5, 3), (500, 2), (4, 3, 2), (0, 3)])
@@ -16,6 +19,26 @@ def test_norm_is_bit_identical_to_numpy(shape):
     assert np.array_equal(got, expected)
     view = x[..., ::-1]  # a strided view works too
     assert np.array_equal(norm(view), np.linalg.norm(view, axis=-1))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_nanmedian0_is_bit_identical_to_numpy(seed):
+    """Odd and even counts, columns without a number, one row, values over 16 decades, 1-D to 3-D."""
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(k) for k in rng.integers(1, 30, size=int(rng.integers(1, 4))))
+    a = rng.normal(size=shape) * 10.0 ** rng.integers(-8, 8, size=shape)
+    a[rng.random(shape) < rng.uniform(0.0, 1.0)] = np.nan
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning) if np.isnan(a).all(axis=0).any() else nullcontext():
+        expected = np.nanmedian(a, axis=0)
+    got = nanmedian0(a)
+    assert got.shape == expected.shape
+    assert np.array_equal(got, expected, equal_nan=True)
+
+
+def test_nanmedian0_of_no_rows_and_of_known_columns():
+    assert nanmedian0(np.zeros((0, 3))).shape == (3,) and np.isnan(nanmedian0(np.zeros((0, 3)))).all()
+    a = np.array([[1.0, np.nan, 5.0], [3.0, np.nan, np.nan], [2.0, np.nan, 7.0], [10.0, np.nan, np.nan]])
+    assert np.array_equal(nanmedian0(a), [2.5, np.nan, 6.0], equal_nan=True)
 
 
 def test_norm_keeps_nan_and_inf():

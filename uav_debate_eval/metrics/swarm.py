@@ -18,7 +18,7 @@ from uav_debate_eval.core.memo import Deferred, memo, memo_hit, remember
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
 from uav_debate_eval.metrics.kinematics import runs
-from uav_debate_eval.metrics.vec import norm
+from uav_debate_eval.metrics.vec import nanmedian0, norm
 from uav_debate_eval.safety.block_pairs import pairs_in_blocks
 from uav_debate_eval.safety.geometry import close_pairs, nearest_pair
 
@@ -284,7 +284,7 @@ def _formation_error(snap: Snapshots, mission: Mission) -> tuple[np.ndarray, str
     stride = max(1, T // NOMINAL_STEPS)
     d, ok = pair_distances(slice(0, T, stride))
     with np.errstate(all="ignore"):
-        nominal = np.nan_to_num(np.nanmedian(np.where(ok, d, np.nan), axis=0))
+        nominal = np.nan_to_num(nanmedian0(np.where(ok, d, np.nan)))
     for a, b in _chunks(T):
         d, ok = pair_distances(slice(a, b))
         err[a:b] = _lower_median(np.abs(d - nominal[None]), ok, snap.valid[a:b])

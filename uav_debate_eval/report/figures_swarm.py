@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from matplotlib.collections import LineCollection
 
+from uav_debate_eval.metrics.vec import nanmedian0
+
 MANY_VEHICLES = 20
 TRACK_POINTS = 120  # per vehicle in the shared line collection
 TRACK_POINTS_3D = 40
@@ -101,7 +103,7 @@ def swarm_bands(traj: Any, points: int = GRID_POINTS) -> tuple[np.ndarray, np.nd
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns (nobody flying) stay NaN
-                return np.vstack([np.nanmin(a, 0), np.nanmedian(a, 0), np.nanmax(a, 0)])
+                return np.vstack([np.nanmin(a, 0), nanmedian0(a), np.nanmax(a, 0)])
 
     return t, stats(alt), stats(speed)
 

@@ -238,3 +238,23 @@ def test_swarm_corners_are_clustered_by_their_definition(seed):
     assert got == _merge_by_definition(turns, names)
     assert sum(len(e.uavs) for e in merged) == len(turns)  # every turn in exactly one event
     assert any(len(e.uavs) > 40 for e in merged)
+
+
+def _climb_at(t0: float, rate: float, y: float) -> np.ndarray:
+    z = 5.0 + rate * np.clip(T - t0, 0.0, 5.0)  # `rate` m/s for 5 s from t0 (negative: a descent)
+    return np.column_stack([2 * T, 0 * T + y, z + (30.0 if rate < 0 else 0.0)])
+
+
+def test_vehicles_climbing_together_are_one_altitude_rate_event():
+    """A show's climb is one event naming every vehicle, from the first start to the last end, with the highest
+    peak of each vehicle's own event; a vehicle that climbs later, or descends meanwhile, has its own."""
+    paths = {"uav1": _climb_at(10.0, 4.0, 0.0), "uav2": _climb_at(11.0, 4.5, 5.0), "uav3": _climb_at(10.5, 4.0, 10.0),
+             "uav4": _climb_at(20.0, 4.0, 15.0), "uav5": _climb_at(10.0, -4.0, 20.0)}
+    rates = _of(detect_events(_traj(paths), Mission()), "altitude_rate")
+    assert sorted((tuple(e.uavs), e.extra["direction"]) for e in rates) == [
+        (("uav1", "uav2", "uav3"), "climb"), (("uav4",), "climb"), (("uav5",), "descent")]
+    alone = [_of(detect_events(_traj({u: paths[u]}), Mission()), "altitude_rate")[0] for u in ("uav1", "uav2", "uav3")]
+    swarm = next(e for e in rates if len(e.uavs) == 3)
+    assert swarm.t == min(e.t for e in alone) and swarm.t_end == max(e.t_end for e in alone)
+    assert swarm.value == max(e.value for e in alone) == pytest.approx(4.5, abs=0.05)
+    assert swarm.t == pytest.approx(10.0, abs=0.25) and swarm.t_end == pytest.approx(16.0, abs=0.25)

@@ -12,7 +12,9 @@ common grid of metrics.swarm, so sensor noise does not create events:
   t = the median corner time and value = the mean course change. Slow arcs whose segment (dsl.segmentation)
   turns by more than the threshold within 10 s are reported too (heading change across segment
   boundaries).
-- altitude_rate: |vz| > mission.thresholds.altitude_rate_mps for >= 0.2 s; value = peak |vz| (m/s).
+- altitude_rate: |vz| > mission.thresholds.altitude_rate_mps for >= 0.2 s; value = peak |vz| (m/s). Vehicles
+  climbing (or descending) together, starts within 2 s, are one event listing all of them (a show's climb), from
+  the first start to the last end, value = the highest peak.
 - proximity: a pair closer than mission.thresholds.proximity(constraints); value = closest
   distance (m), extra.t_min = when.
 - formation_breach: a vehicle's formation error (metrics.swarm.formation_error) above
@@ -208,13 +210,14 @@ def autopilot_events(traj: SwarmTrajectory) -> list[Event]:
             if set(e.uavs) <= set(traj.tracks)]
 
 
-def merge_swarm_turns(turns: list[Event], order: list[str]) -> list[Event]:
-    """One sharp_turn per swarm corner: same direction, corners within SWARM_TURN_S, distinct vehicles."""
+def _swarm_clusters(events: list[Event], order: list[str]) -> list[list[Event]]:
+    """One-vehicle events grouped as a swarm does them: same direction, within SWARM_TURN_S of the group's first,
+    each vehicle once; in (t, vehicle order) order."""
     rank = {u: i for i, u in enumerate(order)}
     clusters: list[list[Event]] = []
-    members: list[set[str]] = []  # each cluster's vehicles: a show's corner holds a thousand (not rebuilt per turn)
+    members: list[set[str]] = []  # each cluster's vehicles: a show's corner holds a thousand (not rebuilt per event)
     first_open = 0  # clusters start in time order: those before this one are over SWARM_TURN_S behind for good
-    for e in sorted(turns, key=lambda e: (e.t, rank.get(e.uavs[0], 0))):
+    for e in sorted(events, key=lambda e: (e.t, rank.get(e.uavs[0], 0))):
         while first_open < len(clusters) and e.t - clusters[first_open][0].t > SWARM_TURN_S:
             first_open += 1
         for c, seen in zip(clusters[first_open:], members[first_open:], strict=True):
@@ -225,16 +228,41 @@ def merge_swarm_turns(turns: list[Event], order: list[str]) -> list[Event]:
         else:
             clusters.append([e])
             members.append({e.uavs[0]})
+    return clusters
+
+
+def _in_order(c: list[Event], order: list[str]) -> list[str]:
+    rank = {u: i for i, u in enumerate(order)}
+    return sorted({x.uavs[0] for x in c}, key=lambda u: rank.get(u, 0))
+
+
+def merge_swarm_turns(turns: list[Event], order: list[str]) -> list[Event]:
+    """One sharp_turn per swarm corner: same direction, corners within SWARM_TURN_S, distinct vehicles."""
     out = []
-    for c in clusters:
+    for c in _swarm_clusters(turns, order):
         if len(c) == 1:
             out.append(c[0])
             continue
-        uavs = sorted({x.uavs[0] for x in c}, key=lambda u: rank.get(u, 0))
         t_end = max(x.t if x.t_end is None else x.t_end for x in c)
-        out.append(Event("", "sharp_turn", _r(float(np.median([x.t for x in c]))), uavs, t_end,
+        out.append(Event("", "sharp_turn", _r(float(np.median([x.t for x in c]))), _in_order(c, order), t_end,
                          _r(float(np.mean([x.value for x in c])), 1), "deg",
                          {"t_from": min(x.extra["t_from"] for x in c), "direction": c[0].extra["direction"]}))
+    return out
+
+
+def merge_swarm_climbs(climbs: list[Event], order: list[str]) -> list[Event]:
+    """One altitude_rate per climb or descent that vehicles start together (same direction, starts within
+    SWARM_TURN_S): from the first start to the last end, the highest peak (a show's 5,000 vehicles climbing together
+    had made 5,000 events, findings and prompt lines)."""
+    out = []
+    for c in _swarm_clusters(climbs, order):
+        if len(c) == 1:
+            out.append(c[0])
+            continue
+        t_end = max(x.t if x.t_end is None else x.t_end for x in c)
+        peak = max(float(x.value or 0.0) for x in c)
+        out.append(Event("", "altitude_rate", min(x.t for x in c), _in_order(c, order), t_end, peak, "m/s",
+                         {"direction": c[0].extra["direction"]}))
     return out
 
 
@@ -258,12 +286,13 @@ def detect_events(traj: SwarmTrajectory, mission: Mission, safety=None) -> list[
     th = mission.thresholds
     events: list[Event] = []
     turns: list[Event] = []
+    climbs: list[Event] = []
     kins = smooth_tracks(list(traj.tracks.values()))
     segment_vehicles(kins)  # the slow turns read every vehicle's segments: made together
     for k, fast in zip(kins, sharp_turns_all(kins, th.sharp_turn_deg), strict=True):
         turns += fast + slow_turns(k, th.sharp_turn_deg, fast)
-        events += altitude_rates(k, th.altitude_rate_mps)
-    events += merge_swarm_turns(turns, traj.uav_ids)
+        climbs += altitude_rates(k, th.altitude_rate_mps)
+    events += merge_swarm_turns(turns, traj.uav_ids) + merge_swarm_climbs(climbs, traj.uav_ids)
     events += pairwise_events(traj, mission, safety) + link_losses(traj) + data_gaps(traj) + violation_events(safety)
     events += autopilot_events(traj)
     return number_events(events)

@@ -5,6 +5,9 @@ and an overspeed injected, written as a contract CSV (time-major rows) with its 
 - 100 vehicles x 600 s (600k rows): target >= 500x real time (issue 35; issue 15's was 200x);
 - 1,024 vehicles x 120 s (1.2M rows): target >= 100x real time (issue 35; issue 15's was 30x), peak memory <= 1.5 GB;
 - 5,000 vehicles x 300 s (15M rows, a drone show): peak memory <= 8 GB, its time reported (one run, memory sampled);
+- a choreography, 2,000 vehicles x 120 s: a 3-m grid flying a square together (a corner every 10 s) that climbs and
+  descends together (4 m/s), as a light show moves: its time and memory, and how many events and findings it made
+  (every vehicle turning and climbing at once: a swarm event each, not one per vehicle; issue 35);
 - 128 and 256 vehicles x 120 s: with the 1,024-vehicle run, the growth exponent of the wall time (and of each
   stage) against vehicle count (a least-squares slope of log time on log vehicles; 1.0 = linear).
 For each flight: the wall time of the CLI process, the real-time ratio (flight duration / wall), the peak memory of
@@ -50,6 +53,8 @@ TARGET_X = {(100, 600): 500.0, (1024, 120): 100.0}
 TARGET_RSS_GB = 1.5  # the issue's 'peak RSS', measured as the tree's PSS
 #: The drone-show flight: memory target only (its time is reported).
 SHOW = (5000, 300.0)
+#: The choreography: vehicles, seconds (time, memory and event counts reported).
+CHOREOGRAPHY = (2000, 120.0)
 TARGET_SHOW_GB = 8.0
 TARGET_HELP_S = 0.3
 TARGET_START_S = 0.5
@@ -88,6 +93,39 @@ def flight_csv(data: Path, n: int, duration: float) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     pacsv.write_csv(pa.table(cols), csv_path, pacsv.WriteOptions(quoting_style="none"))
     (folder / "mission.yaml").write_text(mission_to_yaml(sim.mission), encoding="utf-8")
+    return csv_path
+
+
+def choreography_csv(data: Path, n: int, duration: float) -> Path:
+    """A light show's move as a contract CSV with mission.yaml (cached): n vehicles on a 3-m grid fly a 30-m square
+    at 3 m/s (a 90-deg corner every 10 s), climb 10 m at 4 m/s at 20 s and descend at 70 s, all together."""
+    folder = data / f"choreography_{n}x{duration:g}s"
+    csv_path = folder / "trajectory.csv"
+    if csv_path.is_file() and (folder / "mission.yaml").is_file():
+        return csv_path
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    t = np.arange(0.0, duration + 1e-9, 1.0 / RATE_HZ)
+    side, speed = 30.0, 3.0
+    along = (speed * t) % (4 * side)
+    leg, f = (along // side).astype(int), along % side
+    cx = np.choose(leg, [f, side + 0 * f, side - f, 0 * f])
+    cy = np.choose(leg, [0 * f, f, side + 0 * f, side - f])
+    z = 20.0 + 4.0 * np.clip(t - 20.0, 0, 2.5) - 4.0 * np.clip(t - 70.0, 0, 2.5)
+    cols = int(np.ceil(np.sqrt(n)))
+    k = np.arange(n)
+    x, y = cx[:, None] + 3.0 * (k % cols)[None], cy[:, None] + 3.0 * (k // cols)[None]  # (steps, vehicles): time-major
+    names = np.array([f"d{i:04d}" for i in range(n)])
+    folder.mkdir(parents=True, exist_ok=True)
+    pacsv.write_csv(pa.table({"t": np.repeat(np.round(t, 3), n), "uav_id": np.tile(names, len(t)),
+                              "x": np.round(x.ravel(), 4), "y": np.round(y.ravel(), 4),
+                              "z": np.repeat(np.round(z, 4), n)}), csv_path, pacsv.WriteOptions(quoting_style="none"))
+    span = 3.0 * cols + side + 20.0
+    (folder / "mission.yaml").write_text(
+        "name: choreography\ntype: formation\nconstraints:\n  min_separation_m: 0.5\n  max_speed_mps: 6.0\n"
+        f"  max_vertical_speed_mps: 5.0\n  geofence: {{min: [-20, -20, 0], max: [{span}, {span}, 60]}}\n",
+        encoding="utf-8")
     return csv_path
 
 
@@ -176,7 +214,9 @@ def evaluate_case(csv_path: Path, out: Path, timed_runs: int) -> dict:
         status = status_s
         runs.append((sampled_wall, cpu_s, report.get("timing", {})))
     wall, cpu, timing = sorted(runs, key=lambda r: r[0])[len(runs) // 2]  # the median run
+    counts = (len(report["events"]), len(report["findings"]))
     return {"status": status, "wall": wall, "walls": [r[0] for r in runs], "sampled_wall": sampled_wall, "rss": peak,
+            "counts": counts,
             "cpu": cpu, "timing": timing, "duration": report["mission"]["duration_s"],
             "violations": len(report["violations"]), "figures": figures, "parse": parse,
             "floor": floor, "floor_startup": startup_s}
@@ -260,6 +300,11 @@ def main() -> int:
             timed = args.runs if (n, int(duration)) in TARGET_X else 0 if (n, duration) == SHOW else 1
             results[(n, duration)] = r = evaluate_case(csv_path, tmp / f"out_{n}_{duration:g}", timed)
             ok &= print_case(n, duration, r)
+        n, duration = CHOREOGRAPHY
+        r = evaluate_case(choreography_csv(data, n, duration), tmp / "out_choreography", 0)
+        print(f"choreography, {n} vehicles x {duration:g} s: wall {r['wall']:.2f} s = {duration / r['wall']:.1f}x real "
+              f"time, peak memory (PSS) {r['rss'] / 1e9:.2f} GB, CPU {r['cpu']:.2f} s; {r['counts'][0]} events, "
+              f"{r['counts'][1]} findings (time reported)")
         if not args.skip_growth:
             sizes = list(GROWTH_SIZES)
             runs = [results[(n, 120.0)] for n in sizes]

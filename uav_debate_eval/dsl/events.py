@@ -210,10 +210,9 @@ def autopilot_events(traj: SwarmTrajectory) -> list[Event]:
             if set(e.uavs) <= set(traj.tracks)]
 
 
-def _swarm_clusters(events: list[Event], order: list[str]) -> list[list[Event]]:
+def _swarm_clusters(events: list[Event], rank: dict[str, int]) -> list[list[Event]]:
     """One-vehicle events grouped as a swarm does them: same direction, within SWARM_TURN_S of the group's first,
-    each vehicle once; in (t, vehicle order) order."""
-    rank = {u: i for i, u in enumerate(order)}
+    each vehicle once; in (t, vehicle rank) order."""
     clusters: list[list[Event]] = []
     members: list[set[str]] = []  # each cluster's vehicles: a show's corner holds a thousand (not rebuilt per event)
     first_open = 0  # clusters start in time order: those before this one are over SWARM_TURN_S behind for good
@@ -231,20 +230,20 @@ def _swarm_clusters(events: list[Event], order: list[str]) -> list[list[Event]]:
     return clusters
 
 
-def _in_order(c: list[Event], order: list[str]) -> list[str]:
-    rank = {u: i for i, u in enumerate(order)}
+def _in_order(c: list[Event], rank: dict[str, int]) -> list[str]:
     return sorted({x.uavs[0] for x in c}, key=lambda u: rank.get(u, 0))
 
 
 def merge_swarm_turns(turns: list[Event], order: list[str]) -> list[Event]:
     """One sharp_turn per swarm corner: same direction, corners within SWARM_TURN_S, distinct vehicles."""
+    rank = {u: i for i, u in enumerate(order)}
     out = []
-    for c in _swarm_clusters(turns, order):
+    for c in _swarm_clusters(turns, rank):
         if len(c) == 1:
             out.append(c[0])
             continue
         t_end = max(x.t if x.t_end is None else x.t_end for x in c)
-        out.append(Event("", "sharp_turn", _r(float(np.median([x.t for x in c]))), _in_order(c, order), t_end,
+        out.append(Event("", "sharp_turn", _r(float(np.median([x.t for x in c]))), _in_order(c, rank), t_end,
                          _r(float(np.mean([x.value for x in c])), 1), "deg",
                          {"t_from": min(x.extra["t_from"] for x in c), "direction": c[0].extra["direction"]}))
     return out
@@ -254,14 +253,15 @@ def merge_swarm_climbs(climbs: list[Event], order: list[str]) -> list[Event]:
     """One altitude_rate per climb or descent that vehicles start together (same direction, starts within
     SWARM_TURN_S): from the first start to the last end, the highest peak (a show's 5,000 vehicles climbing together
     had made 5,000 events, findings and prompt lines)."""
+    rank = {u: i for i, u in enumerate(order)}
     out = []
-    for c in _swarm_clusters(climbs, order):
+    for c in _swarm_clusters(climbs, rank):
         if len(c) == 1:
             out.append(c[0])
             continue
         t_end = max(x.t if x.t_end is None else x.t_end for x in c)
         peak = max(float(x.value or 0.0) for x in c)
-        out.append(Event("", "altitude_rate", min(x.t for x in c), _in_order(c, order), t_end, peak, "m/s",
+        out.append(Event("", "altitude_rate", min(x.t for x in c), _in_order(c, rank), t_end, peak, "m/s",
                          {"direction": c[0].extra["direction"]}))
     return out
 

@@ -54,12 +54,19 @@ def candidates(findings: list) -> dict[str, tuple[str, str]]:
     return out
 
 
+def recommendation_lines(findings: list) -> dict[str, list[str]]:
+    """Each finding's candidate recommendations as prompt lines ("  R3: ..."), by finding id, in one pass (a show's
+    segment has thousands of findings)."""
+    lines: dict[str, list[str]] = {}
+    for rid, (fid, text) in candidates(findings).items():
+        lines.setdefault(fid, []).append(f"  {rid}: {text}")
+    return lines
+
+
 def findings_text(findings: list, adm: Admissible | None = None) -> str:
     """The FINDINGS block of the prompt: each finding, the reasons it may be disputed for (when the facts are known)
     and its candidate recommendations with their ids."""
-    recs: dict[str, list[str]] = {}  # by finding, in one pass (a show's segment has thousands of findings)
-    for rid, (fid, text) in candidates(findings).items():
-        recs.setdefault(fid, []).append(f"  {rid}: {text}")
+    recs = recommendation_lines(findings)
     lines = []
     for f in findings:
         allowed = ""

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from uav_debate_eval.debate.choices import ASPECTS_FORMAT, candidates, choice_format, findings_text
+from uav_debate_eval.debate.choices import ASPECTS_FORMAT, choice_format, findings_text, recommendation_lines
 from uav_debate_eval.debate.cite import fmt
 from uav_debate_eval.debate.evidence import Check
 from uav_debate_eval.debate.monitor import Intervention
@@ -176,9 +176,7 @@ def grouped_text(findings: list, groups: dict[str, list[str]], adm: Admissible |
     sentence, the others' times) and the lead's candidate recommendations."""
     from uav_debate_eval.findings.text import span
 
-    first_rec: dict[str, str] = {}  # each finding's first candidate recommendation (one pass: a show has thousands)
-    for rid, (fid, text) in candidates(findings).items():
-        first_rec.setdefault(fid, f"  {rid}: {text}")
+    recs = recommendation_lines(findings)
     by_id = {f.id: f for f in findings}
     lines = []
     for lead, ids in groups.items():
@@ -190,8 +188,7 @@ def grouped_text(findings: list, groups: dict[str, list[str]], adm: Admissible |
         more = [by_id[i] for i in ids[1:]]
         also = f" Also at {', '.join(span(g.t_start, g.t_end) for g in more)}." if more else ""
         lines.append(f"{', '.join(ids)} [{f.severity}] {f.sentence}{also}{allowed}")
-        if f.id in first_rec:
-            lines.append(first_rec[f.id])
+        lines += recs.get(f.id, [])[:1]  # the lead's first
     return "\n".join(lines) or "(no findings)"
 
 

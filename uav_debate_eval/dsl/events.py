@@ -30,6 +30,7 @@ Ids EVENT[k] (k from 1) follow the order (t, type, vehicles), so the same input 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -230,40 +231,36 @@ def _swarm_clusters(events: list[Event], rank: dict[str, int]) -> list[list[Even
     return clusters
 
 
-def _in_order(c: list[Event], rank: dict[str, int]) -> list[str]:
-    return sorted({x.uavs[0] for x in c}, key=lambda u: rank.get(u, 0))
+def _merge_swarm(events: list[Event], order: list[str], merged: Callable[[list[Event], list[str], float], Event]
+                 ) -> list[Event]:
+    """The events of `_swarm_clusters`: a vehicle alone keeps its own, a group becomes `merged(group, its vehicles in
+    `order`, the group's last end)`."""
+    rank = {u: i for i, u in enumerate(order)}
+    out = []
+    for c in _swarm_clusters(events, rank):
+        if len(c) == 1:
+            out.append(c[0])
+            continue
+        uavs = sorted({x.uavs[0] for x in c}, key=lambda u: rank.get(u, 0))
+        out.append(merged(c, uavs, max(x.t if x.t_end is None else x.t_end for x in c)))
+    return out
 
 
 def merge_swarm_turns(turns: list[Event], order: list[str]) -> list[Event]:
     """One sharp_turn per swarm corner: same direction, corners within SWARM_TURN_S, distinct vehicles."""
-    rank = {u: i for i, u in enumerate(order)}
-    out = []
-    for c in _swarm_clusters(turns, rank):
-        if len(c) == 1:
-            out.append(c[0])
-            continue
-        t_end = max(x.t if x.t_end is None else x.t_end for x in c)
-        out.append(Event("", "sharp_turn", _r(float(np.median([x.t for x in c]))), _in_order(c, rank), t_end,
-                         _r(float(np.mean([x.value for x in c])), 1), "deg",
-                         {"t_from": min(x.extra["t_from"] for x in c), "direction": c[0].extra["direction"]}))
-    return out
+    return _merge_swarm(turns, order, lambda c, uavs, t_end: Event(
+        "", "sharp_turn", _r(float(np.median([x.t for x in c]))), uavs, t_end,
+        _r(float(np.mean([x.value for x in c])), 1), "deg",
+        {"t_from": min(x.extra["t_from"] for x in c), "direction": c[0].extra["direction"]}))
 
 
 def merge_swarm_climbs(climbs: list[Event], order: list[str]) -> list[Event]:
     """One altitude_rate per climb or descent that vehicles start together (same direction, starts within
     SWARM_TURN_S): from the first start to the last end, the highest peak (a show's 5,000 vehicles climbing together
     had made 5,000 events, findings and prompt lines)."""
-    rank = {u: i for i, u in enumerate(order)}
-    out = []
-    for c in _swarm_clusters(climbs, rank):
-        if len(c) == 1:
-            out.append(c[0])
-            continue
-        t_end = max(x.t if x.t_end is None else x.t_end for x in c)
-        peak = max(float(x.value or 0.0) for x in c)
-        out.append(Event("", "altitude_rate", min(x.t for x in c), _in_order(c, rank), t_end, peak, "m/s",
-                         {"direction": c[0].extra["direction"]}))
-    return out
+    return _merge_swarm(climbs, order, lambda c, uavs, t_end: Event(
+        "", "altitude_rate", min(x.t for x in c), uavs, t_end, max(float(x.value or 0.0) for x in c), "m/s",
+        {"direction": c[0].extra["direction"]}))
 
 
 def number_events(events: list[Event]) -> list[Event]:

@@ -175,3 +175,44 @@ def test_sample_periods_of_a_swarms_tracks_taken_together_equal_each_tracks_medi
         assert part.sample_period == float(np.median([p for p, tr in zip(expected, fresh, strict=True)
                                                         if len(tr) > 1]))
         assert [tr.sample_period for tr in part.tracks.values()] == expected
+
+
+def test_stray_stamps_are_left_out_and_found_where_they_were_recorded():
+    """A corrupted clock value (a flipped bit of a log's counter: days off) is not data: it is dropped, counted and
+    found at the flight time of the row recorded before it; the flight's origin and span are the real samples'."""
+    t, ids, pos = _line(n=100)  # 10 s of two vehicles, uav1's rows first
+    start = 1.7e9  # a unix-clock recording
+    t = t + start
+    t_late, t_early = t.copy(), t.copy()
+    t_late[30] += 2.7e8        # uav1's 31st sample, days after the flight
+    t_early[100 + 40] -= 5e5   # uav2's 41st sample, days before it (it would become flight time 0)
+    for stamps, uav, where in ((t_late, "uav1", 2.9), (t_early, "uav2", 3.9)):
+        traj = SwarmTrajectory.from_columns(stamps, ids, pos)
+        assert traj.t0 == pytest.approx(start)
+        assert traj.duration == pytest.approx(9.9)
+        assert traj.ingest.dropped == {"stray_stamp": 1}
+        assert traj.n_samples == 199
+        (found,) = traj.ingest.findings
+        assert (found.kind, found.uavs) == ("stray_stamp", [uav])
+        assert found.t_start == pytest.approx(where) and found.t_end == pytest.approx(where)
+        assert not traj.ingest.gaps
+
+
+def test_a_recording_keeps_every_part_that_holds_data_and_its_pauses():
+    """Two sessions two hours apart in one file are both data (each holds far more than 1% of the rows); a vehicle
+    resuming for 3 s (3% of the rows) 40 minutes after the flight is data too; and a sample alone 50 s after a 10-s
+    flight is a gap (a pause shorter than STRAY_MIN_GAP_S), not a stray stamp."""
+    t, ids, pos = _line(n=100)
+    two = np.concatenate([t, t + 7200.0])
+    traj = SwarmTrajectory.from_columns(two, np.concatenate([ids, ids]), np.concatenate([pos, pos + 1.0]))
+    assert traj.duration == pytest.approx(7209.9)
+    assert "stray_stamp" not in traj.ingest.dropped and not traj.ingest.findings
+    resumed = np.concatenate([t, 2400.0 + t[:30]])
+    traj = SwarmTrajectory.from_columns(resumed, np.concatenate([ids, ids[:30]]), np.concatenate([pos, pos[:30]]))
+    assert traj.duration == pytest.approx(2402.9) and "stray_stamp" not in traj.ingest.dropped
+    lone = t.copy()
+    lone[5] = 60.0
+    traj = SwarmTrajectory.from_columns(lone, ids, pos)
+    assert traj.duration == pytest.approx(60.0)
+    assert "stray_stamp" not in traj.ingest.dropped
+    assert traj.ingest.gaps

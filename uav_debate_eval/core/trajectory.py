@@ -18,7 +18,8 @@ from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.memo import memo
-from uav_debate_eval.core.records import Gap, IngestReport
+from uav_debate_eval.core.records import Finding, Gap, IngestReport
+from uav_debate_eval.core.stamps import stray_stamps
 
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
 GAP_FACTOR = 5.0
@@ -323,8 +324,15 @@ class SwarmTrajectory:
         }
         ok = np.isfinite(t) & np.isfinite(pos).all(axis=1)
         report.count("nan", int((~ok).sum()))
+        stray = stray_stamps(t if ok.all() else t[ok])
+        if stray is not None:
+            stray_rows = np.flatnonzero(ok)[stray[0]]
+            ok[stray_rows] = False
+            report.count("stray_stamp", len(stray_rows))
         if origin is None:
             origin = float(t[ok].min()) if ok.any() else 0.0
+        if stray is not None:
+            report.findings.append(_stray_finding(t, uav_id, ok, stray_rows, origin, stray[1]))
         t = t - origin
 
         # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
@@ -379,6 +387,23 @@ class SwarmTrajectory:
                 self.ingest.gaps.append(Gap(u, float(tr.t[i]), float(tr.t[i + 1])))
             if end - tr.t[-1] > limit:
                 self.ingest.silent[u] = float(tr.t[-1])
+
+
+def _stray_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray, stray_rows: np.ndarray,
+                   origin: float, limit: float) -> Finding:
+    """The stray stamps left out, placed in the flight where they were recorded: at the stamp of the row before
+    each in the input (a log's rows are in recording order), else the row after."""
+    kept = np.flatnonzero(ok)  # never empty: the largest cluster of stamps is the flight
+    near = kept[np.clip(np.searchsorted(kept, stray_rows) - 1, 0, len(kept) - 1)]
+    where = t[near] - origin
+    ids = uav_id.names[uav_id.codes[stray_rows]] if isinstance(uav_id, VehicleCodes) else uav_id[stray_rows]
+    uavs = sorted({str(u) for u in ids}, key=_natural_key)
+    off = np.abs(t[stray_rows] - t[near])
+    return Finding(
+        "stray_stamp", uavs, float(where.min()), float(where.max()),
+        f"{len(stray_rows)} sample(s) of {', '.join(uavs)} stamped {float(off.max()):.4g} s from the rest of the "
+        f"recording (more than {limit:.4g} s from the flight's stamps): a corrupted clock value, not data; "
+        "left out of the flight", [], {"samples": len(stray_rows), "offset_s": float(off.max())})
 
 
 def prime_sample_periods(tracks: tuple[Track, ...]) -> None:

@@ -61,3 +61,19 @@ def test_long_phases_are_split_and_bad_modes_rejected():
         mission_segments(_swarm(30.0), Mission(), mode="bogus")
     with pytest.raises(InputError, match="window length"):
         mission_segments(_swarm(30.0), Mission(), mode="window", window_s=0)
+
+
+def test_the_last_segment_holds_the_flights_last_sample_off_the_grid():
+    """A log stamps in microseconds: its last sample lies past the checker's last grid step and between two
+    milliseconds. The segments still cover the flight to it (a late sample's segment was cut empty, and its DSL
+    failed with 'no samples in t_range')."""
+    base = _swarm(14.0)
+    late = SwarmTrajectory.from_columns(
+        np.concatenate([np.tile(np.arange(0.0, 14.0 + 1e-9, DT), 3), [100.000456]]),
+        np.concatenate([np.repeat(["uav1", "uav2", "uav3"], len(base.tracks["uav1"])), ["uav1"]]),
+        np.vstack([np.vstack([tr.pos for tr in base.tracks.values()]), [[28.0, 0.0, 5.0]]]))
+    for mode in ("phase", "window"):
+        segs = mission_segments(late, Mission(), mode=mode)
+        assert segs[0].t_start == 0.0 and segs[-1].t_end == 100.001
+        last = late.window(segs[-1].t_start, segs[-1].t_end)
+        assert last.tracks["uav1"].t[-1] == pytest.approx(100.000456)

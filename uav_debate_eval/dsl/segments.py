@@ -44,7 +44,12 @@ class MissionSegment:
 
 
 def _number(pieces: list[tuple[float, float, str]]) -> list[MissionSegment]:
-    return [MissionSegment(f"MSEG[{k}]", round(a, 3), round(b, 3), lab) for k, (a, b, lab) in enumerate(pieces, 1)]
+    """Ids, and bounds to the millisecond; the last segment's end rounded up, so that it still holds the flight's
+    last sample (a log stamps in microseconds: a segment of a single late sample was left empty)."""
+    out = [MissionSegment(f"MSEG[{k}]", round(a, 3), round(b, 3), lab) for k, (a, b, lab) in enumerate(pieces, 1)]
+    if out and pieces[-1][1] - out[-1].t_end > 1e-9:
+        out[-1].t_end = round(out[-1].t_end + 0.001, 3)
+    return out
 
 
 def _windows(t0: float, t1: float, window_s: float) -> list[tuple[float, float, str]]:
@@ -118,6 +123,8 @@ def mission_segments(traj: SwarmTrajectory, mission: Mission, mode: str = "phase
 
         safety = run_checker(traj, mission)
     pieces = _phases(traj)
+    # the phases end on the checker's grid, which may stop short of the flight's last stamp (a log's microseconds)
+    pieces[-1] = (pieces[-1][0], max(pieces[-1][1], t1), pieces[-1][2])
     if safety is not None and safety.veto_intervals:
         pieces = _cut_at_vetoes(pieces, list(safety.veto_intervals))
     return _number(_with_samples(traj, _split_long(pieces, MAX_PHASE_S)))

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import math
+import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from uav_debate_eval.cli import main
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.mission_file import load_mission
 from uav_debate_eval.io.loader import load_inputs
 from uav_debate_eval.io.ulog import LogTrack, combine, geodetic_to_enu, ned_to_enu, read_ulogs
+from uav_debate_eval.quality.assessment import assess
 
 SMALL = Path(__file__).parent / "fixtures" / "px4" / "sample_log_small.ulg"
+RTL = Path(__file__).parent / "fixtures" / "real" / "px4_mission_rtl" / "flight.ulg"
+MISSION_RTL = load_mission(RTL.with_name("mission.yaml"))
 A_WGS84, E2 = 6378137.0, 6.69437999014e-3
 
 
@@ -97,3 +104,106 @@ def test_damaged_ulog(tmp_path):
     bad.write_bytes(b"not a ulog" * 100)
     with pytest.raises(InputError, match=r"bad.ulg: cannot read ULog"):
         read_ulogs([bad])
+
+
+_SIZES = {"int8_t": 1, "uint8_t": 1, "bool": 1, "char": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4,
+          "uint32_t": 4, "float": 4, "int64_t": 8, "uint64_t": 8, "double": 8}
+_CODES = {"float": "<f", "uint64_t": "<Q", "double": "<d"}
+
+
+def _message(data: bytes, topic: str, nth: int) -> tuple[int, list[list[str]]]:
+    """(offset of the msg_id of the `nth` (1-based) logged `topic` message, the topic's [type, name] fields)."""
+    formats, names, seen, at = {}, {}, 0, 16  # after the file header
+    while at + 3 <= len(data):
+        size, kind = struct.unpack_from("<HB", data, at)
+        body = at + 3
+        if kind == ord("F"):  # "name:type field;type field;..."
+            name, fields = data[body:body + size].decode().split(":", 1)
+            formats[name] = [f.split(" ") for f in fields.strip(";").split(";")]
+        elif kind == ord("A"):  # subscription: multi_id u8, msg_id u16, name
+            names[struct.unpack_from("<H", data, body + 1)[0]] = data[body + 3:body + size].decode()
+        elif kind == ord("D") and names.get(struct.unpack_from("<H", data, body)[0]) == topic:
+            seen += 1
+            if seen == nth:
+                return body, formats[topic]
+        at = body + size
+    raise AssertionError(f"fewer than {nth} {topic} messages")
+
+
+def _with_field_changed(src: Path, dst: Path, topic: str, nth: int, field: str, change) -> float:
+    """`src` with `field` of the `nth` logged `topic` message replaced by change(value), as one corrupted value of a
+    real log reads; returns the original value. Flat formats only (vehicle_local_position's)."""
+    data = bytearray(src.read_bytes())
+    at, fields = _message(data, topic, nth)
+    offset = at + 2  # after the msg_id
+    for ftype, fname in fields:
+        if fname == field:
+            (value,) = struct.unpack_from(_CODES[ftype], data, offset)
+            struct.pack_into(_CODES[ftype], data, offset, change(value))
+            dst.write_bytes(bytes(data))
+            return value
+        base, _, count = ftype.partition("[")
+        offset += _SIZES[base] * (int(count.rstrip("]")) if count else 1)
+    raise AssertionError(f"{topic} has no field {field}")
+
+
+def test_a_corrupted_stamp_in_a_real_log_is_left_out_and_found(tmp_path):
+    """One vehicle_local_position stamped 2.7e8 s late (seen in a fuzzed real log: the checker's grid asked for
+    228 GiB) is a stray_stamp finding; the flight, its span and its report are those of the other 635 samples."""
+    bad = tmp_path / "stray.ulg"
+    _with_field_changed(SMALL, bad, "vehicle_local_position", 300, "timestamp", lambda us: us + 270_000_000_000_000)
+    clean, traj = read_ulogs([SMALL]), read_ulogs([bad])
+    tr = traj.tracks["stray"]
+    assert len(tr) == 635 and traj.ingest.dropped == {"stray_stamp": 1}
+    assert traj.duration == pytest.approx(clean.duration) and traj.t0 == pytest.approx(clean.t0)
+    (found,) = [f for f in traj.ingest.findings if f.kind == "stray_stamp"]
+    before = clean.tracks["sample_log_small"].t[298]  # the sample recorded before it
+    assert found.uavs == ["stray"] and found.t_start == pytest.approx(before)
+    assert found.values["offset_s"] == pytest.approx(2.7e8, abs=1.0)
+    out = tmp_path / "out"
+    assert main(["evaluate", str(bad), "--out", str(out), "--llm", "rules", "--quiet"]) in (0, 3, 4)
+    report = json.loads((out / "report.json").read_text())
+    assert report["mission"]["duration_s"] == pytest.approx(clean.duration, abs=1e-3)
+    assert [f["uavs"] for f in report["data_quality"]["findings"] if f["kind"] == "stray_stamp"] == [["stray"]]
+
+
+def test_a_corrupted_velocity_in_a_real_log_is_a_finding_not_a_violation(tmp_path):
+    """One vehicle_local_position vx of a real flight (safe) read 3.5e15 m/s (a flipped exponent bit, seen in a
+    fuzzed real log: the report said max_speed violated at 3.5e15 m/s) while the positions fly on: a
+    velocity_spike finding, the speed checks use the positions there, and the flight stays safe. A speed reached
+    and left across samples (three samples in a row) stays what the log says."""
+    bad = tmp_path / "spike.ulg"
+    _with_field_changed(RTL, bad, "vehicle_local_position", 200, "vx", lambda v: 3.5e15)
+    clean, traj = read_ulogs([RTL]), read_ulogs([bad])
+    quality = assess(traj, MISSION_RTL)
+    (found,) = [f for f in quality.findings if f.kind == "velocity_spike"]
+    t_spike = clean.tracks["flight"].t[199]
+    assert found.uavs == ["spike"] and found.t_start == pytest.approx(t_spike)
+    assert found.values["recorded_mps"] == pytest.approx(3.5e15, rel=1e-6)
+    vel, clean_vel = quality.traj.tracks["spike"].vel, clean.tracks["flight"].vel
+    assert np.linalg.norm(vel[199] - clean_vel[199]) < 1.0  # the positions' central difference
+    assert np.array_equal(np.delete(vel, 199, axis=0), np.delete(clean_vel, 199, axis=0))
+    out = tmp_path / "out"
+    assert main(["evaluate", str(bad), "--mission", str(RTL.with_name("mission.yaml")), "--out", str(out),
+                 "--llm", "rules", "--quiet"]) == 0
+    flown = tmp_path / "flown.ulg"
+    for k in (199, 200, 201):
+        _with_field_changed(RTL if k == 199 else flown, flown, "vehicle_local_position", k, "vx", lambda v: v + 40.0)
+    assert not [f for f in assess(read_ulogs([flown]), MISSION_RTL).findings if f.kind == "velocity_spike"]
+
+
+def test_a_damaged_log_is_read_quietly_and_its_damage_noted(tmp_path, capsys):
+    """pyulog prints a line for each message it cannot place (hundreds in a damaged log, on stdout, where a script
+    reads the tool's output): they become one note; the rest of the log is read."""
+    data = bytearray(SMALL.read_bytes())
+    for nth, msg_id in ((100, 4321), (200, 4321), (300, 4322)):  # position messages under ids none subscribed
+        at, _ = _message(data, "vehicle_local_position", nth)
+        struct.pack_into("<H", data, at, msg_id)
+    bad = tmp_path / "damaged.ulg"
+    bad.write_bytes(bytes(data))
+    traj = read_ulogs([bad])
+    assert capsys.readouterr().out == ""
+    assert len(traj.tracks["damaged"]) == 633
+    assert ("damaged: the log is damaged (messages under 2 unknown id(s) skipped): what the damage held is lost"
+            in traj.ingest.notes)
+    assert not [n for n in read_ulogs([SMALL]).ingest.notes if "damaged" in n]

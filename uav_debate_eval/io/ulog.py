@@ -8,6 +8,8 @@ with the GPS time (`time_utc_usec`) when every log has it; otherwise the logs' s
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +49,8 @@ class LogTrack:
     crash: tuple[float, str] | None = None
     vehicle_class: str = ""
     sitl: bool = False
+    #: what the ULog parser skipped in a damaged file (a note), "" for a sound one
+    damage: str = ""
     #: the samples' times (s) when the reader has put them on one clock itself (ROS 2 PX4 bags: as live, io.px4)
     t_s: np.ndarray | None = None
 
@@ -83,7 +87,9 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     try:
         from pyulog import ULog
 
-        ulog = ULog(str(path), _TOPICS + ATTITUDE_TOPICS)
+        printed = io.StringIO()  # pyulog prints what it skips in a damaged file: told once, as a note
+        with contextlib.redirect_stdout(printed):
+            ulog = ULog(str(path), _TOPICS + ATTITUDE_TOPICS)
     except Exception as exc:  # pyulog raises assorted types on damaged files; all mean bad input
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: cannot read ULog ({type(exc).__name__}: {reason})") from None
@@ -108,7 +114,20 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     track.crash = px4_crash(data, track.attitude)
     track.vehicle_class = px4_vehicle_class(data)
     track.sitl = str(ulog.msg_info_dict.get("ver_hw", "")).upper().endswith("SITL")
+    track.damage = _damage(printed.getvalue())
     return track
+
+
+def _damage(printed: str) -> str:
+    """What pyulog said while reading around damage, in a line ("" when it said nothing). It warns once per unknown
+    message id, so the ids are counted, not the messages."""
+    lines = [line for line in printed.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    unknown = sum("no subscription found" in line for line in lines)
+    corrupt = [line.rstrip("!") for line in lines if "corruption detected" in line]
+    said = ([f"messages under {unknown} unknown id(s) skipped"] if unknown else []) + sorted(set(corrupt))
+    return f"the log is damaged ({'; '.join(said) if said else lines[0]}): what the damage held is lost"
 
 
 def _reference(lp: dict, data: dict, t_us: np.ndarray, pos_ned: np.ndarray):
@@ -218,6 +237,8 @@ def combine(logs: list[LogTrack], anchor: tuple[float, float, float] | None = No
         vel_all.append(ned_to_enu(lg.vel_ned))
         valid = np.ones(len(lg.t_us), dtype=bool) if lg.valid is None else lg.valid
         ok_all.append(valid.astype(float))
+        if lg.damage:
+            notes.append(f"{lg.name}: {lg.damage}")
         if not valid.all():
             notes.append(f"{lg.name}: {int((~valid).sum())} of {len(valid)} samples flagged not valid by the "
                          f"estimator ({lg.valid_how})")

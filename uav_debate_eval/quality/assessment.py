@@ -139,7 +139,7 @@ def _clean_track(tr: Track, upd: Updates, excursed: list[Excursion], a_max: floa
             f"{u} jumped {dist:.2f} m in {dt * 1000:.0f} ms and stayed there: not explained as a one-frame "
             "artefact (it persists; an estimator reset would look the same), so any violation it causes stays",
             ["max_speed", "max_vertical_speed"], {"distance_m": float(dist), "persists": True}))
-    vel, found = source_velocity(tr, upd)
+    vel, found = source_velocity(tr, upd, a_max)
     out.findings.extend(found)
     return tr.select(slice(None), vel=vel) if vel is not tr.vel else tr
 

@@ -84,16 +84,19 @@ def jitter(track: Track, updates: Updates) -> float:
     return float(np.percentile(np.abs(dt - np.median(dt)), 95))
 
 
-def source_velocity(track: Track, upd: Updates) -> tuple[np.ndarray, list[Finding]]:
+def source_velocity(track: Track, upd: Updates, a_max: float) -> tuple[np.ndarray, list[Finding]]:
     """The velocity the checks should use for this track, and what the recording did (findings).
 
-    `upd` are the track's distinct updates. Measured velocity (vel_derived False) is kept; a derived one is
-    recomputed from distinct updates over a baseline when the stream republishes or is stamped on receipt.
-    Tracks recorded cleanly keep their velocity.
+    `upd` are the track's distinct updates. Measured velocity (vel_derived False) is kept but for one-sample
+    spikes the vehicle cannot fly (beyond `a_max` m/s^2 into the sample and out of it, the positions not moving
+    with it); a derived one is recomputed from distinct updates over a baseline when the stream republishes or is
+    stamped on receipt. Tracks recorded cleanly keep their velocity.
     """
     findings: list[Finding] = []
     t0, t1 = float(track.t[0]), float(track.t[-1])
     u = track.uav_id
+    if not track.vel_derived:
+        track, findings = _without_velocity_spikes(track, a_max)
     if upd.republished:
         findings.append(Finding(
             "repeated_samples", [u], t0, t1,
@@ -127,6 +130,42 @@ def source_velocity(track: Track, upd: Updates) -> tuple[np.ndarray, list[Findin
             f"{u}: recorded velocity disagrees with the positions over {b - a:.1f} s; the speed checks use the "
             "faster of the two there", ["max_speed", "max_vertical_speed"]))
     return vel, findings
+
+
+def _without_velocity_spikes(track: Track, a_max: float) -> tuple[Track, list[Finding]]:
+    """The track with each measured-velocity spike replaced by its positions' central difference, and a finding
+    each. A spike: one sample whose velocity differs from both neighbours' by more than `a_max` times the time
+    between them (and MISMATCH_MPS), that its positions do not show (differing from their central difference by
+    MISMATCH_MPS and MISMATCH_FRACTION, as a velocity mismatch does). A flipped bit of a logged float reads as
+    1e15 m/s; a speed the vehicle reaches and leaves within one sample is no speed it flew."""
+    t, vel, pos = track.t, track.vel, track.pos
+    if len(t) < 3:
+        return track, []
+    step = np.linalg.norm(np.diff(vel, axis=0), axis=1)
+    bound = np.maximum(a_max * np.diff(t), MISMATCH_MPS)
+    jump = step > bound
+    candidates = np.flatnonzero(jump[:-1] & jump[1:]) + 1
+    if not len(candidates):
+        return track, []
+    dt = t[candidates + 1] - t[candidates - 1]
+    derived = (pos[candidates + 1] - pos[candidates - 1]) / np.where(dt > 0, dt, np.inf)[:, None]
+    diff = np.linalg.norm(vel[candidates] - derived, axis=1)
+    scale = np.maximum(np.linalg.norm(vel[candidates], axis=1), np.linalg.norm(derived, axis=1))
+    spike = (diff > MISMATCH_MPS) & (diff > MISMATCH_FRACTION * scale)
+    if not spike.any():
+        return track, []
+    fixed = vel.copy()
+    fixed[candidates[spike]] = derived[spike]
+    u = track.uav_id
+    found = [Finding(
+        "velocity_spike", [u], float(t[i]), float(t[i]),
+        f"{u}'s recorded velocity read {float(np.linalg.norm(vel[i])):.4g} m/s for one sample at {t[i]:.2f} s, "
+        f"between {float(np.linalg.norm(vel[i - 1])):.1f} and {float(np.linalg.norm(vel[i + 1])):.1f} m/s (beyond "
+        f"{a_max:g} m/s^2 into it and out of it), while its positions moved at {float(np.linalg.norm(d)):.1f} m/s: "
+        "a recording artefact; the speed checks there use the positions",
+        ["max_speed", "max_vertical_speed"], {"recorded_mps": float(np.linalg.norm(vel[i]))})
+        for i, d in zip(candidates[spike].tolist(), derived[spike], strict=True)]
+    return track.select(slice(None), vel=fixed), found
 
 
 def _mismatch_spans(t: np.ndarray, measured: np.ndarray, derived: np.ndarray) -> list[tuple[float, float]]:

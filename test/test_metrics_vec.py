@@ -1,6 +1,7 @@
 """metrics.vec.norm and nanmedian0 are np.linalg.norm(x, axis=-1) and np.nanmedian(a, axis=0) to the last bit (issues
 15 and 35 need identical reports)."""
 
+import warnings
 from contextlib import nullcontext
 
 import numpy as np
@@ -95,6 +96,11 @@ def test_number_tokens_by_group_bounds_equal_the_log10_form_and_the_printed_text
     small = np.abs(v) < 1e8  # beyond, x * 10**6 rounds before rint (as it did before)
     assert got[small].tolist() == [tokens.count_tokens(tokens.fmt_raw(x)) for x in v[small]]
     assert np.array_equal(tokens._per_number(v.reshape(-1, 2)), got.reshape(-1, 2))
+    corrupt = np.array([[1.5, 9.3e12], [-3.5e15, 1e300]])  # a flipped exponent bit of a logged float
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no int64 overflow in the cast
+        got = tokens._per_number(corrupt)
+    assert got.tolist() == [[tokens.count_tokens(tokens.fmt_raw(x)) for x in row] for row in corrupt.tolist()]
 
 
 def test_raw_token_prefixes_in_small_blocks_equal_one_pass(monkeypatch):

@@ -60,6 +60,11 @@ def _per_number(v: np.ndarray) -> np.ndarray:
     if not v.size:
         return np.zeros(v.shape, dtype=np.int64)
     scale = 10**RAW_DECIMALS
+    huge = np.abs(v) >= _HUGE  # its micro-units overflow int64 (a corrupted log value): counted as printed
+    if huge.any():
+        out = _per_number(np.where(huge, 0.0, v))
+        out[huge] = [count_tokens(fmt_raw(x)) for x in v[huge].tolist()]
+        return out
     k = np.rint(np.abs(v) * scale).astype(np.int64)
     whole, frac = np.divmod(k, scale)
     # tokens of the integer part: its digits in groups of 3, i.e. (floor(log10(whole)) + 1 + 2) // 3 (1 for 0);
@@ -75,6 +80,7 @@ def _per_number(v: np.ndarray) -> np.ndarray:
 
 _GROUP_BOUNDS = np.array([10**3, 10**6, 10**9], dtype=np.int64)
 _BIG = 10**12
+_HUGE = 9e12  # * 10**RAW_DECIMALS stays below 2**63
 
 
 @functools.cache

@@ -94,3 +94,22 @@ def test_single_vehicle_sharp_turns_are_one_warning_and_data_quality_is_read():
     jump = kinds["data_quality:position_jump"]
     assert jump.severity == "data_quality" and "uav3" in jump.sentence and "affects max_speed" in jump.sentence
     assert "min_separation could not be checked for uav3 at 5–9 s" in kinds["not_evaluable:min_separation"].sentence
+
+
+def test_a_margin_past_the_limit_without_a_violation_says_so():
+    """attitude_control must stay past its limit for its hold time to be violated: a one-sample 180-deg error is a
+    margin at 400 % of the limit, which read 'came within 300 % of its limit' before."""
+    from types import SimpleNamespace
+
+    from uav_debate_eval.findings.catalogue import _margins
+
+    safety = SimpleNamespace(violations=[], margins={
+        "attitude_control": {"worst_value": 180.0, "limit": 45.0, "ratio": 4.0},
+        "max_speed": {"worst_value": 13.7, "limit": 14.4, "ratio": 0.95},
+        "max_vertical_speed": {"worst_value": 1.0, "limit": 3.6, "ratio": 0.28}})
+    found = {f.kind: f.sentence for f in _margins(safety, {}, 0.10, (0.0, 14.0))}
+    assert found == {
+        "margin:attitude_control": "attitude_control went past its limit only briefly, too briefly to be a violation "
+                                   "(worst 180 deg, limit 45 deg).",
+        "margin:max_speed": "max_speed came within 5 % of its limit without a violation (worst 13.7 m/s, "
+                            "limit 14.4 m/s)."}

@@ -156,8 +156,11 @@ def _margins(safety: Any, index: dict, fraction: float, t_range: tuple[float, fl
             continue
         unit = UNITS.get(name, "")
         refs = _dsl_refs(index, "RISK", None, None, [], f"near_limit {name}")
-        sentence = (f"{name} came within {num(abs(1.0 - ratio) * 100, 0)} % of its limit without a violation "
-                    f"(worst {num(m.get('worst_value'))} {unit}, limit {num(m.get('limit'))} {unit}).")
+        worst = f"worst {num(m.get('worst_value'))} {unit}, limit {num(m.get('limit'))} {unit}"
+        if ratio > 1.0:  # past the limit, but for less time than a violation must last (attitude_control's hold)
+            sentence = f"{name} went past its limit only briefly, too briefly to be a violation ({worst})."
+        else:
+            sentence = f"{name} came within {num((1.0 - ratio) * 100, 0)} % of its limit without a violation ({worst})."
         out.append(VerifiedFinding("margin:" + name, "warning", sentence, t_range[0], t_range[1], [], refs,
                                    recommend.for_margin(name, m), f"margin:{name}", 0.6 + 0.1 * min(ratio, 1.0)))
     return out

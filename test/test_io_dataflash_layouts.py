@@ -222,3 +222,38 @@ def test_damaged_bin_prints_nothing_but_the_one_line(tmp_path, capfd, damage, ex
         assert not (tmp_path / "out" / "report.json").exists()
     else:
         assert err == ""
+
+
+def _format_damaged(src: Path, dst: Path, name: str, char: int = ord("\n")) -> Path:
+    """`src` with the second format character of `name`'s FMT record replaced by `char` (a flipped bit on the card)."""
+    data = bytearray(src.read_bytes())
+    at = data.find(b"\xa3\x95\x80")
+    while at >= 0:
+        if data[at + 5:at + 9] == name.encode().ljust(4, b"\0"):
+            data[at + 10] = char
+            dst.write_bytes(bytes(data))
+            return dst
+        at = data.find(b"\xa3\x95\x80", at + 1)
+    raise AssertionError(f"{src.name} declares no {name}")
+
+
+def test_a_damaged_format_of_a_type_not_read_loses_only_that_type(tmp_path, capsys):
+    """pymavlink refused a whole real log for one unknown format character in the FMT of PIDN (a type the evaluation
+    never reads): now those messages are skipped and the track is the one the undamaged log gives, with a note. A
+    damaged type the track needs (XKF1), or one DFReader itself interprets (UNIT), is still a one-line error, its
+    control character escaped (it was printed raw, a line break inside the 'one-line' error)."""
+    from uav_debate_eval.cli import main
+
+    src = REAL / "plane423_center_0003.bin"
+    whole, damaged = read_dataflash(src, "p"), read_dataflash(_format_damaged(src, tmp_path / "pidn.bin", "PIDN"), "p")
+    for field in ("t_us", "pos_ned", "vel_ned"):
+        assert np.array_equal(getattr(damaged.track, field), getattr(whole.track, field))
+    assert damaged.estimator == whole.estimator == "EKF3 (XKF1; AHRS_EKF_TYPE 3)"
+    assert damaged.notes == ["pidn.bin: the format table is damaged for PIDN (types the evaluation does not read): "
+                             "their messages were skipped, the rest read as logged"]
+    with pytest.raises(InputError, match=r"xkf1.bin: the format of XKF1 is damaged"):
+        read_dataflash(_format_damaged(src, tmp_path / "xkf1.bin", "XKF1"), "p")
+    unit = _format_damaged(src, tmp_path / "unit.bin", "UNIT")
+    assert main(["evaluate", str(unit), "--out", str(tmp_path / "out"), "--llm", "rules", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Unsupported format char: '\\n' in message UNIT" in err, err

@@ -49,10 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except InputError as exc:
-        print(f"uav-debate-eval {args.command}: error: {exc}", file=sys.stderr)
+        print(f"uav-debate-eval {args.command}: error: {printable(str(exc).strip())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def printable(text: str) -> str:
+    """`text` on one line: control characters escaped (a damaged log's bytes quoted in a reader's message)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def console() -> None:

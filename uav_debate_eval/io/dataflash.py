@@ -40,6 +40,7 @@ from uav_debate_eval.io.dataflash_columns import (
     message_time_us,
     pick_estimator,
 )
+from uav_debate_eval.io.dataflash_repair import READER_TYPES, damaged_type, repaired_copy, write_temporary
 from uav_debate_eval.io.log_series import hold_last
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import describe_vehicle
@@ -85,11 +86,32 @@ def open_dataflash(path: Path):
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     if len(head) < 3 or head[0] != 0xA3 or head[1] != 0x95:
         raise InputError(f"{path}: not an ArduPilot DataFlash log (no 0xA3 0x95 message header at the start)")
-    try:
-        with silenced():
-            return DFReader.DFReader_binary(str(path), zero_time_base=True)
-    except Exception as exc:  # DFReader raises assorted types on damaged files; all mean bad input
-        raise InputError(f"{path}: cannot read DataFlash log ({type(exc).__name__}: {exc})") from None
+    data: bytearray | None = None
+    repaired: list[str] = []
+    source = path
+    while True:
+        tried = source
+        try:
+            with silenced():
+                reader = DFReader.DFReader_binary(str(tried), zero_time_base=True)
+            break
+        except Exception as exc:  # DFReader raises assorted types on damaged files; all mean bad input
+            name = damaged_type(exc)
+            if name in NEEDED_TYPES:
+                raise InputError(f"{path}: the format of {name} is damaged (an unknown format character): its "
+                                 "messages cannot be read") from None
+            if name is not None and name not in repaired and name not in READER_TYPES:
+                data = bytearray(path.read_bytes()) if data is None else data
+                if repaired_copy(data, name, set(DFReader.FORMAT_TO_STRUCT)):
+                    repaired.append(name)
+                    source = write_temporary(data)
+                    continue
+            raise InputError(f"{path}: cannot read DataFlash log ({type(exc).__name__}: {exc})") from None
+        finally:
+            if tried != path:  # a repaired copy: mapped by the reader, or refused
+                tried.unlink(missing_ok=True)
+    reader.repaired_types = repaired
+    return reader
 
 
 def read_dataflash(path: str | Path, name: str) -> VehicleLog:
@@ -132,6 +154,9 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     _origin(log, sparse)
     _events(log, sparse, ekf)
     attach_attitude(log, columns(reader, "ATT", ["Roll", "DesRoll", "Pitch", "DesPitch"]))
+    if reader.repaired_types:
+        log.notes.append(f"{path.name}: the format table is damaged for {', '.join(reader.repaired_types)} (types the "
+                         "evaluation does not read): their messages were skipped, the rest read as logged")
     ends = [offs[-1] + reader.formats[k].len for k, offs in enumerate(reader.offsets) if offs and k in reader.formats]
     if ends and max(ends) > reader.data_len:
         log.notes.append(f"{path.name}: the log ends inside a message (truncated); read up to its last whole message")

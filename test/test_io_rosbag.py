@@ -197,3 +197,27 @@ def test_truncated_mcap_and_random_db3(tmp_path):
         read_bag(junk)
     with pytest.raises(InputError, match="directory is not a rosbag2"):
         load_inputs([tmp_path / "nothing"] if (tmp_path / "nothing").mkdir() is None else [])
+
+
+def test_bag_stamps_are_the_seconds_live_reads_to_the_last_bit(tmp_path):
+    """A Gazebo flight's TFMessage at 20 Hz on the unix clock: the bag's times are the live tape's (live reads sec +
+    nanosec * 1e-9 and tapes nanoseconds of it), bit for bit. They were ns / 1e9, a last bit off for a quarter of
+    unix stamps: on a segment's edge (a sample at flight time 20 s) a replayed live flight put the sample in another
+    segment (the flaky live-versus-bag test of the Gazebo flight)."""
+    from uav_debate_eval.core.stamps import stamp_ns
+    from uav_debate_eval.io.flight_mcap import poses_trajectory
+
+    TF, TS_, Tr = (TS2.types[n] for n in ("tf2_msgs/msg/TFMessage", "geometry_msgs/msg/TransformStamped",
+                                          "geometry_msgs/msg/Transform"))
+    V3, Q = TS2.types["geometry_msgs/msg/Vector3"], TS2.types["geometry_msgs/msg/Quaternion"]
+    ns = 1_795_819_468_741_536_000 + np.arange(500) * 50_000_000
+    live = [sec + nanosec * 1e-9 for sec, nanosec in zip((ns // 10**9).tolist(), (ns % 10**9).tolist(), strict=True)]
+    assert (ns / 1e9 != np.array(live)).sum() > 50  # the old formula differs here
+    msgs = [("/world/default/dynamic_pose/info", "tf2_msgs/msg/TFMessage", int(n) + 300_000,
+             TF([TS_(_header(TS2, int(n) // 10**9, int(n) % 10**9, "default"), "x500_0",
+                     Tr(V3(0.1 * k, 0.0, 2.0), Q(0, 0, 0, 1.0)))])) for k, n in enumerate(ns.tolist())]
+    bag = read_bag(write_bag(tmp_path / "gz.mcap", msgs))
+    tape = poses_trajectory(stamp_ns(np.array(live)), np.full(len(live), "x500_0"),
+                            np.column_stack([0.1 * np.arange(500), np.zeros(500), np.full(500, 2.0)]), None, "tape")
+    assert bag.t0 == tape.t0 == pytest.approx(live[0], abs=3e-7)
+    assert np.array_equal(bag.tracks["x500_0"].t, tape.tracks["x500_0"].t)

@@ -18,6 +18,15 @@ def stamp_s(ns: np.ndarray) -> np.ndarray:
 
 
 
+
+def tape_seconds(ns: np.ndarray) -> np.ndarray:
+    """The seconds the live flight's tape holds for messages stamped `ns`: read as live reads a stamp (sec + nanosec
+    * 1e-9), taped as nanoseconds of that float and read back (live.tape). A bag of the session read this way gives
+    the live flight's times to the last bit; `ns / 1e9` differed for a quarter of unix stamps, and a sample on a
+    segment's edge then fell in another segment of the replay."""
+    return stamp_s(stamp_ns(stamp_s(ns)))
+
+
 #: Stamps further apart than STRAY_FACTOR times the flight's core span (its 1st to 99th percentile of stamps), and
 #: at least STRAY_MIN_GAP_S, split a recording; a part beyond such a gap holding fewer than STRAY_SHARE of the rows
 #: is stray stamps (a corrupted clock value: one flipped bit of a log's microsecond counter lands days off), not

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from uav_debate_eval.core.stamps import tape_seconds
+
 #: Header stamps below this (seconds) while others of the topic look like epoch time are treated as unset.
 _EPOCH_S = 1e6
 
@@ -59,13 +61,14 @@ def stamp_ns(stamp: Any) -> int:
 
 
 def stamps(notes: list[str], topic: str, header_ns: np.ndarray, recv_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Seconds from header stamps, or receive time when they are unset; returns (t, keep mask)."""
+    """Seconds from header stamps, or receive time when they are unset; returns (t, keep mask). The seconds the
+    live flight's tape holds (core.stamps.tape_seconds): a recorded session replays as it was evaluated live."""
     zero = header_ns == 0
     keep = np.ones(len(header_ns), dtype=bool)
     if zero.all():
         notes.append(f"{topic}: header stamps are zero; used the bag receive time")
-        return recv_ns / 1e9, keep
-    t = header_ns / 1e9
+        return tape_seconds(recv_ns), keep
+    t = tape_seconds(header_ns)
     if zero.any() and np.median(t[~zero]) > _EPOCH_S:
         keep = ~zero
         notes.append(f"{topic}: {int(zero.sum())} message(s) with a zero header stamp dropped")

@@ -78,7 +78,8 @@ def test_streaming_buffers_are_bounded_and_reject_bad_samples():
     assert s.nbytes == nbytes
     assert not s.add("a", 99.5, (0, 0, 0))  # older than the newest, within the jump threshold
     assert not s.add("a", 100.0, (float("nan"), 0, 0))
-    assert s.rejected == {"out_of_order": 1, "nan": 1}
+    assert not s.add("a", 100.01, (0, 1e300, 0))  # as ingest: no position (the live flight is the recorded one)
+    assert s.rejected == {"out_of_order": 1, "nan": 1, "out_of_range": 1}
     w = s.window(99.0, 200.0)
     assert w.tracks["a"].t[0] == pytest.approx(99.0) and len(w.tracks["a"]) == 50
     assert s.add("a", 3.0, (0, 0, 0))  # clock jumped back 97 s: reset, then accepted
@@ -216,3 +217,37 @@ def test_a_recording_keeps_every_part_that_holds_data_and_its_pauses():
     assert traj.duration == pytest.approx(60.0)
     assert "stray_stamp" not in traj.ingest.dropped
     assert traj.ingest.gaps
+
+
+def test_a_coordinate_no_flight_reaches_is_dropped_and_counted_apart_from_nan():
+    """A flipped exponent bit of a logged float reads 1e300 m (its square overflowed into warnings and inf norms):
+    beyond MAX_COORD_M a row is no position, dropped as out_of_range; NaN and inf rows stay counted as nan."""
+    import warnings
+
+    t, ids, pos = _line()
+    pos[10, 0], pos[20, 2], pos[30, 1], pos[40, 0] = 1e300, -2e9, np.nan, np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traj = SwarmTrajectory.from_columns(t, ids, pos)
+    assert traj.ingest.dropped == {"nan": 2, "out_of_range": 2}
+    assert traj.n_samples == 96 and max(float(np.abs(tr.pos).max()) for tr in traj.tracks.values()) < 100.0
+    assert SwarmTrajectory.from_columns(*_line()).ingest.dropped == {}
+
+
+def test_a_float64_velocity_of_1e300_is_a_velocity_spike_without_overflow():
+    """A CSV or bag velocity (float64) whose top exponent bit flipped reads 1e300 m/s; its square overflowed. The
+    spike check compares speeds clipped far beyond flight and reports the recorded value."""
+    import warnings
+
+    from uav_debate_eval.core.mission import Mission
+    from uav_debate_eval.quality.assessment import assess
+
+    t, ids, pos = _line(uavs=("uav1",), n=100)
+    vel = np.tile([2.0, 0.0, 0.0], (len(t), 1))
+    vel[50, 1] = -1e300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quality = assess(SwarmTrajectory.from_columns(t, ids, pos, vel=vel), Mission())
+    (found,) = [f for f in quality.findings if f.kind == "velocity_spike"]
+    assert found.t_start == pytest.approx(5.0) and found.values["recorded_mps"] == pytest.approx(1e300)
+    assert quality.traj.tracks["uav1"].vel[50] == pytest.approx([2.0, 0.0, 0.0])

@@ -186,6 +186,10 @@ def test_a_corrupted_velocity_in_a_real_log_is_a_finding_not_a_violation(tmp_pat
     out = tmp_path / "out"
     assert main(["evaluate", str(bad), "--mission", str(RTL.with_name("mission.yaml")), "--out", str(out),
                  "--llm", "rules", "--quiet"]) == 0
+    huge = tmp_path / "huge.ulg"  # float32's largest: a flipped top exponent bit
+    _with_field_changed(RTL, huge, "vehicle_local_position", 200, "vx", lambda v: 3.0e38)
+    (found,) = [f for f in assess(read_ulogs([huge]), MISSION_RTL).findings if f.kind == "velocity_spike"]
+    assert found.values["recorded_mps"] == pytest.approx(3.0e38, rel=1e-6)
     flown = tmp_path / "flown.ulg"
     for k in (199, 200, 201):
         _with_field_changed(RTL if k == 199 else flown, flown, "vehicle_local_position", k, "vx", lambda v: v + 40.0)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from uav_debate_eval.core.records import IngestReport
-from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.core.trajectory import MAX_COORD_M, SwarmTrajectory
 
 #: Columns of one stored sample: t, x, y, z, vx, vy, vz (velocity NaN when the source has none).
 _COLS = 7
@@ -97,6 +97,8 @@ class StreamingSwarm:
         x, y, z = (float(v) for v in pos)
         if not (math.isfinite(t) and math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
             return self._reject("nan")
+        if not (abs(x) < MAX_COORD_M and abs(y) < MAX_COORD_M and abs(z) < MAX_COORD_M):
+            return self._reject("out_of_range")  # as ingest drops it: the live flight is the recorded one
         with self._lock:
             return self._add(uav, t, x, y, z, vel)
 

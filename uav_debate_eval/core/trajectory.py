@@ -21,6 +21,9 @@ from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.records import Finding, Gap, IngestReport
 from uav_debate_eval.core.stamps import stray_stamps
 
+#: A coordinate this far from the frame's origin (m) is no position (a flipped exponent bit of a logged float reads
+#: as 1e308; its square overflows): the row is dropped and counted as out_of_range, as a NaN row is.
+MAX_COORD_M = 1e9
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
 GAP_FACTOR = 5.0
 MIN_GAP_S = 0.2
@@ -322,8 +325,11 @@ class SwarmTrajectory:
             "battery_pct": None if battery_pct is None else np.asarray(battery_pct, dtype=float),
             "est_valid": None if est_valid is None else np.asarray(est_valid, dtype=bool),
         }
-        ok = np.isfinite(t) & np.isfinite(pos).all(axis=1)
-        report.count("nan", int((~ok).sum()))
+        ok = np.isfinite(t) & ((pos < MAX_COORD_M) & (pos > -MAX_COORD_M)).all(axis=1)  # NaN fails both
+        if not ok.all():
+            finite = np.isfinite(t) & np.isfinite(pos).all(axis=1)
+            report.count("nan", int((~finite).sum()))
+            report.count("out_of_range", int((finite & ~ok).sum()))
         stray = stray_stamps(t if ok.all() else t[ok])
         if stray is not None:
             stray_rows = np.flatnonzero(ok)[stray[0]]

@@ -10,6 +10,7 @@ motion that lasts longer than the baseline keeps its true speed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,8 @@ JITTER_FRACTION = 0.1
 MISMATCH_MPS = 1.0
 MISMATCH_FRACTION = 0.3
 MISMATCH_MIN_S = 1.0
+#: Recorded speeds are compared clipped to this (m/s): far beyond any vehicle, far below a square's overflow.
+MAX_MPS = 1e6
 
 
 @dataclass
@@ -138,9 +141,10 @@ def _without_velocity_spikes(track: Track, a_max: float) -> tuple[Track, list[Fi
     between them (and MISMATCH_MPS), that its positions do not show (differing from their central difference by
     MISMATCH_MPS and MISMATCH_FRACTION, as a velocity mismatch does). A flipped bit of a logged float reads as
     1e15 m/s; a speed the vehicle reaches and leaves within one sample is no speed it flew."""
-    t, vel, pos = track.t, track.vel, track.pos
+    t, pos = track.t, track.pos
     if len(t) < 3:
         return track, []
+    vel = np.clip(track.vel, -MAX_MPS, MAX_MPS)  # a flipped exponent bit reads 1e308: its square would overflow
     step = np.linalg.norm(np.diff(vel, axis=0), axis=1)
     bound = np.maximum(a_max * np.diff(t), MISMATCH_MPS)
     jump = step > bound
@@ -154,16 +158,19 @@ def _without_velocity_spikes(track: Track, a_max: float) -> tuple[Track, list[Fi
     spike = (diff > MISMATCH_MPS) & (diff > MISMATCH_FRACTION * scale)
     if not spike.any():
         return track, []
-    fixed = vel.copy()
+    fixed = track.vel.copy()
     fixed[candidates[spike]] = derived[spike]
     u = track.uav_id
+
+    def speed(i: int) -> float:  # as recorded (math.hypot: no overflow at 1e308)
+        return math.hypot(*track.vel[i].tolist())
+
     found = [Finding(
         "velocity_spike", [u], float(t[i]), float(t[i]),
-        f"{u}'s recorded velocity read {float(np.linalg.norm(vel[i])):.4g} m/s for one sample at {t[i]:.2f} s, "
-        f"between {float(np.linalg.norm(vel[i - 1])):.1f} and {float(np.linalg.norm(vel[i + 1])):.1f} m/s (beyond "
-        f"{a_max:g} m/s^2 into it and out of it), while its positions moved at {float(np.linalg.norm(d)):.1f} m/s: "
-        "a recording artefact; the speed checks there use the positions",
-        ["max_speed", "max_vertical_speed"], {"recorded_mps": float(np.linalg.norm(vel[i]))})
+        f"{u}'s recorded velocity read {speed(i):.4g} m/s for one sample at {t[i]:.2f} s, between "
+        f"{speed(i - 1):.1f} and {speed(i + 1):.1f} m/s (beyond {a_max:g} m/s^2 into it and out of it), while its "
+        f"positions moved at {float(np.linalg.norm(d)):.1f} m/s: a recording artefact; the speed checks there use "
+        "the positions", ["max_speed", "max_vertical_speed"], {"recorded_mps": speed(i)})
         for i, d in zip(candidates[spike].tolist(), derived[spike], strict=True)]
     return track.select(slice(None), vel=fixed), found
 

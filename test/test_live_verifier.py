@@ -132,3 +132,21 @@ def test_an_array_is_stored_whole_and_checked_once():
     assert v.state.active[0]["uavs"] == ["a", "b"] and v.swarm.rejected == {"nan": 1}
     v.on_poses(100.1, ["a", "b"], np.array([[0.0, 0.0, 1.0], [0.3, 0.0, 1.0]]))  # the same stamps again
     assert len(clocks.checks) == 2 and v.swarm.rejected == {"nan": 1, "duplicate": 2}  # nothing new: no check
+
+
+def test_a_pose_no_flight_reaches_is_neither_stored_nor_checked():
+    """A coordinate of 1e300 m in an array (a flipped exponent bit) is what ingest drops (out_of_range): the monitor
+    never sees it, so it breaks no geofence live that the recorded flight would not."""
+    mission = MISSION.replace("stale_timeout_s: 60.0}", "stale_timeout_s: 60.0, geofence: {min: [-50, -50, 0], "
+                              "max: [50, 50, 20]}}")
+    clocks = Clocks()
+    v = clocks.verifier(mission)
+    for k in range(3):
+        clocks.now = 100.0 + 0.1 * k
+        v.on_poses(clocks.now, ["a", "b"], np.array([[0.0, 0.0, 1.0], [2.0 + 0.1 * k, 0.0, 1.0]]))
+    clocks.now = 100.3
+    v.on_poses(100.3, ["a", "b"], np.array([[0.0, 0.0, 1.0], [1e300, 0.0, 1.0]]))
+    clocks.now = 100.4
+    v.on_poses(100.4, ["a", "b"], np.array([[0.0, 0.0, 1.0], [2.4, 0.0, 1.0]]))
+    assert v.swarm.rejected == {"out_of_range": 1}
+    assert not any(s.veto for s in clocks.checks)

@@ -150,3 +150,20 @@ def test_a_pose_no_flight_reaches_is_neither_stored_nor_checked():
     v.on_poses(100.4, ["a", "b"], np.array([[0.0, 0.0, 1.0], [2.4, 0.0, 1.0]]))
     assert v.swarm.rejected == {"out_of_range": 1}
     assert not any(s.veto for s in clocks.checks)
+
+
+def test_a_measured_velocity_no_flight_reaches_is_not_extrapolated():
+    """An Odometry twist of 1e300 m/s (a flipped exponent bit) was extrapolated into the monitor's prediction: its
+    k-d tree raised ValueError inside the pose callback. The monitor takes that sample's velocity from the positions
+    instead; the tape keeps what was recorded (the flight report finds it as a velocity_spike, as a replay does)."""
+    mission = MISSION.replace("stale_timeout_s: 60.0}", "stale_timeout_s: 60.0, max_speed_mps: 10.0}")
+    clocks = Clocks()
+    v = clocks.verifier(mission)
+    for k in range(30):
+        clocks.now = 100.0 + 0.1 * k
+        v.on_pose("a", clocks.now, (0.0, 0.0, 1.0), (0.0, 0.0, 0.0))
+        v.on_pose("b", clocks.now, (2.0 + 0.1 * k, 0.0, 1.0), (1e300 if k == 20 else 1.0, 0.0, 0.0))
+        v.check()
+        if k == 20:
+            assert v.swarm.rings["b"].latest()[4] == 1e300  # taped as recorded
+    assert not any(s.veto for s in clocks.checks)

@@ -24,6 +24,9 @@ from uav_debate_eval.core.stamps import stray_stamps
 #: A coordinate this far from the frame's origin (m) is no position (a flipped exponent bit of a logged float reads
 #: as 1e308; its square overflows): the row is dropped and counted as out_of_range, as a NaN row is.
 MAX_COORD_M = 1e9
+#: A recorded speed component this large (m/s) is no velocity (the same bit read as a speed): far beyond any vehicle,
+#: far below a square's overflow. Checks compare speeds clipped to it.
+MAX_SPEED_MPS = 1e6
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
 GAP_FACTOR = 5.0
 MIN_GAP_S = 0.2

@@ -20,7 +20,7 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.core.streaming import StreamingSwarm
-from uav_debate_eval.core.trajectory import MAX_COORD_M
+from uav_debate_eval.core.trajectory import MAX_COORD_M, MAX_SPEED_MPS
 from uav_debate_eval.safety.health import DEGRADED, FAIL_SAFE_MODES, MAX_LAG_S, CheckTimes, HealthReport, VerifierHealth
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 from uav_debate_eval.safety.status import StatusRow, status_rows, unheard_vehicles
@@ -136,7 +136,9 @@ class LiveVerifier:
             # to the stream's (no backwards clock jump)
             self.monitor.reset()
         self.health.on_pose(uav, t, arrival)
-        return (t, *pos) if vel is None else (t, *pos, *vel)
+        if vel is None or not all(abs(v) < MAX_SPEED_MPS for v in vel):  # NaN, or 1e308: a flipped exponent bit
+            return (t, *pos)  # the monitor takes the velocity from the positions; the tape keeps what was recorded
+        return (t, *pos, *vel)
 
     def on_lost(self, uav: str, count: int) -> None:
         """The transport lost `count` poses of `uav` before they reached the verifier (DDS sample-lost event)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from uav_debate_eval.core.records import Finding
-from uav_debate_eval.core.trajectory import Track
+from uav_debate_eval.core.trajectory import MAX_SPEED_MPS, Track
 
 #: A track republishes when at least this share of its samples repeat the previous position exactly.
 REPEAT_MIN_FRACTION = 0.2
@@ -30,8 +30,6 @@ JITTER_FRACTION = 0.1
 MISMATCH_MPS = 1.0
 MISMATCH_FRACTION = 0.3
 MISMATCH_MIN_S = 1.0
-#: Recorded speeds are compared clipped to this (m/s): far beyond any vehicle, far below a square's overflow.
-MAX_MPS = 1e6
 
 
 @dataclass
@@ -144,7 +142,7 @@ def _without_velocity_spikes(track: Track, a_max: float) -> tuple[Track, list[Fi
     t, pos = track.t, track.pos
     if len(t) < 3:
         return track, []
-    vel = np.clip(track.vel, -MAX_MPS, MAX_MPS)  # a flipped exponent bit reads 1e308: its square would overflow
+    vel = np.clip(track.vel, -MAX_SPEED_MPS, MAX_SPEED_MPS)  # 1e308 (a flipped bit): its square would overflow
     step = np.linalg.norm(np.diff(vel, axis=0), axis=1)
     bound = np.maximum(a_max * np.diff(t), MISMATCH_MPS)
     jump = step > bound

@@ -147,3 +147,31 @@ def test_compressed_bags_read_the_same(tmp_path, monkeypatch, mode):
             m.setattr(raw_messages, "_library_raws", None)
         fast = read_bag(path)
     _same(fast, _library(monkeypatch, path))
+
+
+def test_a_damaged_chunk_costs_its_own_messages_only(bag, tmp_path):
+    """A record that does not fit its chunk (a damaged card) refused the whole bag: now that chunk's messages are
+    skipped, with a note naming their time span, and the other chunks read as they did. A bag whose only chunk is
+    damaged is still a one-line error (test_corrupt_record_is_one_line_input_error)."""
+    (storage,) = bag.glob("*.mcap")
+    reader = McapReader(storage)
+    reader.open()
+    chunks = list(reader.chunks)
+    reader.close()
+    assert len(chunks) >= 2
+    first = chunks[0]
+    raw = bytearray(storage.read_bytes())
+    start = first.chunk_start_offset + 9 + 40 + len(first.compression)
+    raw[start + 1:start + 9] = struct.pack("<Q", 10**9)  # its first record: longer than the chunk
+    damaged = tmp_path / "damaged.mcap"
+    damaged.write_bytes(bytes(raw))
+    whole, got = read_bag(storage), read_bag(damaged)
+    lo, hi = first.message_start_time / 1e9, first.message_end_time / 1e9
+    assert [n for n in got.ingest.notes if "damaged" in n] == [
+        f"1 damaged MCAP chunk(s) skipped: the messages logged in {lo:.3f}-{hi:.3f} s (the bag's clock) are lost"]
+    for u in ("uav1", "uav2"):  # header-stamped: the samples after the lost chunk, exactly as the whole bag has them
+        t_all, t_got = whole.tracks[u].t + whole.t0, got.tracks[u].t + got.t0
+        assert 0 < len(t_got) < len(t_all) and t_got.min() > hi - 0.1
+        later = t_all[t_all >= t_got.min()]
+        np.testing.assert_array_equal(t_got, later)
+        np.testing.assert_array_equal(got.tracks[u].pos, whole.tracks[u].pos[t_all >= t_got.min()])

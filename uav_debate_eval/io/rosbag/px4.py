@@ -54,9 +54,10 @@ def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], 
              ) -> SwarmTrajectory:
     """Every vehicle's pose topic (and companions) decoded, placed in one world frame and put on one clock."""
     topics = [t for kinds in sources.values() for t in kinds.values()]
-    raws = raw_messages.read_raws(reader, topics, types)
+    notes: list[str] = []
+    raws = raw_messages.read_raws(reader, topics, types, notes)
     decode = _decoder(reader, path, {types[t]: raws[t] for t in topics if len(raws[t])})
-    logs, statuses, notes = [], {}, []
+    logs, statuses = [], {}
     first_ref: dict[str, int | None] = {}
     for uav, kinds in sources.items():
         pose_type = next(k for k in px4.POSE_TYPES if k in kinds)

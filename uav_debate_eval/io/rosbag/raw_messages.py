@@ -48,10 +48,16 @@ class Raw:
         return rows
 
 
-def read_raws(reader: AnyReader, topics: list[str], types: dict[str, str]) -> dict[str, Raw]:
-    """Every topic's messages, chunk by chunk from MCAP storages when the bag is one, else through rosbags."""
+def read_raws(reader: AnyReader, topics: list[str], types: dict[str, str], notes: list[str]) -> dict[str, Raw]:
+    """Every topic's messages, chunk by chunk from MCAP storages when the bag is one, else through rosbags. A
+    damaged MCAP chunk (its CRC, records that do not fit) costs its own messages only: skipped, with a note."""
     selected = dict.fromkeys(topics)
-    raws = _mcap_raws(reader, selected, types)
+    lost: list[tuple[int, int]] = []
+    raws = _mcap_raws(reader, selected, types, lost)
+    if lost:
+        spans = ", ".join(f"{a / 1e9:.3f}-{b / 1e9:.3f} s" for a, b in lost[:5]) + (" ..." if len(lost) > 5 else "")
+        notes.append(f"{len(lost)} damaged MCAP chunk(s) skipped: the messages logged in {spans} (the bag's clock) "
+                     "are lost")
     return raws if raws is not None else _library_raws(reader, selected)
 
 
@@ -84,8 +90,10 @@ def _mcap_storages(reader: AnyReader) -> list[McapReader] | None:
     return mcaps if len(mcaps) == len(storages) else None
 
 
-def _mcap_raws(reader: AnyReader, selected: dict[str, None], types: dict[str, str]) -> dict[str, Raw] | None:
-    """What `_library_raws` returns, read chunk by chunk from MCAP storages (None: not applicable).
+def _mcap_raws(reader: AnyReader, selected: dict[str, None], types: dict[str, str], lost: list[tuple[int, int]]
+               ) -> dict[str, Raw] | None:
+    """What `_library_raws` returns, read chunk by chunk from MCAP storages (None: not applicable); the log-time
+    span of each chunk that cannot be read goes to `lost`.
 
     Per topic the messages come in rosbags' order: storage files in turn, each by (log time, chunk, position).
     """
@@ -105,13 +113,19 @@ def _mcap_raws(reader: AnyReader, selected: dict[str, None], types: dict[str, st
         for chunk in st.chunks:
             if not any(chunk.channel_count.get(cid, 0) for cid in wanted):
                 continue
-            data = _chunk_data(st.bio, chunk)
-            cid, log, start, end = _chunk_messages(st.bio, chunk, data, wanted)
+            try:
+                data = _chunk_data(st.bio, chunk)
+                cid, log, start, end = _chunk_messages(st.bio, chunk, data, wanted)
+            except Exception:  # noqa: BLE001  (rosbags' CRC and size errors, records that do not fit: damage)
+                lost.append((chunk.message_start_time, chunk.message_end_time))
+                continue
             n = len(cid)
             parts.append(np.column_stack([topic_of[np.searchsorted(ids, cid)], np.full(n, k), log,
                                           np.full(n, chunk.chunk_start_offset), start + base, end + base]))
             bufs.append(np.frombuffer(data, dtype=np.uint8))
             base += len(data)
+    if lost and not parts:
+        raise ValueError(f"every MCAP chunk holding the selected topics is damaged ({len(lost)})")
     rows = np.concatenate(parts) if parts else np.zeros((0, 6), dtype=np.int64)
     rows = rows[np.lexsort((rows[:, 4], rows[:, 3], rows[:, 2], rows[:, 1], rows[:, 0]))]
     bounds = np.searchsorted(rows[:, 0], np.arange(len(topics) + 1))

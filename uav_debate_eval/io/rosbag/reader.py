@@ -62,7 +62,7 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
                 return apply_names(read_px4(reader, path, px4_topics, types), names, str(path))
             selected = select_topics(path, types, wanted)
             extra = companions(selected, types)
-            raws = raw_messages.read_raws(reader, [*selected, *extra], types)
+            raws = raw_messages.read_raws(reader, [*selected, *extra], types, notes)
             for topic in selected:
                 if not len(raws[topic]):
                     notes.append(f"topic {topic} has no messages")

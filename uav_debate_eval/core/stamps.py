@@ -17,8 +17,6 @@ def stamp_s(ns: np.ndarray) -> np.ndarray:
     return (ns // 1_000_000_000).astype(float) + (ns % 1_000_000_000) * 1e-9
 
 
-
-
 def tape_seconds(ns: np.ndarray) -> np.ndarray:
     """The seconds the live flight's tape holds for messages stamped `ns`: read as live reads a stamp (sec + nanosec
     * 1e-9), taped as nanoseconds of that float and read back (live.tape). A bag of the session read this way gives

@@ -27,6 +27,13 @@ MAX_COORD_M = 1e9
 #: A recorded speed component this large (m/s) is no velocity (the same bit read as a speed): far beyond any vehicle,
 #: far below a square's overflow. Checks compare speeds clipped to it.
 MAX_SPEED_MPS = 1e6
+
+
+def positions_ok(pos: np.ndarray) -> np.ndarray:
+    """Rows of `pos` (n, 3) that are positions: finite and within MAX_COORD_M (a NaN fails both comparisons)."""
+    return np.asarray(((pos < MAX_COORD_M) & (pos > -MAX_COORD_M)).all(axis=1))
+
+
 #: A gap is a silence longer than this many median sample periods (and at least MIN_GAP_S).
 GAP_FACTOR = 5.0
 MIN_GAP_S = 0.2
@@ -328,20 +335,22 @@ class SwarmTrajectory:
             "battery_pct": None if battery_pct is None else np.asarray(battery_pct, dtype=float),
             "est_valid": None if est_valid is None else np.asarray(est_valid, dtype=bool),
         }
-        ok = np.isfinite(t) & ((pos < MAX_COORD_M) & (pos > -MAX_COORD_M)).all(axis=1)  # NaN fails both
-        if not ok.all():
+        ok = np.isfinite(t) & positions_ok(pos)
+        all_ok = bool(ok.all())
+        if not all_ok:
             finite = np.isfinite(t) & np.isfinite(pos).all(axis=1)
             report.count("nan", int((~finite).sum()))
             report.count("out_of_range", int((finite & ~ok).sum()))
-        stray = stray_stamps(t if ok.all() else t[ok])
+        stray = stray_stamps(t if all_ok else t[ok])
         if stray is not None:
-            stray_rows = np.flatnonzero(ok)[stray[0]]
+            stray_mask, limit = stray
+            stray_rows = np.flatnonzero(ok)[stray_mask]
             ok[stray_rows] = False
             report.count("stray_stamp", len(stray_rows))
         if origin is None:
             origin = float(t[ok].min()) if ok.any() else 0.0
         if stray is not None:
-            report.findings.append(_stray_finding(t, uav_id, ok, stray_rows, origin, stray[1]))
+            report.findings.append(_stray_finding(t, uav_id, ok, stray_rows, origin, limit))
         t = t - origin
 
         # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a

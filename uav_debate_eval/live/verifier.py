@@ -20,7 +20,7 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.core.streaming import StreamingSwarm
-from uav_debate_eval.core.trajectory import MAX_COORD_M, MAX_SPEED_MPS
+from uav_debate_eval.core.trajectory import MAX_SPEED_MPS, positions_ok
 from uav_debate_eval.safety.health import DEGRADED, FAIL_SAFE_MODES, MAX_LAG_S, CheckTimes, HealthReport, VerifierHealth
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 from uav_debate_eval.safety.status import StatusRow, status_rows, unheard_vehicles
@@ -110,7 +110,7 @@ class LiveVerifier:
             if stored:
                 self.check()
             return
-        finite = (np.abs(positions) < MAX_COORD_M).all(axis=1)  # what the swarm stores: no NaN, no 1e308
+        finite = positions_ok(positions)  # what the swarm stores: no NaN, no 1e308
         if self.monitor.observe_many([u for u, ok in zip(uavs, finite.tolist(), strict=True) if ok], t,
                                      positions[finite]):
             self.check()

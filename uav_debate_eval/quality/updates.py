@@ -137,7 +137,7 @@ def _without_velocity_spikes(track: Track, a_max: float) -> tuple[Track, list[Fi
     """The track with each measured-velocity spike replaced by its positions' central difference, and a finding
     each. A spike: one sample whose velocity differs from both neighbours' by more than `a_max` times the time
     between them (and MISMATCH_MPS), that its positions do not show (differing from their central difference by
-    MISMATCH_MPS and MISMATCH_FRACTION, as a velocity mismatch does). A flipped bit of a logged float reads as
+    MISMATCH_MPS and MISMATCH_FRACTION: `_disagree`, as a velocity mismatch). A flipped bit of a logged float reads as
     1e15 m/s; a speed the vehicle reaches and leaves within one sample is no speed it flew."""
     t, pos = track.t, track.pos
     if len(t) < 3:
@@ -151,9 +151,7 @@ def _without_velocity_spikes(track: Track, a_max: float) -> tuple[Track, list[Fi
         return track, []
     dt = t[candidates + 1] - t[candidates - 1]
     derived = (pos[candidates + 1] - pos[candidates - 1]) / np.where(dt > 0, dt, np.inf)[:, None]
-    diff = np.linalg.norm(vel[candidates] - derived, axis=1)
-    scale = np.maximum(np.linalg.norm(vel[candidates], axis=1), np.linalg.norm(derived, axis=1))
-    spike = (diff > MISMATCH_MPS) & (diff > MISMATCH_FRACTION * scale)
+    spike = _disagree(vel[candidates], derived)
     if not spike.any():
         return track, []
     fixed = track.vel.copy()
@@ -173,11 +171,15 @@ def _without_velocity_spikes(track: Track, a_max: float) -> tuple[Track, list[Fi
     return track.select(slice(None), vel=fixed), found
 
 
-def _mismatch_spans(t: np.ndarray, measured: np.ndarray, derived: np.ndarray) -> list[tuple[float, float]]:
+def _disagree(measured: np.ndarray, derived: np.ndarray) -> np.ndarray:
+    """Rows where a measured velocity and the positions' differ by more than MISMATCH_MPS and MISMATCH_FRACTION."""
     diff = np.linalg.norm(measured - derived, axis=1)
     scale = np.maximum(np.linalg.norm(measured, axis=1), np.linalg.norm(derived, axis=1))
-    bad = (diff > MISMATCH_MPS) & (diff > MISMATCH_FRACTION * scale)
-    return [(a, b) for a, b in true_spans(t, bad) if b - a >= MISMATCH_MIN_S]
+    return (diff > MISMATCH_MPS) & (diff > MISMATCH_FRACTION * scale)
+
+
+def _mismatch_spans(t: np.ndarray, measured: np.ndarray, derived: np.ndarray) -> list[tuple[float, float]]:
+    return [(a, b) for a, b in true_spans(t, _disagree(measured, derived)) if b - a >= MISMATCH_MIN_S]
 
 
 def true_spans(t: np.ndarray, mask: np.ndarray) -> list[tuple[float, float]]:

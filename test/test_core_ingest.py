@@ -86,6 +86,36 @@ def test_streaming_buffers_are_bounded_and_reject_bad_samples():
     assert s.resets == 1 and len(s.rings["a"]) == 1
 
 
+def test_streaming_holds_a_stamp_far_ahead_until_a_later_one_confirms_the_clock():
+    s = StreamingSwarm(capacity=100)
+    for i in range(10):
+        assert s.add("a", 10.0 + i * 0.1, (0.0, 0.0, 1.0)) and s.add("b", 10.0 + i * 0.1, (1.0, 0.0, 1.0))
+    assert not s.add("a", 9e8, (0.0, 0.0, 1.0))  # held: not stored, not (yet) counted
+    assert s.rejected == {} and s.newest_t == pytest.approx(10.9)
+    assert s.add("b", 11.0, (1.0, 0.0, 1.0))  # b goes on on the old clock: still held (a's next decides, or 1 s)
+    assert s.add("a", 11.0, (0.0, 0.0, 1.0))  # a goes on on the old clock: the held stamp was a stray
+    assert s.rejected == {"stray_stamp": 1} and s.resets == 0 and s.rings["a"].last_t == 11.0
+    assert not s.add("a", 200.0, (0.0, 0.0, 1.0)) and not s.add("b", 200.0, (1.0, 0.0, 1.0))  # one instant
+    assert s.add("a", 200.1, (0.0, 0.0, 1.0))  # a later stamp near it: the clock moved forward
+    assert s.rings["a"].view()[-2:, 0].tolist() == [200.0, 200.1] and s.rings["b"].last_t == 200.0
+    assert s.rejected == {"stray_stamp": 1} and s.resets == 0 and s.newest_t == pytest.approx(200.1)
+    assert not s.add("b", 5e8, (1.0, 0.0, 1.0)) and not s.add("b", 9e8, (1.0, 0.0, 1.0))  # two clocks far ahead
+    assert s.rejected == {"stray_stamp": 2}  # the first dropped, the second held
+    for i in range(12):  # the stream goes on for more than clock_jump_s without b: the held one drops too
+        s.add("a", 200.2 + i * 0.1, (0.0, 0.0, 1.0))
+    assert s.rejected == {"stray_stamp": 3} and s.rings["b"].last_t == 200.0
+
+
+def test_streaming_resets_when_a_vehicle_s_own_clock_goes_back_not_on_another_s_offset():
+    s = StreamingSwarm(capacity=100)
+    for i in range(10):
+        assert s.add("a", 100.0 + i * 0.1, (0.0, 0.0, 1.0))
+        assert s.add("d", 95.0 + i * 0.1, (1.0, 0.0, 1.0))  # a clock 5 s behind a's: kept, no reset
+    assert s.resets == 0 and len(s.rings["a"]) == len(s.rings["d"]) == 10
+    assert s.add("d", 3.0, (1.0, 0.0, 1.0))  # d's own stamps went back 92 s: a new run
+    assert s.resets == 1 and len(s.rings["a"]) == 0 and len(s.rings["d"]) == 1
+
+
 def test_a_window_is_in_flight_time_of_the_given_origin():
     """A panel that joined late (first pose at 23 s) dates a segment on the clock of the node that cut it."""
     s = StreamingSwarm()

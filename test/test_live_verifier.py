@@ -78,6 +78,61 @@ def test_stamps_jumping_backwards_reset_the_state_on_the_pose_that_starts_the_ne
     assert clocks.warnings == ["safety verifier: pose stamps jumped backwards (bag loop?): state reset"]
 
 
+def test_a_vehicle_on_a_clock_seconds_behind_is_checked_not_a_bag_loop():
+    """A companion computer 2 s behind the others (no common time): before, each of its poses "jumped back" from
+    the newest stamp and reset the verifier, 50 times in 5 s, and the veto never rose for a pair 0.2 m apart."""
+    clocks = Clocks()
+    v = clocks.verifier()
+    raised_at = None
+    for k in range(50):
+        t = 100.0 + 0.1 * k
+        clocks.now = t
+        v.on_pose("a", t, (0.0, 0.0, 1.0), None)
+        v.on_pose("d", t - 2.0, (0.2 if k >= 30 else 5.0, 0.0, 1.0), None)
+        if raised_at is None and v.monitor.veto:
+            raised_at = t
+    assert v.swarm.resets == 0 and clocks.warnings == []
+    assert raised_at == pytest.approx(103.1) and v.monitor.veto  # d came close at 103.0: vetoed at a's next pose
+    assert {a["constraint"] for a in v.state.active} == {"min_separation"}
+
+
+def test_a_lone_pose_stamped_far_ahead_is_a_stray_not_the_end_of_the_flight():
+    clocks = Clocks()
+    v = clocks.verifier()
+    for k in range(20):
+        _feed(v, clocks, 100.0 + 0.1 * k, {"a": 0.0, "b": 2.0, "c": -2.0})
+    _feed(v, clocks, 102.0, {"b": 0.3})
+    assert v.monitor.veto
+    v.on_pose("c", 102.05 + 1e6, (-2.0, 0.0, 1.0), None)  # a flipped bit in the stamp
+    for k in range(1, 10):
+        _feed(v, clocks, 102.0 + 0.1 * k, {"a": 0.0, "b": 0.3, "c": -2.0})
+    assert v.swarm.resets == 0 and v.swarm.rejected == {"stray_stamp": 1} and clocks.warnings == []
+    assert v.monitor.veto and v.swarm.rings["c"].last_t == pytest.approx(102.9)
+    assert v.monitor.latest()["c"][0] == pytest.approx(102.9)
+
+
+def test_a_clock_moving_far_forward_is_kept_from_its_first_pose_of_an_array():
+    """A simulation resumed 200 s later: the first PoseArray on the new clock waits for the second, then both are
+    kept; a lone array stamped far ahead stays a stray."""
+    clocks = Clocks()
+    v = clocks.verifier()
+    uavs = ["a", "b"]
+    for k in range(10):
+        clocks.now = 100.0 + 0.1 * k
+        v.on_poses(clocks.now, uavs, np.array([[0.0, 0.0, 1.0], [2.0, 0.0, 1.0]]))
+    clocks.now = 5000.0
+    v.on_poses(5000.0, uavs, np.array([[0.0, 0.0, 1.0], [2.0, 0.0, 1.0]]))  # lone: the stream goes on at 101 s
+    clocks.now = 101.0
+    v.on_poses(101.0, uavs, np.array([[0.0, 0.0, 1.0], [2.0, 0.0, 1.0]]))
+    assert v.swarm.rejected == {"stray_stamp": 2} and v.swarm.rings["a"].last_t == pytest.approx(101.0)
+    for k in range(5):
+        clocks.now = 300.0 + 0.1 * k
+        v.on_poses(clocks.now, uavs, np.array([[0.0, 0.0, 1.0], [0.2 * k, 0.0, 1.0]]))
+    assert v.swarm.rejected == {"stray_stamp": 2} and v.swarm.resets == 0  # the first array at 300 s kept
+    assert v.swarm.rings["a"].last_t == pytest.approx(300.4)
+    assert v.monitor.veto  # b reached a at the new clock
+
+
 def test_the_others_poses_run_the_overdue_check_and_a_silent_vehicle_is_vetoed():
     clocks = Clocks()
     v = clocks.verifier(MISSION.replace("60.0", "1.0"))

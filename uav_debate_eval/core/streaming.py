@@ -11,6 +11,8 @@ import numpy as np
 from uav_debate_eval.core.records import IngestReport
 from uav_debate_eval.core.trajectory import MAX_COORD_M, SwarmTrajectory
 
+#: Most samples of one stray stamp held (a PoseArray of a large show); more are dropped as the held ones will be.
+MAX_HELD = 10_000
 #: Columns of one stored sample: t, x, y, z, vx, vy, vz (velocity NaN when the source has none).
 _COLS = 7
 
@@ -77,13 +79,18 @@ class VehicleRing:
 class StreamingSwarm:
     """Live samples of every vehicle. Rejects NaN and stale/out-of-order stamps and counts them.
 
-    A stamp more than `clock_jump_s` older than the newest stamp seen is treated as a clock
-    jump backwards (a looping bag): all buffers are reset and `resets` is incremented.
+    A vehicle's stamp more than `clock_jump_s` older than its own newest one is a clock jump backwards (a looping
+    bag, a restarted simulation): all buffers are reset and `resets` is incremented. Vehicles on clocks a constant
+    apart (companion computers without a common time) are not jumps: each is compared with its own stamps. A stamp
+    more than `stray_ahead_s` past the newest one is held until a second sample confirms the new clock; the next
+    sample that continues the old one drops it as `stray_stamp` (a lone pose stamped days ahead, a flipped bit,
+    would otherwise end the flight when the following pose "jumped back" from it).
     Thread-safe: in `live` one thread adds poses while others cut windows (segments, the trigger).
     """
 
     capacity: int = 3000
     clock_jump_s: float = 1.0
+    stray_ahead_s: float = 60.0
     rings: dict[str, VehicleRing] = field(default_factory=dict)
     rejected: dict[str, int] = field(default_factory=dict)
     resets: int = 0
@@ -91,6 +98,9 @@ class StreamingSwarm:
     #: the stream clock at flight time 0: the first sample accepted since the last reset
     origin: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: samples of one stamp far ahead of the stream's clock, not stored until a later one confirms it
+    _held: list[tuple] = field(default_factory=list, repr=False, compare=False)
+    _held_at: float = field(default=-math.inf, repr=False, compare=False)  # the stream's newest stamp then
 
     def add(self, uav: str, t: float, pos, vel=None) -> bool:
         """Append one sample; returns False (and counts why) when it is rejected."""
@@ -103,10 +113,34 @@ class StreamingSwarm:
             return self._add(uav, t, x, y, z, vel)
 
     def _add(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
-        if t < self.newest_t - self.clock_jump_s:
+        held = self._held
+        if t > self.newest_t + self.stray_ahead_s and math.isfinite(self.newest_t):
+            if held and t > held[0][1] and t - held[0][1] <= self.stray_ahead_s:  # a later stamp on the new clock
+                self._held = []  # the clock moved forward: the held samples are stored first
+                for sample in held:
+                    self._store(*sample)
+                return self._store(uav, t, x, y, z, vel)
+            if held and t != held[0][1]:  # a second clock far ahead: the first was a stray
+                self._drop_held()
+            if not self._held:
+                self._held_at = self.newest_t
+            if len(self._held) >= MAX_HELD:
+                return self._reject("stray_stamp")
+            self._held.append((uav, t, x, y, z, vel))  # one instant of the swarm (its other vehicles) waits with it
+            return False  # not stored (yet): the caller treats it as rejected
+        if held and (self.newest_t > self._held_at + self.clock_jump_s or any(h[0] == uav for h in held)):
+            self._drop_held()  # the stream went on on its old clock: the held samples were strays
+        return self._store(uav, t, x, y, z, vel)
+
+    def _drop_held(self) -> None:
+        self.rejected["stray_stamp"] = self.rejected.get("stray_stamp", 0) + len(self._held)
+        self._held = []
+
+    def _store(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
+        ring = self.rings.get(uav)
+        if ring is not None and t < ring.last_t - self.clock_jump_s:  # its own clock went back: a new run
             self._clear()
             self.resets += 1
-        ring = self.rings.get(uav)
         if ring is None:
             ring = self.rings[uav] = VehicleRing(self.capacity)
         if t <= ring.last_t:
@@ -133,6 +167,7 @@ class StreamingSwarm:
             ring.clear()
         self.newest_t = -math.inf
         self.origin = None
+        self._held = []
 
     def rows_after(self, cursors: dict[str, float]) -> tuple[dict[str, np.ndarray], dict[str, float], int]:
         """Per vehicle the samples stamped after its cursor (t, x, y, z, vx, vy, vz), the oldest stamp each ring

@@ -99,8 +99,9 @@ class LiveVerifier:
         one instant: one kd-tree check of it costs less than a pre-check per pose (1,000 at a show), and storing
         it whole before the per-pose bookkeeping puts the veto out ~10 ms sooner."""
         arrival = self._clock()
-        if not self.health.started or t < self.swarm.newest_t - self.swarm.clock_jump_s:
-            # a run's first poses, or stamps jumping back: pose by pose, as they reset the state
+        newest = self.swarm.newest_t
+        if not self.health.started or not newest - self.swarm.clock_jump_s <= t <= newest + self.swarm.stray_ahead_s:
+            # a run's first poses, stamps jumping back or far ahead: pose by pose, as they reset the state or wait
             stored = False
             for uav, pos in zip(uavs, positions.tolist(), strict=True):
                 sample = self._store(uav, t, pos, None, arrival)

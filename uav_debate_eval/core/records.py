@@ -52,7 +52,8 @@ class Event:
 #: Data-quality finding kinds (CONTRACT.md §3b); a finding is an artefact of the recording, not a hazard.
 FINDING_KINDS = ("repeated_samples", "timing_jitter", "position_jump", "estimator_invalid", "frames_unverified",
                  "frames_misaligned", "duplicate_vehicle", "end_of_recording", "velocity_mismatch", "not_a_vehicle",
-                 "gps_glitch", "ekf_lane_switch", "logging_gap", "home_reset", "stray_stamp", "velocity_spike")
+                 "gps_glitch", "ekf_lane_switch", "logging_gap", "home_reset", "stray_stamp", "velocity_spike",
+                 "clock_restart")
 
 
 @dataclass

@@ -60,3 +60,47 @@ def stray_stamps(t: np.ndarray) -> tuple[np.ndarray, float] | None:
     for a, b in zip(starts[small].tolist(), ends[small].tolist(), strict=True):
         stray |= (t >= ordered[a]) & (t <= ordered[b - 1])
     return stray, limit
+
+
+#: A vehicle's stamps going back by more than RESTART_S in recording order, and staying back for RESTART_ROWS of its
+#: rows, restart the recording's clock (a simulation reset, a looping bag recorded, two runs appended to one file):
+#: the threshold `live` resets on (StreamingSwarm.clock_jump_s). Fewer rows back are out-of-order rows, sorted.
+RESTART_S = 1.0
+RESTART_ROWS = 5
+#: Rows in any order are no recording order: a vehicle whose stamps step back more often than this share of its rows
+#: (a shuffled or re-sorted table: about half), and more than 3 times, restarts nothing; a recording steps back once
+#: per restart.
+RESTART_DISORDER = 0.01
+
+
+def clock_restarts(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
+    """Which rows come before their vehicle's last clock restart, or None when no vehicle's clock restarted.
+    `t` holds each vehicle's stamps in recording order, vehicle k at t[bounds[k]:bounds[k + 1]]."""
+    earlier = None
+    for k in range(len(bounds) - 1):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        cut = lo
+        while (start := _last_restart(t[cut:hi])) is not None:
+            cut += start
+        if cut > lo:
+            if earlier is None:
+                earlier = np.zeros(len(t), dtype=bool)
+            earlier[lo:cut] = True
+    return earlier
+
+
+def _last_restart(tv: np.ndarray) -> int | None:
+    """The row of `tv` (one vehicle's stamps in recording order) that starts its last new run: RESTART_ROWS or more
+    rows stamped RESTART_S behind every earlier row, after RESTART_ROWS or more rows stamped past it (one sample
+    stamped ahead, then the flight going on, is a stray, not a run), or None."""
+    steps = np.diff(tv)
+    disorder = (steps < 0).sum() > max(3, RESTART_DISORDER * len(tv))
+    if len(tv) <= RESTART_ROWS or not (steps < -RESTART_S).any() or disorder:
+        return None
+    back = np.concatenate([[False], tv[1:] < np.maximum.accumulate(tv)[:-1] - RESTART_S])
+    edges = np.flatnonzero(np.diff(back.astype(np.int8)))  # a run of rows behind: (start - 1, end - 1)
+    starts, ends = edges[::2] + 1, np.append(edges[1::2] + 1, len(tv))[: len(edges[::2])]
+    for start in starts[ends - starts >= RESTART_ROWS][::-1].tolist():
+        if (tv[:start] > tv[start] + RESTART_S).sum() >= RESTART_ROWS:
+            return int(start)
+    return None

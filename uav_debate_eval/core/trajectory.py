@@ -19,7 +19,7 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.records import Finding, Gap, IngestReport
-from uav_debate_eval.core.stamps import stray_stamps
+from uav_debate_eval.core.stamps import RESTART_S, clock_restarts, stray_stamps
 
 #: A coordinate this far from the frame's origin (m) is no position (a flipped exponent bit of a logged float reads
 #: as 1e308; its square overflows): the row is dropped and counted as out_of_range, as a NaN row is.
@@ -341,28 +341,33 @@ class SwarmTrajectory:
             finite = np.isfinite(t) & np.isfinite(pos).all(axis=1)
             report.count("nan", int((~finite).sum()))
             report.count("out_of_range", int((finite & ~ok).sum()))
-        stray = stray_stamps(t if all_ok else t[ok])
+        stray, restart = stray_stamps(t if all_ok else t[ok]), None
         if stray is not None:
             stray_mask, limit = stray
             stray_rows = np.flatnonzero(ok)[stray_mask]
             ok[stray_rows] = False
             report.count("stray_stamp", len(stray_rows))
+        # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
+        # vehicle, equal stamps keep their input order so "keep the first" is well defined.
+        kept, names, code, input_order, steps = _by_vehicle(t, uav_id, ok)
+        if (steps < -RESTART_S).any():  # a vehicle's clock went back: a new run of the recording?
+            vehicle_rows = np.searchsorted(code[input_order], np.arange(len(names) + 1))
+            earlier = clock_restarts(t[kept[input_order]], vehicle_rows)
+            if earlier is not None:
+                restart = _restart_finding(t, uav_id, kept[input_order], earlier)
+                ok[kept[input_order][earlier]] = False
+                report.count("earlier_run", int(earlier.sum()))
+                kept, names, code, input_order, steps = _by_vehicle(t, uav_id, ok)
+        backwards = int((steps < 0).sum())
+        report.out_of_order += backwards
         if origin is None:
             origin = float(t[ok].min()) if ok.any() else 0.0
         if stray is not None:
             report.findings.append(_stray_finding(t, uav_id, ok, stray_rows, origin, limit))
+        if restart is not None:
+            restart.t_start = restart.t_end = float(t[ok].min()) - origin if ok.any() else 0.0
+            report.findings.append(restart)
         t = t - origin
-
-        # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
-        # vehicle, equal stamps keep their input order so "keep the first" is well defined.
-        kept = np.flatnonzero(ok)
-        names, code = _vehicle_groups(uav_id, kept)
-        # the same stable order either way; on 16-bit codes numpy's stable sort is a radix sort (~3x faster)
-        input_order = np.argsort(code.astype(np.uint16) if len(names) <= 1 << 16 else code, kind="stable")
-        code_sorted = code[input_order]
-        same_vehicle = code_sorted[1:] == code_sorted[:-1]
-        backwards = int((same_vehicle & (np.diff(t[kept[input_order]]) < 0)).sum())
-        report.out_of_order += backwards
         # rows in time order within each vehicle already: the stable sort by vehicle is the (vehicle, time) order
         by_vehicle_time = np.lexsort((t[kept], code)) if backwards else input_order
         order = kept[by_vehicle_time]
@@ -405,6 +410,35 @@ class SwarmTrajectory:
                 self.ingest.gaps.append(Gap(u, float(tr.t[i]), float(tr.t[i + 1])))
             if end - tr.t[-1] > limit:
                 self.ingest.silent[u] = float(tr.t[-1])
+
+
+def _by_vehicle(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray):
+    """(kept rows, vehicle names, each kept row's vehicle code, the kept rows' order by vehicle then recording
+    order, each step between a vehicle's consecutive rows in that order (the stamp difference; +inf between two
+    vehicles))."""
+    kept = np.flatnonzero(ok)
+    names, code = _vehicle_groups(uav_id, kept)
+    # the same stable order either way; on 16-bit codes numpy's stable sort is a radix sort (~3x faster)
+    input_order = np.argsort(code.astype(np.uint16) if len(names) <= 1 << 16 else code, kind="stable")
+    code_sorted = code[input_order]
+    steps = np.diff(t[kept[input_order]])
+    steps[code_sorted[1:] != code_sorted[:-1]] = np.inf
+    return kept, names, code, input_order, steps
+
+
+def _restart_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, rows: np.ndarray,
+                     earlier: np.ndarray) -> Finding:
+    """The earlier runs of a recording whose clock restarted, left out (placed at the last run's start)."""
+    left = rows[earlier]
+    ids = uav_id.names[uav_id.codes[left]] if isinstance(uav_id, VehicleCodes) else uav_id[left]
+    uavs = sorted({str(u) for u in ids}, key=_natural_key)
+    lo, hi = float(t[left].min()), float(t[left].max())
+    return Finding(
+        "clock_restart", uavs, 0.0, 0.0,
+        f"the recording's clock went back (a simulation reset, a looping bag, runs appended to one file): the last "
+        f"run is evaluated, as `live` reports it; {len(left)} sample(s) of {', '.join(uavs)} of the earlier run(s) "
+        f"({hi - lo:.4g} s on their own clock) are left out; evaluate them from a recording of their own", [],
+        {"samples": len(left), "earlier_span_s": hi - lo})
 
 
 def _stray_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray, stray_rows: np.ndarray,

@@ -248,6 +248,10 @@ def _data_quality(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
             continue
         affects = f" (affects {', '.join(f.affects)})" if f.affects else ""
         sentence = f"Recording artefact {f.kind} on {vehicles(f.uavs)} at {span(f.t_start, f.t_end)}{affects}."
+        if f.kind == "clock_restart":  # what the report does not cover, said plainly
+            sentence = (f"The recording's clock restarted: {f.values['samples']} samples of {vehicles(f.uavs)} "
+                        f"from before it ({num(f.values['earlier_span_s'])} s) were not checked; this report covers "
+                        f"the last run.")
         out.append(VerifiedFinding("data_quality:" + f.kind, "data_quality", sentence, f.t_start, f.t_end,
                                    list(f.uavs), [], recommend.for_data_quality(f),
                                    f"dq:{f.kind}:{','.join(f.uavs)}:{f.t_start:.2f}", 0.4))

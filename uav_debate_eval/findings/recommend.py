@@ -115,6 +115,9 @@ def for_waypoints(uavs: list[str], vals: dict) -> list[str]:
 
 
 def for_data_quality(f: Any) -> list[str]:
+    if f.kind == "clock_restart":
+        return [f"Recommend evaluating the earlier run of {vehicles(f.uavs)} from a recording of its own before "
+                "trusting the whole session."]
     touched = ", ".join(f.affects) if f.affects else "the checks"
     return [f"Recommend checking the {f.kind.replace('_', ' ')} of {vehicles(f.uavs)} in the recording at "
             f"{span(f.t_start, f.t_end)} before trusting {touched}."]

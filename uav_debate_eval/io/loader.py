@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError, reading
+from uav_debate_eval.core.records import IngestReport
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.names import apply_names
 
@@ -104,10 +106,13 @@ def merge_flights(trajs: list[SwarmTrajectory], paths: list[Path]) -> SwarmTraje
     cols: dict[str, list] = {k: [] for k in ("t", "id", "pos", "vel", "quat", "valid")}
     meta: dict[str, tuple[str, bool, str, float]] = {}
     notes: list[str] = []
+    renames: list[dict[str, str]] = []
     for flight, path in zip(trajs, paths, strict=True):
+        renames.append({})
         for u, tr in flight.tracks.items():
             name = u if counts[u] == 1 else (path.stem if len(flight.tracks) == 1 else f"{path.stem}/{u}")
             if name != u:
+                renames[-1][u] = name
                 notes.append(f"{path.name}: vehicle {u} named {name} (the id occurs in several inputs)")
             n = len(tr)
             cols["t"].append(tr.t + flight.t0)
@@ -128,10 +133,31 @@ def merge_flights(trajs: list[SwarmTrajectory], paths: list[Path]) -> SwarmTraje
         track.recording_end = end - merged.t0
         if track.est_valid is not None and track.est_valid.all():
             track.est_valid = None
+    merged.ingest.rows_in = 0
+    for flight, names in zip(trajs, renames, strict=True):
+        _carry_ingest(merged.ingest, flight.ingest, names, flight.t0 - merged.t0)
     merged.ingest.notes.append(f"{len(paths)} inputs merged into one flight on one clock: "
                                + ", ".join(p.name for p in paths))
     merged.ingest.notes.extend(notes)
     return merged
+
+
+def _carry_ingest(merged: IngestReport, own: IngestReport, names: dict[str, str], shift: float) -> None:
+    """What one input's ingest counted and found, in the merged flight's time and names (its rows were read
+    clean: the merge re-reads only what the input kept)."""
+    merged.rows_in += own.rows_in
+    for reason, n in own.dropped.items():
+        merged.count(reason, n)
+    merged.out_of_order += own.out_of_order
+
+    def renamed(uavs: list[str]) -> list[str]:
+        return [names.get(u, u) for u in uavs]
+
+    merged.findings.extend(replace(f, uavs=renamed(f.uavs), t_start=f.t_start + shift, t_end=f.t_end + shift)
+                           for f in own.findings)
+    merged.not_evaluable.extend(
+        replace(n, uavs=renamed(n.uavs), t_start=None if n.t_start is None else n.t_start + shift,
+                t_end=None if n.t_end is None else n.t_end + shift) for n in own.not_evaluable)
 
 
 def select_vehicles(traj: SwarmTrajectory, patterns: list[str], regex: str | None) -> SwarmTrajectory:

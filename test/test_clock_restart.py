@@ -1,0 +1,129 @@
+"""A recording whose clock restarted (a simulation reset, a looping bag recorded, two runs appended to one file):
+the last run is the flight, as `live` reports it, and the earlier runs are left out and said so. Before, runs on
+the same stamps were kept one and "conflicting duplicates" the other (the last run's hazard hidden), and runs a few
+milliseconds apart were interleaved into one flight jumping 100 m every sample (2,237 m/s "violations")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from uav_debate_eval.cli import main as cli
+from uav_debate_eval.core import StreamingSwarm, SwarmTrajectory
+from uav_debate_eval.core.stamps import clock_restarts
+
+RATE = 10.0
+
+
+def _runs(offsets: list[float], n: int = 201) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """Runs of two vehicles (a, b), one after another in the recording, run k stamped from 1000 + offsets[k] and
+    flown at x = 100 k + 2 t: (stamps, vehicles, positions, the run of each row)."""
+    t, ids, pos, run = [], [], [], []
+    for k, off in enumerate(offsets):
+        for i in range(n):
+            for u, y in (("a", 0.0), ("b", 5.0)):
+                t.append(1000.0 + off + i / RATE)
+                ids.append(u)
+                pos.append((100.0 * k + 2.0 * i / RATE, y, 10.0))
+                run.append(k)
+    return np.array(t), ids, np.array(pos), np.array(run)
+
+
+@pytest.mark.parametrize("offsets", [[0.0, 0.0], [0.0, 0.05], [0.0, 7.0, 3.0]])
+def test_the_last_run_is_the_flight_and_the_earlier_ones_are_left_out_and_found(offsets):
+    t, ids, pos, run = _runs(offsets)
+    traj = SwarmTrajectory.from_columns(t, ids, pos)
+    last = run == len(offsets) - 1
+    assert traj.ingest.dropped == {"earlier_run": int((~last).sum())} and traj.ingest.out_of_order == 0
+    assert traj.t0 == pytest.approx(1000.0 + offsets[-1])
+    for u in ("a", "b"):
+        tr = traj.tracks[u]
+        assert len(tr) == 201 and np.allclose(tr.pos[:, 0], 100.0 * (len(offsets) - 1) + 2.0 * tr.t)
+        assert np.all(np.diff(tr.pos[:, 0]) == pytest.approx(0.2))  # no jump between runs
+    (finding,) = [f for f in traj.ingest.findings if f.kind == "clock_restart"]
+    assert finding.uavs == ["a", "b"] and finding.t_start == 0.0
+    assert finding.values["samples"] == int((~last).sum())
+
+
+def test_rows_out_of_order_and_clocks_a_constant_apart_are_no_restart():
+    t, ids, pos, _ = _runs([0.0])
+    t = t.copy()
+    t[2 * 100] -= 5.05  # one row of a stamped 5 s back: sorted, counted
+    b_rows = np.array([u == "b" for u in ids])
+    t[b_rows] -= 30.0  # b's computer 30 s behind a's
+    traj = SwarmTrajectory.from_columns(t, ids, pos)
+    assert "earlier_run" not in traj.ingest.dropped and traj.ingest.out_of_order == 1
+    assert len(traj.tracks["a"]) == len(traj.tracks["b"]) == 201
+    assert not [f for f in traj.ingest.findings if f.kind == "clock_restart"]
+
+
+def test_restarts_are_found_per_vehicle_in_recording_order():
+    a = np.concatenate([np.arange(0.0, 3.0, 0.1), np.arange(0.5, 1.0, 0.1)])  # back 2.4 s for 5 rows: a restart
+    short = np.concatenate([np.arange(0.0, 3.0, 0.1), np.arange(0.5, 0.9, 0.1)])  # back for 4 rows only
+    lone = np.arange(0.0, 3.0, 0.1)
+    lone[5] = 60.0  # one sample stamped ahead, the flight going on behind it: a stray (a gap), not a run
+    tv = np.concatenate([a, short, lone])
+    earlier = clock_restarts(tv, np.cumsum([0, len(a), len(short), len(lone)]))
+    assert earlier is not None
+    assert earlier[:len(a)].tolist() == [True] * 30 + [False] * 5 and not earlier[len(a):].any()
+    assert clock_restarts(np.arange(0.0, 5.0, 0.1), np.array([0, 50])) is None
+
+
+def test_live_and_evaluate_keep_the_same_run(tmp_path: Path):
+    """The live stream's rings restart on the loop; the recording of the same poses, evaluated, keeps that run."""
+    t, ids, pos, run = _runs([0.0, 0.05])
+    swarm = StreamingSwarm(capacity=1000)
+    for ti, u, p in zip(t.tolist(), ids, pos, strict=True):
+        swarm.add(u, ti, p)
+    assert swarm.resets == 1
+    offline = SwarmTrajectory.from_columns(t, ids, pos)
+    live = swarm.window(-np.inf, np.inf)
+    for u in ("a", "b"):
+        assert np.allclose(live.tracks[u].pos, offline.tracks[u].pos)
+        assert np.allclose(live.tracks[u].t + live.t0, offline.tracks[u].t + offline.t0)
+
+
+def test_evaluate_reports_the_last_run_and_what_it_left_out(tmp_path: Path):
+    t, ids, pos, run = _runs([0.0, 0.05])
+    pos[(run == 1) & (np.array(ids) == "b"), 1] = 0.4  # the last run's near miss: b 0.4 m beside a
+    csv = tmp_path / "sim_reset.csv"
+    lines = ["t,uav_id,x,y,z"] + [f"{ti:.3f},{u},{p[0]:.3f},{p[1]:.3f},{p[2]:.3f}"
+                                  for ti, u, p in zip(t.tolist(), ids, pos.tolist(), strict=True)]
+    csv.write_text("\n".join(lines) + "\n")
+    mission = tmp_path / "mission.yaml"
+    mission.write_text("name: reset\ntype: formation\nconstraints: {min_separation_m: 1.0, max_speed_mps: 5.0}\n")
+    assert cli(["evaluate", str(csv), "--mission", str(mission), "--out", str(tmp_path / "out"), "--quiet"]) == 3
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert {v["constraint"] for v in report["violations"]} == {"min_separation"}  # no 2,000 m/s interleaving
+    assert report["ingest"]["dropped"] == {"earlier_run": 402}
+    kinds = [f["kind"] for f in report["data_quality"]["findings"]]
+    assert kinds == ["clock_restart"]
+    assert "were not checked; this report covers the last run" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_per_drone_files_merged_keep_what_each_file_dropped_and_found(tmp_path: Path):
+    """Per-drone recordings merged into one flight: before, each file's counts and findings were lost (the merge
+    re-read only the rows each file kept): rows_in 402 of 805, no `nan`, no clock_restart."""
+    t, ids, pos, _ = _runs([0.0, 0.05])
+    paths = []
+    for u in ("a", "b"):
+        rows = [f"{ti:.3f},{u},{p[0]:.3f},{p[1]:.3f},{p[2]:.3f}"
+                for ti, v, p in zip(t.tolist(), ids, pos.tolist(), strict=True) if v == u]
+        if u == "a":
+            rows.insert(10, "1000.95,a,nan,0,10")
+        paths.append(tmp_path / f"drone_{u}.csv")
+        paths[-1].write_text("\n".join(["t,uav_id,x,y,z", *rows]) + "\n")
+    (tmp_path / "late.csv").write_text("t,uav_id,x,y,z\n" + "".join(
+        f"{1000.05 + 3.0 + k / RATE:.3f},{u},{k / RATE:.3f},9,10\n" for k in range(50) for u in ("a", "b")))
+    from uav_debate_eval.io.loader import load_inputs
+
+    traj = load_inputs([*paths, tmp_path / "late.csv"])
+    assert traj.ingest.rows_in == 403 + 402 + 100 and traj.ingest.rows_kept == 402 + 100
+    assert traj.ingest.dropped == {"nan": 1, "earlier_run": 402}
+    restarts = [f for f in traj.ingest.findings if f.kind == "clock_restart"]
+    assert sorted(u for f in restarts for u in f.uavs) == ["drone_a", "drone_b"]  # named as their tracks
+    assert all(f.t_start == pytest.approx(0.0) for f in restarts)  # the merged flight starts with the last run
+    assert sorted(traj.uav_ids) == ["drone_a", "drone_b", "late/a", "late/b"]

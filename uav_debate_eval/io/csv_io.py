@@ -14,6 +14,13 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory, VehicleCodes
 
 REQUIRED = ("t", "uav_id", "x", "y", "z")
 OPTIONAL = ("vx", "vy", "vz", "qx", "qy", "qz", "qw", "link_ok", "gps_ok", "battery_pct")
+#: No clock in seconds reaches 1e11 (the year 5138): a `t` that large is unix time in milliseconds, microseconds or
+#: nanoseconds (ROS stamps exported as integers), read as seconds by the power of 1000 that brings it below.
+EPOCH_LIMIT_S = 1e11
+_UNITS = {1e3: "milliseconds", 1e6: "microseconds", 1e9: "nanoseconds"}
+#: A vehicle sampled once a minute is no flight record: t in another unit (milliseconds since boot read as seconds
+#: make a 12-m/s vehicle fly at 0.012 m/s, and the overspeed vanishes).
+MAX_SAMPLE_PERIOD_S = 60.0
 
 
 def _floats(values: list[str]) -> tuple[np.ndarray, int]:
@@ -130,7 +137,7 @@ def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids
         return np.column_stack([parsed[n] for n in names]) if all(n in parsed for n in names) else None
 
     no_id = (ids.names == "")[ids.codes] if isinstance(ids, VehicleCodes) else ids == ""
-    t = parsed["t"].copy()
+    t, unit = _seconds(parsed["t"])
     t[no_id] = np.nan
     pos = group(("x", "y", "z"))
     assert pos is not None  # the header check requires x, y and z
@@ -153,7 +160,22 @@ def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids
         traj.ingest.notes.append(f"{int(no_id.sum())} row(s) had no uav_id")
     if not traj.tracks:
         raise InputError(f"{path}: no valid samples (all {rows} rows empty or non-finite)")
+    if traj.sample_period > MAX_SAMPLE_PERIOD_S:
+        raise InputError(f"{path}: t steps {traj.sample_period:.4g} s between a vehicle's samples (median): t must "
+                         "be seconds (CONTRACT.md §1); convert milliseconds, microseconds or nanoseconds first")
+    if unit:
+        traj.ingest.notes.append(f"t read as unix {unit} (no clock in seconds is that large) and converted")
     return traj
+
+
+def _seconds(t: np.ndarray) -> tuple[np.ndarray, str]:
+    """The `t` column in seconds (a copy) and the unit it was in ("" for seconds)."""
+    finite = t[np.isfinite(t)]
+    peak = float(np.abs(finite).max()) if len(finite) else 0.0
+    for scale, unit in _UNITS.items():
+        if peak >= EPOCH_LIMIT_S and peak / scale < EPOCH_LIMIT_S:
+            return t / scale, unit
+    return t.copy(), ""
 
 
 def write_csv(traj: SwarmTrajectory, path: str | Path) -> Path:

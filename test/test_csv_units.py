@@ -1,0 +1,60 @@
+"""`t` of a trajectory CSV is seconds (CONTRACT.md §1). ROS stamps exported as integers are unix nanoseconds (or
+milliseconds, microseconds): before, a nanosecond file made the segmenter ask for 2.5e8 pieces (killed at 24 GB)
+and a millisecond file flew a 12-m/s vehicle at 0.012 m/s ("safe", the overspeed gone). Unix stamps are converted
+and said so; a clock that steps minutes between a vehicle's samples is a one-line error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from uav_debate_eval.cli import main as cli
+from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.io.csv_io import read_csv
+
+T0 = 1_764_300_000.0  # unix seconds
+
+
+def _write(path: Path, scale: float, origin: float = T0) -> Path:
+    """a flies east at 12 m/s, b at 2 m/s 5 m beside it, 10 Hz for 30 s; t = (origin + s) * scale."""
+    rows = ["t,uav_id,x,y,z"]
+    for k in range(301):
+        for u, speed, y in (("a", 12.0, 0.0), ("b", 2.0, 5.0)):
+            rows.append(f"{round((origin + k / 10) * scale)},{u},{speed * k / 10:.3f},{y},10")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("scale", "unit"), [(1e3, "milliseconds"), (1e6, "microseconds"), (1e9, "nanoseconds")])
+def test_unix_stamps_in_a_finer_unit_are_read_as_seconds(tmp_path: Path, scale: float, unit: str):
+    traj = read_csv(_write(tmp_path / "flight.csv", scale))
+    assert traj.t0 == pytest.approx(T0, abs=1e-3) and traj.duration == pytest.approx(30.0, abs=1e-6)
+    assert traj.tracks["a"].sample_period == pytest.approx(0.1, abs=1e-6)
+    assert f"t read as unix {unit} (no clock in seconds is that large) and converted" in traj.ingest.notes
+
+
+def test_unix_seconds_and_flight_seconds_are_left_as_they_are(tmp_path: Path):
+    for origin in (T0, 0.0):
+        traj = read_csv(_write(tmp_path / "s.csv", 1.0, origin))
+        assert traj.t0 == pytest.approx(origin) and traj.duration == pytest.approx(30.0)
+        assert not any("converted" in n for n in traj.ingest.notes)
+
+
+@pytest.mark.parametrize(("scale", "step"), [(1e3, "100"), (1e9, r"1e\+08")])
+def test_a_relative_clock_in_another_unit_is_a_one_line_error(tmp_path: Path, scale: float, step: str):
+    with pytest.raises(InputError, match=rf"t steps {step} s between a vehicle's samples .*t must be seconds"):
+        read_csv(_write(tmp_path / "boot.csv", scale, origin=0.0))
+
+
+def test_a_nanosecond_file_is_evaluated_and_its_overspeed_found(tmp_path: Path):
+    mission = tmp_path / "mission.yaml"
+    mission.write_text("name: u\ntype: formation\nconstraints: {min_separation_m: 1.0, max_speed_mps: 5.0}\n")
+    out = tmp_path / "out"
+    assert cli(["evaluate", str(_write(tmp_path / "ns.csv", 1e9)), "--mission", str(mission), "--out", str(out),
+                "--quiet"]) == 3
+    report = json.loads((out / "report.json").read_text())
+    (v,) = report["violations"]
+    assert v["constraint"] == "max_speed" and v["uavs"] == ["a"] and v["worst_value"] == pytest.approx(12.0, abs=0.05)
+    assert report["mission"]["t0"] == pytest.approx(T0, abs=1e-3)

@@ -58,3 +58,21 @@ def test_a_nanosecond_file_is_evaluated_and_its_overspeed_found(tmp_path: Path):
     (v,) = report["violations"]
     assert v["constraint"] == "max_speed" and v["uavs"] == ["a"] and v["worst_value"] == pytest.approx(12.0, abs=0.05)
     assert report["mission"]["t0"] == pytest.approx(T0, abs=1e-3)
+
+
+def test_positions_in_millimetres_are_a_one_line_error_not_a_safe_flight(tmp_path: Path):
+    """Motion capture exports millimetres: b 0.4 m beside a read as 400 m apart (the near miss gone) and every
+    vehicle past the speed of sound; the flight in metres is read as it is."""
+    rows = ["t,uav_id,x,y,z"]
+    for k in range(101):
+        for u, y in (("a", 0.0), ("b", 0.4)):
+            rows.append(f"{k / 100},{u},{1000 * 1.5 * k / 100:.1f},{1000 * y:.1f},{1000 * 1.2:.1f}")
+    mm = tmp_path / "vicon_export.csv"
+    mm.write_text("\n".join(rows) + "\n")
+    with pytest.raises(InputError, match=r"move 1500 m/s between samples \(90th percentile\): x, y, z must be metres"):
+        read_csv(mm)
+    metres = tmp_path / "metres.csv"
+    metres.write_text("\n".join([rows[0], *(",".join([r.split(",")[0], r.split(",")[1],
+                                                        *(f"{float(v) / 1000:.4f}" for v in r.split(",")[2:])])
+                                             for r in rows[1:])]) + "\n")
+    assert read_csv(metres).tracks["a"].speed.max() == pytest.approx(1.5, abs=1e-6)

@@ -21,6 +21,10 @@ _UNITS = {1e3: "milliseconds", 1e6: "microseconds", 1e9: "nanoseconds"}
 #: A vehicle sampled once a minute is no flight record: t in another unit (milliseconds since boot read as seconds
 #: make a 12-m/s vehicle fly at 0.012 m/s, and the overspeed vanishes).
 MAX_SAMPLE_PERIOD_S = 60.0
+#: Vehicles moving faster than sound most of the time are positions in another unit (motion capture exports
+#: millimetres: a 0.3-m near miss reads as 300 m apart): the 90th percentile of the speeds between samples.
+MAX_TYPICAL_SPEED_MPS = 343.0
+_SPEED_TRACKS = 64  # tracks the typical speed is taken on (evenly spaced): a threshold, not a result
 
 
 def _floats(values: list[str]) -> tuple[np.ndarray, int]:
@@ -163,9 +167,21 @@ def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids
     if traj.sample_period > MAX_SAMPLE_PERIOD_S:
         raise InputError(f"{path}: t steps {traj.sample_period:.4g} s between a vehicle's samples (median): t must "
                          "be seconds (CONTRACT.md §1); convert milliseconds, microseconds or nanoseconds first")
+    speed = _typical_speed(traj)
+    if speed > MAX_TYPICAL_SPEED_MPS:
+        raise InputError(f"{path}: the vehicles move {speed:.4g} m/s between samples (90th percentile): x, y, z must "
+                         "be metres (CONTRACT.md §1); convert millimetres or centimetres first")
     if unit:
         traj.ingest.notes.append(f"t read as unix {unit} (no clock in seconds is that large) and converted")
     return traj
+
+
+def _typical_speed(traj: SwarmTrajectory) -> float:
+    """The 90th percentile of the speeds between consecutive samples of (up to _SPEED_TRACKS of) the vehicles."""
+    tracks = list(traj.tracks.values())
+    tracks = [tracks[i] for i in np.linspace(0, len(tracks) - 1, min(len(tracks), _SPEED_TRACKS)).astype(int)]
+    speeds = [np.linalg.norm(np.diff(tr.pos, axis=0), axis=1) / np.diff(tr.t) for tr in tracks if len(tr) > 1]
+    return float(np.percentile(np.concatenate(speeds), 90)) if speeds else 0.0
 
 
 def _seconds(t: np.ndarray) -> tuple[np.ndarray, str]:

@@ -112,14 +112,15 @@ class StreamingSwarm:
         with self._lock:
             return self._add(uav, t, x, y, z, vel)
 
-    def _add(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
+    def _add_far(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
+        """A sample while others are held, or stamped far past the newest: hold it, or settle the held ones."""
         held = self._held
         if t > self.newest_t + self.stray_ahead_s and math.isfinite(self.newest_t):
             if held and t > held[0][1] and t - held[0][1] <= self.stray_ahead_s:  # a later stamp on the new clock
                 self._held = []  # the clock moved forward: the held samples are stored first
                 for sample in held:
-                    self._store(*sample)
-                return self._store(uav, t, x, y, z, vel)
+                    self._add(*sample, settled=True)
+                return self._add(uav, t, x, y, z, vel, settled=True)
             if held and t != held[0][1]:  # a second clock far ahead: the first was a stray
                 self._drop_held()
             if not self._held:
@@ -130,21 +131,24 @@ class StreamingSwarm:
             return False  # not stored (yet): the caller treats it as rejected
         if held and (self.newest_t > self._held_at + self.clock_jump_s or any(h[0] == uav for h in held)):
             self._drop_held()  # the stream went on on its old clock: the held samples were strays
-        return self._store(uav, t, x, y, z, vel)
+        return self._add(uav, t, x, y, z, vel, settled=True)
 
     def _drop_held(self) -> None:
         self.rejected["stray_stamp"] = self.rejected.get("stray_stamp", 0) + len(self._held)
         self._held = []
 
-    def _store(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
+    def _add(self, uav: str, t: float, x: float, y: float, z: float, vel, settled: bool = False) -> bool:
+        if not settled and (self._held or t > self.newest_t + self.stray_ahead_s):  # rare: not on the stream's clock
+            return self._add_far(uav, t, x, y, z, vel)
         ring = self.rings.get(uav)
-        if ring is not None and t < ring.last_t - self.clock_jump_s:  # its own clock went back: a new run
-            self._clear()
-            self.resets += 1
         if ring is None:
             ring = self.rings[uav] = VehicleRing(self.capacity)
-        if t <= ring.last_t:
-            return self._reject("duplicate" if t == ring.last_t else "out_of_order")
+        last = ring.last_t
+        if t < last - self.clock_jump_s:  # its own clock went back: a new run
+            self._clear()
+            self.resets += 1
+        elif t <= last:
+            return self._reject("duplicate" if t == last else "out_of_order")
         if self.origin is None:
             self.origin = t
         if vel is None:

@@ -118,8 +118,8 @@ class StreamingSwarm:
         if t > self.newest_t + self.stray_ahead_s and math.isfinite(self.newest_t):
             if held and t > held[0][1] and t - held[0][1] <= self.stray_ahead_s:  # a later stamp on the new clock
                 self._held = []  # the clock moved forward: the held samples are stored first
-                for sample in held:
-                    self._add(*sample, settled=True)
+                for h_uav, h_t, h_x, h_y, h_z, h_vel in held:
+                    self._add(h_uav, h_t, h_x, h_y, h_z, h_vel, settled=True)
                 return self._add(uav, t, x, y, z, vel, settled=True)
             if held and t != held[0][1]:  # a second clock far ahead: the first was a stray
                 self._drop_held()

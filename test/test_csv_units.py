@@ -76,3 +76,26 @@ def test_positions_in_millimetres_are_a_one_line_error_not_a_safe_flight(tmp_pat
                                                         *(f"{float(v) / 1000:.4f}" for v in r.split(",")[2:])])
                                              for r in rows[1:])]) + "\n")
     assert read_csv(metres).tracks["a"].speed.max() == pytest.approx(1.5, abs=1e-6)
+
+
+@pytest.mark.parametrize(("suffix", "zone", "t0"), [("Z", "with their time zone", T0),
+                                                     ("+01:00", "with their time zone", T0 - 3600.0),
+                                                     ("", "no time zone given: taken as UTC", T0)])
+def test_iso_8601_date_times_are_read_as_unix_seconds(tmp_path: Path, suffix: str, zone: str, t0: float):
+    """An exporter's date-time column: before, every row was "not a number" and the file had no valid samples."""
+    import datetime as dt
+
+    start = dt.datetime.fromtimestamp(T0, dt.UTC).replace(tzinfo=None)
+    rows = ["t,uav_id,x,y,z"]
+    for k in range(51):
+        stamp = (start + dt.timedelta(seconds=k / 10)).isoformat(timespec="milliseconds") + suffix
+        rows += [f"{stamp},a,{k / 10:.2f},0,10", f"{stamp},b,{k / 10:.2f},3,10"]
+    path = tmp_path / "export.csv"
+    path.write_text("\n".join(rows) + "\n")
+    traj = read_csv(path)
+    assert traj.t0 == pytest.approx(t0, abs=1e-6) and traj.duration == pytest.approx(5.0, abs=1e-6)
+    assert traj.n_samples == 102 and traj.tracks["b"].sample_period == pytest.approx(0.1, abs=1e-6)
+    assert f"t read as ISO 8601 date-times ({zone}) and converted to unix seconds" in traj.ingest.notes
+    path.write_text("\n".join([*rows, "yesterday,a,0,0,10"]) + "\n")  # a cell that is neither: no date-times
+    with pytest.raises(InputError, match="no valid samples"):
+        read_csv(path)

@@ -126,13 +126,37 @@ def _read_rows(path: Path, name: str | None) -> SwarmTrajectory:
     cols = {h: [r[i] for r in rows] for i, h in enumerate(header) if h in REQUIRED + OPTIONAL}
     parsed: dict[str, np.ndarray] = {}
     unparsable = 0
+    clock = ""
     for h, values in cols.items():
         if h == "uav_id":
             continue
         parsed[h], bad = _floats(values)
+        if h == "t" and 2 * bad > len(values) and (iso := _iso_seconds(values)) is not None:
+            (parsed[h], clock), bad = iso, 0  # date-times (an exporter's ISO 8601 column), not seconds
         unparsable += bad
     ids = np.asarray([v.strip() for v in cols["uav_id"]], dtype=object)
-    return _trajectory(path, name, parsed, ids, rows=len(rows), unparsable=unparsable, short=short)
+    traj = _trajectory(path, name, parsed, ids, rows=len(rows), unparsable=unparsable, short=short)
+    if clock:
+        traj.ingest.notes.append(f"t read as ISO 8601 date-times ({clock}) and converted to unix seconds")
+    return traj
+
+
+def _iso_seconds(values: list[str]) -> tuple[np.ndarray, str] | None:
+    """A `t` column of ISO 8601 date-times as unix seconds (empty cells NaN) and how its zone was taken; None if
+    any cell is neither a date-time nor empty. Date-times without a zone are taken as UTC (the flight's times are
+    differences; only mission.t0 would be off by the zone)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cells = pa.array([v.strip() or None for v in values], pa.string())
+    for kind, zone in ((pa.timestamp("ns", tz="UTC"), "with their time zone"),
+                       (pa.timestamp("ns"), "no time zone given: taken as UTC")):
+        try:
+            ns = pc.cast(cells, kind).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        return np.asarray(ns, dtype=float) / 1e9, zone
+    return None
 
 
 def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids: np.ndarray | VehicleCodes, rows: int,

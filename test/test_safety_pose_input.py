@@ -147,4 +147,5 @@ def test_pose_array_whole_to_the_owner_and_pose_by_pose_to_listeners(ctx):
     assert (t, names) == (42.25, ["uav1", "uav2"])
     assert pos.tolist() == [[1.0, -1.0, 10.0], [3.0, -3.0, 30.0]]
     assert poses[:2] == [("uav1", 42.25, (1.0, -1.0, 10.0), None), ("uav2", 42.25, (3.0, -3.0, 30.0), None)]
+    assert inp._bad_said == {"short array"}  # warned (once): a missing pose shifts the names after it
     ex.shutdown()

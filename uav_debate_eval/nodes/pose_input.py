@@ -394,8 +394,15 @@ class PoseInput:
             return
         if t == 0.0:
             t = self._zero_stamp()
-        slots = self._array_slots if len(positions) >= len(self.array_names) else \
-            [k for k in self._array_slots if k < len(positions)]
+        if len(positions) >= len(self.array_names):
+            slots = self._array_slots
+        else:  # a model gone from the world shifts every index after it: the names may no longer match
+            slots = [k for k in self._array_slots if k < len(positions)]
+            if "short array" not in self._bad_said:
+                self._bad_said.add("short array")
+                self.node.get_logger().warning(
+                    f"pose input: {self.array_topic}: {len(positions)} poses for {len(self.array_names)} "
+                    "pose_array_names; names are matched by index, so after a missing pose they may be wrong")
         names = [self.array_names[k] for k in slots]
         chosen = positions[slots]
         if self.on_batch is not None:

@@ -25,6 +25,7 @@ from uav_debate_eval.io.ardupilot_log import LogEvent, LogSpan, VehicleLog, gaps
 from uav_debate_eval.io.dataflash_columns import EKF_TYPE_SOURCES
 from uav_debate_eval.io.log_series import hold_last
 from uav_debate_eval.io.tlog_attitude import ATTITUDE_TYPES, attach_tlog_attitude
+from uav_debate_eval.io.tlog_boots import rebase_boots
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS, describe_vehicle
 
@@ -141,10 +142,14 @@ def _autopilot_only(msgs: dict[str, list]) -> dict[str, list]:
 def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
     params = _params(msgs.get("PARAM_VALUE", []))  # any component of the system may relay them
     msgs = _autopilot_only(msgs)
+    reboots = rebase_boots(msgs)
     local = msgs.get("LOCAL_POSITION_NED", [])
     glob = msgs.get("GLOBAL_POSITION_INT", [])
     tr = LogTrack(f"sysid{sysid}", np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), None, None, str(path))
     log = VehicleLog(tr, sysid=sysid)
+    if reboots:
+        log.notes.append(f"{path.name}: system {sysid} rebooted {reboots} time(s) during the log (its boot clock "
+                         "started again); each boot placed on the log's receive clock, one after the other")
     tr.params = limit_params(params)
     stream = local or glob
     t_us = np.array([m.time_boot_ms * 1000.0 for m in stream])

@@ -68,3 +68,24 @@ def test_the_flight_of_a_session_over_two_boots_holds_both(tmp_path: Path):
     assert traj.n_samples == 2 * single.n_samples
     assert traj.duration == pytest.approx(single.duration + 400.0, abs=0.01)
     assert traj.ingest.dropped == {}
+
+
+def test_two_autopilots_with_one_system_id_are_a_one_line_error(tmp_path: Path):
+    """SITL instances left at SYSID_THISMAV 1, heard by one ground station: two boot clocks interleave in one
+    system's stream (before: one vehicle flying 30 s, silent 270 s, then 30 s 200 m away: the second instance)."""
+    import struct
+
+    from pymavlink.dialects.v20 import ardupilotmega as mavlink
+
+    from uav_debate_eval.core.errors import InputError
+
+    mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
+    path = tmp_path / "two_sitl.tlog"
+    with path.open("wb") as f:
+        for i in range(300):
+            for boot_s, x in ((100.0, 0.0), (400.0, 200.0)):  # each instance's own boot clock and position
+                msg = mavlink.MAVLink_local_position_ned_message(round((boot_s + i / 10) * 1000), x, 0.0, -5.0, 0, 0, 0)
+                f.write(struct.pack(">Q", int((1_795_462_900.0 + i / 10) * 1e6)) + msg.pack(mav))
+    with pytest.raises(InputError, match=r"two_sitl.tlog: system 1: its boot clock goes back 299 times among 600 "
+                                         r"positions: two autopilots with one system id \(SYSID_THISMAV\)\?"):
+        read_tlog(path)

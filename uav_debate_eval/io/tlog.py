@@ -142,7 +142,7 @@ def _autopilot_only(msgs: dict[str, list]) -> dict[str, list]:
 def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
     params = _params(msgs.get("PARAM_VALUE", []))  # any component of the system may relay them
     msgs = _autopilot_only(msgs)
-    reboots = rebase_boots(msgs)
+    reboots = rebase_boots(msgs, str(path))
     local = msgs.get("LOCAL_POSITION_NED", [])
     glob = msgs.get("GLOBAL_POSITION_INT", [])
     tr = LogTrack(f"sysid{sysid}", np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), None, None, str(path))

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from uav_debate_eval.core.errors import InputError
+
 #: The boot clock going back by more than this (ms) between two position messages received in order, to under half
 #: its value: a reboot (a copy delayed on a second link goes back a little, not to near zero).
 REBOOT_BACK_MS = 1000.0
+#: More reboots than this in one log are two boot clocks interleaved: vehicles sharing a system id (SITL instances
+#: all start as SYSID_THISMAV 1), whose positions would alternate in one track.
+MAX_REBOOTS = 20
 
 
-def rebase_boots(msgs: dict[str, list]) -> int:
+def rebase_boots(msgs: dict[str, list], source: str = "") -> int:
     """Move every later boot's `time_boot_ms` (in place) onto the first boot's clock; returns the reboots found.
 
     The boots are found on the position stream (LOCAL_POSITION_NED, else GLOBAL_POSITION_INT); each boot's offset to
@@ -28,6 +33,10 @@ def rebase_boots(msgs: dict[str, list]) -> int:
     cuts = np.flatnonzero((np.diff(boot_ms) < -REBOOT_BACK_MS) & (boot_ms[1:] < 0.5 * boot_ms[:-1])) + 1
     if not len(cuts):
         return 0
+    if len(cuts) > MAX_REBOOTS:
+        raise InputError(f"{source}: system {stream[0].get_srcSystem()}: its boot clock goes back {len(cuts)} times "
+                         f"among {len(stream)} positions: two autopilots with one system id (SYSID_THISMAV)? give "
+                         "each vehicle its own")
     edges = np.concatenate([[0], cuts, [len(stream)]])
     offsets = np.array([np.median(recv_ms[a:b] - boot_ms[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)])
     for kind in msgs.values():

@@ -134,7 +134,7 @@ class StreamingSwarm:
         return self._add(uav, t, x, y, z, vel, settled=True)
 
     def _drop_held(self) -> None:
-        self.rejected["stray_stamp"] = self.rejected.get("stray_stamp", 0) + len(self._held)
+        self._reject("stray_stamp", len(self._held))
         self._held = []
 
     def _add(self, uav: str, t: float, x: float, y: float, z: float, vel, settled: bool = False) -> bool:
@@ -158,8 +158,8 @@ class StreamingSwarm:
         self.newest_t = max(self.newest_t, t)
         return True
 
-    def _reject(self, reason: str) -> bool:
-        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+    def _reject(self, reason: str, n: int = 1) -> bool:
+        self.rejected[reason] = self.rejected.get(reason, 0) + n
         return False
 
     def reset(self) -> None:

@@ -341,7 +341,7 @@ class SwarmTrajectory:
             finite = np.isfinite(t) & np.isfinite(pos).all(axis=1)
             report.count("nan", int((~finite).sum()))
             report.count("out_of_range", int((finite & ~ok).sum()))
-        stray, restart = stray_stamps(t if all_ok else t[ok]), None
+        stray, earlier_rows = stray_stamps(t if all_ok else t[ok]), None
         if stray is not None:
             stray_mask, limit = stray
             stray_rows = np.flatnonzero(ok)[stray_mask]
@@ -354,9 +354,9 @@ class SwarmTrajectory:
             vehicle_rows = np.searchsorted(code[input_order], np.arange(len(names) + 1))
             earlier = clock_restarts(t[kept[input_order]], vehicle_rows)
             if earlier is not None:
-                restart = _restart_finding(t, uav_id, kept[input_order], earlier)
-                ok[kept[input_order][earlier]] = False
-                report.count("earlier_run", int(earlier.sum()))
+                earlier_rows = kept[input_order][earlier]
+                ok[earlier_rows] = False
+                report.count("earlier_run", len(earlier_rows))
                 kept, names, code, input_order, steps = _by_vehicle(t, uav_id, ok)
         backwards = int((steps < 0).sum())
         report.out_of_order += backwards
@@ -364,9 +364,8 @@ class SwarmTrajectory:
             origin = float(t[ok].min()) if ok.any() else 0.0
         if stray is not None:
             report.findings.append(_stray_finding(t, uav_id, ok, stray_rows, origin, limit))
-        if restart is not None:
-            restart.t_start = restart.t_end = float(t[ok].min()) - origin if ok.any() else 0.0
-            report.findings.append(restart)
+        if earlier_rows is not None:
+            report.findings.append(_restart_finding(t, uav_id, ok, earlier_rows, origin))
         t = t - origin
         # rows in time order within each vehicle already: the stable sort by vehicle is the (vehicle, time) order
         by_vehicle_time = np.lexsort((t[kept], code)) if backwards else input_order
@@ -426,19 +425,24 @@ def _by_vehicle(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray
     return kept, names, code, input_order, steps
 
 
-def _restart_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, rows: np.ndarray,
-                     earlier: np.ndarray) -> Finding:
-    """The earlier runs of a recording whose clock restarted, left out (placed at the last run's start)."""
-    left = rows[earlier]
-    ids = uav_id.names[uav_id.codes[left]] if isinstance(uav_id, VehicleCodes) else uav_id[left]
-    uavs = sorted({str(u) for u in ids}, key=_natural_key)
+def _restart_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray, left: np.ndarray,
+                     origin: float) -> Finding:
+    """The earlier runs of a recording whose clock restarted (rows `left`), left out: placed at the last run's start."""
+    start = float(t[ok].min()) - origin if ok.any() else 0.0
+    uavs = _vehicles_of(uav_id, left)
     lo, hi = float(t[left].min()), float(t[left].max())
     return Finding(
-        "clock_restart", uavs, 0.0, 0.0,
+        "clock_restart", uavs, start, start,
         f"the recording's clock went back (a simulation reset, a looping bag, runs appended to one file): the last "
         f"run is evaluated, as `live` reports it; {len(left)} sample(s) of {', '.join(uavs)} of the earlier run(s) "
         f"({hi - lo:.4g} s on their own clock) are left out; evaluate them from a recording of their own", [],
         {"samples": len(left), "earlier_span_s": hi - lo})
+
+
+def _vehicles_of(uav_id: np.ndarray | VehicleCodes, rows: np.ndarray) -> list[str]:
+    """The vehicles of input rows `rows`, in natural order."""
+    ids = uav_id.names[uav_id.codes[rows]] if isinstance(uav_id, VehicleCodes) else uav_id[rows]
+    return sorted({str(u) for u in ids}, key=_natural_key)
 
 
 def _stray_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray, stray_rows: np.ndarray,
@@ -448,8 +452,7 @@ def _stray_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndar
     kept = np.flatnonzero(ok)  # never empty: the largest cluster of stamps is the flight
     near = kept[np.clip(np.searchsorted(kept, stray_rows) - 1, 0, len(kept) - 1)]
     where = t[near] - origin
-    ids = uav_id.names[uav_id.codes[stray_rows]] if isinstance(uav_id, VehicleCodes) else uav_id[stray_rows]
-    uavs = sorted({str(u) for u in ids}, key=_natural_key)
+    uavs = _vehicles_of(uav_id, stray_rows)
     off = np.abs(t[stray_rows] - t[near])
     return Finding(
         "stray_stamp", uavs, float(where.min()), float(where.max()),

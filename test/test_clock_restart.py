@@ -127,3 +127,49 @@ def test_per_drone_files_merged_keep_what_each_file_dropped_and_found(tmp_path: 
     assert sorted(u for f in restarts for u in f.uavs) == ["drone_a", "drone_b"]  # named as their tracks
     assert all(f.t_start == pytest.approx(0.0) for f in restarts)  # the merged flight starts with the last run
     assert sorted(traj.uav_ids) == ["drone_a", "drone_b", "late/a", "late/b"]
+
+
+def _one_rebooted(n: int = 201) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """a and b flown together at 10 Hz; b's companion computer restarts at 1010 s, its stamps from 0.5 s on."""
+    t, ids, pos = [], [], []
+    for i in range(n):
+        for u, y in (("a", 0.0), ("b", 5.0)):
+            ti = 1000.0 + i / RATE
+            t.append(ti if u == "a" or ti < 1010.0 else ti - 1009.5)
+            ids.append(u)
+            pos.append((2.0 * i / RATE, y, 10.0))
+    return np.array(t), ids, np.array(pos)
+
+
+def test_one_vehicle_s_clock_restarting_alone_leaves_its_later_samples_out_live_and_offline(tmp_path: Path):
+    """Before: evaluate kept b's samples on its new clock (0.5 s, 1,000 s before a's) and dropped its flight with a,
+    while live reset the whole swarm on b's first such pose. Now both keep b's flight on the common clock and leave
+    its later samples out (`clock_back`), and the report says what was not checked."""
+    t, ids, pos = _one_rebooted()
+    offline = SwarmTrajectory.from_columns(t, ids, pos)
+    assert offline.ingest.dropped == {"clock_back": 101} and offline.t0 == 1000.0
+    assert len(offline.tracks["a"]) == 201 and len(offline.tracks["b"]) == 100
+    assert offline.tracks["b"].t[-1] == pytest.approx(9.9)
+    (finding,) = offline.ingest.findings
+    assert finding.kind == "clock_back" and finding.uavs == ["b"] and finding.t_start == pytest.approx(9.9)
+    assert finding.values == {"samples": 101, "back_s": pytest.approx(1009.9 - 0.5)}
+    swarm = StreamingSwarm(capacity=1000)
+    for ti, u, p in zip(t.tolist(), ids, pos, strict=True):
+        swarm.add(u, ti, p)
+    assert swarm.resets == 0 and swarm.rejected == {"clock_back": 100}  # b's last waits for an a that never comes
+    live = swarm.window(-np.inf, np.inf)
+    for u in ("a", "b"):
+        assert np.allclose(live.tracks[u].pos, offline.tracks[u].pos)
+        assert np.allclose(live.tracks[u].t + live.t0, offline.tracks[u].t + offline.t0)
+    csv = tmp_path / "reboot.csv"
+    csv.write_text("t,uav_id,x,y,z\n" + "".join(f"{ti:.3f},{u},{p[0]:.3f},{p[1]:.3f},{p[2]:.3f}\n"
+                                                for ti, u, p in zip(t.tolist(), ids, pos.tolist(), strict=True)))
+    mission = tmp_path / "mission.yaml"
+    mission.write_text("name: reboot\ntype: formation\nconstraints: {min_separation_m: 1.0, stale_timeout_s: 1.0}\n")
+    assert cli(["evaluate", str(csv), "--mission", str(mission), "--out", str(tmp_path / "out"), "--quiet"]) == 3
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["ingest"]["dropped"] == {"clock_back": 101}
+    assert {v["constraint"] for v in report["violations"]} == {"stale_data"}  # b unheard on the flight's clock
+    assert [f["kind"] for f in report["data_quality"]["findings"]] == ["clock_back"]
+    assert ("The clock of b went back 1009.4 s at 9.9 s while the others flew on: its 101 later samples could not "
+            "be placed in the flight and were not checked.") in (tmp_path / "out" / "report.md").read_text()

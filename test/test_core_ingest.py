@@ -112,8 +112,60 @@ def test_streaming_resets_when_a_vehicle_s_own_clock_goes_back_not_on_another_s_
         assert s.add("a", 100.0 + i * 0.1, (0.0, 0.0, 1.0))
         assert s.add("d", 95.0 + i * 0.1, (1.0, 0.0, 1.0))  # a clock 5 s behind a's: kept, no reset
     assert s.resets == 0 and len(s.rings["a"]) == len(s.rings["d"]) == 10
-    assert s.add("d", 3.0, (1.0, 0.0, 1.0))  # d's own stamps went back 92 s: a new run
-    assert s.resets == 1 and len(s.rings["a"]) == 0 and len(s.rings["d"]) == 1
+    assert not s.add("d", 3.0, (1.0, 0.0, 1.0))  # d's own stamps went back 92 s: waits for another vehicle's
+    assert s.resets == 0 and len(s.rings["d"]) == 10
+    assert s.add("a", 8.0, (0.0, 0.0, 1.0))  # a's went back too: the stream restarted, d's sample starts it
+    assert s.resets == 1 and len(s.rings["a"]) == 1 and len(s.rings["d"]) == 1 and s.rings["d"].last_t == 3.0
+    assert [b[:2] for b in s.settled] == [("d", 3.0)] and s.rejected == {}
+
+
+def test_one_vehicle_s_clock_restarting_alone_is_rejected_not_a_reset_of_the_swarm():
+    """d's companion computer rebooted (its stamps from 3 s) while a flies on at 101 s: d's new stamps cannot be
+    placed on the stream's clock. Before, d's first such pose reset every vehicle's buffer."""
+    s = StreamingSwarm(capacity=100)
+    for i in range(10):
+        s.add("a", 100.0 + i * 0.1, (0.0, 0.0, 1.0))
+        s.add("d", 100.0 + i * 0.1, (1.0, 0.0, 1.0))
+    for i in range(5):
+        assert not s.add("d", 3.0 + i * 0.1, (1.0, 0.0, 1.0))
+        assert s.add("a", 101.0 + i * 0.1, (0.0, 0.0, 1.0))  # a on the old clock: d's restart was its own
+    assert s.resets == 0 and len(s.rings["a"]) == 15 and s.rings["d"].last_t == pytest.approx(100.9)
+    assert s.rejected == {"clock_back": 5} and s.clock_back["d"][0] == 5
+    assert s.clock_back["d"][1] == pytest.approx(100.9 - 3.4)
+
+
+def test_a_lone_vehicle_s_clock_going_back_restarts_at_once_and_alone_too_long_restarts_too():
+    s = StreamingSwarm(capacity=100)
+    for i in range(10):
+        s.add("a", 100.0 + i * 0.1, (0.0, 0.0, 1.0))
+    assert s.add("a", 3.0, (0.0, 0.0, 1.0)) and s.resets == 1  # no other vehicle to ask: a new run at once
+    for i in range(10):
+        s.add("b", 3.1 + i * 0.1, (2.0, 0.0, 1.0))  # b joins; a falls quiet
+    assert not s.add("b", 0.5, (2.0, 0.0, 1.0))  # b's clock goes back and a says nothing
+    assert s.add("b", 1.6, (2.0, 0.0, 1.0))  # more than clock_jump_s of b's new clock, a still quiet: a new run
+    assert s.resets == 2 and s.rings["b"].last_t == 1.6 and len(s.rings["b"]) == 2 and not len(s.rings["a"])
+
+
+def test_a_lone_pose_stamped_seconds_ahead_is_a_stray_and_a_stream_resuming_after_a_pause_is_kept():
+    """A time-sync glitch put one pose of c 5 s ahead: held, then dropped as the others and c go on (before: kept,
+    and c's next pose "jumped back" and reset the swarm). After a 3-s pause of the whole stream, the first pose waits
+    only for the next vehicle's; a vehicle sampled every 2 s is never held."""
+    s = StreamingSwarm(capacity=100)
+    for i in range(10):
+        for u in "abc":
+            s.add(u, 100.0 + i * 0.1, (0.0, 0.0, 1.0))
+    assert not s.add("c", 106.0, (0.0, 0.0, 1.0))
+    for u in "abc":
+        assert s.add(u, 101.0, (0.0, 0.0, 1.0))
+    assert s.resets == 0 and s.rejected == {"stray_stamp": 1} and s.newest_t == 101.0
+    assert not s.add("a", 104.0, (0.0, 0.0, 1.0))  # the stream paused 3 s: a's pose waits ...
+    assert s.add("b", 104.0, (0.0, 0.0, 1.0))  # ... for b's, as far ahead: both kept
+    assert s.rings["a"].last_t == 104.0 and [x[:2] for x in s.settled] == [("a", 104.0)]
+    slow = StreamingSwarm(capacity=100)
+    assert slow.add("g", 4.0, (0.0, 0.0, 1.0)) and not slow.add("g", 6.0, (0.0, 0.0, 1.0))  # its step not yet known
+    assert slow.add("g", 8.0, (0.0, 0.0, 1.0)) and len(slow.settled) == 1  # a later stamp near it: both kept
+    assert all(slow.add("g", 2.0 * i, (0.0, 0.0, 1.0)) for i in range(5, 9))  # every 2 s, its own step: at once
+    assert slow.rejected == {} and len(slow.rings["g"]) == 7
 
 
 def test_a_window_is_in_flight_time_of_the_given_origin():

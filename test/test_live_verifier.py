@@ -73,9 +73,59 @@ def test_stamps_jumping_backwards_reset_the_state_on_the_pose_that_starts_the_ne
     clocks = Clocks()
     v = clocks.verifier()
     _feed(v, clocks, 100.0, {"a": 0.0, "b": 2.0})
-    _feed(v, clocks, 70.0, {"a": 1.0})  # 30 s back: the bag looped
-    assert list(v.monitor.latest()) == ["a"] and v.monitor.latest()["a"][1] == 1.0
+    _feed(v, clocks, 70.0, {"a": 1.0})  # 30 s back: the bag looped, or a's clock alone restarted
+    assert v.swarm.resets == 0 and clocks.warnings == []  # the next vehicle's pose tells
+    _feed(v, clocks, 70.0, {"b": 3.0})  # b's went back too: the bag looped; a's pose starts the new run with b's
+    assert v.monitor.latest() == {"a": pytest.approx([70.0, 1.0, 0.0, 1.0, np.nan, np.nan, np.nan], nan_ok=True),
+                                  "b": pytest.approx([70.0, 3.0, 0.0, 1.0, np.nan, np.nan, np.nan], nan_ok=True)}
     assert clocks.warnings == ["safety verifier: pose stamps jumped backwards (bag loop?): state reset"]
+
+
+def test_one_vehicle_s_clock_restarting_or_a_pose_stamped_ahead_keeps_a_standing_veto():
+    """b is 0.3 m from a (vetoed) when c's companion computer reboots (its stamps from 0.5 s), or when a time-sync
+    glitch stamps one pose of c 5 s ahead. Before: either reset the verifier and the veto fell at the next check,
+    during the near miss. Now the veto stands; c's rebooted poses are not checked, and the fail-safe says so."""
+    for ahead in (5.0, -101.5):
+        clocks = Clocks()
+        v = clocks.verifier()
+        for k in range(20):
+            _feed(v, clocks, 100.0 + 0.1 * k, {"a": 0.0, "b": 2.0, "c": -2.0})
+        _feed(v, clocks, 102.0, {"b": 0.3})
+        assert v.monitor.veto
+        first = len(clocks.checks)
+        v.on_pose("c", 102.05 + ahead, (-2.0, 0.0, 1.0), None)
+        for k in range(1, 20):
+            clocks.now = 102.0 + 0.1 * k
+            v.on_pose("a", clocks.now, (0.0, 0.0, 1.0), None)
+            v.on_pose("c", clocks.now + min(ahead, 0.0), (-2.0, 0.0, 1.0), None)
+            v.on_pose("b", clocks.now, (0.3, 0.0, 1.0), None)
+            v.check()
+        assert all(state.veto for state in clocks.checks[first:]) and v.swarm.resets == 0
+        assert "min_separation" in {a["constraint"] for a in v.state.active}
+        if ahead > 0:
+            assert v.swarm.rejected == {"stray_stamp": 1} and clocks.warnings == [] and not v.health_report.degraded
+        else:
+            assert v.swarm.rejected == {"clock_back": 20} and v.health.lost_total == {"c": 20}
+            assert v.health_report.degraded and {a["constraint"] for a in v.state.active} == {
+                "min_separation", "verifier_degraded"}
+            assert clocks.warnings == ["safety verifier: c's pose stamps went back 101 s while the others' went on "
+                                       "(its clock restarted?): its poses cannot be placed on the stream's clock and "
+                                       "are not checked"]
+
+
+def test_an_array_after_a_pause_is_checked_whole_at_once():
+    """The whole stream paused 3 s (a ground station's link): the first PoseArray after it is kept and checked at
+    once, every vehicle of it (its first pose waits only for the second)."""
+    clocks = Clocks()
+    v = clocks.verifier()
+    uavs = ["a", "b", "c"]
+    for k in range(10):
+        clocks.now = 100.0 + 0.1 * k
+        v.on_poses(clocks.now, uavs, np.array([[0.0, 0.0, 1.0], [2.0, 0.0, 1.0], [-2.0, 0.0, 1.0]]))
+    clocks.now = 103.9
+    v.on_poses(103.9, uavs, np.array([[0.0, 0.0, 1.0], [0.2, 0.0, 1.0], [-2.0, 0.0, 1.0]]))  # a and b 0.2 m apart
+    assert v.monitor.veto and v.swarm.rejected == {} and v.swarm.resets == 0
+    assert {u: float(s[0]) for u, s in v.monitor.latest().items()} == {"a": 103.9, "b": 103.9, "c": 103.9}
 
 
 def test_a_vehicle_on_a_clock_seconds_behind_is_checked_not_a_bag_loop():

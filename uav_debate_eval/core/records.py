@@ -53,7 +53,7 @@ class Event:
 FINDING_KINDS = ("repeated_samples", "timing_jitter", "position_jump", "estimator_invalid", "frames_unverified",
                  "frames_misaligned", "duplicate_vehicle", "end_of_recording", "velocity_mismatch", "not_a_vehicle",
                  "gps_glitch", "ekf_lane_switch", "logging_gap", "home_reset", "stray_stamp", "velocity_spike",
-                 "clock_restart")
+                 "clock_restart", "clock_back")
 
 
 @dataclass

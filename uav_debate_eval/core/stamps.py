@@ -104,3 +104,37 @@ def _last_restart(tv: np.ndarray) -> int | None:
         if (tv[:start] > tv[start] + RESTART_S).sum() >= RESTART_ROWS:
             return int(start)
     return None
+
+
+def restarts_alone(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, earlier: np.ndarray) -> np.ndarray | None:
+    """Of the vehicles whose clock restarted (`earlier`: clock_restarts' rows), those whose clock restarted alone,
+    as `live` tells them (core.streaming): the next row of another vehicle after the restart (`rows`: each row's
+    place in the recording) went on on its old clock. Their rows from the restart on stamped no later than their
+    newest before it cannot be placed on the flight's clock: returned as a mask (None: none), and their rows are
+    taken out of `earlier` (the run kept is the one the others fly on)."""
+    restarted = [k for k in range(len(bounds) - 1) if earlier[bounds[k]:bounds[k + 1]].any()]
+    back = None
+    for k in restarted:
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        tv = t[lo:hi]
+        first = 1 + int(np.argmax(tv[1:] < np.maximum.accumulate(tv)[:-1] - RESTART_S))
+        if not _others_flew_on(t, rows, bounds, k, int(rows[lo + first])):
+            continue
+        newest = float(tv[:first].max())
+        if back is None:
+            back = np.zeros(len(t), dtype=bool)
+        back[lo + first:hi] = tv[first:] <= newest
+        earlier[lo:hi] = False
+    return back
+
+
+def _others_flew_on(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, k: int, row: int) -> bool:
+    """Whether the next row after recording row `row` of another vehicle (one seen before it) continues that
+    vehicle's own clock (no step back of more than RESTART_S)."""
+    best = None  # (recording row, its place in t, its vehicle's first place in t)
+    for j in range(len(bounds) - 1):
+        lo, hi = int(bounds[j]), int(bounds[j + 1])
+        i = int(np.searchsorted(rows[lo:hi], row)) if j != k else 0
+        if 0 < i < hi - lo and (best is None or rows[lo + i] < best[0]):
+            best = (int(rows[lo + i]), lo + i, lo)
+    return best is not None and bool(t[best[1]] >= t[best[2]:best[1]].max() - RESTART_S)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,6 +14,9 @@ from uav_debate_eval.core.trajectory import MAX_COORD_M, SwarmTrajectory
 
 #: Most samples of one stray stamp held (a PoseArray of a large show); more are dropped as the held ones will be.
 MAX_HELD = 10_000
+#: A stamp past the stream's newest by more than clock_jump_s is held only if it is also this many of its vehicle's
+#: own last steps past that vehicle's newest stamp (a vehicle sampled every few seconds is not held at each pose).
+STRAY_STEPS = 5.0
 #: Columns of one stored sample: t, x, y, z, vx, vy, vz (velocity NaN when the source has none).
 _COLS = 7
 
@@ -63,6 +67,13 @@ class VehicleRing:
         return np.concatenate([older[int(np.searchsorted(older[:, 0], t, side="right")):], newer])
 
     @property
+    def last_step(self) -> float:
+        """The step between the two newest stamps (NaN with fewer than two)."""
+        if self._size < 2:
+            return math.nan
+        return float(self._buf[(self._head - 1) % self.capacity, 0] - self._buf[(self._head - 2) % self.capacity, 0])
+
+    @property
     def first_t(self) -> float:
         return float(self._buf[(self._head - self._size) % self.capacity, 0]) if self._size else math.inf
 
@@ -79,12 +90,17 @@ class VehicleRing:
 class StreamingSwarm:
     """Live samples of every vehicle. Rejects NaN and stale/out-of-order stamps and counts them.
 
-    A vehicle's stamp more than `clock_jump_s` older than its own newest one is a clock jump backwards (a looping
-    bag, a restarted simulation): all buffers are reset and `resets` is incremented. Vehicles on clocks a constant
-    apart (companion computers without a common time) are not jumps: each is compared with its own stamps. A stamp
-    more than `stray_ahead_s` past the newest one is held until a second sample confirms the new clock; the next
-    sample that continues the old one drops it as `stray_stamp` (a lone pose stamped days ahead, a flipped bit,
-    would otherwise end the flight when the following pose "jumped back" from it).
+    A vehicle's stamp more than `clock_jump_s` older than its own newest one is a clock jump backwards. The next
+    sample of another vehicle tells what it was: gone back too, the stream restarted (a looping bag, a restarted
+    simulation): all buffers are reset and `resets` is incremented; on the old clock, that vehicle's clock restarted
+    alone (its autopilot or companion computer rebooted) and its samples, which cannot be placed on the stream's
+    clock, are rejected as `clock_back` (counted per vehicle in `clock_back`): one vehicle's reboot used to reset the
+    swarm, dropping a standing veto. Vehicles on clocks a constant apart (companion computers without a common time)
+    are not jumps: each is compared with its own stamps. A stamp more than `clock_jump_s` past the newest one (and
+    past STRAY_STEPS of its vehicle's own steps) is held until a later sample near it, or another vehicle's as far
+    ahead, confirms the new clock; the next sample that continues the old one drops it as `stray_stamp` (a lone pose
+    stamped ahead, a flipped bit, a time-sync glitch, would otherwise reset the flight when the following pose
+    "jumped back" from it). Samples stored late (held, then confirmed) are listed in `settled` for the verifier.
     Thread-safe: in `live` one thread adds poses while others cut windows (segments, the trigger).
     """
 
@@ -101,6 +117,12 @@ class StreamingSwarm:
     #: samples of one stamp far ahead of the stream's clock, not stored until a later one confirms it
     _held: list[tuple] = field(default_factory=list, repr=False, compare=False)
     _held_at: float = field(default=-math.inf, repr=False, compare=False)  # the stream's newest stamp then
+    #: samples of vehicles whose own clock went back, until another vehicle's sample tells whether the stream did
+    _back: list[tuple] = field(default_factory=list, repr=False, compare=False)
+    #: vehicle -> (samples rejected as `clock_back`, how far its clock went back, s)
+    clock_back: dict[str, tuple[int, float]] = field(default_factory=dict)
+    #: samples stored after they waited (uav, t, x, y, z, vel), oldest first: the verifier checks them
+    settled: deque = field(default_factory=lambda: deque(maxlen=MAX_HELD), repr=False, compare=False)
 
     def add(self, uav: str, t: float, pos, vel=None) -> bool:
         """Append one sample; returns False (and counts why) when it is rejected."""
@@ -113,15 +135,19 @@ class StreamingSwarm:
             return self._add(uav, t, x, y, z, vel)
 
     def _add_far(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
-        """A sample while others are held, or stamped far past the newest: hold it, or settle the held ones."""
+        """A sample while others wait (held ahead, or gone back), or one stamped well past the newest: settle the
+        waiting ones, hold it, or store it."""
+        if self._back and uav not in {b[0] for b in self._back} and not self._goes_back(uav, t):
+            self._reject_back()  # the others go on on the old clock: the waiting vehicles' clocks restarted alone
         held = self._held
-        if t > self.newest_t + self.stray_ahead_s and math.isfinite(self.newest_t):
-            if held and t > held[0][1] and t - held[0][1] <= self.stray_ahead_s:  # a later stamp on the new clock
-                self._held = []  # the clock moved forward: the held samples are stored first
-                for h_uav, h_t, h_x, h_y, h_z, h_vel in held:
-                    self._add(h_uav, h_t, h_x, h_y, h_z, h_vel, settled=True)
-                return self._add(uav, t, x, y, z, vel, settled=True)
-            if held and t != held[0][1]:  # a second clock far ahead: the first was a stray
+        if held and self._confirms(uav, t):
+            self._held = []  # the clock moved forward: the held samples are stored first
+            for sample in held:
+                if self._put(*sample):
+                    self.settled.append(sample)
+            return self._put(uav, t, x, y, z, vel)
+        if self._stray_ahead(uav, t):
+            if held and t != held[0][1]:  # a second clock ahead: the first was a stray
                 self._drop_held()
             if not self._held:
                 self._held_at = self.newest_t
@@ -131,23 +157,75 @@ class StreamingSwarm:
             return False  # not stored (yet): the caller treats it as rejected
         if held and (self.newest_t > self._held_at + self.clock_jump_s or any(h[0] == uav for h in held)):
             self._drop_held()  # the stream went on on its old clock: the held samples were strays
-        return self._add(uav, t, x, y, z, vel, settled=True)
+        return self._put(uav, t, x, y, z, vel)
+
+    def _confirms(self, uav: str, t: float) -> bool:
+        """Whether `t` puts the held samples on the stream's new clock: a later stamp near them, or (held less than
+        `stray_ahead_s` ahead) another vehicle's stamp as far ahead (a stream resuming after a pause: the vehicles of
+        one PoseArray, the next vehicle's topic) where a lone vehicle's stray is followed by the others' old clock."""
+        h_t = self._held[0][1]
+        if t > h_t:
+            return t - h_t <= self.stray_ahead_s
+        return (h_t <= self._held_at + self.stray_ahead_s and t > self.newest_t + self.clock_jump_s
+                and h_t - t <= self.clock_jump_s and all(h[0] != uav for h in self._held))
+
+    def _stray_ahead(self, uav: str, t: float) -> bool:
+        """Whether `t` may be a stray: past the stream's newest stamp by more than `clock_jump_s`, and (within
+        `stray_ahead_s`) by more than STRAY_STEPS of the vehicle's own last step (a vehicle sampled every few
+        seconds is not held at each pose)."""
+        if not t > self.newest_t + self.clock_jump_s or not math.isfinite(self.newest_t):
+            return False
+        ring = self.rings.get(uav)
+        if t > self.newest_t + self.stray_ahead_s or ring is None:
+            return True
+        return not t - ring.last_t <= STRAY_STEPS * ring.last_step  # NaN (fewer than two samples): held
+
+    def _goes_back(self, uav: str, t: float) -> bool:
+        ring = self.rings.get(uav)
+        return ring is not None and t < ring.last_t - self.clock_jump_s
+
+    def _went_back(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
+        """A vehicle's own stamp went back: the stream restarted (a bag loop, a simulation reset: every vehicle's
+        clock goes back) or this vehicle's clock alone did (its autopilot or companion computer rebooted, the others
+        fly on). The next sample of another vehicle tells which; until then this one waits."""
+        waiting = {b[0] for b in self._back}
+        others = any(len(r) for u, r in self.rings.items() if u != uav)
+        alone_too_long = bool(self._back) and t - self._back[0][1] > self.clock_jump_s  # the others quiet meanwhile
+        if not others or (waiting and uav not in waiting) or alone_too_long or len(self._back) >= MAX_HELD:
+            back = self._back  # a restart of the stream: the waiting samples start the new run with this one
+            self._clear()
+            self.resets += 1
+            for b in back:
+                if self._put(*b):
+                    self.settled.append(b)
+            return self._put(uav, t, x, y, z, vel)
+        self._back.append((uav, t, x, y, z, vel))
+        return False  # not stored (yet): the caller treats it as rejected
+
+    def _reject_back(self) -> None:
+        """The waiting samples' vehicles restarted their clocks alone: their new stamps cannot be placed on the
+        stream's clock (counted per vehicle in `clock_back`, for the verifier to say it cannot check them)."""
+        for uav, t, *_ in self._back:
+            ring = self.rings.get(uav)
+            self.clock_back[uav] = (self.clock_back.get(uav, (0, 0.0))[0] + 1,
+                                    ring.last_t - t if ring is not None else math.nan)
+        self._reject("clock_back", len(self._back))
+        self._back = []
 
     def _drop_held(self) -> None:
         self._reject("stray_stamp", len(self._held))
         self._held = []
 
-    def _add(self, uav: str, t: float, x: float, y: float, z: float, vel, settled: bool = False) -> bool:
-        if not settled and (self._held or t > self.newest_t + self.stray_ahead_s):  # rare: not on the stream's clock
-            return self._add_far(uav, t, x, y, z, vel)
+    def _put(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
+        """Store one sample settled as on the stream's clock (a stamp its vehicle's own clock went back to starts a
+        new run, unless another vehicle may tell otherwise)."""
         ring = self.rings.get(uav)
         if ring is None:
             ring = self.rings[uav] = VehicleRing(self.capacity)
         last = ring.last_t
-        if t < last - self.clock_jump_s:  # its own clock went back: a new run
-            self._clear()
-            self.resets += 1
-        elif t <= last:
+        if t < last - self.clock_jump_s:  # its own clock went back: a new run, or its clock alone restarted
+            return self._went_back(uav, t, x, y, z, vel)
+        if t <= last:
             return self._reject("duplicate" if t == last else "out_of_order")
         if self.origin is None:
             self.origin = t
@@ -157,6 +235,11 @@ class StreamingSwarm:
             ring.append(t, x, y, z, *(float(v) for v in vel))
         self.newest_t = max(self.newest_t, t)
         return True
+
+    def _add(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
+        if self._held or self._back or t > self.newest_t + self.clock_jump_s:  # rare: not on the stream's clock
+            return self._add_far(uav, t, x, y, z, vel)
+        return self._put(uav, t, x, y, z, vel)
 
     def _reject(self, reason: str, n: int = 1) -> bool:
         self.rejected[reason] = self.rejected.get(reason, 0) + n
@@ -172,6 +255,7 @@ class StreamingSwarm:
         self.newest_t = -math.inf
         self.origin = None
         self._held = []
+        self._back = []
 
     def rows_after(self, cursors: dict[str, float]) -> tuple[dict[str, np.ndarray], dict[str, float], int]:
         """Per vehicle the samples stamped after its cursor (t, x, y, z, vx, vy, vz), the oldest stamp each ring

@@ -19,7 +19,7 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.records import Finding, Gap, IngestReport
-from uav_debate_eval.core.stamps import RESTART_S, clock_restarts, stray_stamps
+from uav_debate_eval.core.stamps import RESTART_S, clock_restarts, restarts_alone, stray_stamps
 
 #: A coordinate this far from the frame's origin (m) is no position (a flipped exponent bit of a logged float reads
 #: as 1e308; its square overflows): the row is dropped and counted as out_of_range, as a NaN row is.
@@ -341,7 +341,7 @@ class SwarmTrajectory:
             finite = np.isfinite(t) & np.isfinite(pos).all(axis=1)
             report.count("nan", int((~finite).sum()))
             report.count("out_of_range", int((finite & ~ok).sum()))
-        stray, earlier_rows = stray_stamps(t if all_ok else t[ok]), None
+        stray, earlier_rows, clock_back = stray_stamps(t if all_ok else t[ok]), None, None
         if stray is not None:
             stray_mask, limit = stray
             stray_rows = np.flatnonzero(ok)[stray_mask]
@@ -353,10 +353,17 @@ class SwarmTrajectory:
         if (steps < -RESTART_S).any():  # a vehicle's clock went back: a new run of the recording?
             vehicle_rows = np.searchsorted(code[input_order], np.arange(len(names) + 1))
             earlier = clock_restarts(t[kept[input_order]], vehicle_rows)
-            if earlier is not None:
+            back = None if earlier is None else restarts_alone(t[kept[input_order]], kept[input_order], vehicle_rows,
+                                                               earlier)
+            if back is not None:  # a vehicle's clock restarted alone: its later rows are off the flight's clock
+                ok[kept[input_order][back]] = False
+                report.count("clock_back", int(back.sum()))
+                clock_back = (kept[input_order], back, vehicle_rows)
+            if earlier is not None and earlier.any():
                 earlier_rows = kept[input_order][earlier]
                 ok[earlier_rows] = False
                 report.count("earlier_run", len(earlier_rows))
+            if earlier is not None:
                 kept, names, code, input_order, steps = _by_vehicle(t, uav_id, ok)
         backwards = int((steps < 0).sum())
         report.out_of_order += backwards
@@ -366,6 +373,8 @@ class SwarmTrajectory:
             report.findings.append(_stray_finding(t, uav_id, ok, stray_rows, origin, limit))
         if earlier_rows is not None:
             report.findings.append(_restart_finding(t, uav_id, ok, earlier_rows, origin))
+        if clock_back is not None:
+            report.findings.append(_clock_back_finding(t, uav_id, *clock_back, origin))
         t = t - origin
         # rows in time order within each vehicle already: the stable sort by vehicle is the (vehicle, time) order
         by_vehicle_time = np.lexsort((t[kept], code)) if backwards else input_order
@@ -443,6 +452,23 @@ def _vehicles_of(uav_id: np.ndarray | VehicleCodes, rows: np.ndarray) -> list[st
     """The vehicles of input rows `rows`, in natural order."""
     ids = uav_id.names[uav_id.codes[rows]] if isinstance(uav_id, VehicleCodes) else uav_id[rows]
     return sorted({str(u) for u in ids}, key=_natural_key)
+
+
+def _clock_back_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, rows: np.ndarray, back: np.ndarray,
+                        bounds: np.ndarray, origin: float) -> Finding:
+    """The rows (`rows[back]`) of vehicles whose clock restarted alone, left out: placed at each one's newest stamp
+    before its restart."""
+    left = rows[back]
+    uavs = _vehicles_of(uav_id, left)
+    starts = [int(bounds[k]) + int(np.argmax(back[bounds[k]:bounds[k + 1]]))
+              for k in range(len(bounds) - 1) if back[bounds[k]:bounds[k + 1]].any()]
+    before = [float(t[rows[int(bounds[np.searchsorted(bounds, s, side="right") - 1]):s]].max()) for s in starts]
+    went = max(b - float(t[rows[s]]) for b, s in zip(before, starts, strict=True))
+    return Finding(
+        "clock_back", uavs, min(before) - origin, max(before) - origin,
+        f"the clock of {', '.join(uavs)} went back {went:.4g} s while the other vehicles flew on (its autopilot or "
+        f"companion computer restarted): {len(left)} later sample(s) cannot be placed on the flight's clock and are "
+        "left out, as `live` rejects them; it is unchecked from there", [], {"samples": len(left), "back_s": went})
 
 
 def _stray_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray, stray_rows: np.ndarray,

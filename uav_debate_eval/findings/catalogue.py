@@ -252,6 +252,10 @@ def _data_quality(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
             sentence = (f"The recording's clock restarted: {f.values['samples']} samples of {vehicles(f.uavs)} "
                         f"from before it ({num(f.values['earlier_span_s'])} s) were not checked; this report covers "
                         f"the last run.")
+        elif f.kind == "clock_back":
+            sentence = (f"The clock of {vehicles(f.uavs)} went back {num(f.values['back_s'])} s at "
+                        f"{span(f.t_start, f.t_end)} while the others flew on: its {f.values['samples']} later samples "
+                        f"could not be placed in the flight and were not checked.")
         out.append(VerifiedFinding("data_quality:" + f.kind, "data_quality", sentence, f.t_start, f.t_end,
                                    list(f.uavs), [], recommend.for_data_quality(f),
                                    f"dq:{f.kind}:{','.join(f.uavs)}:{f.t_start:.2f}", 0.4))

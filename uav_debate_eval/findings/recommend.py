@@ -118,6 +118,9 @@ def for_data_quality(f: Any) -> list[str]:
     if f.kind == "clock_restart":
         return [f"Recommend evaluating the earlier run of {vehicles(f.uavs)} from a recording of its own before "
                 "trusting the whole session."]
+    if f.kind == "clock_back":
+        return [f"Recommend finding why the clock of {vehicles(f.uavs)} restarted in flight (a reboot of its "
+                "autopilot or companion computer, its time sync) before trusting the rest of the flight."]
     touched = ", ".join(f.affects) if f.affects else "the checks"
     return [f"Recommend checking the {f.kind.replace('_', ' ')} of {vehicles(f.uavs)} in the recording at "
             f"{span(f.t_start, f.t_end)} before trusting {touched}."]

@@ -60,6 +60,8 @@ class LiveVerifier:
         self._warn = warn
         self._monotonic = monotonic
         self._swarm_resets = 0
+        self._clock_back_seen = 0  # swarm.rejected["clock_back"] when last looked at
+        self._clock_back_by: dict[str, int] = {}
         self._muted_until: dict[str, float] = {}
         self._check_due = -math.inf  # monotonic time of the next full check (periodic or overdue pose)
         self._first_pose_t = math.inf
@@ -100,8 +102,8 @@ class LiveVerifier:
         it whole before the per-pose bookkeeping puts the veto out ~10 ms sooner."""
         arrival = self._clock()
         newest = self.swarm.newest_t
-        if not self.health.started or not newest - self.swarm.clock_jump_s <= t <= newest + self.swarm.stray_ahead_s:
-            # a run's first poses, stamps jumping back or far ahead: pose by pose, as they reset the state or wait
+        if not self.health.started or not newest - self.swarm.clock_jump_s <= t <= newest + self.swarm.clock_jump_s:
+            # a run's first poses, stamps jumping back or ahead: pose by pose, as they reset the state or wait
             stored = False
             for uav, pos in zip(uavs, positions.tolist(), strict=True):
                 sample = self._store(uav, t, pos, None, arrival)
@@ -123,23 +125,46 @@ class LiveVerifier:
         """Count and validate one pose (processed at the verifier's clock `arrival`), reset on a new run, feed the
         health: the sample to store (None: rejected)."""
         self.poses_received += 1
-        if not self.swarm.add(uav, t, pos, vel):
-            return None  # rejected (NaN, duplicate, out of order): counted by the swarm
-        self._first_pose_t = min(self._first_pose_t, t)
+        stored = self.swarm.add(uav, t, pos, vel)
+        if self.swarm.rejected.get("clock_back", 0) != self._clock_back_seen:
+            self._clocks_went_back()
+        if not stored and not self.swarm.settled:
+            return None  # rejected (NaN, duplicate, out of order) or waiting (a stamp ahead): counted by the swarm
         if self.swarm.resets != self._swarm_resets:  # this pose starts a new run: forget the old one first
             self._swarm_resets = self.swarm.resets
             self.health.reset()  # the monitor too, below: this pose is the new run's first
-            self._first_pose_t = t  # the new run starts here
+            self._first_pose_t = math.inf  # the new run starts here
             self._muted_until.clear()
             self._warn("safety verifier: pose stamps jumped backwards (bag loop?): state reset")
         if not self.health.started:
             # a run's first pose: nothing of an earlier run is kept, and the checks move from the verifier's clock
             # to the stream's (no backwards clock jump)
             self.monitor.reset()
+        while self.swarm.settled:  # samples that waited for the next one to place them on the stream's clock
+            s_uav, s_t, s_x, s_y, s_z, s_vel = self.swarm.settled.popleft()
+            self._first_pose_t = min(self._first_pose_t, s_t)
+            self.health.on_pose(s_uav, s_t, arrival)
+            self.monitor.observe(s_uav, _sample(s_t, (s_x, s_y, s_z), s_vel))
+        if not stored:
+            return None
+        self._first_pose_t = min(self._first_pose_t, t)
         self.health.on_pose(uav, t, arrival)
-        if vel is None or not all(abs(v) < MAX_SPEED_MPS for v in vel):  # NaN, or 1e308: a flipped exponent bit
-            return (t, *pos)  # the monitor takes the velocity from the positions; the tape keeps what was recorded
-        return (t, *pos, *vel)
+        return _sample(t, pos, vel)
+
+    def _clocks_went_back(self) -> None:
+        """Vehicles whose clocks restarted alone (swarm.clock_back): their poses are not checked; the health counts
+        them lost at the stream's clock, so the fail-safe names them for as long as they come."""
+        self._clock_back_seen = self.swarm.rejected.get("clock_back", 0)
+        for uav, (count, back_s) in self.swarm.clock_back.items():
+            new = count - self._clock_back_by.get(uav, 0)
+            if new <= 0:
+                continue
+            self._clock_back_by[uav] = count
+            self.health.on_lost(uav, new, at=self.swarm.newest_t)
+            if count == new:  # its first: said once
+                self._warn(f"safety verifier: {uav}'s pose stamps went back {back_s:.3g} s while the others' went "
+                           "on (its clock restarted?): its poses cannot be placed on the stream's clock and are not "
+                           "checked")
 
     def on_lost(self, uav: str, count: int) -> None:
         """The transport lost `count` poses of `uav` before they reached the verifier (DDS sample-lost event)."""
@@ -186,3 +211,10 @@ class LiveVerifier:
                                            "poses_received": str(self.poses_received),
                                            "rejected": str(dict(self.swarm.rejected))}, unheard,
                            health=self.health_report, fail_safe=self.fail_safe)
+
+
+def _sample(t: float, pos: Sequence[float], vel: Sequence[float] | None) -> tuple:
+    """The monitor's sample of one pose."""
+    if vel is None or not all(abs(v) < MAX_SPEED_MPS for v in vel):  # NaN, or 1e308: a flipped exponent bit
+        return (t, *pos)  # the monitor takes the velocity from the positions; the tape keeps what was recorded
+    return (t, *pos, *vel)

@@ -154,15 +154,16 @@ class VerifierHealth:
         v.last_t = stamp
         self._newest = max(self._newest, stamp)
 
-    def on_lost(self, uav: str, count: int) -> None:
-        """`count` poses of `uav` lost on the way (the transport said so): counted, and a loss at its newest stamp."""
+    def on_lost(self, uav: str, count: int, at: float | None = None) -> None:
+        """`count` poses of `uav` lost on the way (the transport said so): counted, and a loss at stream time `at`
+        (default its newest stamp)."""
         if count <= 0:
             return
         v = self._vehicles.get(uav)
         if v is None:
             v = self._vehicles[uav] = _Vehicle()
         self.lost_total[uav] = self.lost_total.get(uav, 0) + count
-        v.lost_at = v.last_t if math.isfinite(v.last_t) else self._newest
+        v.lost_at = at if at is not None else v.last_t if math.isfinite(v.last_t) else self._newest
         self._lossy.add(uav)
         if v.intervals:
             v.gap_s = max(v.gap_s, count * statistics.median(v.intervals))

@@ -18,8 +18,10 @@ from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.memo import memo
-from uav_debate_eval.core.records import Finding, Gap, IngestReport
+from uav_debate_eval.core.records import Gap, IngestReport
+from uav_debate_eval.core.stamp_findings import clock_back_finding, restart_finding, stray_finding
 from uav_debate_eval.core.stamps import RESTART_S, clock_restarts, restarts_alone, stray_stamps
+from uav_debate_eval.core.vehicle_codes import VehicleCodes, natural_key
 
 #: A coordinate this far from the frame's origin (m) is no position (a flipped exponent bit of a logged float reads
 #: as 1e308; its square overflows): the row is dropped and counted as out_of_range, as a NaN row is.
@@ -143,21 +145,6 @@ class Snapshots:
 
 
 _OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct", "est_valid")
-
-
-@dataclass(frozen=True)
-class VehicleCodes:
-    """A uav_id column as integer codes into its distinct names (a columnar reader's dictionary encoding):
-    `from_columns` groups a million rows by integer code instead of sorting a million strings."""
-
-    names: np.ndarray  # (K,) distinct names
-    codes: np.ndarray  # (n,) index into names
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    def strings(self) -> np.ndarray:
-        return np.asarray(self.names, dtype=str)[self.codes]
 
 
 def _vehicle_groups(uav_id: np.ndarray | list[str] | VehicleCodes, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -370,11 +357,11 @@ class SwarmTrajectory:
         if origin is None:
             origin = float(t[ok].min()) if ok.any() else 0.0
         if stray is not None:
-            report.findings.append(_stray_finding(t, uav_id, ok, stray_rows, origin, limit))
+            report.findings.append(stray_finding(t, uav_id, ok, stray_rows, origin, limit))
         if earlier_rows is not None:
-            report.findings.append(_restart_finding(t, uav_id, ok, earlier_rows, origin))
+            report.findings.append(restart_finding(t, uav_id, ok, earlier_rows, origin))
         if clock_back is not None:
-            report.findings.append(_clock_back_finding(t, uav_id, *clock_back, origin))
+            report.findings.append(clock_back_finding(t, uav_id, *clock_back, origin))
         t = t - origin
         # rows in time order within each vehicle already: the stable sort by vehicle is the (vehicle, time) order
         by_vehicle_time = np.lexsort((t[kept], code)) if backwards else input_order
@@ -385,7 +372,7 @@ class SwarmTrajectory:
         t, pos = t[order], pos[order]
         extras = {key: None if a is None else a[order] for key, a in extras.items()}
         tracks: dict[str, Track] = {}
-        for k in sorted(range(len(names)), key=lambda i: _natural_key(str(names[i]))):
+        for k in sorted(range(len(names)), key=lambda i: natural_key(str(names[i]))):
             u = str(names[k])
             lo, hi = int(bounds[k]), int(bounds[k + 1])
             rows: slice | np.ndarray = slice(lo, hi)
@@ -434,59 +421,6 @@ def _by_vehicle(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray
     return kept, names, code, input_order, steps
 
 
-def _restart_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray, left: np.ndarray,
-                     origin: float) -> Finding:
-    """The earlier runs of a recording whose clock restarted (rows `left`), left out: placed at the last run's start."""
-    start = float(t[ok].min()) - origin if ok.any() else 0.0
-    uavs = _vehicles_of(uav_id, left)
-    lo, hi = float(t[left].min()), float(t[left].max())
-    return Finding(
-        "clock_restart", uavs, start, start,
-        f"the recording's clock went back (a simulation reset, a looping bag, runs appended to one file): the last "
-        f"run is evaluated, as `live` reports it; {len(left)} sample(s) of {', '.join(uavs)} of the earlier run(s) "
-        f"({hi - lo:.4g} s on their own clock) are left out; evaluate them from a recording of their own", [],
-        {"samples": len(left), "earlier_span_s": hi - lo})
-
-
-def _vehicles_of(uav_id: np.ndarray | VehicleCodes, rows: np.ndarray) -> list[str]:
-    """The vehicles of input rows `rows`, in natural order."""
-    ids = uav_id.names[uav_id.codes[rows]] if isinstance(uav_id, VehicleCodes) else uav_id[rows]
-    return sorted({str(u) for u in ids}, key=_natural_key)
-
-
-def _clock_back_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, rows: np.ndarray, back: np.ndarray,
-                        bounds: np.ndarray, origin: float) -> Finding:
-    """The rows (`rows[back]`) of vehicles whose clock restarted alone, left out: placed at each one's newest stamp
-    before its restart."""
-    left = rows[back]
-    uavs = _vehicles_of(uav_id, left)
-    starts = [int(bounds[k]) + int(np.argmax(back[bounds[k]:bounds[k + 1]]))
-              for k in range(len(bounds) - 1) if back[bounds[k]:bounds[k + 1]].any()]
-    before = [float(t[rows[int(bounds[np.searchsorted(bounds, s, side="right") - 1]):s]].max()) for s in starts]
-    went = max(b - float(t[rows[s]]) for b, s in zip(before, starts, strict=True))
-    return Finding(
-        "clock_back", uavs, min(before) - origin, max(before) - origin,
-        f"the clock of {', '.join(uavs)} went back {went:.4g} s while the other vehicles flew on (its autopilot or "
-        f"companion computer restarted): {len(left)} later sample(s) cannot be placed on the flight's clock and are "
-        "left out, as `live` rejects them; it is unchecked from there", [], {"samples": len(left), "back_s": went})
-
-
-def _stray_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray, stray_rows: np.ndarray,
-                   origin: float, limit: float) -> Finding:
-    """The stray stamps left out, placed in the flight where they were recorded: at the stamp of the row before
-    each in the input (a log's rows are in recording order), else the row after."""
-    kept = np.flatnonzero(ok)  # never empty: the largest cluster of stamps is the flight
-    near = kept[np.clip(np.searchsorted(kept, stray_rows) - 1, 0, len(kept) - 1)]
-    where = t[near] - origin
-    uavs = _vehicles_of(uav_id, stray_rows)
-    off = np.abs(t[stray_rows] - t[near])
-    return Finding(
-        "stray_stamp", uavs, float(where.min()), float(where.max()),
-        f"{len(stray_rows)} sample(s) of {', '.join(uavs)} stamped {float(off.max()):.4g} s from the rest of the "
-        f"recording (more than {limit:.4g} s from the flight's stamps): a corrupted clock value, not data; "
-        "left out of the flight", [], {"samples": len(stray_rows), "offset_s": float(off.max())})
-
-
 def prime_sample_periods(tracks: tuple[Track, ...]) -> None:
     """Track.sample_period of the tracks not asked yet, the tracks of one length in one pass (each row's median
     is its own track's: the same partition and mean along that row)."""
@@ -513,10 +447,3 @@ def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:
     opt = {k: extras[k] for k in _OPTIONAL_1D}
     quat = extras["quat"]
     return Track(u, t, pos, vel, vel_derived, quat, opt["link_ok"], opt["gps_ok"], opt["battery_pct"], opt["est_valid"])
-
-
-def _natural_key(s: str):
-    """Sort uav2 before uav10."""
-    import re
-
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]

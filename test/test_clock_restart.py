@@ -173,3 +173,31 @@ def test_one_vehicle_s_clock_restarting_alone_leaves_its_later_samples_out_live_
     assert [f["kind"] for f in report["data_quality"]["findings"]] == ["clock_back"]
     assert ("The clock of b went back 1009.4 s at 9.9 s while the others flew on: its 101 later samples could not "
             "be placed in the flight and were not checked.") in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("burst", [1, 3])
+def test_poses_stamped_seconds_ahead_then_the_clock_going_on_are_strays_live_and_offline(burst: int):
+    """A time-sync glitch stamps `burst` poses of c 5 s ahead, then c goes on on its clock. Before, evaluate sorted
+    them in: the first took the place of c's real sample at its stamp (a "conflicting duplicate" of it, kept first),
+    c jumping 10 m there and back; live kept it and reset the swarm at c's next pose. Now both drop them."""
+    t, ids, pos = [], [], []
+    for i in range(200):
+        for u, y in (("a", 0.0), ("b", 5.0), ("c", 10.0)):
+            t.append(100.0 + i / RATE + (5.0 if u == "c" and 50 <= i < 50 + burst else 0.0))
+            ids.append(u)
+            pos.append((2.0 * i / RATE, y, 5.0))
+    t, pos = np.array(t), np.array(pos)
+    offline = SwarmTrajectory.from_columns(t, ids, pos)
+    assert offline.ingest.dropped == {"stray_stamp": burst} and offline.ingest.out_of_order == 0
+    c = offline.tracks["c"]
+    assert len(c) == 200 - burst and np.allclose(c.pos[:, 0], 2.0 * c.t)  # every kept sample where it was
+    (finding,) = offline.ingest.findings
+    assert finding.kind == "stray_stamp" and finding.uavs == ["c"] and finding.values["samples"] == burst
+    swarm = StreamingSwarm(capacity=1000)
+    for ti, u, p in zip(t.tolist(), ids, pos, strict=True):
+        swarm.add(u, ti, p)
+    assert swarm.resets == 0 and swarm.rejected == {"stray_stamp": burst}
+    live = swarm.window(-np.inf, np.inf)
+    for u in ("a", "b", "c"):
+        assert np.allclose(live.tracks[u].pos, offline.tracks[u].pos)
+        assert np.allclose(live.tracks[u].t + live.t0, offline.tracks[u].t + offline.t0)

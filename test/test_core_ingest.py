@@ -294,11 +294,15 @@ def test_a_recording_keeps_every_part_that_holds_data_and_its_pauses():
     traj = SwarmTrajectory.from_columns(resumed, np.concatenate([ids, ids[:30]]), np.concatenate([pos, pos[:30]]))
     assert traj.duration == pytest.approx(2402.9) and "stray_stamp" not in traj.ingest.dropped
     lone = t.copy()
-    lone[5] = 60.0
+    lone[-1] = 60.0  # the last row, 50 s on
     traj = SwarmTrajectory.from_columns(lone, ids, pos)
     assert traj.duration == pytest.approx(60.0)
     assert "stray_stamp" not in traj.ingest.dropped
     assert traj.ingest.gaps
+    lone = t.copy()
+    lone[5] = 60.0  # in the middle of the recording, its clock going on after it: a stray, as live drops it
+    traj = SwarmTrajectory.from_columns(lone, ids, pos)
+    assert traj.duration == pytest.approx(9.9) and traj.ingest.dropped == {"stray_stamp": 1}
 
 
 def test_a_coordinate_no_flight_reaches_is_dropped_and_counted_apart_from_nan():

@@ -138,3 +138,33 @@ def _others_flew_on(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, k: int,
         if 0 < i < hi - lo and (best is None or rows[lo + i] < best[0]):
             best = (int(rows[lo + i]), lo + i, lo)
     return best is not None and bool(t[best[1]] >= t[best[2]:best[1]].max() - RESTART_S)
+
+
+def ahead_strays(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
+    """Rows stamped ahead of their vehicle's clock, which then goes on where it was (recording order; vehicle k at
+    t[bounds[k]:bounds[k + 1]]): fewer than RESTART_ROWS rows more than RESTART_S past the row before them, whose
+    vehicle's next row is stamped no earlier than that row. A time-sync glitch or a flipped bit: `live` holds such
+    a pose and drops it as stray_stamp (core.streaming); sorted in, it took the place of the real sample at its
+    stamp. A mask (None: none); vehicles whose rows are in no recording order (RESTART_DISORDER) have none."""
+    steps = np.diff(t)
+    starts = np.zeros(len(t), dtype=bool)
+    starts[bounds[:-1][bounds[:-1] < len(t)]] = True
+    back = np.flatnonzero(steps < -RESTART_S) + 1
+    back = back[~starts[back]]
+    if not len(back):
+        return None
+    vehicle = np.searchsorted(bounds, back, side="right") - 1
+    stray = None
+    for b, k in zip(back.tolist(), vehicle.tolist(), strict=True):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        if (steps[lo:hi - 1] < 0).sum() > max(3, RESTART_DISORDER * (hi - lo)):
+            continue
+        a = b
+        while a > lo and b - a < RESTART_ROWS and t[a - 1] > t[b] + RESTART_S:
+            a -= 1
+        if a in (lo, b) or b - a >= RESTART_ROWS or t[a - 1] > t[b]:
+            continue  # no row before the run, a longer run (a restart: clock_restarts), or no return to its clock
+        if stray is None:
+            stray = np.zeros(len(t), dtype=bool)
+        stray[a:b] = True
+    return stray

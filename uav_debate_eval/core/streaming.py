@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from uav_debate_eval.core.records import IngestReport
+from uav_debate_eval.core.stamps import RESTART_ROWS
 from uav_debate_eval.core.trajectory import MAX_COORD_M, SwarmTrajectory
 
 #: Most samples of one stray stamp held (a PoseArray of a large show); more are dropped as the held ones will be.
@@ -147,7 +148,7 @@ class StreamingSwarm:
                     self.settled.append(sample)
             return self._put(uav, t, x, y, z, vel)
         if self._stray_ahead(uav, t):
-            if held and t != held[0][1]:  # a second clock ahead: the first was a stray
+            if held and not self._continues(uav, t):  # a second clock ahead: the first was a stray
                 self._drop_held()
             if not self._held:
                 self._held_at = self.newest_t
@@ -160,14 +161,33 @@ class StreamingSwarm:
         return self._put(uav, t, x, y, z, vel)
 
     def _confirms(self, uav: str, t: float) -> bool:
-        """Whether `t` puts the held samples on the stream's new clock: a later stamp near them, or (held less than
-        `stray_ahead_s` ahead) another vehicle's stamp as far ahead (a stream resuming after a pause: the vehicles of
-        one PoseArray, the next vehicle's topic) where a lone vehicle's stray is followed by the others' old clock."""
-        h_t = self._held[0][1]
-        if t > h_t:
-            return t - h_t <= self.stray_ahead_s
-        return (h_t <= self._held_at + self.stray_ahead_s and t > self.newest_t + self.clock_jump_s
-                and h_t - t <= self.clock_jump_s and all(h[0] != uav for h in self._held))
+        """Whether `t` puts the held samples on the stream's new clock. Held far ahead (past `stray_ahead_s`): a later
+        stamp near them. Held less far: another vehicle's stamp later or as far ahead (a stream resuming after a
+        pause: the vehicles of one PoseArray, the next vehicle's topic), or the held vehicle's own clock going on
+        ahead for RESTART_ROWS samples (a time-sync glitch of a few poses is followed by its old clock) or by steps
+        as long as its jump (within STRAY_STEPS: a vehicle sampled every few seconds, its second sample)."""
+        held = self._held
+        h_t = held[0][1]
+        near = h_t <= self._held_at + self.stray_ahead_s
+        if t > h_t and t - h_t <= self.stray_ahead_s:
+            if not near:
+                return True
+            if all(h[0] == uav for h in held):  # its clock went on ahead, or it steps that far (a sparse vehicle)
+                ring = self.rings.get(uav)
+                jump = h_t - ring.last_t if ring is not None else math.inf
+                return len(held) + 1 >= RESTART_ROWS or jump <= STRAY_STEPS * (t - held[-1][1])
+            return all(h[0] != uav for h in held)
+        return (near and t > self.newest_t + self.clock_jump_s and h_t - t <= self.clock_jump_s
+                and all(h[0] != uav for h in held))
+
+    def _continues(self, uav: str, t: float) -> bool:
+        """Whether a sample ahead joins the held ones: the same instant (a PoseArray's vehicles), or the next sample
+        of the one vehicle held less than `stray_ahead_s` ahead."""
+        held = self._held
+        if t == held[0][1]:
+            return True
+        return (held[0][1] <= self._held_at + self.stray_ahead_s and t > held[-1][1]
+                and all(h[0] == uav for h in held))
 
     def _stray_ahead(self, uav: str, t: float) -> bool:
         """Whether `t` may be a stray: past the stream's newest stamp by more than `clock_jump_s`, and (within

@@ -20,7 +20,7 @@ from uav_debate_eval.core.interp import interp_vehicles, same_stamps
 from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.records import Gap, IngestReport
 from uav_debate_eval.core.stamp_findings import clock_back_finding, restart_finding, stray_finding
-from uav_debate_eval.core.stamps import RESTART_S, clock_restarts, restarts_alone, stray_stamps
+from uav_debate_eval.core.stamps import RESTART_S, ahead_strays, clock_restarts, restarts_alone, stray_stamps
 from uav_debate_eval.core.vehicle_codes import VehicleCodes, natural_key
 
 #: A coordinate this far from the frame's origin (m) is no position (a flipped exponent bit of a logged float reads
@@ -337,8 +337,17 @@ class SwarmTrajectory:
         # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
         # vehicle, equal stamps keep their input order so "keep the first" is well defined.
         kept, names, code, input_order, steps = _by_vehicle(t, uav_id, ok)
-        if (steps < -RESTART_S).any():  # a vehicle's clock went back: a new run of the recording?
+        ahead_rows = None
+        if (steps < -RESTART_S).any():  # a vehicle's clock went back: a stray stamp ahead, or a new run?
             vehicle_rows = np.searchsorted(code[input_order], np.arange(len(names) + 1))
+            ahead = ahead_strays(t[kept[input_order]], vehicle_rows)
+            if ahead is not None:
+                ahead_rows = kept[input_order][ahead]
+                ok[ahead_rows] = False
+                report.count("stray_stamp", len(ahead_rows))
+                kept, names, code, input_order, steps = _by_vehicle(t, uav_id, ok)
+                vehicle_rows = np.searchsorted(code[input_order], np.arange(len(names) + 1))
+        if (steps < -RESTART_S).any():  # a new run of the recording?
             earlier = clock_restarts(t[kept[input_order]], vehicle_rows)
             back = None if earlier is None else restarts_alone(t[kept[input_order]], kept[input_order], vehicle_rows,
                                                                earlier)
@@ -358,6 +367,8 @@ class SwarmTrajectory:
             origin = float(t[ok].min()) if ok.any() else 0.0
         if stray is not None:
             report.findings.append(stray_finding(t, uav_id, ok, stray_rows, origin, limit))
+        if ahead_rows is not None:
+            report.findings.append(stray_finding(t, uav_id, ok, ahead_rows, origin, RESTART_S))
         if earlier_rows is not None:
             report.findings.append(restart_finding(t, uav_id, ok, earlier_rows, origin))
         if clock_back is not None:

@@ -52,6 +52,15 @@ def test_excursions_equal_the_per_column_filter(seed):
     assert seed != 0 or got  # the glitches are found, not only matched
 
 
+@pytest.mark.parametrize("shape", [(7, 1, 3), (8, 3, 3), (50, 5, 3), (1200, 64, 3)])
+def test_the_median_network_equals_scipy_s_rank_filter(shape):
+    """jumps.rolling_median (a median-of-7 sorting network) gives scipy's numbers exactly, ties and ends included."""
+    x = np.random.default_rng(len(shape) + shape[0]).normal(size=shape)
+    x[::3] = np.round(x[::3], 1)  # ties
+    x[:, :, 1] = np.floor(x[:, :, 1])  # many ties
+    assert np.array_equal(jumps.rolling_median(x), median_filter(x, size=7, axes=(0,), mode="nearest"))
+
+
 def test_excursions_of_many_tracks_equal_each_track_alone():
     """Tracks stacked by length (blocks, lengths shared and not, too short to filter) give each track's own list."""
     rng = np.random.default_rng(7)

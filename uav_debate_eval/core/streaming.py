@@ -98,10 +98,11 @@ class StreamingSwarm:
     clock, are rejected as `clock_back` (counted per vehicle in `clock_back`): one vehicle's reboot used to reset the
     swarm, dropping a standing veto. Vehicles on clocks a constant apart (companion computers without a common time)
     are not jumps: each is compared with its own stamps. A stamp more than `clock_jump_s` past the newest one (and
-    past STRAY_STEPS of its vehicle's own steps) is held until a later sample near it, or another vehicle's as far
-    ahead, confirms the new clock; the next sample that continues the old one drops it as `stray_stamp` (a lone pose
-    stamped ahead, a flipped bit, a time-sync glitch, would otherwise reset the flight when the following pose
-    "jumped back" from it). Samples stored late (held, then confirmed) are listed in `settled` for the verifier.
+    past STRAY_STEPS of its vehicle's own steps) is held until another vehicle's sample as far ahead, or RESTART_ROWS
+    of its own, confirm the new clock (past `stray_ahead_s`: any later sample near it); the next sample that
+    continues the old one drops the held ones as `stray_stamp` (a lone pose stamped ahead, a flipped bit, a few
+    poses of a time-sync glitch would otherwise reset the flight when the following pose "jumped back" from them).
+    Samples stored late (held, then confirmed; waiting, then a restart) are listed in `settled` for the verifier.
     Thread-safe: in `live` one thread adds poses while others cut windows (segments, the trigger).
     """
 

@@ -36,6 +36,16 @@ def _feed(v: LiveVerifier, clocks: Clocks, t: float, poses: dict[str, float]) ->
         v.on_pose(uav, t, (x, 0.0, 1.0), None)
 
 
+def _vetoed_at_102_s(clocks: Clocks) -> LiveVerifier:
+    """a, b and c 2 m apart for 2 s, then b 0.3 m from a at 102 s: vetoed."""
+    v = clocks.verifier()
+    for k in range(20):
+        _feed(v, clocks, 100.0 + 0.1 * k, {"a": 0.0, "b": 2.0, "c": -2.0})
+    _feed(v, clocks, 102.0, {"b": 0.3})
+    assert v.monitor.veto
+    return v
+
+
 def test_a_breaking_pose_is_checked_on_arrival_and_ordinary_poses_run_no_check():
     clocks = Clocks()
     v = clocks.verifier()
@@ -87,11 +97,7 @@ def test_one_vehicle_s_clock_restarting_or_a_pose_stamped_ahead_keeps_a_standing
     during the near miss. Now the veto stands; c's rebooted poses are not checked, and the fail-safe says so."""
     for ahead in (5.0, -101.5):
         clocks = Clocks()
-        v = clocks.verifier()
-        for k in range(20):
-            _feed(v, clocks, 100.0 + 0.1 * k, {"a": 0.0, "b": 2.0, "c": -2.0})
-        _feed(v, clocks, 102.0, {"b": 0.3})
-        assert v.monitor.veto
+        v = _vetoed_at_102_s(clocks)
         first = len(clocks.checks)
         v.on_pose("c", 102.05 + ahead, (-2.0, 0.0, 1.0), None)
         for k in range(1, 20):
@@ -148,11 +154,7 @@ def test_a_vehicle_on_a_clock_seconds_behind_is_checked_not_a_bag_loop():
 
 def test_a_lone_pose_stamped_far_ahead_is_a_stray_not_the_end_of_the_flight():
     clocks = Clocks()
-    v = clocks.verifier()
-    for k in range(20):
-        _feed(v, clocks, 100.0 + 0.1 * k, {"a": 0.0, "b": 2.0, "c": -2.0})
-    _feed(v, clocks, 102.0, {"b": 0.3})
-    assert v.monitor.veto
+    v = _vetoed_at_102_s(clocks)
     v.on_pose("c", 102.05 + 1e6, (-2.0, 0.0, 1.0), None)  # a flipped bit in the stamp
     for k in range(1, 10):
         _feed(v, clocks, 102.0 + 0.1 * k, {"a": 0.0, "b": 0.3, "c": -2.0})

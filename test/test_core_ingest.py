@@ -134,6 +134,20 @@ def test_one_vehicle_s_clock_restarting_alone_is_rejected_not_a_reset_of_the_swa
     assert s.clock_back["d"][1] == pytest.approx(100.9 - 3.4)
 
 
+def test_a_bag_loop_over_a_topic_per_vehicle_loses_no_pose_when_deliveries_interleave_at_the_loop():
+    """a's first pose of the next run arrives before b's last of this one (a topic each): one vehicle going on is not
+    yet "a's clock restarted alone"; c's going back too makes it a restart, and a's pose starts the run."""
+    s = StreamingSwarm(capacity=100)
+    for i in range(30):
+        for u in "abc":
+            s.add(u, 100.0 + i * 0.1, (0.0, 0.0, 1.0))
+    assert not s.add("a", 100.0, (0.0, 0.0, 1.0))  # the loop: a waits
+    assert s.add("b", 103.0, (0.0, 0.0, 1.0))  # b's last pose of the run, delivered late: one vote only
+    assert s.add("c", 100.0, (0.0, 0.0, 1.0))  # c went back too: the bag looped
+    assert s.resets == 1 and s.rejected == {} and [x[:2] for x in s.settled] == [("a", 100.0)]
+    assert s.add("b", 100.0, (0.0, 0.0, 1.0)) and {u: len(r) for u, r in s.rings.items()} == {"a": 1, "b": 1, "c": 1}
+
+
 def test_a_lone_vehicle_s_clock_going_back_restarts_at_once_and_alone_too_long_restarts_too():
     s = StreamingSwarm(capacity=100)
     for i in range(10):

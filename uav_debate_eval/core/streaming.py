@@ -92,17 +92,18 @@ class StreamingSwarm:
     """Live samples of every vehicle. Rejects NaN and stale/out-of-order stamps and counts them.
 
     A vehicle's stamp more than `clock_jump_s` older than its own newest one is a clock jump backwards. The next
-    sample of another vehicle tells what it was: gone back too, the stream restarted (a looping bag, a restarted
-    simulation): all buffers are reset and `resets` is incremented; on the old clock, that vehicle's clock restarted
-    alone (its autopilot or companion computer rebooted) and its samples, which cannot be placed on the stream's
-    clock, are rejected as `clock_back` (counted per vehicle in `clock_back`): one vehicle's reboot used to reset the
-    swarm, dropping a standing veto. Vehicles on clocks a constant apart (companion computers without a common time)
-    are not jumps: each is compared with its own stamps. A stamp more than `clock_jump_s` past the newest one (and
-    past STRAY_STEPS of its vehicle's own steps) is held until another vehicle's sample as far ahead, or RESTART_ROWS
-    of its own, confirm the new clock (past `stray_ahead_s`: any later sample near it); the next sample that
-    continues the old one drops the held ones as `stray_stamp` (a lone pose stamped ahead, a flipped bit, a few
-    poses of a time-sync glitch would otherwise reset the flight when the following pose "jumped back" from them).
-    Samples stored late (held, then confirmed; waiting, then a restart) are listed in `settled` for the verifier.
+    samples of other vehicles tell what it was: one gone back too, the stream restarted (a looping bag, a restarted
+    simulation): all buffers are reset and `resets` is incremented; two going on on the old clock (the one other, in
+    a pair), that vehicle's clock restarted alone (its autopilot or companion computer rebooted) and its samples,
+    which cannot be placed on the stream's clock, are rejected as `clock_back` (counted per vehicle in
+    `clock_back`): one vehicle's reboot used to reset the swarm, dropping a standing veto. Vehicles on clocks a
+    constant apart (companion computers without a common time) are not jumps: each is compared with its own stamps.
+    A stamp more than `clock_jump_s` past the newest one (and past STRAY_STEPS of its vehicle's own steps) is held
+    until another vehicle's sample as far ahead, or RESTART_ROWS of its own, confirm the new clock (past
+    `stray_ahead_s`: any later sample near it); the next sample that continues the old one drops the held ones as
+    `stray_stamp` (a lone pose stamped ahead, a flipped bit, a few poses of a time-sync glitch would otherwise reset
+    the flight when the following pose "jumped back" from them). Samples stored late (held, then confirmed; waiting,
+    then a restart) are listed in `settled` for the verifier.
     Thread-safe: in `live` one thread adds poses while others cut windows (segments, the trigger).
     """
 
@@ -121,6 +122,8 @@ class StreamingSwarm:
     _held_at: float = field(default=-math.inf, repr=False, compare=False)  # the stream's newest stamp then
     #: samples of vehicles whose own clock went back, until another vehicle's sample tells whether the stream did
     _back: list[tuple] = field(default_factory=list, repr=False, compare=False)
+    _on_old_clock: set[str] = field(default_factory=set, repr=False, compare=False)  # others seen since, not back
+    _quorum: int = field(default=1, repr=False, compare=False)  # how many of them tell "its clock alone"
     #: vehicle -> (samples rejected as `clock_back`, how far its clock went back, s)
     clock_back: dict[str, tuple[int, float]] = field(default_factory=dict)
     #: samples stored after they waited (uav, t, x, y, z, vel), oldest first: the verifier checks them
@@ -140,7 +143,9 @@ class StreamingSwarm:
         """A sample while others wait (held ahead, or gone back), or one stamped well past the newest: settle the
         waiting ones, hold it, or store it."""
         if self._back and uav not in {b[0] for b in self._back} and not self._goes_back(uav, t):
-            self._reject_back()  # the others go on on the old clock: the waiting vehicles' clocks restarted alone
+            self._on_old_clock.add(uav)
+            if len(self._on_old_clock) >= self._quorum:  # the others go on on the old clock: the waiting
+                self._reject_back()  # vehicles' clocks restarted alone
         held = self._held
         if held and self._confirms(uav, t):
             self._held = []  # the clock moved forward: the held samples are stored first
@@ -220,6 +225,10 @@ class StreamingSwarm:
                 if self._put(*b):
                     self.settled.append(b)
             return self._put(uav, t, x, y, z, vel)
+        if not self._back:  # two other vehicles' next samples decide (one, if there is one): a vehicle's last pose
+            # of a bag's run delivered after another's first of the next (a topic each) is not a vote for "alone"
+            self._on_old_clock = set()
+            self._quorum = min(2, sum(1 for u, r in self.rings.items() if u != uav and len(r)))
         self._back.append((uav, t, x, y, z, vel))
         return False  # not stored (yet): the caller treats it as rejected
 

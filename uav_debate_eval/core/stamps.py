@@ -153,16 +153,20 @@ def ahead_strays(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
     back = back[~starts[back]]
     if not len(back):
         return None
+    # each vehicle's steps back, counted once (a shuffled table has one per other row: a count per row was quadratic)
+    behind = np.concatenate([[0], np.cumsum(steps < 0)])
+    lo, hi = bounds[:-1], bounds[1:]
+    disorder = behind[np.maximum(hi - 1, lo)] - behind[lo]
+    ordered = disorder <= np.maximum(3, RESTART_DISORDER * (hi - lo))
     vehicle = np.searchsorted(bounds, back, side="right") - 1
+    keep = ordered[vehicle]
     stray = None
-    for b, k in zip(back.tolist(), vehicle.tolist(), strict=True):
-        lo, hi = int(bounds[k]), int(bounds[k + 1])
-        if (steps[lo:hi - 1] < 0).sum() > max(3, RESTART_DISORDER * (hi - lo)):
-            continue
+    for b, k in zip(back[keep].tolist(), vehicle[keep].tolist(), strict=True):
+        lo_k = int(bounds[k])
         a = b
-        while a > lo and b - a < RESTART_ROWS and t[a - 1] > t[b] + RESTART_S:
+        while a > lo_k and b - a < RESTART_ROWS and t[a - 1] > t[b] + RESTART_S:
             a -= 1
-        if a in (lo, b) or b - a >= RESTART_ROWS or t[a - 1] > t[b]:
+        if a in (lo_k, b) or b - a >= RESTART_ROWS or t[a - 1] > t[b]:
             continue  # no row before the run, a longer run (a restart: clock_restarts), or no return to its clock
         if stray is None:
             stray = np.zeros(len(t), dtype=bool)

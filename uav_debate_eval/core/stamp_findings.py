@@ -29,16 +29,13 @@ def _vehicles_of(uav_id: np.ndarray | VehicleCodes, rows: np.ndarray) -> list[st
     return sorted({str(u) for u in ids}, key=natural_key)
 
 
-def clock_back_finding(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, rows: np.ndarray, back: np.ndarray,
-                        bounds: np.ndarray, origin: float) -> Finding:
-    """The rows (`rows[back]`) of vehicles whose clock restarted alone, left out: placed at each one's newest stamp
-    before its restart."""
-    left = rows[back]
+def clock_back_finding(uav_id: np.ndarray | VehicleCodes, left: np.ndarray, where: list[tuple[float, float]],
+                       origin: float) -> Finding:
+    """The rows `left` of vehicles whose clock restarted alone, left out: placed at each one's newest stamp before
+    its restart (`where`: per vehicle, that stamp and its first after, core.stamps.restarts_alone)."""
     uavs = _vehicles_of(uav_id, left)
-    starts = [int(bounds[k]) + int(np.argmax(back[bounds[k]:bounds[k + 1]]))
-              for k in range(len(bounds) - 1) if back[bounds[k]:bounds[k + 1]].any()]
-    before = [float(t[rows[int(bounds[np.searchsorted(bounds, s, side="right") - 1]):s]].max()) for s in starts]
-    went = max(b - float(t[rows[s]]) for b, s in zip(before, starts, strict=True))
+    before = [b for b, _ in where]
+    went = max(b - a for b, a in where)
     return Finding(
         "clock_back", uavs, min(before) - origin, max(before) - origin,
         f"the clock of {', '.join(uavs)} went back {went:.4g} s while the other vehicles flew on (its autopilot or "

@@ -106,14 +106,16 @@ def _last_restart(tv: np.ndarray) -> int | None:
     return None
 
 
-def restarts_alone(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, earlier: np.ndarray) -> np.ndarray | None:
+def restarts_alone(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, earlier: np.ndarray
+                   ) -> tuple[np.ndarray, list[tuple[float, float]]] | None:
     """Of the vehicles whose clock restarted (`earlier`: clock_restarts' rows), those whose clock restarted alone,
     as `live` tells them (core.streaming): the next row of another vehicle after the restart (`rows`: each row's
     place in the recording) went on on its old clock. Their rows from the restart on stamped no later than their
-    newest before it cannot be placed on the flight's clock: returned as a mask (None: none), and their rows are
-    taken out of `earlier` (the run kept is the one the others fly on)."""
+    newest before it cannot be placed on the flight's clock: returned as a mask with each such vehicle's (newest
+    stamp before, first stamp after) its restart (None: none), and their rows are taken out of `earlier` (the run
+    kept is the one the others fly on)."""
     restarted = [k for k in range(len(bounds) - 1) if earlier[bounds[k]:bounds[k + 1]].any()]
-    back = None
+    back, where = None, []
     for k in restarted:
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         tv = t[lo:hi]
@@ -125,7 +127,8 @@ def restarts_alone(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, earlier:
             back = np.zeros(len(t), dtype=bool)
         back[lo + first:hi] = tv[first:] <= newest
         earlier[lo:hi] = False
-    return back
+        where.append((newest, float(tv[first])))
+    return None if back is None else (back, where)
 
 
 def _others_flew_on(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, k: int, row: int) -> bool:

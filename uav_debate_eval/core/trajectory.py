@@ -349,12 +349,13 @@ class SwarmTrajectory:
                 vehicle_rows = np.searchsorted(code[input_order], np.arange(len(names) + 1))
         if (steps < -RESTART_S).any():  # a new run of the recording?
             earlier = clock_restarts(t[kept[input_order]], vehicle_rows)
-            back = None if earlier is None else restarts_alone(t[kept[input_order]], kept[input_order], vehicle_rows,
-                                                               earlier)
-            if back is not None:  # a vehicle's clock restarted alone: its later rows are off the flight's clock
-                ok[kept[input_order][back]] = False
-                report.count("clock_back", int(back.sum()))
-                clock_back = (kept[input_order], back, vehicle_rows)
+            alone = None if earlier is None else restarts_alone(t[kept[input_order]], kept[input_order], vehicle_rows,
+                                                                earlier)
+            if alone is not None:  # a vehicle's clock restarted alone: its later rows are off the flight's clock
+                back, where = alone
+                clock_back = (kept[input_order][back], where)
+                ok[clock_back[0]] = False
+                report.count("clock_back", len(clock_back[0]))
             if earlier is not None and earlier.any():
                 earlier_rows = kept[input_order][earlier]
                 ok[earlier_rows] = False
@@ -372,7 +373,7 @@ class SwarmTrajectory:
         if earlier_rows is not None:
             report.findings.append(restart_finding(t, uav_id, ok, earlier_rows, origin))
         if clock_back is not None:
-            report.findings.append(clock_back_finding(t, uav_id, *clock_back, origin))
+            report.findings.append(clock_back_finding(uav_id, *clock_back, origin))
         t = t - origin
         # rows in time order within each vehicle already: the stable sort by vehicle is the (vehicle, time) order
         by_vehicle_time = np.lexsort((t[kept], code)) if backwards else input_order

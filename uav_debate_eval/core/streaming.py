@@ -213,11 +213,17 @@ class StreamingSwarm:
     def _went_back(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
         """A vehicle's own stamp went back: the stream restarted (a bag loop, a simulation reset: every vehicle's
         clock goes back) or this vehicle's clock alone did (its autopilot or companion computer rebooted, the others
-        fly on). The next sample of another vehicle tells which; until then this one waits."""
-        waiting = {b[0] for b in self._back}
-        others = any(len(r) for u, r in self.rings.items() if u != uav)
-        alone_too_long = bool(self._back) and t - self._back[0][1] > self.clock_jump_s  # the others quiet meanwhile
-        if not others or (waiting and uav not in waiting) or alone_too_long or len(self._back) >= MAX_HELD:
+        fly on). The next samples of the other vehicles tell which: one gone back too, or two going on on the old clock
+        (the one other, in a pair: a vehicle's last pose of a bag's run delivered after another's first of the next,
+        a topic each, is not a vote for "alone"); until then this one waits."""
+        if self._back:
+            restart = (uav not in {b[0] for b in self._back} or len(self._back) >= MAX_HELD
+                       or t - self._back[0][1] > self.clock_jump_s)  # the others quiet meanwhile
+        else:
+            self._on_old_clock = set()
+            self._quorum = min(2, sum(1 for u, r in self.rings.items() if u != uav and len(r)))
+            restart = self._quorum == 0  # no other vehicle to ask
+        if restart:
             back = self._back  # a restart of the stream: the waiting samples start the new run with this one
             self._clear()
             self.resets += 1
@@ -225,10 +231,6 @@ class StreamingSwarm:
                 if self._put(*b):
                     self.settled.append(b)
             return self._put(uav, t, x, y, z, vel)
-        if not self._back:  # two other vehicles' next samples decide (one, if there is one): a vehicle's last pose
-            # of a bag's run delivered after another's first of the next (a topic each) is not a vote for "alone"
-            self._on_old_clock = set()
-            self._quorum = min(2, sum(1 for u, r in self.rings.items() if u != uav and len(r)))
         self._back.append((uav, t, x, y, z, vel))
         return False  # not stored (yet): the caller treats it as rejected
 

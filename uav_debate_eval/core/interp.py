@@ -56,6 +56,26 @@ def same_stamps(stamps: Sequence[np.ndarray]) -> list[list[int]]:
     return groups
 
 
+class SharedStamps:
+    """One stamps array for the vehicles sampled at the same instants (a simulator, a time-major CSV, a motion-capture
+    export): the same numbers, held once; what compares stamps (core.interp.same_stamps) then sees one array, and a
+    window cuts it once for all of them."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple, list[np.ndarray]] = {}
+
+    def shared(self, t: np.ndarray) -> np.ndarray:
+        """`t`, or the array with the same stamps given before."""
+        if not len(t):
+            return t
+        same = self.seen.setdefault((len(t), float(t[0]), float(t[-1])), [])
+        for earlier in same:
+            if np.array_equal(earlier, t):
+                return earlier
+        same.append(t)
+        return t
+
+
 def interp_vehicles(x: np.ndarray, stamps: Sequence[np.ndarray], values: Sequence[np.ndarray],
                     groups: list[list[int]] | None = None) -> np.ndarray:
     """(len(x), vehicles, k): np.interp(x, stamps[v], values[v][:, c]) for every vehicle v and component c;

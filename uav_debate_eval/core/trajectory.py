@@ -16,7 +16,7 @@ import numpy as np
 
 from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.interp import interp_vehicles, same_stamps
+from uav_debate_eval.core.interp import SharedStamps, interp_vehicles, same_stamps
 from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.records import Gap, IngestReport
 from uav_debate_eval.core.stamp_findings import clock_back_finding, restart_finding, stray_finding
@@ -104,17 +104,25 @@ class Track:
         return float(np.median(np.diff(self.t))) if len(self.t) > 1 else 0.0
 
     def slice(self, t0: float, t1: float) -> Track:
+        return self.select(self.rows_between(t0, t1))
+
+    def rows_between(self, t0: float, t1: float) -> builtins.slice:
+        """The rows with t0 <= t <= t1."""
         i0 = np.searchsorted(self.t, t0, side="left")
         i1 = np.searchsorted(self.t, t1, side="right")
-        return self.select(builtins.slice(int(i0), int(i1)))
+        return builtins.slice(int(i0), int(i1))
 
-    def select(self, rows: builtins.slice | np.ndarray, vel: np.ndarray | None = None) -> Track:
-        """The samples `rows` (a slice, indexes or a mask) as a new track; `vel` replaces the velocity."""
+    def select(self, rows: builtins.slice | np.ndarray, vel: np.ndarray | None = None, t: np.ndarray | None = None
+               ) -> Track:
+        """The samples `rows` (a slice, indexes or a mask) as a new track; `vel` replaces the velocity; `t`: the
+        stamps of those rows when the caller has them (the one array the vehicles with these stamps share)."""
         def cut(a):
             return None if a is None else a[rows]
 
+        if t is None:  # all rows: the same stamps array (vehicles sharing one keep sharing it)
+            t = self.t if isinstance(rows, builtins.slice) and rows == builtins.slice(None) else self.t[rows]
         return Track(
-            self.uav_id, self.t[rows], self.pos[rows], self.vel[rows] if vel is None else vel, self.vel_derived,
+            self.uav_id, t, self.pos[rows], self.vel[rows] if vel is None else vel, self.vel_derived,
             cut(self.quat), cut(self.link_ok), cut(self.gps_ok), cut(self.battery_pct), cut(self.est_valid),
             self.source, self.recording_end, self.receive_time, self.frame,
         )
@@ -221,7 +229,13 @@ class SwarmTrajectory:
         flight's steps within it (same instants, the flight's interpolated values), so each step of a segment has
         the flight's positions and distances at that instant. A coarser grid (very long windows) is its own.
         """
-        tracks = {u: tr.slice(t0, t1) for u, tr in self.tracks.items()}
+        cuts: dict[int, tuple[builtins.slice, np.ndarray]] = {}  # per stamps array: vehicles sharing it share its cut
+        tracks = {}
+        for u, tr in self.tracks.items():
+            if (cut := cuts.get(id(tr.t))) is None:
+                rows = tr.rows_between(t0, t1)
+                cut = cuts[id(tr.t)] = (rows, tr.t[rows])
+            tracks[u] = tr.select(cut[0], t=cut[1])
         return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name, self.t0,
                                self.assessment, self.flight if self.flight is not None else self)
 
@@ -384,6 +398,7 @@ class SwarmTrajectory:
         t, pos = t[order], pos[order]
         extras = {key: None if a is None else a[order] for key, a in extras.items()}
         tracks: dict[str, Track] = {}
+        stamps = SharedStamps()
         for k in sorted(range(len(names)), key=lambda i: natural_key(str(names[i]))):
             u = str(names[k])
             lo, hi = int(bounds[k]), int(bounds[k + 1])
@@ -400,7 +415,7 @@ class SwarmTrajectory:
                 rows = lo + np.flatnonzero(~same_t)
                 tu = t[rows]
             cut = {key: None if a is None else a[rows] for key, a in extras.items()}
-            tracks[u] = _make_track(u, tu, pos[rows], cut)
+            tracks[u] = _make_track(u, stamps.shared(tu), pos[rows], cut)
         report.rows_kept = sum(len(tr) for tr in tracks.values())
         traj = cls(tracks, report, name, float(origin))
         traj._detect_gaps(gap_s)
@@ -434,16 +449,20 @@ def _by_vehicle(t: np.ndarray, uav_id: np.ndarray | VehicleCodes, ok: np.ndarray
 
 
 def prime_sample_periods(tracks: tuple[Track, ...]) -> None:
-    """Track.sample_period of the tracks not asked yet, the tracks of one length in one pass (each row's median
-    is its own track's: the same partition and mean along that row)."""
-    todo = [len(tr) if len(tr) > 1 and "sample_period" not in tr.__dict__ else None for tr in tracks]
-    for block in equal_blocks(todo, 256):
-        if len(block) < 2:  # one track alone: its own sample_period when asked
-            continue
-        rows = [tracks[i] for i in block]
-        medians = np.median(np.diff(np.stack([tr.t for tr in rows]), axis=1), axis=1)
-        for tr, m in zip(rows, medians.tolist(), strict=True):
-            tr.__dict__["sample_period"] = float(m)
+    """Track.sample_period of the tracks not asked yet: once per stamps array (SharedStamps), the arrays of one
+    length in one pass (each row's median is its own track's: the same partition and mean along that row)."""
+    sharing: dict[int, list[Track]] = {}  # id(stamps) -> the tracks with them
+    for tr in tracks:
+        if len(tr) > 1 and "sample_period" not in tr.__dict__:
+            sharing.setdefault(id(tr.t), []).append(tr)
+    heads = [group[0] for group in sharing.values()]
+    for block in equal_blocks([len(tr) for tr in heads], 256):
+        rows = [heads[i] for i in block]
+        medians = (np.median(np.diff(np.stack([tr.t for tr in rows]), axis=1), axis=1).tolist() if len(rows) > 1
+                   else [rows[0].sample_period])
+        for head, m in zip(rows, medians, strict=True):
+            for tr in sharing[id(head.t)]:
+                tr.__dict__["sample_period"] = float(m)
 
 
 def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:

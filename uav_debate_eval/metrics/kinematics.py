@@ -136,7 +136,11 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
     todo = [i for i, hit in enumerate(out) if hit is None and len(tracks[i]) >= 2]
     prime_sample_periods(tuple(tracks[i] for i in todo))  # a window's tracks: their own periods, in one pass
     # every track's positions and velocities on its grid, in one pass for the tracks with the same stamps and grid
-    times = [_grid_times(tracks[i], dt)[0] for i in todo]
+    grids: dict[int, tuple[np.ndarray, float]] = {}  # the tracks sharing stamps (SharedStamps) share their grid
+    for i in todo:
+        if id(tracks[i].t) not in grids:
+            grids[id(tracks[i].t)] = _grid_times(tracks[i], dt)
+    times = [grids[id(tracks[i].t)][0] for i in todo]
     stamps = [tracks[i].t for i in todo]
     by_stamps = same_stamps(stamps)
     on_grid = dict(zip(todo, zip(interp_each(times, stamps, [tracks[i].pos for i in todo], by_stamps),
@@ -145,7 +149,7 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
     for i, tr in enumerate(tracks):
         cache = tr.__dict__["_smoothed"]
         if out[i] is None:
-            grid = _grid(tr, window_s, dt, on_grid.get(i))
+            grid = _grid(tr, window_s, dt, on_grid.get(i), grids.get(id(tr.t)))
             if isinstance(grid, Kinematics):
                 out[i] = cache[(window_s, dt)] = grid
             else:
@@ -180,15 +184,16 @@ def _grid_times(track: Track, dt: float | None) -> tuple[np.ndarray, float]:
     return track.t[0] + dt * np.arange(n), dt
 
 
-def _grid(track: Track, window_s: float, dt: float | None, values: tuple[np.ndarray, np.ndarray] | None = None
-          ) -> Kinematics | tuple:
+def _grid(track: Track, window_s: float, dt: float | None, values: tuple[np.ndarray, np.ndarray] | None = None,
+          grid: tuple[np.ndarray, float] | None = None) -> Kinematics | tuple:
     """(t, pos, vel, step, w, wa, wj) of the track on its uniform grid, or the finished Kinematics of a track too
-    short to filter. `values`: the positions and velocities on that grid when already interpolated."""
+    short to filter. `values`: the positions and velocities on that grid when already interpolated; `grid`: the grid
+    and its step (_grid_times) when already made."""
     n_in = len(track)
     if n_in < 2:
         z = np.zeros((n_in, 3))
         return Kinematics(track.uav_id, track.t.copy(), track.pos.copy(), track.vel.copy(), z, z.copy(), 0.0)
-    t, dt = _grid_times(track, dt)
+    t, dt = _grid_times(track, dt) if grid is None else grid
     n = len(t)
     if values is None:
         values = (np.column_stack([np.interp(t, track.t, track.pos[:, k]) for k in range(3)]),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
+from uav_debate_eval.core.interp import VEHICLE_BLOCK
 from uav_debate_eval.metrics.filters import savgol_filter
 from uav_debate_eval.metrics.kinematics import Kinematics
 from uav_debate_eval.metrics.scoring import detail, rational
@@ -52,8 +53,7 @@ def _stacked_values(kins: list[Kinematics]) -> list[dict[str, float]]:
     Every quantity is a reduction along each row, so a swarm costs a few numpy calls instead of a few per vehicle.
     """
     n, dt = len(kins[0].t), kins[0].dt
-    # norms row by row, then stacked: the same values without a (vehicles, steps, 3) copy of fresh memory
-    jerk = _rms_rows(np.stack([norm(k.jerk) for k in kins]))
+    jerk = _rms_rows(_row_norms([k.jerk for k in kins]))
     z = np.stack([k.pos[:, 2] for k in kins])
     w = int(round(ALT_TREND_S / dt)) | 1 if dt > 0 else 0
     if w >= 5 and n >= w:
@@ -65,10 +65,19 @@ def _stacked_values(kins: list[Kinematics]) -> list[dict[str, float]]:
         speed = uniform_filter1d(speed, max(1, int(round(SPEED_WINDOW_S / dt))), axis=-1)
     cv = np.std(speed, axis=-1) / np.maximum(np.mean(speed, axis=-1), CV_MIN_SPEED) if n else np.zeros(len(kins))
     dist = np.sum(speed, axis=-1) * dt
-    work = np.sum(np.stack([norm(k.acc) for k in kins]) * speed, axis=-1) * dt
+    work = np.sum(_row_norms([k.acc for k in kins]) * speed, axis=-1) * dt
     return [{"smoothness": float(jerk[i]), "altitude_stability": float(alt[i]), "speed_consistency": float(cv[i]),
              "energy_efficiency": float(work[i]) / float(dist[i]) if dist[i] > 1e-9 else 0.0}
             for i in range(len(kins))]
+
+
+def _row_norms(vectors: list[np.ndarray]) -> np.ndarray:
+    """np.stack([norm(v) for v in vectors]) for (steps, 3) arrays of one length, a block of vehicles at a time: the
+    same values, without a (vehicles, steps, 3) copy of fresh memory nor a numpy call per vehicle."""
+    out = np.empty((len(vectors), len(vectors[0])))
+    for a in range(0, len(vectors), VEHICLE_BLOCK):
+        out[a:a + VEHICLE_BLOCK] = norm(np.stack(vectors[a:a + VEHICLE_BLOCK]))
+    return out
 
 
 def _rms_rows(x: np.ndarray) -> np.ndarray:

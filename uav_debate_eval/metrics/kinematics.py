@@ -160,9 +160,11 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
         step, w, wa, wj = members[0][2][3:]
         vel = np.stack([g[2] for _, _, g in members])
         v_s, acc, jerk = _filtered(vel, step, w, wa, wj, axis=1)
+        speed, hspeed = norm(v_s), norm(v_s[..., :2])  # every caller asks: the block's in two passes, not per vehicle
         for k, (i, tr, (t, pos, *_rest)) in enumerate(members):
-            out[i] = tr.__dict__["_smoothed"][(window_s, dt)] = Kinematics(tr.uav_id, t, pos, v_s[k], acc[k],
-                                                                             jerk[k], step)
+            kin = Kinematics(tr.uav_id, t, pos, v_s[k], acc[k], jerk[k], step)
+            kin.__dict__.update(speed=speed[k], hspeed=hspeed[k])  # what the cached properties compute, row by row
+            out[i] = tr.__dict__["_smoothed"][(window_s, dt)] = kin
     return out  # type: ignore[return-value]
 
 

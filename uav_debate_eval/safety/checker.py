@@ -160,15 +160,19 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         limit = c.stale_timeout_s
         longest = 0.0
         end = traj.t_end
+        silences_of: dict[tuple[int, float], tuple[np.ndarray, float, np.ndarray]] = {}  # shared stamps: once
         for u in ids:
             tr = traj.tracks[u]
             # silence up to the end of the flight counts too, but only while this vehicle's recorder ran
             stop = end if tr.recording_end is None else min(end, max(tr.recording_end, float(tr.t[-1])))
-            stamps = np.append(tr.t, stop)
-            silences = np.diff(stamps)
-            if len(silences):
-                longest = max(longest, float(silences.max()))
-            for i in np.flatnonzero(silences > limit):
+            if (key := (id(tr.t), stop)) not in silences_of:
+                stamps = np.append(tr.t, stop)
+                silences = np.diff(stamps)
+                silences_of[key] = (stamps, float(silences.max()) if len(silences) else 0.0,
+                                    np.flatnonzero(silences > limit))
+            stamps, most, long_ones = silences_of[key]
+            longest = max(longest, most)
+            for i in long_ones:
                 last, back = float(stamps[i]), float(stamps[i + 1])
                 ended = i == len(tr.t) - 1
                 detail = f"{u} silent from {last:.3f} s" + (" to the end" if ended else f" until {back:.3f} s")

@@ -85,10 +85,9 @@ def _fraction_tokens() -> np.ndarray:  # a constant table, built on first use
     """Tokens of the printed fraction of every 6-decimal fraction 0..999999: its digits (6 minus its trailing zeros,
     1 for 0, "x.0") in groups of 3; one table lookup per number instead of five integer divisions. One byte per entry:
     the 1 MB table stays in the CPU cache, where an int64 one (8 MB) made every lookup a miss (2.5x slower)."""
-    frac = np.arange(10**RAW_DECIMALS)
-    digits = np.full(frac.shape, RAW_DECIMALS, dtype=np.int8)
+    digits = np.full(10**RAW_DECIMALS, RAW_DECIMALS, dtype=np.int8)
     for p in range(1, RAW_DECIMALS):
-        digits -= (frac % 10**p == 0).astype(np.int8)
+        digits[::10**p] -= 1  # a multiple of 10**p: one more trailing zero
     digits[0] = 1
     return ((digits + 2) // 3).astype(np.int8)
 

@@ -11,9 +11,10 @@ from typing import Any
 #: the GIL); a small input is read first, so bad input is reported before anything heavy loads.
 PRELOAD_MIN_BYTES = 8_000_000
 #: What the evaluation needs (scipy and the checker, metrics, DSL and debate stages: about 0.3 s), loaded before the
-#: segments go to two cores, where each import would cost CPU the two processes need; matplotlib loads only in the
-#: figure child (report/figure_job.py).
-_STAGES = ("uav_debate_eval.quality.assessment", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
+#: segments go to two cores, where each import would cost CPU the two processes need (scipy.fft, which the metrics'
+#: cross-correlation loads on first use, was loaded by both); matplotlib loads only in the figure child
+#: (report/figure_job.py).
+_STAGES = ("scipy.fft", "uav_debate_eval.quality.assessment", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
            "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.runner.segment_work",
            "uav_debate_eval.debate.engine")
 

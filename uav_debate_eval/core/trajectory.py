@@ -236,6 +236,8 @@ class SwarmTrajectory:
                 rows = tr.rows_between(t0, t1)
                 cut = cuts[id(tr.t)] = (rows, tr.t[rows])
             tracks[u] = tr.select(cut[0], t=cut[1])
+            # its flight's track (metrics.kinematics takes the flight's smoothed values inside the window)
+            tracks[u].__dict__["_cut_from"] = tr.__dict__.get("_cut_from", tr)
         return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name, self.t0,
                                self.assessment, self.flight if self.flight is not None else self)
 

@@ -36,7 +36,7 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
 ROWS_PER_BLOCK = 32_768
 LETTERS_PER_TOKEN = 6
 #: One match per token: a run of letters matches in pieces of LETTERS_PER_TOKEN (its started pieces are its tokens).
-_TOKEN = re.compile(r"\n+|[A-Za-z]{1,%d}|\d{1,3}|[^\sA-Za-z\d]" % LETTERS_PER_TOKEN)
+_TOKEN = re.compile(rf"\n+|[A-Za-z]{{1,{LETTERS_PER_TOKEN}}}|\d{{1,3}}|[^\sA-Za-z\d]")
 RAW_HEADER = "t,uav_id,x,y,z,vx,vy,vz"
 RAW_DECIMALS = 6
 

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.ndimage import convolve1d
 
 from uav_debate_eval.core.batches import equal_blocks
-from uav_debate_eval.core.interp import VEHICLE_BLOCK, interp_each, same_stamps
+from uav_debate_eval.core.interp import VEHICLE_BLOCK, interp_columns, interp_each, same_stamps
 from uav_debate_eval.core.trajectory import Track, prime_sample_periods
 from uav_debate_eval.metrics.filters import savgol_coeffs
 from uav_debate_eval.metrics.vec import norm
@@ -140,6 +140,9 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
     for i in todo:
         if id(tracks[i].t) not in grids:
             grids[id(tracks[i].t)] = _grid_times(tracks[i], dt)
+    for i, kin in _from_flights(tracks, todo, grids, window_s, dt).items():  # a window's: its flight's, edges redone
+        out[i] = tracks[i].__dict__["_smoothed"][(window_s, dt)] = kin
+    todo = [i for i in todo if out[i] is None]
     times = [grids[id(tracks[i].t)][0] for i in todo]
     stamps = [tracks[i].t for i in todo]
     by_stamps = same_stamps(stamps)
@@ -201,13 +204,93 @@ def _grid(track: Track, window_s: float, dt: float | None, values: tuple[np.ndar
         values = (np.column_stack([np.interp(t, track.t, track.pos[:, k]) for k in range(3)]),
                   np.column_stack([np.interp(t, track.t, track.vel[:, k]) for k in range(3)]))
     pos, vel = values
-    w = _odd_window(int(round(window_s / dt)), n, 3)
-    if w < 3:
+    windows = _windows(window_s, dt, n)
+    if windows is None:
         z = np.zeros_like(vel)
         return Kinematics(track.uav_id, t, pos, vel, z, z.copy(), dt)
+    return (t, pos, vel, dt, *windows)
+
+
+def _windows(window_s: float, dt: float, n: int) -> tuple[int, int, int] | None:
+    """The Savitzky-Golay windows (samples) of velocity, acceleration and jerk on a grid of n steps of dt; None
+    when the grid is too short to filter."""
+    w = _odd_window(int(round(window_s / dt)), n, 3)
+    if w < 3:
+        return None
     wa = _odd_window(int(round(window_s * ACC_WINDOW_S / SMOOTH_WINDOW_S / dt)), n, 3)
     wj = _odd_window(int(round(window_s * JERK_WINDOW_S / SMOOTH_WINDOW_S / dt)), n, 3)
-    return t, pos, vel, dt, w, wa, wj
+    return w, wa, wj
+
+
+#: A window's grid is its flight's when its instants are the flight's within this fraction of a step (the same
+#: stamps give grids that differ in the last bits only).
+GRID_MATCH = 1e-9
+
+
+def _from_flights(tracks: list[Track], todo: list[int], grids: dict[int, tuple[np.ndarray, float]], window_s: float,
+                  dt: float | None) -> dict[int, Kinematics]:
+    """The kinematics of the segment windows' tracks (`todo`) whose flight's are known and whose grid is the
+    flight's (SwarmTrajectory.window links each cut track to its flight's): inside the window the filters see the
+    same samples as on the flight, so its values are the flight's; only the first and last half filter width, where
+    the window holds its edge value (mode "nearest"), are filtered again from the window's own samples there, as the
+    whole window would be. Tracks sharing stamps and a flight grid are done a block at a time."""
+    groups: dict[tuple[int, int], list[tuple[int, Kinematics]]] = {}
+    for i in todo:
+        flight_track = tracks[i].__dict__.get("_cut_from")
+        kin = None if flight_track is None else flight_track.__dict__.get("_smoothed", {}).get((window_s, dt))
+        if kin is not None and kin.dt > 0:
+            groups.setdefault((id(tracks[i].t), id(kin.t)), []).append((i, kin))
+    out: dict[int, Kinematics] = {}
+    for members in groups.values():
+        grid = grids[id(tracks[members[0][0]].t)]
+        for a in range(0, len(members), VEHICLE_BLOCK):
+            block = members[a:a + VEHICLE_BLOCK]
+            made = _block_from_flight([tracks[i] for i, _ in block], [kin for _, kin in block], grid, window_s)
+            out.update(zip([i for i, _ in block], made, strict=True) if made else ())
+    return out
+
+
+def _block_from_flight(tracks: list[Track], flight: list[Kinematics], grid: tuple[np.ndarray, float],
+                       window_s: float) -> list[Kinematics]:
+    """Kinematics of window tracks with one stamps array whose flight kinematics share one grid; [] when the window's
+    grid or filters are not the flight's (the caller filters the window itself)."""
+    t, step = grid
+    n, f0 = len(t), flight[0]
+    windows = _windows(window_s, step, n)
+    if windows is None or windows != _windows(window_s, f0.dt, len(f0.t)):
+        return []
+    h = max(windows) // 2
+    j = int(round((t[0] - f0.t[0]) / f0.dt))
+    if n < 4 * h + 2 or j < 0 or j + n > len(f0.t) or max(abs(t[0] - f0.t[j]), abs(t[-1] - f0.t[j + n - 1])) > \
+            GRID_MATCH * f0.dt:
+        return []
+    stamps = tracks[0].t
+    # the samples each edge's grid points interpolate between (np.interp's numbers: the same neighbours)
+    left = slice(0, min(len(stamps), int(np.searchsorted(stamps, t[2 * h - 1], side="right")) + 1))
+    right = slice(max(int(np.searchsorted(stamps, t[n - 2 * h], side="right")) - 1, 0), len(stamps))
+    edges = []
+    for q, rows in ((t[:2 * h], left), (t[n - 2 * h:], right)):
+        both = interp_columns(q, stamps[rows], np.stack([np.concatenate([tr.pos[rows], tr.vel[rows]], axis=1)
+                                                         for tr in tracks], axis=1))  # (2h, vehicles, 6)
+        pos = both[..., :3].transpose(1, 0, 2)
+        edges.append((pos, *_filtered(np.ascontiguousarray(both[..., 3:].transpose(1, 0, 2)), step, *windows,
+                                      axis=1)))
+    inside = slice(j + h, j + n - h)
+    parts = []
+    for e, name in enumerate(("pos", "vel", "acc", "jerk")):
+        whole = np.empty((len(tracks), n, 3))
+        whole[:, :h] = edges[0][e][:, :h]
+        whole[:, h:n - h] = np.stack([getattr(k, name)[inside] for k in flight])
+        whole[:, n - h:] = edges[1][e][:, h:]
+        parts.append(whole)
+    pos, vel, acc, jerk = parts
+    speed, hspeed = norm(vel), norm(vel[..., :2])
+    out = []
+    for r, tr in enumerate(tracks):
+        kin = Kinematics(tr.uav_id, t, pos[r], vel[r], acc[r], jerk[r], step)
+        kin.__dict__.update(speed=speed[r], hspeed=hspeed[r])
+        out.append(kin)
+    return out
 
 
 def _filtered(vel: np.ndarray, dt: float, w: int, wa: int, wj: int, axis: int

@@ -139,10 +139,12 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
         if figure_job is not None:
             figure_job.scores_ready(metrics)
         dsl = stage("dsl", lambda: build_dsl(traj, mission, metrics, safety, events=events))
-        if not work.whole_flight:
-            forget_kinematics(list(traj.tracks.values()))  # the windows smooth their own
+        if not work.whole_flight and work.hold:
+            forget_kinematics(list(traj.tracks.values()))  # a show: the windows smooth their own
         contexts = stage("dsl", lambda: work.contexts(metrics, dsl.events,
                                                       lambda done, total: tick("segments", done, total)))
+        if not work.whole_flight:
+            forget_kinematics(list(traj.tracks.values()))  # the windows took theirs inside (metrics.kinematics)
         evaluation = _finish(stage, tick, timing, traj, mission, safety, metrics, dsl, segments, contexts, cfg,
                              backend, report_notes, inputs)
     except BaseException:

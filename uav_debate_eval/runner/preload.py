@@ -14,9 +14,9 @@ PRELOAD_MIN_BYTES = 8_000_000
 #: segments go to two cores, where each import would cost CPU the two processes need (scipy.fft, which the metrics'
 #: cross-correlation loads on first use, was loaded by both); matplotlib loads only in the figure child
 #: (report/figure_job.py).
-_STAGES = ("scipy.fft", "uav_debate_eval.quality.assessment", "uav_debate_eval.safety.checker", "uav_debate_eval.metrics.compute",
-           "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments", "uav_debate_eval.runner.segment_work",
-           "uav_debate_eval.debate.engine")
+_STAGES = ("scipy.fft", "uav_debate_eval.quality.assessment", "uav_debate_eval.safety.checker",
+           "uav_debate_eval.metrics.compute", "uav_debate_eval.dsl.builder", "uav_debate_eval.dsl.segments",
+           "uav_debate_eval.runner.segment_work", "uav_debate_eval.debate.engine")
 
 
 def preload_stages(paths: list[Path]) -> Any:

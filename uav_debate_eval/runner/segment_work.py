@@ -101,16 +101,21 @@ class SegmentWork:
         self.args = (traj, mission, segments, safety, budget_tokens)
         #: one segment over the whole flight: its evidence reuses the flight's metrics and kinematics (keep them)
         self.whole_flight = len(segments) == 1 and covers_flight(traj, segments[0])
+        #: a show flight: the child waits for the flight's stages, and its windows smooth their own kinematics
+        self.hold = traj.n_samples >= HOLD_MIN_SAMPLES
         self.child: Forked | None = None
         self.counter: Any = None
         if traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1 and cores() > 1 and can_fork():
+            from uav_debate_eval.metrics.kinematics import smooth_tracks
             from uav_debate_eval.metrics.swarm import snapshots
 
+            if not self.hold:  # the flight's kinematics before the fork: the child's windows take theirs inside
+                smooth_tracks(list(traj.tracks.values()))
             self.counter = multiprocessing.get_context("fork").Value("i", 0)
             # the grid before the fork (the child inherits it) and the formation errors' memory, shared with it
             snap = snapshots(traj) if len(traj.tracks) > 1 else None
             shared = None if snap is None else shared_array(snap.valid.shape)
-            self.child = Forked(_child, *self.args, self.counter, shared, traj.n_samples >= HOLD_MIN_SAMPLES)
+            self.child = Forked(_child, *self.args, self.counter, shared, self.hold)
             if snap is not None and shared is not None:
                 self._share_formation(snap, mission, shared)
 

@@ -280,7 +280,8 @@ def _block_from_flight(tracks: list[Track], flight: list[Kinematics], grid: tupl
     for e, name in enumerate(("pos", "vel", "acc", "jerk")):
         whole = np.empty((len(tracks), n, 3))
         whole[:, :h] = edges[0][e][:, :h]
-        whole[:, h:n - h] = np.stack([getattr(k, name)[inside] for k in flight])
+        for r, k in enumerate(flight):  # one copy of each row (a stack first would be two)
+            whole[r, h:n - h] = getattr(k, name)[inside]
         whole[:, n - h:] = edges[1][e][:, h:]
         parts.append(whole)
     pos, vel, acc, jerk = parts

@@ -268,8 +268,9 @@ def test_the_segment_child_finishes_a_window_before_it_cuts_the_next(flight, mon
     assert _sections(parallel) == _sections(serial)
 
 
-def test_the_flight_kinematics_are_let_go_before_the_segments(flight):
-    """The flight's smoothed kinematics are dropped once its DSL exists; asked again they are the same numbers."""
+def test_the_flight_kinematics_are_let_go_once_the_segments_are_done(flight):
+    """The flight's smoothed kinematics (the windows take theirs inside) are dropped once the segments' evidence
+    exists; asked again they are the same numbers."""
     import numpy as np
 
     from uav_debate_eval.metrics.kinematics import forget_kinematics, smooth_tracks
@@ -335,3 +336,35 @@ def test_a_single_segment_over_the_flight_reuses_the_flights_evidence(flight, mo
     assert _sections(reused) == _sections(windowed)
     split = _evaluate(traj, mission, segment_mode="window", window_s=10.0)
     assert len(split.segments) > 1 and len(cut) == 1 + len(split.segments)  # a part of the flight is still cut
+
+
+def test_a_one_segment_flights_formation_errors_come_from_a_child(flight, monkeypatch, tmp_path):
+    """Issue 35: a large flight that is one segment (a light show) computes its formation errors on the second core
+    while this process finds the events; the report is the one process's."""
+    traj, mission = flight
+    serial = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    real, seen = segment_work._formation_child, tmp_path / "helper.pid"
+
+    def spy(*args):
+        seen.write_text(str(os.getpid()))
+        return real(*args)
+
+    monkeypatch.setattr(segment_work, "_formation_child", spy)
+    here = []
+    from uav_debate_eval.metrics import swarm
+
+    own = swarm._formation_error
+    monkeypatch.setattr(swarm, "_formation_error", lambda *a: here.append(os.getpid()) or own(*a))
+    beside = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
+    assert len(beside.segments) == 1
+    assert int(seen.read_text()) != os.getpid() and here == []  # the child's, not computed here
+    assert _sections(beside) == _sections(serial)
+
+
+def test_a_lost_formation_child_is_made_up_here(flight, monkeypatch):
+    traj, mission = flight
+    serial = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    monkeypatch.setattr(segment_work, "_formation_child", lambda *a: os._exit(9))
+    assert _sections(_evaluate(traj, mission, segment_mode="window", window_s=1e6)) == _sections(serial)

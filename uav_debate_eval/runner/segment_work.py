@@ -14,6 +14,9 @@ child's windows take their rows (metrics.swarm), waiting for them should they co
 While the flight's events are not there yet, the child does the parts of its window's DSL that need none, and
 finishes that window before it cuts the next (a show flight's window holds ~1 GB of kinematics and grids); the
 flight's raw-token counts follow the events (the child counts them itself should they come after its first DSL).
+The flight's smoothed kinematics are made before the fork: a window's are the flight's inside it (metrics.kinematics).
+A large flight that is one segment (a light show moving as one) has no windows to share out: a child computes its
+formation errors into shared memory instead, while this process smooths, segments and finds the turns.
 """
 
 from __future__ import annotations
@@ -118,6 +121,29 @@ class SegmentWork:
             self.child = Forked(_child, *self.args, self.counter, shared, self.hold)
             if snap is not None and shared is not None:
                 self._share_formation(snap, mission, shared)
+        #: a large one-segment flight (a light show): its formation errors computed on the second core meanwhile
+        self.helper: Forked | None = None
+        if (self.whole_flight and traj.n_samples >= PARALLEL_MIN_SAMPLES and len(traj.tracks) > 1 and cores() > 1
+                and can_fork()):
+            self._formation_beside(traj, mission)
+
+    def _formation_beside(self, traj: SwarmTrajectory, mission: Mission) -> None:
+        """The flight's formation errors in a forked child, into memory it shares with this process, while this
+        process smooths, segments and finds the turns (events); formation_error waits for them (computes them here
+        should the child fail)."""
+        from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
+
+        snap = snapshots(traj)
+        shared = shared_array(snap.valid.shape)
+        helper = self.helper = Forked(_formation_child, snap, mission, shared)
+
+        def fetch() -> tuple[np.ndarray, str | None] | None:
+            try:
+                return shared, helper.result()
+            except Exception:  # noqa: BLE001 - formation_error computes them here instead
+                return None
+
+        defer_formation_error(snap, mission, fetch)
 
     def _share_formation(self, snap: Any, mission: Mission, shared: np.ndarray) -> None:
         """The flight's per-step formation errors, which its windows share: written into the memory the child
@@ -165,6 +191,7 @@ class SegmentWork:
         if self.child is None:
             for k in range(n):
                 here(k)
+            self._stop_helper()
             return out
         while (claimed := _claim(self.counter, segments)) is not None:
             here(claimed)
@@ -188,6 +215,22 @@ class SegmentWork:
         if self.child is not None:
             self.child.cancel()
             self.child = None
+        self._stop_helper()
+
+    def _stop_helper(self) -> None:
+        """The formation child, done (its errors were taken) or no longer wanted (nothing asked for them)."""
+        if self.helper is not None:
+            self.helper.cancel()
+            self.helper = None
+
+
+def _formation_child(inbox: Any, snap: Any, mission: Mission, shared: np.ndarray) -> str | None:
+    """Child side of SegmentWork._formation_beside: the flight's formation errors into `shared`; their reference."""
+    from uav_debate_eval.metrics.swarm import formation_error
+
+    err, ref = formation_error(snap, mission)
+    shared[:] = err
+    return ref
 
 
 def heap_trimmer(traj: SwarmTrajectory) -> Callable[[], None]:

@@ -338,33 +338,35 @@ def test_a_single_segment_over_the_flight_reuses_the_flights_evidence(flight, mo
     assert len(split.segments) > 1 and len(cut) == 1 + len(split.segments)  # a part of the flight is still cut
 
 
-def test_a_one_segment_flights_formation_errors_come_from_a_child(flight, monkeypatch, tmp_path):
-    """Issue 35: a large flight that is one segment (a light show) computes its formation errors on the second core
-    while this process finds the events; the report is the one process's."""
+def test_a_one_segment_flights_formation_errors_and_token_counts_come_from_a_child(flight, monkeypatch, tmp_path):
+    """Issue 35: a large flight that is one segment (a light show) computes its formation errors and raw-token counts
+    on the second core while this process finds the events; the report is the one process's."""
     traj, mission = flight
     serial = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
     monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
-    real, seen = segment_work._formation_child, tmp_path / "helper.pid"
+    real, seen = segment_work._helper_child, tmp_path / "helper.pid"
 
     def spy(*args):
         seen.write_text(str(os.getpid()))
         return real(*args)
 
-    monkeypatch.setattr(segment_work, "_formation_child", spy)
+    monkeypatch.setattr(segment_work, "_helper_child", spy)
     here = []
+    from uav_debate_eval.dsl import tokens
     from uav_debate_eval.metrics import swarm
 
-    own = swarm._formation_error
-    monkeypatch.setattr(swarm, "_formation_error", lambda *a: here.append(os.getpid()) or own(*a))
+    own, count = swarm._formation_error, tokens._per_number
+    monkeypatch.setattr(swarm, "_formation_error", lambda *a: here.append("formation") or own(*a))
+    monkeypatch.setattr(tokens, "_per_number", lambda *a: here.append("tokens") or count(*a))
     beside = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
     assert len(beside.segments) == 1
     assert int(seen.read_text()) != os.getpid() and here == []  # the child's, not computed here
     assert _sections(beside) == _sections(serial)
 
 
-def test_a_lost_formation_child_is_made_up_here(flight, monkeypatch):
+def test_a_lost_one_segment_helper_is_made_up_here(flight, monkeypatch):
     traj, mission = flight
     serial = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
     monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
-    monkeypatch.setattr(segment_work, "_formation_child", lambda *a: os._exit(9))
+    monkeypatch.setattr(segment_work, "_helper_child", lambda *a: os._exit(9))
     assert _sections(_evaluate(traj, mission, segment_mode="window", window_s=1e6)) == _sections(serial)

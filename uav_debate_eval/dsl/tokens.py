@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from uav_debate_eval.core.memo import memo, memo_hit, remember
+from uav_debate_eval.core.memo import Deferred, memo, memo_hit, remember
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
 
 #: Samples whose numbers are counted at a time.
@@ -139,6 +139,13 @@ def adopt_number_prefixes(traj: SwarmTrajectory, prefixes: list[np.ndarray]) -> 
     """number_prefixes of the same trajectory counted elsewhere (another process): raw_tokens uses them."""
     for tr, prefix in zip(traj.tracks.values(), prefixes, strict=True):
         remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), prefix)
+
+
+def defer_number_prefixes(traj: SwarmTrajectory, fetch: Callable[[], list[np.ndarray] | None]) -> None:
+    """number_prefixes of `traj` will be fetch() (counted by another process; None: counted here)."""
+    for k, tr in enumerate(traj.tracks.values()):
+        remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel),
+                 Deferred(lambda k=k: None if (got := fetch()) is None else got[k]))
 
 
 def _has_prefix(track: Track) -> bool:

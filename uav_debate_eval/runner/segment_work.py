@@ -16,7 +16,8 @@ finishes that window before it cuts the next (a show flight's window holds ~1 GB
 flight's raw-token counts follow the events (the child counts them itself should they come after its first DSL).
 The flight's smoothed kinematics are made before the fork: a window's are the flight's inside it (metrics.kinematics).
 A large flight that is one segment (a light show moving as one) has no windows to share out: a child computes its
-formation errors into shared memory instead, while this process smooths, segments and finds the turns.
+formation errors and raw-token counts into shared memory instead, while this process smooths, segments and finds the
+turns.
 """
 
 from __future__ import annotations
@@ -125,25 +126,40 @@ class SegmentWork:
         self.helper: Forked | None = None
         if (self.whole_flight and traj.n_samples >= PARALLEL_MIN_SAMPLES and len(traj.tracks) > 1 and cores() > 1
                 and can_fork()):
-            self._formation_beside(traj, mission)
+            self._beside(traj, mission)
 
-    def _formation_beside(self, traj: SwarmTrajectory, mission: Mission) -> None:
-        """The flight's formation errors in a forked child, into memory it shares with this process, while this
-        process smooths, segments and finds the turns (events); formation_error waits for them (computes them here
-        should the child fail)."""
+    def _beside(self, traj: SwarmTrajectory, mission: Mission) -> None:
+        """The flight's formation errors and raw-token counts in a forked child, into memory it shares with this
+        process, while this process smooths, segments and finds the turns (events); formation_error and raw_tokens
+        wait for them (and compute them here should the child fail)."""
+        from uav_debate_eval.dsl.tokens import defer_number_prefixes
         from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
 
         snap = snapshots(traj)
-        shared = shared_array(snap.valid.shape)
-        helper = self.helper = Forked(_formation_child, snap, mission, shared)
+        errors = shared_array(snap.valid.shape)
+        lengths = [len(tr) + 1 for tr in traj.tracks.values()]  # a track's prefix starts at 0
+        counts = shared_array((sum(lengths),), np.int64)
+        helper = self.helper = Forked(_helper_child, snap, mission, errors, traj, counts)
+        answer: list[tuple | None] = []  # the child's, taken once
 
-        def fetch() -> tuple[np.ndarray, str | None] | None:
-            try:
-                return shared, helper.result()
-            except Exception:  # noqa: BLE001 - formation_error computes them here instead
-                return None
+        def reference() -> tuple | None:
+            if not answer:
+                try:
+                    answer.append(helper.result())
+                except Exception:  # noqa: BLE001 - computed here instead
+                    answer.append(None)
+            return answer[0]
 
-        defer_formation_error(snap, mission, fetch)
+        def formation() -> tuple[np.ndarray, str | None] | None:
+            got = reference()
+            return None if got is None else (errors, got[0])
+
+        def prefixes() -> list[np.ndarray] | None:
+            bounds = np.cumsum([0, *lengths])
+            return None if reference() is None else [counts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+        defer_formation_error(snap, mission, formation)
+        defer_number_prefixes(traj, prefixes)
 
     def _share_formation(self, snap: Any, mission: Mission, shared: np.ndarray) -> None:
         """The flight's per-step formation errors, which its windows share: written into the memory the child
@@ -224,13 +240,20 @@ class SegmentWork:
             self.helper = None
 
 
-def _formation_child(inbox: Any, snap: Any, mission: Mission, shared: np.ndarray) -> str | None:
-    """Child side of SegmentWork._formation_beside: the flight's formation errors into `shared`; their reference."""
+def _helper_child(inbox: Any, snap: Any, mission: Mission, errors: np.ndarray, traj: SwarmTrajectory,
+                  counts: np.ndarray) -> tuple[str | None]:
+    """Child side of SegmentWork._beside: the flight's formation errors into `errors`, every track's raw-token
+    prefix into `counts` (one after the other); returns (the formation reference,)."""
+    from uav_debate_eval.dsl.tokens import number_prefixes
     from uav_debate_eval.metrics.swarm import formation_error
 
     err, ref = formation_error(snap, mission)
-    shared[:] = err
-    return ref
+    errors[:] = err
+    a = 0
+    for prefix in number_prefixes(traj):
+        counts[a:a + len(prefix)] = prefix
+        a += len(prefix)
+    return (ref,)
 
 
 def heap_trimmer(traj: SwarmTrajectory) -> Callable[[], None]:
@@ -242,11 +265,12 @@ def heap_trimmer(traj: SwarmTrajectory) -> Callable[[], None]:
     return trim_heap
 
 
-def shared_array(shape: tuple[int, ...]) -> np.ndarray:
-    """A float array in anonymous shared memory: a child forked after this sees what this process writes into it
-    (no name to clean up: the mapping goes with the last process holding it)."""
+def shared_array(shape: tuple[int, ...], dtype: Any = float) -> np.ndarray:
+    """An array (8-byte items) in anonymous shared memory: a child forked after this sees what this process writes
+    into it, and this process what the child writes (no name to clean up: the mapping goes with the last process
+    holding it)."""
     size = int(np.prod(shape)) * 8
-    return np.frombuffer(mmap.mmap(-1, max(size, 1)), dtype=float, count=int(np.prod(shape))).reshape(shape)
+    return np.frombuffer(mmap.mmap(-1, max(size, 1)), dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
 
 def _claim(counter: Any, segments: list) -> int | None:

@@ -154,3 +154,28 @@ def test_the_fallback_names_each_error_once_shortened():
     assert len(shortened) == ERROR_CHARS and shortened.endswith("…") and "Traceback" not in why
     assert why.endswith("; 2 other errors")  # 5 distinct errors: the 3 most frequent are quoted
     assert _why_failed([]) == "no answer"
+
+
+def test_an_evaluation_runs_fewer_full_collections_and_restores_the_collector(monkeypatch):
+    """Issue 35: full collections walk every object an evaluation keeps (a show's segments, lines, events); during
+    one they run 10x less often, and the thresholds are the process's again after it, however it ends."""
+    import gc
+
+    from uav_debate_eval.metrics import compute
+    from uav_debate_eval.runner import pipeline
+
+    before = gc.get_threshold()
+    seen = []
+    real = compute.compute_metrics
+    monkeypatch.setattr(compute, "compute_metrics", lambda *a, **k: seen.append(gc.get_threshold()) or real(*a, **k))
+    evaluate(crossing(), MISSION)
+    assert seen and set(seen) == {pipeline.EVALUATION_GC_THRESHOLDS} != {before}
+    assert gc.get_threshold() == before
+
+    def fail(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(compute, "compute_metrics", fail)
+    with pytest.raises(pipeline.EvaluationError):
+        evaluate(crossing(), MISSION)
+    assert gc.get_threshold() == before

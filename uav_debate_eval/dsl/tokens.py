@@ -143,9 +143,11 @@ def adopt_number_prefixes(traj: SwarmTrajectory, prefixes: list[np.ndarray]) -> 
 
 def defer_number_prefixes(traj: SwarmTrajectory, fetch: Callable[[], list[np.ndarray] | None]) -> None:
     """number_prefixes of `traj` will be fetch() (counted by another process; None: counted here)."""
+    def one(k: int) -> Callable[[], np.ndarray | None]:
+        return lambda: None if (got := fetch()) is None else got[k]
+
     for k, tr in enumerate(traj.tracks.values()):
-        remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel),
-                 Deferred(lambda k=k: None if (got := fetch()) is None else got[k]))
+        remember(tr, "raw_number_tokens", (tr.t, tr.pos, tr.vel), Deferred(one(k)))
 
 
 def _has_prefix(track: Track) -> bool:

@@ -154,9 +154,15 @@ class SegmentWork:
             got = reference()
             return None if got is None else (errors, got[0])
 
+        bounds = np.cumsum([0, *lengths]).tolist()
+        cut: list[np.ndarray] = []  # every track's prefix, cut once (each track's Deferred asks)
+
         def prefixes() -> list[np.ndarray] | None:
-            bounds = np.cumsum([0, *lengths])
-            return None if reference() is None else [counts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+            if reference() is None:
+                return None
+            if not cut:
+                cut.extend(counts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+            return cut
 
         defer_formation_error(snap, mission, formation)
         defer_number_prefixes(traj, prefixes)

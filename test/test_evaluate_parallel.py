@@ -338,11 +338,16 @@ def test_a_single_segment_over_the_flight_reuses_the_flights_evidence(flight, mo
     assert len(split.segments) > 1 and len(cut) == 1 + len(split.segments)  # a part of the flight is still cut
 
 
-def test_a_one_segment_flights_formation_errors_and_token_counts_come_from_a_child(flight, monkeypatch, tmp_path):
-    """Issue 35: a large flight that is one segment (a light show) computes its formation errors and raw-token counts
-    on the second core while this process finds the events; the report is the one process's."""
+ONE_SEGMENT = {"segment_mode": "window", "window_s": 1e6}
+
+
+@pytest.mark.parametrize("split", [ONE_SEGMENT, {}], ids=["one segment", "segments"])
+def test_the_flights_formation_errors_and_token_counts_come_from_a_helper(flight, monkeypatch, tmp_path, split):
+    """Issue 35: a large flight computes its formation errors and raw-token counts in a helper on the second core
+    while this process finds the events (one segment, a light show: the core is free; several: the segment child
+    gets the errors from it); the report is the one process's."""
     traj, mission = flight
-    serial = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
+    serial = _evaluate(traj, mission, **split)
     monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
     real, seen = segment_work._helper_child, tmp_path / "helper.pid"
 
@@ -358,15 +363,16 @@ def test_a_one_segment_flights_formation_errors_and_token_counts_come_from_a_chi
     own, count = swarm._formation_error, tokens._per_number
     monkeypatch.setattr(swarm, "_formation_error", lambda *a: here.append("formation") or own(*a))
     monkeypatch.setattr(tokens, "_per_number", lambda *a: here.append("tokens") or count(*a))
-    beside = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
-    assert len(beside.segments) == 1
-    assert int(seen.read_text()) != os.getpid() and here == []  # the child's, not computed here
+    beside = _evaluate(traj, mission, **split)
+    assert (len(beside.segments) == 1) == (split == ONE_SEGMENT)
+    assert int(seen.read_text()) != os.getpid() and here == []  # the helper's, not computed here
     assert _sections(beside) == _sections(serial)
 
 
-def test_a_lost_one_segment_helper_is_made_up_here(flight, monkeypatch):
+@pytest.mark.parametrize("split", [ONE_SEGMENT, {}], ids=["one segment", "segments"])
+def test_a_lost_helper_is_made_up_here(flight, monkeypatch, split):
     traj, mission = flight
-    serial = _evaluate(traj, mission, segment_mode="window", window_s=1e6)
+    serial = _evaluate(traj, mission, **split)
     monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
     monkeypatch.setattr(segment_work, "_helper_child", lambda *a: os._exit(9))
-    assert _sections(_evaluate(traj, mission, segment_mode="window", window_s=1e6)) == _sections(serial)
+    assert _sections(_evaluate(traj, mission, **split)) == _sections(serial)

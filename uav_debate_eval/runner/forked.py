@@ -62,15 +62,17 @@ class Forked:
         self._done = False
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._sender: threading.Thread | None = None
+        self._send_lock = threading.Lock()
 
     def send(self, obj: Any) -> None:
         """Pickle `obj` now and write it from a thread: a pipe holds 64 kB, and a child busy elsewhere would keep
         this process waiting on the write (3.4 s of a 1,024-vehicle flight) until it reads."""
         data = bytes(ForkingPickler.dumps(obj))
-        if self._sender is None:
-            self._sender = threading.Thread(target=self._write, name="forked-send", daemon=True)
-            self._sender.start()
-        self._outbox.put(data)
+        with self._send_lock:  # two threads may send: one writer
+            if self._sender is None:
+                self._sender = threading.Thread(target=self._write, name="forked-send", daemon=True)
+                self._sender.start()
+            self._outbox.put(data)
 
     def _write(self) -> None:
         while (data := self._outbox.get()) is not None:

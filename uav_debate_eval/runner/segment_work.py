@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import multiprocessing
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -109,6 +110,8 @@ class SegmentWork:
         self.hold = traj.n_samples >= HOLD_MIN_SAMPLES
         self.child: Forked | None = None
         self.counter: Any = None
+        #: the flight's formation errors and raw-token counts made beside this process (a helper), if any
+        self.helper: Forked | None = None
         if traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1 and cores() > 1 and can_fork():
             from uav_debate_eval.metrics.kinematics import smooth_tracks
             from uav_debate_eval.metrics.swarm import snapshots
@@ -121,34 +124,42 @@ class SegmentWork:
             shared = None if snap is None else shared_array(snap.valid.shape)
             self.child = Forked(_child, *self.args, self.counter, shared, self.hold)
             if snap is not None and shared is not None:
-                self._share_formation(snap, mission, shared)
+                if self.hold:  # a show: no third process beside the two (memory)
+                    self._share_formation(snap, mission, shared)
+                else:  # a helper computes them (and the raw-token counts) while this process finds the events
+                    self._beside(traj, mission, snap, shared)
+                    threading.Thread(target=self._share_formation, args=(snap, mission, shared),
+                                     name="segment-formation", daemon=True).start()  # to the child once there
         #: a large one-segment flight (a light show): its formation errors computed on the second core meanwhile
-        self.helper: Forked | None = None
         if (self.whole_flight and traj.n_samples >= PARALLEL_MIN_SAMPLES and len(traj.tracks) > 1 and cores() > 1
                 and can_fork()):
-            self._beside(traj, mission)
+            from uav_debate_eval.metrics.swarm import snapshots
 
-    def _beside(self, traj: SwarmTrajectory, mission: Mission) -> None:
-        """The flight's formation errors and raw-token counts in a forked child, into memory it shares with this
-        process, while this process smooths, segments and finds the turns (events); formation_error and raw_tokens
-        wait for them (and compute them here should the child fail)."""
+            snap = snapshots(traj)
+            self._beside(traj, mission, snap, shared_array(snap.valid.shape))
+
+    def _beside(self, traj: SwarmTrajectory, mission: Mission, snap: Any, errors: np.ndarray) -> None:
+        """The flight's formation errors (into `errors`) and raw-token counts in a forked helper, in memory it shares
+        with this process, while this process smooths, segments and finds the turns (events); formation_error and
+        raw_tokens wait for them (and compute them here should the helper fail). Forked after the segment child,
+        which must not inherit the waits (only this process reads the helper's answer)."""
         from uav_debate_eval.dsl.tokens import defer_number_prefixes
-        from uav_debate_eval.metrics.swarm import defer_formation_error, snapshots
+        from uav_debate_eval.metrics.swarm import defer_formation_error
 
-        snap = snapshots(traj)
-        errors = shared_array(snap.valid.shape)
         lengths = [len(tr) + 1 for tr in traj.tracks.values()]  # a track's prefix starts at 0
         counts = shared_array((sum(lengths),), np.int64)
         helper = self.helper = Forked(_helper_child, snap, mission, errors, traj, counts)
-        answer: list[tuple | None] = []  # the child's, taken once
+        answer: list[tuple | None] = []  # the helper's, taken once (this thread or the one forwarding the errors)
+        lock = threading.Lock()
 
         def reference() -> tuple | None:
-            if not answer:
-                try:
-                    answer.append(helper.result())
-                except Exception:  # noqa: BLE001 - computed here instead
-                    answer.append(None)
-            return answer[0]
+            with lock:
+                if not answer:
+                    try:
+                        answer.append(helper.result())
+                    except Exception:  # noqa: BLE001 - computed here instead
+                        answer.append(None)
+                return answer[0]
 
         def formation() -> tuple[np.ndarray, str | None] | None:
             got = reference()
@@ -168,13 +179,18 @@ class SegmentWork:
         defer_number_prefixes(traj, prefixes)
 
     def _share_formation(self, snap: Any, mission: Mission, shared: np.ndarray) -> None:
-        """The flight's per-step formation errors, which its windows share: written into the memory the child
-        shares, and the child told they are there (a few bytes through the pipe, not the (T, N) array)."""
+        """The flight's per-step formation errors, which its windows share: in the memory the child shares (the
+        helper wrote them there, or they are computed here and written), and the child told they are there (a few
+        bytes through the pipe, not the (T, N) array); told None (compute them) should they fail here."""
         from uav_debate_eval.metrics.swarm import formation_error
 
-        err, ref = formation_error(snap, mission)
-        shared[:] = err
-        self._send("formation", ref)
+        ref = None
+        try:
+            err, ref = formation_error(snap, mission)
+            if err is not shared:
+                shared[:] = err
+        finally:
+            self._send("formation", ref)
 
     def events_ready(self, events: list) -> None:
         """The flight's events, which every window's DSL cites, to the child at once; then the flight's raw-token
@@ -190,9 +206,10 @@ class SegmentWork:
         self._send("metrics", metrics)
 
     def _send(self, tag: str, value: Any) -> None:
-        if self.child is not None:
+        child = self.child  # once: the thread forwarding the formation errors may send as the segments end
+        if child is not None:
             with contextlib.suppress(OSError):  # the child is gone: contexts() makes its segments here
-                self.child.send((tag, value))
+                child.send((tag, value))
 
     def contexts(self, metrics: Any, events: list, tick: Callable[[int, int], None]) -> list:
         """Every segment's context in segment order; tick(done, total) after each."""
@@ -223,6 +240,7 @@ class SegmentWork:
             theirs = []
         finally:
             self.child = None
+            self._stop_helper()
         for i, seg_metrics, dsl in theirs:
             seg = segments[i]
             out[i] = _segment(seg, seg_metrics, dsl, safety, traj.window(seg.t_start, seg.t_end))
@@ -240,7 +258,8 @@ class SegmentWork:
         self._stop_helper()
 
     def _stop_helper(self) -> None:
-        """The formation child, done (its errors were taken) or no longer wanted (nothing asked for them)."""
+        """The helper, done (its results were taken) or no longer wanted (nothing asked for them); the thread that
+        forwards its formation errors ends on its own (a daemon: a cancelled evaluation does not wait for it)."""
         if self.helper is not None:
             self.helper.cancel()
             self.helper = None

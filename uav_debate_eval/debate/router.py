@@ -70,7 +70,8 @@ def _dsl_series(dsl: Any, prefix: str) -> np.ndarray:
 def _series(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
     traj = getattr(ctx, "traj", None)
     if traj is not None and traj.tracks:
-        w = traj.window(ctx.t_start, ctx.t_end) if ctx.t_end > ctx.t_start else traj
+        inside = ctx.t_start <= traj.t_start and traj.t_end <= ctx.t_end  # the segment's window already: all of it
+        w = traj.window(ctx.t_start, ctx.t_end) if ctx.t_end > ctx.t_start and not inside else traj
         tracks = [tr for tr in w.tracks.values() if len(tr)]
         if not tracks:
             return np.zeros(0), np.zeros(0)

@@ -361,7 +361,14 @@ def test_the_flights_formation_errors_and_token_counts_come_from_a_helper(flight
     from uav_debate_eval.metrics import swarm
 
     own, count = swarm._formation_error, tokens._per_number
-    monkeypatch.setattr(swarm, "_formation_error", lambda *a: here.append("formation") or own(*a))
+    steps = len(swarm.snapshots(serial.traj).t)
+
+    def formation(snap, *args):
+        if len(snap.t) == steps:  # the flight's (a window this process evaluates computes its own)
+            here.append("formation")
+        return own(snap, *args)
+
+    monkeypatch.setattr(swarm, "_formation_error", formation)
     monkeypatch.setattr(tokens, "_per_number", lambda *a: here.append("tokens") or count(*a))
     beside = _evaluate(traj, mission, **split)
     assert (len(beside.segments) == 1) == (split == ONE_SEGMENT)

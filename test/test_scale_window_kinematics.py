@@ -48,6 +48,8 @@ def test_vehicles_at_the_same_instants_share_one_stamps_array(sim):
     others = [tr.t for u, tr in traj.tracks.items() if u != "uav3"]
     assert all(s is others[0] for s in others)
     assert traj.tracks["uav3"].t is not others[0]
+    with pytest.raises(ValueError, match="read-only"):
+        others[0][0] = -1.0  # shared: one vehicle's write would move them all
     assert np.array_equal(traj.tracks["uav3"].t, others[0] + 0.01)
     window = traj.window(*WINDOW)
     cut = [tr.t for u, tr in window.tracks.items() if u != "uav3"]

@@ -71,6 +71,7 @@ class SharedStamps:
         same = self.seen.setdefault((len(t), float(t[0]), float(t[-1])), [])
         for earlier in same:
             if np.array_equal(earlier, t):
+                earlier.setflags(write=False)  # a write meant for one vehicle would move every vehicle's stamps
                 return earlier
         same.append(t)
         return t

@@ -15,9 +15,10 @@ While the flight's events are not there yet, the child does the parts of its win
 finishes that window before it cuts the next (a show flight's window holds ~1 GB of kinematics and grids); the
 flight's raw-token counts follow the events (the child counts them itself should they come after its first DSL).
 The flight's smoothed kinematics are made before the fork: a window's are the flight's inside it (metrics.kinematics).
-A large flight that is one segment (a light show moving as one) has no windows to share out: a child computes its
-formation errors and raw-token counts into shared memory instead, while this process smooths, segments and finds the
-turns.
+A helper (a third process, forked after the segment child) computes the flight's formation errors and raw-token counts
+into shared memory while this process finds the events; a thread here tells the segment child once the errors are
+there. A large flight that is one segment (a light show moving as one) has no windows to share out, and the helper
+does the same beside the events. A show (HOLD_MIN_SAMPLES) keeps two processes: no helper.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ floating point).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,12 +164,24 @@ def smooth_tracks(tracks: list[Track], window_s: float = SMOOTH_WINDOW_S, dt: fl
         step, w, wa, wj = members[0][2][3:]
         vel = np.stack([g[2] for _, _, g in members])
         v_s, acc, jerk = _filtered(vel, step, w, wa, wj, axis=1)
-        speed, hspeed = norm(v_s), norm(v_s[..., :2])  # every caller asks: the block's in two passes, not per vehicle
-        for k, (i, tr, (t, pos, *_rest)) in enumerate(members):
-            kin = Kinematics(tr.uav_id, t, pos, v_s[k], acc[k], jerk[k], step)
-            kin.__dict__.update(speed=speed[k], hspeed=hspeed[k])  # what the cached properties compute, row by row
+        made = _block_kinematics([tr for _, tr, _ in members], [g[0] for _, _, g in members],
+                                 [g[1] for _, _, g in members], v_s, acc, jerk, step)
+        for (i, tr, _), kin in zip(members, made, strict=True):
             out[i] = tr.__dict__["_smoothed"][(window_s, dt)] = kin
     return out  # type: ignore[return-value]
+
+
+def _block_kinematics(tracks: list[Track], times: Sequence[np.ndarray], pos: Sequence[np.ndarray] | np.ndarray,
+                      vel: np.ndarray, acc: np.ndarray, jerk: np.ndarray, step: float) -> list[Kinematics]:
+    """Kinematics of a block of vehicles from their (vehicles, steps, 3) filtered arrays, with the speeds every caller
+    asks for computed for the block in two passes (what the cached properties compute, row by row)."""
+    speed, hspeed = norm(vel), norm(vel[..., :2])
+    out = []
+    for r, tr in enumerate(tracks):
+        kin = Kinematics(tr.uav_id, times[r], pos[r], vel[r], acc[r], jerk[r], step)
+        kin.__dict__.update(speed=speed[r], hspeed=hspeed[r])
+        out.append(kin)
+    return out
 
 
 def _smooth(track: Track, window_s: float, dt: float | None) -> Kinematics:
@@ -285,13 +298,7 @@ def _block_from_flight(tracks: list[Track], flight: list[Kinematics], grid: tupl
         whole[:, n - h:] = edges[1][e][:, h:]
         parts.append(whole)
     pos, vel, acc, jerk = parts
-    speed, hspeed = norm(vel), norm(vel[..., :2])
-    out = []
-    for r, tr in enumerate(tracks):
-        kin = Kinematics(tr.uav_id, t, pos[r], vel[r], acc[r], jerk[r], step)
-        kin.__dict__.update(speed=speed[r], hspeed=hspeed[r])
-        out.append(kin)
-    return out
+    return _block_kinematics(tracks, [t] * len(tracks), pos, vel, acc, jerk, step)
 
 
 def _filtered(vel: np.ndarray, dt: float, w: int, wa: int, wj: int, axis: int

@@ -57,7 +57,8 @@ def _live(tmp_path: Path, sim, cuts: list[float], episodes: list[VetoEpisode] | 
     session = {"topics": [f"/{u}/pose" for u in sim.traj.uav_ids], "vehicles": list(sim.traj.uav_ids),
                "clock": "ROS time from /clock (use_sim_time)"}
     job = FlightJob(settings, sim.mission, tape.chunks, tape.vehicles, record.segments, episodes or [], session,
-                    tape.stats.to_dict(), dict(swarm.rejected), [], 0, tmp_path / "flight")
+                    tape.stats.to_dict(), dict(swarm.rejected), [], 0, tmp_path / "flight",
+                    clock_back=dict(swarm.clock_back))
     result = evaluate_flight(job)
     return result.report, Path(result.path), reports, tape
 
@@ -190,3 +191,21 @@ def test_a_ring_gives_the_samples_after_a_stamp_wherever_its_write_position_is(c
         held = ring.view()
         for t in [-1.0, *np.arange(0.0, n + 1.0, 0.5).tolist()]:
             np.testing.assert_array_equal(ring.after(t), held[held[:, 0] > t])
+
+
+def test_the_session_line_says_whose_clock_went_back_and_what_was_not_checked(near_miss):
+    """A vehicle whose clock restarted alone during the session: its poses were dropped on arrival (`clock_back`);
+    the flight report's live section names it, how far its clock went back and how many poses were not checked."""
+    from copy import deepcopy
+
+    from uav_debate_eval.report.live_section import live_markdown
+
+    _, report, _, _, _ = near_miss
+    assert report["live"]["clock_back"] == {}
+    report = deepcopy(report)
+    report["live"]["dropped_poses"] = {"clock_back": 101}
+    report["live"]["clock_back"] = {"uav3": {"poses": 101, "back_s": 1009.42}}
+    text = "\n".join(live_markdown(report))
+    assert ("dropped on arrival: 101 clock back; uav3's clock went back 1009 s while the others flew on: its 101 "
+            "poses stamped on it could not be placed in the flight and were not checked") in text
+    validate_report(report)

@@ -111,8 +111,8 @@ def test_one_vehicle_s_clock_restarting_or_a_pose_stamped_ahead_keeps_a_standing
         if ahead > 0:
             assert v.swarm.rejected == {"stray_stamp": 1} and clocks.warnings == [] and not v.health_report.degraded
         else:
-            # every rebooted pose of c rejected but the last, which waits for a second vehicle going on
-            assert v.swarm.rejected == {"clock_back": 19} and v.health.lost_total == {"c": 19}
+            # every rebooted pose of c rejected: the first two waited for a and b to go on, the later ones at once
+            assert v.swarm.rejected == {"clock_back": 20} and v.health.lost_total == {"c": 20}
             assert v.health_report.degraded and {a["constraint"] for a in v.state.active} == {
                 "min_separation", "verifier_degraded"}
             assert clocks.warnings == ["safety verifier: c's pose stamps went back 101 s while the others' went on "
@@ -275,3 +275,20 @@ def test_a_measured_velocity_no_flight_reaches_is_not_extrapolated():
         if k == 20:
             assert v.swarm.rings["b"].latest()[4] == 1e300  # taped as recorded
     assert not any(s.veto for s in clocks.checks)
+
+
+def test_a_sparse_vehicle_on_a_clock_ahead_is_checked():
+    """c joins reporting every 2 s on a clock 3 s ahead of a's and b's (its companion computer without a time sync),
+    0.3 m from a. Before, each of its poses waited as a stamp ahead, was dropped when the others went on, and c was
+    never checked. Now its second pose as far ahead confirms both: checked, vetoed."""
+    clocks = Clocks()
+    v = clocks.verifier()
+    for k in range(80):
+        _feed(v, clocks, 100.0 + 0.1 * k, {"a": 0.0, "b": 2.0})
+        if k % 20 == 5:
+            v.on_pose("c", clocks.now + 3.0, (0.3, 0.0, 1.0), None)
+            if k == 5:
+                assert not v.monitor.veto and v.swarm.rejected == {}  # its first waits
+    assert v.monitor.veto and {a["constraint"] for a in v.state.active} == {"min_separation"}
+    assert v.swarm.rejected == {} and len(v.swarm.rings["c"]) == 4
+    assert clocks.warnings == []

@@ -67,6 +67,10 @@ def stray_stamps(t: np.ndarray) -> tuple[np.ndarray, float] | None:
 #: the threshold `live` resets on (StreamingSwarm.clock_jump_s). Fewer rows back are out-of-order rows, sorted.
 RESTART_S = 1.0
 RESTART_ROWS = 5
+#: Rows of another vehicle going on on its old clock that make it a vote for "the vehicle whose clock went back
+#: restarted it alone" (two such votes, the one other in a pair): its last row of a bag's run, delivered after the
+#: first row of the next run of another vehicle's topic, is one; a vehicle flying on delivers its next.
+ON_OLD_CLOCK_ROWS = 2
 #: Rows in any order are no recording order: a vehicle whose stamps step back more often than this share of its rows
 #: (a shuffled or re-sorted table: about half), and more than 3 times, restarts nothing; a recording steps back once
 #: per restart.
@@ -109,19 +113,24 @@ def _last_restart(tv: np.ndarray) -> int | None:
 def restarts_alone(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, earlier: np.ndarray
                    ) -> tuple[np.ndarray, list[tuple[float, float]]] | None:
     """Of the vehicles whose clock restarted (`earlier`: clock_restarts' rows), those whose clock restarted alone,
-    as `live` tells them (core.streaming): the next row of another vehicle after the restart (`rows`: each row's
-    place in the recording) went on on its old clock. Their rows from the restart on stamped no later than their
-    newest before it cannot be placed on the flight's clock: returned as a mask with each such vehicle's (newest
-    stamp before, first stamp after) its restart (None: none), and their rows are taken out of `earlier` (the run
-    kept is the one the others fly on)."""
+    as `live` tells them (core.streaming): after the restart (`rows`: each row's place in the recording), other
+    vehicles went on on their old clocks for ON_OLD_CLOCK_ROWS rows each before any of them went back too. Their rows
+    from the restart on stamped no later than their newest before it cannot be placed on the flight's clock:
+    returned as a mask with each such vehicle's (newest stamp before, first stamp after) its restart (None: none),
+    and their rows are taken out of `earlier` (the run kept is the one the others fly on)."""
     restarted = [k for k in range(len(bounds) - 1) if earlier[bounds[k]:bounds[k + 1]].any()]
+    if not restarted:
+        return None
+    behind = _behind_own_clock(t, bounds)
+    vehicle = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
+    keys = vehicle * (int(rows.max()) + 1) + rows  # sorted: by vehicle, then in recording order
     back, where = None, []
     for k in restarted:
         lo, hi = int(bounds[k]), int(bounds[k + 1])
-        tv = t[lo:hi]
-        first = 1 + int(np.argmax(tv[1:] < np.maximum.accumulate(tv)[:-1] - RESTART_S))
-        if not _others_flew_on(t, rows, bounds, k, int(rows[lo + first])):
+        first = 1 + int(np.argmax(behind[lo + 1:hi]))
+        if not _others_flew_on(t, rows, bounds, keys, behind, k, lo + first):
             continue
+        tv = t[lo:hi]
         newest = float(tv[:first].max())
         if back is None:
             back = np.zeros(len(t), dtype=bool)
@@ -131,16 +140,38 @@ def restarts_alone(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, earlier:
     return None if back is None else (back, where)
 
 
-def _others_flew_on(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, k: int, row: int) -> bool:
-    """Whether the next row after recording row `row` of another vehicle (one seen before it) continues that
-    vehicle's own clock (no step back of more than RESTART_S)."""
-    best = None  # (recording row, its place in t, its vehicle's first place in t)
-    for j in range(len(bounds) - 1):
-        lo, hi = int(bounds[j]), int(bounds[j + 1])
-        i = int(np.searchsorted(rows[lo:hi], row)) if j != k else 0
-        if 0 < i < hi - lo and (best is None or rows[lo + i] < best[0]):
-            best = (int(rows[lo + i]), lo + i, lo)
-    return best is not None and bool(t[best[1]] >= t[best[2]:best[1]].max() - RESTART_S)
+def _behind_own_clock(t: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Rows stamped more than RESTART_S behind an earlier row of their vehicle (recording order)."""
+    behind = np.zeros(len(t), dtype=bool)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if hi - lo > 1:
+            behind[lo + 1:hi] = t[lo + 1:hi] < np.maximum.accumulate(t[lo:hi - 1]) - RESTART_S
+    return behind
+
+
+def _others_flew_on(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, keys: np.ndarray, behind: np.ndarray,
+                    k: int, at: int) -> bool:
+    """Whether, after vehicle k's clock went back at `at` (its place in t), min(2, the other vehicles seen before)
+    other vehicles delivered ON_OLD_CLOCK_ROWS rows each on their old clock before any other went back too, and
+    before k's own new clock went on RESTART_S (the others quiet: a new run), as `live` decides it."""
+    row, lo, hi = int(rows[at]), bounds[:-1], bounds[1:]
+    others = np.arange(len(lo)) != k
+    span = int(rows.max()) + 1
+    nxt = np.searchsorted(keys, np.arange(len(lo)) * span + row)  # each vehicle's first row after `row`
+    quorum = min(2, int((others & (nxt > lo)).sum()))
+    if quorum == 0:
+        return False  # no other vehicle to ask: a new run
+    ends = np.flatnonzero(t[at + 1:hi[k]] > t[at] + RESTART_S)
+    decide_by = int(rows[at + 1 + ends[0]]) if len(ends) else span
+    goes_back = np.flatnonzero(behind)
+    first_back = goes_back[np.minimum(np.searchsorted(goes_back, nxt), len(goes_back) - 1)] if len(goes_back) else nxt
+    back_row = np.where(others & (first_back >= nxt) & (first_back < hi), rows[np.minimum(first_back, len(t) - 1)],
+                        span)
+    vote_at = nxt + ON_OLD_CLOCK_ROWS - 1
+    voted = others & (vote_at < hi)
+    vote_row = np.where(voted, rows[np.minimum(vote_at, len(t) - 1)], span)
+    vote_row = np.where(vote_row < back_row, vote_row, span)
+    return bool(np.sort(vote_row)[quorum - 1] < min(int(back_row.min()), decide_by))
 
 
 def ahead_strays(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from uav_debate_eval.core.records import IngestReport
-from uav_debate_eval.core.stamps import RESTART_ROWS
+from uav_debate_eval.core.stamps import ON_OLD_CLOCK_ROWS, RESTART_ROWS
 from uav_debate_eval.core.trajectory import MAX_COORD_M, SwarmTrajectory
 
 #: Most samples of one stray stamp held (a PoseArray of a large show); more are dropped as the held ones will be.
@@ -93,17 +93,18 @@ class StreamingSwarm:
 
     A vehicle's stamp more than `clock_jump_s` older than its own newest one is a clock jump backwards. The next
     samples of other vehicles tell what it was: one gone back too, the stream restarted (a looping bag, a restarted
-    simulation): all buffers are reset and `resets` is incremented; two going on on the old clock (the one other, in
-    a pair), that vehicle's clock restarted alone (its autopilot or companion computer rebooted) and its samples,
-    which cannot be placed on the stream's clock, are rejected as `clock_back` (counted per vehicle in
-    `clock_back`): one vehicle's reboot used to reset the swarm, dropping a standing veto. Vehicles on clocks a
-    constant apart (companion computers without a common time) are not jumps: each is compared with its own stamps.
-    A stamp more than `clock_jump_s` past the newest one (and past STRAY_STEPS of its vehicle's own steps) is held
-    until another vehicle's sample as far ahead, or RESTART_ROWS of its own, confirm the new clock (past
-    `stray_ahead_s`: any later sample near it); the next sample that continues the old one drops the held ones as
-    `stray_stamp` (a lone pose stamped ahead, a flipped bit, a few poses of a time-sync glitch would otherwise reset
-    the flight when the following pose "jumped back" from them). Samples stored late (held, then confirmed; waiting,
-    then a restart) are listed in `settled` for the verifier.
+    simulation): all buffers are reset and `resets` is incremented; two going on on the old clock for
+    ON_OLD_CLOCK_ROWS samples each (the one other, in a pair), that vehicle's clock restarted alone (its autopilot or
+    companion computer rebooted) and its samples, which cannot be placed on the stream's clock, are rejected as
+    `clock_back` (counted per vehicle in `clock_back`): one vehicle's reboot used to reset the swarm, dropping a
+    standing veto. Vehicles on clocks a constant apart (companion computers without a common time) are not jumps:
+    each is compared with its own stamps. A stamp more than `clock_jump_s` past the newest one (and past STRAY_STEPS
+    of its vehicle's own steps) is held until another vehicle's sample as far ahead, or RESTART_ROWS of its own,
+    confirm the new clock (past `stray_ahead_s`: any later sample near it); the next sample that continues the old
+    one drops the held ones as `stray_stamp` (a lone pose stamped ahead, a flipped bit, a few poses of a time-sync
+    glitch would otherwise reset the flight when the following pose "jumped back" from them), unless that vehicle's
+    next pose is as far ahead again (a vehicle on a clock ahead reporting less often than once a second). Samples
+    stored late (held, then confirmed; waiting, then a restart) are listed in `settled` for the verifier.
     Thread-safe: in `live` one thread adds poses while others cut windows (segments, the trigger).
     """
 
@@ -120,9 +121,16 @@ class StreamingSwarm:
     #: samples of one stamp far ahead of the stream's clock, not stored until a later one confirms it
     _held: list[tuple] = field(default_factory=list, repr=False, compare=False)
     _held_at: float = field(default=-math.inf, repr=False, compare=False)  # the stream's newest stamp then
+    _held_newest: float = field(default=-math.inf, repr=False, compare=False)  # ... when the last one came
+    #: vehicle -> (its samples dropped as strays, how far ahead of the stream the last was, its newest stored stamp
+    #: then): a vehicle on a clock ahead that reports less often than held samples wait (its next pose as far ahead,
+    #: with none on the stream's clock between, confirms them)
+    _dropped: dict[str, tuple[list[tuple], float, float]] = field(default_factory=dict, repr=False, compare=False)
     #: samples of vehicles whose own clock went back, until another vehicle's sample tells whether the stream did
     _back: list[tuple] = field(default_factory=list, repr=False, compare=False)
-    _on_old_clock: set[str] = field(default_factory=set, repr=False, compare=False)  # others seen since, not back
+    #: others seen since, not back: how many of their samples
+    _on_old_clock: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    _alone: set[str] = field(default_factory=set, repr=False, compare=False)  # vehicles whose clock restarted alone
     _quorum: int = field(default=1, repr=False, compare=False)  # how many of them tell "its clock alone"
     #: vehicle -> (samples rejected as `clock_back`, how far its clock went back, s)
     clock_back: dict[str, tuple[int, float]] = field(default_factory=dict)
@@ -143,9 +151,16 @@ class StreamingSwarm:
         """A sample while others wait (held ahead, or gone back), or one stamped well past the newest: settle the
         waiting ones, hold it, or store it."""
         if self._back and uav not in {b[0] for b in self._back} and not self._goes_back(uav, t):
-            self._on_old_clock.add(uav)
-            if len(self._on_old_clock) >= self._quorum:  # the others go on on the old clock: the waiting
-                self._reject_back()  # vehicles' clocks restarted alone
+            seen = self._on_old_clock[uav] = self._on_old_clock.get(uav, 0) + 1
+            votes = sum(1 for n in self._on_old_clock.values() if n >= ON_OLD_CLOCK_ROWS)
+            if seen == ON_OLD_CLOCK_ROWS and votes >= self._quorum:  # the others go on on the old clock: the
+                self._reject_back()  # waiting vehicles' clocks restarted alone
+        if uav in self._dropped and self._steady_ahead(uav, t):  # a sparse vehicle on a clock ahead: its dropped
+            for sample in self._dropped.pop(uav)[0]:  # samples were on its clock after all
+                if self._put(*sample):
+                    self.settled.append(sample)
+                    self._unreject("stray_stamp")
+            return self._put(uav, t, x, y, z, vel)
         held = self._held
         if held and self._confirms(uav, t):
             self._held = []  # the clock moved forward: the held samples are stored first
@@ -161,6 +176,7 @@ class StreamingSwarm:
             if len(self._held) >= MAX_HELD:
                 return self._reject("stray_stamp")
             self._held.append((uav, t, x, y, z, vel))  # one instant of the swarm (its other vehicles) waits with it
+            self._held_newest = self.newest_t
             return False  # not stored (yet): the caller treats it as rejected
         if held and (self.newest_t > self._held_at + self.clock_jump_s or any(h[0] == uav for h in held)):
             self._drop_held()  # the stream went on on its old clock: the held samples were strays
@@ -185,6 +201,19 @@ class StreamingSwarm:
             return all(h[0] != uav for h in held)
         return (near and t > self.newest_t + self.clock_jump_s and h_t - t <= self.clock_jump_s
                 and all(h[0] != uav for h in held))
+
+    def _steady_ahead(self, uav: str, t: float) -> bool:
+        """Whether `t`, the next pose of a vehicle whose samples were dropped as strays, is as far ahead of the
+        stream's clock as they were (within `clock_jump_s`): its clock runs ahead of the others', not a glitch (its
+        next pose of a glitch is back on the stream's clock)."""
+        samples, ahead, stored_then = self._dropped[uav]
+        last = samples[-1][1]
+        ring = self.rings.get(uav)
+        if not last < t <= last + self.stray_ahead_s or (ring.last_t if ring is not None else -math.inf) != stored_then:
+            if t > last:
+                del self._dropped[uav]  # too long ago, or it reported on the stream's clock since: a glitch
+            return False
+        return abs(t - self.newest_t - ahead) <= self.clock_jump_s
 
     def _continues(self, uav: str, t: float) -> bool:
         """Whether a sample ahead joins the held ones: the same instant (a PoseArray's vehicles), or the next sample
@@ -214,13 +243,17 @@ class StreamingSwarm:
         """A vehicle's own stamp went back: the stream restarted (a bag loop, a simulation reset: every vehicle's
         clock goes back) or this vehicle's clock alone did (its autopilot or companion computer rebooted, the others
         fly on). The next samples of the other vehicles tell which: one gone back too, or two going on on the old clock
-        (the one other, in a pair: a vehicle's last pose of a bag's run delivered after another's first of the next,
-        a topic each, is not a vote for "alone"); until then this one waits."""
+        for ON_OLD_CLOCK_ROWS samples each (the one other, in a pair: the last poses of a bag's run, a topic each,
+        delivered after the first of the next run are not votes for "alone"); until then this one waits. Once its
+        clock restarted alone, its later samples behind its old clock are rejected at once."""
+        if uav in self._alone:
+            self._count_back(uav, t)
+            return self._reject("clock_back")
         if self._back:
             restart = (uav not in {b[0] for b in self._back} or len(self._back) >= MAX_HELD
                        or t - self._back[0][1] > self.clock_jump_s)  # the others quiet meanwhile
         else:
-            self._on_old_clock = set()
+            self._on_old_clock = {}
             self._quorum = min(2, sum(1 for u, r in self.rings.items() if u != uav and len(r)))
             restart = self._quorum == 0  # no other vehicle to ask
         if restart:
@@ -238,14 +271,24 @@ class StreamingSwarm:
         """The waiting samples' vehicles restarted their clocks alone: their new stamps cannot be placed on the
         stream's clock (counted per vehicle in `clock_back`, for the verifier to say it cannot check them)."""
         for uav, t, *_ in self._back:
-            ring = self.rings.get(uav)
-            self.clock_back[uav] = (self.clock_back.get(uav, (0, 0.0))[0] + 1,
-                                    ring.last_t - t if ring is not None else math.nan)
+            self._count_back(uav, t)
+            self._alone.add(uav)
         self._reject("clock_back", len(self._back))
         self._back = []
 
+    def _count_back(self, uav: str, t: float) -> None:
+        """One more sample of `uav` rejected as `clock_back`; how far its clock went back is said at the first."""
+        ring = self.rings.get(uav)
+        count, back_s = self.clock_back.get(uav, (0, ring.last_t - t if ring is not None else math.nan))
+        self.clock_back[uav] = (count + 1, back_s)
+
     def _drop_held(self) -> None:
-        self._reject("stray_stamp", len(self._held))
+        held = self._held
+        self._reject("stray_stamp", len(held))
+        if held[0][1] <= self._held_at + self.stray_ahead_s and all(h[0] == held[0][0] for h in held):
+            ring = self.rings.get(held[0][0])  # one vehicle's: kept for its next pose to confirm
+            self._dropped[held[0][0]] = (held, held[-1][1] - self._held_newest,
+                                         ring.last_t if ring is not None else -math.inf)
         self._held = []
 
     def _put(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:
@@ -277,6 +320,12 @@ class StreamingSwarm:
         self.rejected[reason] = self.rejected.get(reason, 0) + n
         return False
 
+    def _unreject(self, reason: str) -> None:
+        """A sample counted rejected was stored after all."""
+        self.rejected[reason] -= 1
+        if not self.rejected[reason]:
+            del self.rejected[reason]
+
     def reset(self) -> None:
         with self._lock:
             self._clear()
@@ -288,6 +337,8 @@ class StreamingSwarm:
         self.origin = None
         self._held = []
         self._back = []
+        self._alone = set()
+        self._dropped = {}
 
     def rows_after(self, cursors: dict[str, float]) -> tuple[dict[str, np.ndarray], dict[str, float], int]:
         """Per vehicle the samples stamped after its cursor (t, x, y, z, vx, vy, vz), the oldest stamp each ring

@@ -178,7 +178,8 @@ class SegmentEvaluator:
                         self.vetoes.snapshot(), self._session(), self.tape.stats.to_dict(), dict(self.swarm.rejected),
                         list(self.skipped), self._clock_jumps(),
                         self.output_dir / "flight" if self.settings.write_files else None, self.record,
-                        lost_before_verifier=dict(self.vetoes.lost_before_verifier))
+                        lost_before_verifier=dict(self.vetoes.lost_before_verifier),
+                        clock_back=dict(self.swarm.clock_back))
         # a worker of its own: a segment whose LLM times out meanwhile stops the segments' worker (and whatever is
         # queued on it), which lost the flight report after a Ctrl-C had skipped that segment (issue 32's soak)
         pool = worker_pool()

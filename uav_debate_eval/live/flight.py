@@ -80,6 +80,8 @@ class FlightJob:
     out_dir: Path | None  # None: files are off
     record: bool = True
     lost_before_verifier: dict[str, int] = field(default_factory=dict)  # poses the verifier never processed
+    #: vehicles whose clock restarted alone: (poses dropped as `clock_back`, how far the clock went back, s)
+    clock_back: dict[str, tuple[int, float]] = field(default_factory=dict)
 
 
 def session_inputs(session: dict) -> list[str]:

@@ -81,6 +81,7 @@ def live_record(report: dict, job: FlightJob, t0: float) -> dict:
         "segments": segs,
         "data_quality": [f for _, dq in segments for f in dq],
         "dropped_poses": dict(job.dropped),
+        "clock_back": {u: {"poses": n, "back_s": back_s} for u, (n, back_s) in sorted(job.clock_back.items())},
         "tape": job.tape,
         "skipped_segments": list(job.skipped),
         "clock_jumps": job.clock_jumps,

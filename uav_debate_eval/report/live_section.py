@@ -51,11 +51,18 @@ def _segment_row(s: dict) -> list[str]:
             s["label"] + (" (vetoed)" if s["vetoed"] else ""), who, str(panel.get("tokens", 0)), s["summary"]]
 
 
+def _poses(n: int) -> str:
+    return f"{n} pose{'s' if n != 1 else ''}"
+
+
 def _session_line(live: dict) -> str:
     tape, dropped = live.get("tape") or {}, live.get("dropped_poses") or {}
     lost = tape.get("lost_s") or {}
     text = (f"{tape.get('samples', 0)} poses kept for the flight's evaluation; dropped on arrival: "
             + (", ".join(f"{n} {why.replace('_', ' ')}" for why, n in sorted(dropped.items())) or "none"))
+    for uav, back in (live.get("clock_back") or {}).items():
+        text += (f"; {uav}'s clock went back {back['back_s']:.4g} s while the others flew on: its "
+                 f"{_poses(back['poses'])} stamped on it could not be placed in the flight and were not checked")
     if lost:
         text += "; lost to the buffer before they were kept: " + ", ".join(f"{u} {s:g} s" for u, s in lost.items())
     if lost_before := {u: n for u, n in (live.get("poses_lost_before_verifier") or {}).items() if n}:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 from uav_debate_eval.debate.config import DebateConfig
+from uav_debate_eval.report import figure_job
 from uav_debate_eval.report.figures import FIGURES, render_figures
 from uav_debate_eval.runner import pipeline, segment_work
 from uav_debate_eval.runner.forked import ChildLost, Forked
@@ -105,12 +108,15 @@ def test_figures_drawn_beside_equal_figures_drawn_after(flight, tmp_path, monkey
     assert written == expected  # byte for byte: the child drew from the same data
 
 
-def test_a_figure_child_cleans_a_trajectory_the_assessment_changed(flight, tmp_path, monkeypatch):
+@pytest.mark.parametrize("send_up_to", [0, figure_job.SEND_CLEAN_SAMPLES])
+def test_a_figure_child_cleans_a_trajectory_the_assessment_changed(flight, tmp_path, monkeypatch, send_up_to):
     """A one-frame position excursion is left out by the assessment: the child, forked with the trajectory as read,
-    must clean it itself and draw what this process draws from the clean trajectory."""
+    must draw what this process draws from the clean trajectory, which it gets (a small one) or makes itself."""
     from uav_debate_eval.core.trajectory import SwarmTrajectory
     from uav_debate_eval.report import figures
     from uav_debate_eval.report.writer import write_reports
+
+    monkeypatch.setattr(figure_job, "SEND_CLEAN_SAMPLES", send_up_to)
 
     traj, mission = flight
     tracks = dict(traj.tracks)
@@ -383,3 +389,37 @@ def test_a_lost_helper_is_made_up_here(flight, monkeypatch, split):
     monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
     monkeypatch.setattr(segment_work, "_helper_child", lambda *a: os._exit(9))
     assert _sections(_evaluate(traj, mission, **split)) == _sections(serial)
+
+
+_FORK_SPY = """
+import sys
+from uav_debate_eval.report import figure_job
+start, draw = figure_job.start_figure_job, figure_job._draw
+def spy_start(traj, mission):
+    print("fork, scipy loaded:", "scipy" in sys.modules, flush=True)
+    return start(traj, mission)
+def spy_draw(inbox, traj, mission):
+    out = draw(inbox, traj, mission)
+    print("drawn, scipy loaded:", "scipy" in sys.modules, len(out), flush=True)
+    return out
+figure_job.start_figure_job, figure_job._draw = spy_start, spy_draw
+from uav_debate_eval.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_figure_child_loads_matplotlib_while_this_process_loads_the_stages(tmp_path):
+    """A small flight's figures took longer than its evaluation: the child was forked once the stages (scipy) were
+    loaded, then loaded matplotlib alone. It is forked first now, and draws without the stages' libraries (the
+    clean trajectory sent, the safety result plain data): it loads matplotlib while this process loads scipy."""
+    rows = ["t,uav_id,x,y,z"] + [f"{i / 10:.1f},uav{k},{2.0 * k + 0.1 * i:.3f},{1.0 * k:.3f},10.0"
+                                 for i in range(300) for k in range(3)]
+    rows[1 + 3 * 150] = "15.0,uav0,40.0,0.0,10.0"  # a one-frame excursion: the assessment changes uav0
+    csv = tmp_path / "flight.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    done = subprocess.run([sys.executable, "-c", _FORK_SPY, "evaluate", str(csv), "--out", str(tmp_path / "out"),
+                           "--quiet"], capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 3, 4), done.stderr
+    lines = done.stdout.splitlines()
+    assert "fork, scipy loaded: False" in lines
+    assert f"drawn, scipy loaded: False {len(FIGURES) - 1}" in lines  # every figure but the rules' (no rules)

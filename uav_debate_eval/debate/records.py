@@ -27,7 +27,7 @@ class SegmentContext:
     t_end: float
     dsl: Any  # dsl.builder.DslDocument
     metrics: Any  # metrics.compute.MetricsResult
-    safety: Any  # safety.checker.SafetyResult
+    safety: Any  # safety.result.SafetyResult
     traj: Any = None  # core.SwarmTrajectory of (at least) the segment
     findings: list | None = None  # verified findings of the segment (None: built from dsl, metrics, safety)
 

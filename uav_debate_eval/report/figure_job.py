@@ -2,9 +2,10 @@
 
 Drawing a large swarm's figures takes about a second of matplotlib (half of it loading the library); each figure
 needs the trajectory and some of: the safety result, the violations and events, the metrics' scores, the debate
-(figures.NEEDS). A forked child (uav_debate_eval.runner.forked), started with the trajectory as read, loads matplotlib
-while this process cleans the trajectory (quality.assess); when the assessment changed no track (the usual clean
-recording) the child draws the trajectory it has, else it cleans it itself (the same result as here). It then
+(figures.NEEDS). A forked child (uav_debate_eval.runner.forked), started with the trajectory as read before the
+evaluation's stages load, loads matplotlib while this process loads them and cleans the trajectory (quality.assess);
+when the assessment changed no track (the usual clean recording) the child draws the trajectory it has, else it gets
+the clean one (a small flight) or cleans it itself (the same result as here). It then
 receives each result as soon as it exists (the same objects the report is built from, pickled) and draws every
 figure whose inputs are complete. Should the child fail, the parent draws the figures itself, so a report never
 lacks them.
@@ -16,6 +17,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from uav_debate_eval.runner.forked import Forked, can_fork
+
+#: A cleaned trajectory of at most this many samples is sent to the figure child (pickled: some ms); a larger one
+#: the child cleans itself, on the other core.
+SEND_CLEAN_SAMPLES = 200_000
 
 
 class FigureJob:
@@ -30,11 +35,12 @@ class FigureJob:
 
     def clean_ready(self, clean: Any) -> None:
         """The assessed trajectory (drawn here should the child fail); the child learns whether it differs from the
-        trajectory as read."""
+        trajectory as read, and gets a small one that does (cleaning its copy would load the assessment's
+        libraries there: the child started before this process loaded them, to load matplotlib meanwhile)."""
         same = clean.tracks.keys() == self.view.traj.tracks.keys() and all(
             tr is self.view.traj.tracks[u] for u, tr in clean.tracks.items())
         self.view.traj = clean
-        self._send("clean", same)
+        self._send("clean", same if same or clean.n_samples > SEND_CLEAN_SAMPLES else clean)
 
     def safety_ready(self, safety: Any) -> None:
         self.view.safety = safety
@@ -85,11 +91,16 @@ def start_figure_job(traj: Any, mission: Any) -> FigureJob | None:
 
 
 def _draw(inbox: Any, traj: Any, mission: Any) -> dict[str, bytes]:
-    from uav_debate_eval.quality.assessment import assess
     from uav_debate_eval.report.figures import FIGURES, NEEDS, render_figures
 
-    _, same = inbox.recv()  # ("clean", whether the assessment left every track as read)
-    view = SimpleNamespace(traj=traj if same else assess(traj, mission).traj, mission=mission, safety=None, report={})
+    _, clean = inbox.recv()  # ("clean", whether the assessment left every track as read, or the clean trajectory)
+    if clean is False:
+        from uav_debate_eval.quality.assessment import assess
+
+        traj = assess(traj, mission).traj
+    elif clean is not True:
+        traj = clean
+    view = SimpleNamespace(traj=traj, mission=mission, safety=None, report={})
     known: set[str] = set()
     drawn: dict[str, bytes] = {}
     tried: set[str] = set()  # a figure with nothing to draw (e.g. no rule near failing) is tried, not drawn

@@ -18,7 +18,6 @@ vehicles or pairs that set it, the intervals where its body fails, and where the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,48 +27,15 @@ from uav_debate_eval.quality.updates import true_spans
 from uav_debate_eval.rules.bounds import bound, first_radius
 from uav_debate_eval.rules.evaluator import INF, Evaluator, steps_of
 from uav_debate_eval.rules.near_pairs import PairQueue
+from uav_debate_eval.rules.result import RuleResult
 from uav_debate_eval.rules.signals import BASIS, Grid
 from uav_debate_eval.stl.spec import Rule
-from uav_debate_eval.stl.syntax import Formula, Temporal, constants_of
+from uav_debate_eval.stl.syntax import Formula, Temporal
 
 #: A grid step this close to a sample stamp (seconds) is that sample's instant (grid arithmetic rounds).
 STAMP_TOL = 1e-6
 #: Columns x steps per evaluated block (bounds the evaluator's temporaries to some tens of MB).
 BLOCK_CELLS = 2_000_000
-
-
-@dataclass
-class RuleResult:
-    """One rule's outcome (the report's `rules` entry) and what the report's other parts draw from it."""
-
-    rule: Rule
-    satisfied: bool | None
-    robustness: float | None
-    worst: list[str]
-    intervals: list[tuple[float, float]]
-    #: (uavs, t_start, t_end, worst robustness, steps) of each failing run of a vehicle / pair / the swarm
-    failures: list[tuple[list[str], float, float, float, int]] = field(default_factory=list)
-    #: (uavs, t_start, t_end) where the data cannot tell whether the body holds
-    unknown: list[tuple[list[str], float, float]] = field(default_factory=list)
-    #: the body's robustness per grid step, minimum over the vehicles / pairs evaluated (figures)
-    timeline: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
-    evaluated: int = 0
-    columns: int = 0
-
-    def near_failing(self, fraction: float) -> bool:
-        """Failed, or held by less than `fraction` of the largest threshold its formula compares with (at least 1)."""
-        if self.satisfied is False:
-            return True
-        if self.robustness is None:
-            return False
-        return self.robustness < fraction * max([1.0, *(abs(v) for v in constants_of(self.rule.formula))])
-
-    def to_dict(self) -> dict:
-        r = self.rule
-        return {"id": r.id, "severity": r.severity, "over": r.over, "stl": r.stl, "satisfied": self.satisfied,
-                "robustness": self.robustness,
-                "worst": list(self.worst), "intervals": [[a, b] for a, b in self.intervals],
-                "horizon_s": r.horizon_s, "evaluated": self.evaluated, "of": self.columns}
 
 
 def grid_of(traj: SwarmTrajectory, mission: Mission, quality=None, min_separation: np.ndarray | None = None) -> Grid:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the stages load on first use (the CLI starts fast; live nod
     from uav_debate_eval.dsl.builder import DslDocument
     from uav_debate_eval.dsl.segments import MissionSegment
     from uav_debate_eval.metrics.compute import MetricsResult
-    from uav_debate_eval.safety.checker import SafetyResult
+    from uav_debate_eval.safety.result import SafetyResult
 
 #: progress(stage, done, total): stage is "safety", "metrics", "segments", "debate" or "report"; for "debate",
 #: done counts rounds and total is the most rounds still possible until the last call (done == total).
@@ -113,6 +113,31 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     `figures`: start drawing the report figures in a child process as soon as their data is known
     (report.writer.write_reports collects them); large flights also evaluate their segments on two cores.
     """
+    if not traj.tracks:
+        raise InputError(f"{traj.name or 'input'}: no vehicle samples to evaluate")
+    if segment_mode not in ("phase", "window"):
+        raise InputError(f"--segment-mode: expected phase or window, got {segment_mode!r}")
+    if window_s <= 0:
+        raise InputError(f"--window: must be > 0 s, got {window_s}")
+    trim_heap = heap_trimmer(traj)
+    trim_heap()  # the read's freed buffers: a child forked now would keep a copy of every resident page
+    figure_job = None
+    if figures:  # first: the child loads the plotting library on the other core while this one loads the stages
+        from uav_debate_eval.report.figure_job import start_figure_job
+
+        figure_job = start_figure_job(traj, mission)
+    try:
+        return _evaluate(traj, mission, debate_config, segment_mode, window_s, progress, backend, inputs, notes,
+                         figure_job, trim_heap)
+    except BaseException:
+        if figure_job is not None:
+            figure_job.cancel()
+        raise
+
+
+def _evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any, segment_mode: str, window_s: float,
+              progress: ProgressFn | None, backend: Any, inputs: list[str] | None, notes: list[str] | None,
+              figure_job: Any, trim_heap: Callable[[], None]) -> Evaluation:
     from uav_debate_eval.debate.config import DebateConfig
     from uav_debate_eval.dsl.builder import build_dsl
     from uav_debate_eval.dsl.events import detect_events
@@ -122,12 +147,6 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     from uav_debate_eval.quality.assessment import assess
     from uav_debate_eval.safety.checker import check_trajectory
 
-    if not traj.tracks:
-        raise InputError(f"{traj.name or 'input'}: no vehicle samples to evaluate")
-    if segment_mode not in ("phase", "window"):
-        raise InputError(f"--segment-mode: expected phase or window, got {segment_mode!r}")
-    if window_s <= 0:
-        raise InputError(f"--window: must be > 0 s, got {window_s}")
     cfg = debate_config if debate_config is not None else DebateConfig()
     report_notes = list(notes or [])
     report_notes.extend(mission.warnings)
@@ -137,7 +156,6 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
             report_notes.append(msg)
     tick = progress or (lambda stage, done, total: None)
     timing: dict[str, float] = {}
-    trim_heap = heap_trimmer(traj)
 
     def stage(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.perf_counter()
@@ -151,13 +169,8 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
             trim_heap()  # the stage's temporaries go back to the OS, not into the pages a forked child shares
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
-    figure_job = work = None
-    trim_heap()  # the read's freed buffers: a child forked now would keep a copy of every resident page
+    work = None
     try:
-        if figures:  # a child loads the plotting library, cleans the trajectory itself, draws as results come
-            from uav_debate_eval.report.figure_job import start_figure_job
-
-            figure_job = start_figure_job(traj, mission)
         quality = stage("safety", lambda: assess(traj, mission))
         traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
         if figure_job is not None:
@@ -192,8 +205,6 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
     except BaseException:
         if work is not None:
             work.cancel()
-        if figure_job is not None:
-            figure_job.cancel()
         raise
     evaluation.figure_job = figure_job
     return evaluation

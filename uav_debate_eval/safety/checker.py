@@ -14,81 +14,24 @@ data-quality findings, estimator-invalid spans are not evaluable, a vehicle's ow
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
 from uav_debate_eval.core.mission import Mission
-from uav_debate_eval.core.records import DataQuality, NotEvaluable, Violation
+from uav_debate_eval.core.records import NotEvaluable, Violation
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.metrics.vec import norm
 from uav_debate_eval.quality.assessment import Assessment, assess
 from uav_debate_eval.safety.attitude import attitude_violations
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
 from uav_debate_eval.safety.grid_pairs import GridPairs, pairs_dense, pairs_shared, pairs_sparse_halves
+from uav_debate_eval.safety.result import SafetyResult, SeparationTimeline
 from uav_debate_eval.safety.runs import denoise, merge_runs
 from uav_debate_eval.safety.samples import Samples
 
-SNAPSHOT_POLICY_OFFLINE = "common grid at the median sample period, linear interpolation, no data across silences"
 #: An implied speed this many times max_speed_mps (or JUMP_SPEED_MPS without a speed limit) is a position jump.
 JUMP_FACTOR = 5.0
 JUMP_SPEED_MPS = 30.0
-
-
-class SeparationTimeline(NamedTuple):
-    """Minimum pairwise distance per grid step (NaN with < 2 valid vehicles) and the closest pair."""
-
-    t: np.ndarray
-    d_min: np.ndarray
-    pairs: list[tuple[str, str] | None]
-
-
-@dataclass
-class SafetyResult:
-    violations: list[Violation]
-    warnings: list[dict]
-    integrity_faults: list[dict]
-    margins: dict[str, dict]
-    separation: SeparationTimeline
-    veto_intervals: list[tuple[float, float]]
-    label: str
-    snapshot_policy: str = SNAPSHOT_POLICY_OFFLINE
-    notes: list[str] = field(default_factory=list)
-    data_quality: DataQuality = field(default_factory=DataQuality)
-    #: each grid step's closest pair and close pairs when the separation came from the kd-tree pass, so the
-    #: metrics' pass over the very same grid (metrics.swarm) and the checks of the flight's segment windows reuse
-    #: them; not pickled
-    nearest: GridPairs | None = field(default=None, repr=False, compare=False)
-    #: the mission rules' results (rules.check.RuleResult), the flight's in a segment window
-    rules: list = field(default_factory=list)
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "nearest": None}
-
-    @property
-    def vetoed(self) -> bool:
-        return bool(self.veto_intervals)
-
-    def to_dict(self) -> dict:
-        sep = self.separation
-        closest = None
-        if len(sep.d_min) and np.isfinite(sep.d_min).any():
-            k = int(np.nanargmin(sep.d_min))
-            closest = {"t": float(sep.t[k]), "d_min": float(sep.d_min[k]), "uavs": list(sep.pairs[k] or [])}
-        return {
-            "label": self.label,
-            "vetoed": self.vetoed,
-            "violations": [v.to_dict() for v in self.violations],
-            "warnings": list(self.warnings),
-            "integrity_faults": list(self.integrity_faults),
-            "margins": {k: dict(v) for k, v in self.margins.items()},
-            "veto_intervals": [[a, b] for a, b in self.veto_intervals],
-            "closest_approach": closest,
-            "snapshot_policy": self.snapshot_policy,
-            "notes": list(self.notes),
-            "data_quality_status": self.data_quality.status,
-        }
 
 
 def verdict_label(result: SafetyResult) -> str:

@@ -395,7 +395,7 @@ _FORK_SPY = """
 import sys
 from uav_debate_eval.report import figure_job
 start, draw = figure_job.start_figure_job, figure_job._draw
-def spy_start(traj, mission):
+def spy_start(traj=None, mission=None):
     print("fork, scipy loaded:", "scipy" in sys.modules, flush=True)
     return start(traj, mission)
 def spy_draw(inbox, traj, mission):
@@ -423,3 +423,25 @@ def test_the_figure_child_loads_matplotlib_while_this_process_loads_the_stages(t
     lines = done.stdout.splitlines()
     assert "fork, scipy loaded: False" in lines
     assert f"drawn, scipy loaded: False {len(FIGURES) - 1}" in lines  # every figure but the rules' (no rules)
+
+
+@pytest.mark.parametrize("content", ["t,uav_id,x\n0,a,1\n", "t,uav_id,x,y,z\n"])
+def test_bad_input_stops_the_figure_child_started_before_the_read(tmp_path, monkeypatch, content):
+    """A small input's figure child is forked before the read: a file that cannot be read (or holds no sample)
+    still ends in the one-line error, and the child is stopped, not left behind."""
+    from uav_debate_eval.cli import main as cli
+
+    started: list = []
+    real = figure_job.start_figure_job
+
+    def spy(traj=None, mission=None):
+        started.append(real(traj, mission))
+        return started[-1]
+
+    monkeypatch.setattr(figure_job, "start_figure_job", spy)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(content)
+    assert cli(["evaluate", str(bad), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    (job,) = started
+    assert job.child is None or not job.child._proc.is_alive()
+    assert not [p for p in __import__("multiprocessing").active_children()]

@@ -29,9 +29,16 @@ class FigureJob:
     child as soon as it exists (`safety_ready`, `events_ready`, `scores_ready`), and the child draws every figure
     whose inputs are complete; `pngs(debate)` hands it the debate section and returns {name: PNG}."""
 
-    def __init__(self, traj: Any, mission: Any):
+    def __init__(self, traj: Any = None, mission: Any = None):
+        """Forked with the flight as read, or without it (a small input: the child loads matplotlib while this
+        process reads the input; `flight_ready` sends the flight)."""
         self.view = SimpleNamespace(traj=traj, mission=mission, safety=None, report={})
         self.child: Forked | None = Forked(_draw, traj, mission)
+
+    def flight_ready(self, traj: Any, mission: Any) -> None:
+        """The flight as read, for a job forked before the read (pickled to the child: a small input)."""
+        self.view.traj, self.view.mission = traj, mission
+        self._send("flight", (traj, mission))
 
     def clean_ready(self, clean: Any) -> None:
         """The assessed trajectory (drawn here should the child fail); the child learns whether it differs from the
@@ -85,14 +92,17 @@ class FigureJob:
             self.child = None
 
 
-def start_figure_job(traj: Any, mission: Any) -> FigureJob | None:
-    """A FigureJob when this process can fork, else None (the writer draws the figures)."""
+def start_figure_job(traj: Any = None, mission: Any = None) -> FigureJob | None:
+    """A FigureJob when this process can fork, else None (the writer draws the figures); without the flight, the
+    flight goes to it once read (FigureJob.flight_ready)."""
     return FigureJob(traj, mission) if can_fork() else None
 
 
 def _draw(inbox: Any, traj: Any, mission: Any) -> dict[str, bytes]:
     from uav_debate_eval.report.figures import FIGURES, NEEDS, render_figures
 
+    if traj is None:  # forked before the read
+        _, (traj, mission) = inbox.recv()
     _, clean = inbox.recv()  # ("clean", whether the assessment left every track as read, or the clean trajectory)
     if clean is False:
         from uav_debate_eval.quality.assessment import assess

@@ -186,6 +186,7 @@ def evaluate_flight(paths: list[Path], out: Path, options: JobOptions,
                     progress: ProgressFn | None = None) -> Evaluation:
     """Read, evaluate and write one flight into `out`; returns the pipeline's Evaluation. Raises InputError for
     bad input. `progress(stage, done, total)` also hears "read" and "write"."""
+    from uav_debate_eval.report.figure_job import start_figure_job
     from uav_debate_eval.runner.pipeline import evaluate
     from uav_debate_eval.runner.preload import preload_stages
 
@@ -193,16 +194,24 @@ def evaluate_flight(paths: list[Path], out: Path, options: JobOptions,
     t0 = time.perf_counter()
     tick("read", 0, 1)
     preload = preload_stages(paths)  # joined once the input is read (or failed), before anything forks
+    # a small input: the figures' child loads matplotlib while this process reads it and loads the stages (a
+    # large one's child is forked with the flight as read: no copy of it)
+    figure_job = start_figure_job() if preload is None else None
     try:
-        flight = read_flight(paths, options.read)
-    finally:
-        if preload is not None:
-            preload.join()
+        try:
+            flight = read_flight(paths, options.read)
+        finally:
+            if preload is not None:
+                preload.join()
+    except BaseException:
+        if figure_job is not None:
+            figure_job.cancel()
+        raise
     tick("read", 1, 1)
     read_s = time.perf_counter() - t0
     ev = evaluate(flight.traj, flight.mission, debate_config(options), segment_mode=options.segment_mode,
                   window_s=options.window_s, progress=progress, inputs=[str(p) for p in paths],
-                  notes=flight.notes, figures=True)
+                  notes=flight.notes, figures=True, figure_job=figure_job)
     ev.report["timing"] = {"read": round(read_s, 4), **ev.report.get("timing", {})}
     tick("write", 0, 1)
     from uav_debate_eval.report.writer import write_reports  # matplotlib loads once there is a flight to draw

@@ -105,24 +105,32 @@ def _fewer_full_collections(fn: Callable[P, R]) -> Callable[P, R]:
 @_fewer_full_collections
 def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None, *, segment_mode: str = "phase",
              window_s: float = 30.0, progress: ProgressFn | None = None, backend: Any = None,
-             inputs: list[str] | None = None, notes: list[str] | None = None, figures: bool = False) -> Evaluation:
+             inputs: list[str] | None = None, notes: list[str] | None = None, figures: bool = False,
+             figure_job: Any = None) -> Evaluation:
     """Safety -> metrics -> mission segments -> per-segment DSL/metrics/safety -> debate -> report.
 
     `debate_config` is a debate.config.DebateConfig (None: the offline rules backend); `backend` an
     optional ready LLM backend (tests, the live node). `inputs` and `notes` only go into the report.
     `figures`: start drawing the report figures in a child process as soon as their data is known
     (report.writer.write_reports collects them); large flights also evaluate their segments on two cores.
+    `figure_job`: that child, started before the input was read (report.figure_job; owned from here on).
     """
-    if not traj.tracks:
-        raise InputError(f"{traj.name or 'input'}: no vehicle samples to evaluate")
-    if segment_mode not in ("phase", "window"):
-        raise InputError(f"--segment-mode: expected phase or window, got {segment_mode!r}")
-    if window_s <= 0:
-        raise InputError(f"--window: must be > 0 s, got {window_s}")
+    try:
+        if not traj.tracks:
+            raise InputError(f"{traj.name or 'input'}: no vehicle samples to evaluate")
+        if segment_mode not in ("phase", "window"):
+            raise InputError(f"--segment-mode: expected phase or window, got {segment_mode!r}")
+        if window_s <= 0:
+            raise InputError(f"--window: must be > 0 s, got {window_s}")
+    except InputError:
+        if figure_job is not None:
+            figure_job.cancel()
+        raise
     trim_heap = heap_trimmer(traj)
     trim_heap()  # the read's freed buffers: a child forked now would keep a copy of every resident page
-    figure_job = None
-    if figures:  # first: the child loads the plotting library on the other core while this one loads the stages
+    if figure_job is not None:
+        figure_job.flight_ready(traj, mission)
+    elif figures:  # first: the child loads the plotting library on the other core while this one loads the stages
         from uav_debate_eval.report.figure_job import start_figure_job
 
         figure_job = start_figure_job(traj, mission)

@@ -3,6 +3,8 @@ its annotated MCAP and its PX4 session bag give the same times to the last bit."
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 
@@ -122,13 +124,12 @@ def restarts_alone(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, earlier:
     if not restarted:
         return None
     behind = _behind_own_clock(t, bounds)
-    vehicle = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
-    keys = vehicle * (int(rows.max()) + 1) + rows  # sorted: by vehicle, then in recording order
+    recording = _Recording.of(t, rows, bounds, behind)
     back, where = None, []
     for k in restarted:
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         first = 1 + int(np.argmax(behind[lo + 1:hi]))
-        if not _others_flew_on(t, rows, bounds, keys, behind, k, lo + first):
+        if not _others_flew_on(recording, k, lo + first):
             continue
         tv = t[lo:hi]
         newest = float(tv[:first].max())
@@ -149,28 +150,48 @@ def _behind_own_clock(t: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return behind
 
 
-def _others_flew_on(t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, keys: np.ndarray, behind: np.ndarray,
-                    k: int, at: int) -> bool:
+class _Recording(NamedTuple):
+    """Each vehicle's stamps in recording order (vehicle k at t[bounds[k]:bounds[k + 1]]), each row's place in the
+    recording (`rows`, below `span`), the places in t of the rows behind their vehicle's own clock, and each row's
+    (vehicle, place in the recording) as one sorted key."""
+
+    t: np.ndarray
+    rows: np.ndarray
+    bounds: np.ndarray
+    span: int
+    behind: np.ndarray
+    keys: np.ndarray
+
+    @classmethod
+    def of(cls, t: np.ndarray, rows: np.ndarray, bounds: np.ndarray, behind: np.ndarray) -> _Recording:
+        span = int(rows.max()) + 1
+        keys = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds)) * span + rows
+        return cls(t, rows, bounds, span, np.flatnonzero(behind), keys)
+
+    def next_rows(self, row: int) -> np.ndarray:
+        """Each vehicle's first place in t after recording row `row` (its end when none)."""
+        return np.searchsorted(self.keys, np.arange(len(self.bounds) - 1) * self.span + row)
+
+
+def _others_flew_on(rec: _Recording, k: int, at: int) -> bool:
     """Whether, after vehicle k's clock went back at `at` (its place in t), min(2, the other vehicles seen before)
     other vehicles delivered ON_OLD_CLOCK_ROWS rows each on their old clock before any other went back too, and
     before k's own new clock went on RESTART_S (the others quiet: a new run), as `live` decides it."""
-    row, lo, hi = int(rows[at]), bounds[:-1], bounds[1:]
+    t, rows, lo, hi, last = rec.t, rec.rows, rec.bounds[:-1], rec.bounds[1:], len(rec.t) - 1
     others = np.arange(len(lo)) != k
-    span = int(rows.max()) + 1
-    nxt = np.searchsorted(keys, np.arange(len(lo)) * span + row)  # each vehicle's first row after `row`
+    nxt = rec.next_rows(int(rows[at]))
     quorum = min(2, int((others & (nxt > lo)).sum()))
     if quorum == 0:
         return False  # no other vehicle to ask: a new run
     ends = np.flatnonzero(t[at + 1:hi[k]] > t[at] + RESTART_S)
-    decide_by = int(rows[at + 1 + ends[0]]) if len(ends) else span
-    goes_back = np.flatnonzero(behind)
-    first_back = goes_back[np.minimum(np.searchsorted(goes_back, nxt), len(goes_back) - 1)] if len(goes_back) else nxt
-    back_row = np.where(others & (first_back >= nxt) & (first_back < hi), rows[np.minimum(first_back, len(t) - 1)],
-                        span)
+    decide_by = int(rows[at + 1 + ends[0]]) if len(ends) else rec.span
+    behind = rec.behind
+    first_back = behind[np.minimum(np.searchsorted(behind, nxt), len(behind) - 1)] if len(behind) else nxt
+    back_row = np.where(others & (first_back >= nxt) & (first_back < hi), rows[np.minimum(first_back, last)],
+                        rec.span)
     vote_at = nxt + ON_OLD_CLOCK_ROWS - 1
-    voted = others & (vote_at < hi)
-    vote_row = np.where(voted, rows[np.minimum(vote_at, len(t) - 1)], span)
-    vote_row = np.where(vote_row < back_row, vote_row, span)
+    vote_row = np.where(others & (vote_at < hi), rows[np.minimum(vote_at, last)], rec.span)
+    vote_row = np.where(vote_row < back_row, vote_row, rec.span)  # a vehicle going back first casts no vote
     return bool(np.sort(vote_row)[quorum - 1] < min(int(back_row.min()), decide_by))
 
 

@@ -362,3 +362,24 @@ def test_two_time_sync_glitches_as_far_ahead_are_both_strays():
             ahead = 5.0 if u == "b" and i in (50, 150) else 0.0
             s.add(u, 100.0 + i * 0.1 + ahead, (0.0, 0.0, 1.0))
     assert s.rejected == {"stray_stamp": 2} and s.resets == 0 and len(s.rings["b"]) == 298
+
+
+def test_a_vehicle_whose_clock_restarted_alone_and_caught_up_is_asked_anew_at_the_next_jump():
+    """b's clock restarts alone (its samples rejected at once after the vote), then runs past its old newest stamp
+    (kept again). When the bag then loops, b's first pose of the next run is a jump like any other's, told by the
+    others (a restart), not rejected at once as b's clock restarting alone again."""
+    s = StreamingSwarm(capacity=1000)
+    for i in range(20):
+        for u in "abc":
+            s.add(u, 100.0 + i * 0.1, (0.0, 0.0, 1.0))
+    for i in range(50):  # b from 98 s (2 s back) while a and c fly on from 102 s
+        for u in "abc":
+            s.add(u, round((98.0 if u == "b" else 102.0) + i * 0.1, 3), (0.0, 0.0, 1.0))
+    # b's 98.0-100.8 s are behind its clock by more than a second: 29 rejected as its clock restarted alone;
+    # 100.9-101.9 s out of order; from 102.0 s on kept: its clock caught up
+    assert s.clock_back["b"][0] == 29 and s.rejected["out_of_order"] + s.rejected["duplicate"] == 11
+    assert s.rings["b"].last_t == pytest.approx(102.9) and s.resets == 0
+    assert not s.add("b", 100.0, (0.0, 0.0, 1.0))  # the loop, b's pose first: it waits
+    assert s.add("a", 106.9, (0.0, 0.0, 1.0)) is False  # a's last of the run, delivered late (a duplicate)
+    assert s.add("c", 100.0, (0.0, 0.0, 1.0))  # c went back too: the bag looped
+    assert s.resets == 1 and [x[:2] for x in s.settled] == [("b", 100.0)] and s.clock_back["b"][0] == 29

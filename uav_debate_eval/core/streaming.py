@@ -130,7 +130,9 @@ class StreamingSwarm:
     _back: list[tuple] = field(default_factory=list, repr=False, compare=False)
     #: others seen since, not back: how many of their samples
     _on_old_clock: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
-    _alone: set[str] = field(default_factory=set, repr=False, compare=False)  # vehicles whose clock restarted alone
+    #: vehicles whose clock restarted alone -> their newest stored stamp then (stored samples since: its clock
+    #: caught up, and a later jump back is told anew)
+    _alone: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
     _quorum: int = field(default=1, repr=False, compare=False)  # how many of them tell "its clock alone"
     #: vehicle -> (samples rejected as `clock_back`, how far its clock went back, s)
     clock_back: dict[str, tuple[int, float]] = field(default_factory=dict)
@@ -245,8 +247,9 @@ class StreamingSwarm:
         fly on). The next samples of the other vehicles tell which: one gone back too, or two going on on the old clock
         for ON_OLD_CLOCK_ROWS samples each (the one other, in a pair: the last poses of a bag's run, a topic each,
         delivered after the first of the next run are not votes for "alone"); until then this one waits. Once its
-        clock restarted alone, its later samples behind its old clock are rejected at once."""
-        if uav in self._alone:
+        clock restarted alone, its later samples behind its old clock are rejected at once, until its clock has
+        caught up (a sample stored again)."""
+        if uav in self._alone and self._alone[uav] == self.rings[uav].last_t:
             self._count_back(uav, t)
             return self._reject("clock_back")
         if self._back:
@@ -272,7 +275,7 @@ class StreamingSwarm:
         stream's clock (counted per vehicle in `clock_back`, for the verifier to say it cannot check them)."""
         for uav, t, *_ in self._back:
             self._count_back(uav, t)
-            self._alone.add(uav)
+            self._alone[uav] = self.rings[uav].last_t
         self._reject("clock_back", len(self._back))
         self._back = []
 
@@ -337,7 +340,7 @@ class StreamingSwarm:
         self.origin = None
         self._held = []
         self._back = []
-        self._alone = set()
+        self._alone = {}
         self._dropped = {}
 
     def rows_after(self, cursors: dict[str, float]) -> tuple[dict[str, np.ndarray], dict[str, float], int]:

@@ -417,12 +417,15 @@ def test_the_figure_child_loads_matplotlib_while_this_process_loads_the_stages(t
     rows[1 + 3 * 150] = "15.0,uav0,40.0,0.0,10.0"  # a one-frame excursion: the assessment changes uav0
     csv = tmp_path / "flight.csv"
     csv.write_text("\n".join(rows) + "\n")
-    done = subprocess.run([sys.executable, "-c", _FORK_SPY, "evaluate", str(csv), "--out", str(tmp_path / "out"),
-                           "--quiet"], capture_output=True, text=True, timeout=120)
+    mission = tmp_path / "mission.yaml"  # a failing rule: its result reaches the child, which draws it
+    mission.write_text("name: spy\ntype: formation\nconstraints: {min_separation_m: 0.5}\nrules:\n- id: apart\n"
+                       "  severity: soft\n  over: swarm\n  stl: always (min_separation >= 5.0)\n")
+    done = subprocess.run([sys.executable, "-c", _FORK_SPY, "evaluate", str(csv), "--mission", str(mission), "--out",
+                           str(tmp_path / "out"), "--quiet"], capture_output=True, text=True, timeout=120)
     assert done.returncode in (0, 3, 4), done.stderr
     lines = done.stdout.splitlines()
     assert "fork, scipy loaded: False" in lines
-    assert f"drawn, scipy loaded: False {len(FIGURES) - 1}" in lines  # every figure but the rules' (no rules)
+    assert f"drawn, scipy loaded: False {len(FIGURES)}" in lines  # every figure, the rules' too
 
 
 @pytest.mark.parametrize("content", ["t,uav_id,x\n0,a,1\n", "t,uav_id,x,y,z\n"])

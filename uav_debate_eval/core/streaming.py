@@ -134,6 +134,7 @@ class StreamingSwarm:
     #: caught up, and a later jump back is told anew)
     _alone: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
     _quorum: int = field(default=1, repr=False, compare=False)  # how many of them tell "its clock alone"
+    _votes: int = field(default=0, repr=False, compare=False)  # how many did (ON_OLD_CLOCK_ROWS samples each)
     #: vehicle -> (samples rejected as `clock_back`, how far its clock went back, s)
     clock_back: dict[str, tuple[int, float]] = field(default_factory=dict)
     #: samples stored after they waited (uav, t, x, y, z, vel), oldest first: the verifier checks them
@@ -154,9 +155,10 @@ class StreamingSwarm:
         waiting ones, hold it, or store it."""
         if self._back and uav not in {b[0] for b in self._back} and not self._goes_back(uav, t):
             seen = self._on_old_clock[uav] = self._on_old_clock.get(uav, 0) + 1
-            votes = sum(1 for n in self._on_old_clock.values() if n >= ON_OLD_CLOCK_ROWS)
-            if seen == ON_OLD_CLOCK_ROWS and votes >= self._quorum:  # the others go on on the old clock: the
-                self._reject_back()  # waiting vehicles' clocks restarted alone
+            if seen == ON_OLD_CLOCK_ROWS:
+                self._votes += 1
+                if self._votes >= self._quorum:  # the others go on on the old clock: the waiting vehicles'
+                    self._reject_back()  # clocks restarted alone
         if uav in self._dropped and self._steady_ahead(uav, t):  # a sparse vehicle on a clock ahead: its dropped
             for sample in self._dropped.pop(uav)[0]:  # samples were on its clock after all
                 if self._put(*sample):
@@ -257,6 +259,7 @@ class StreamingSwarm:
                        or t - self._back[0][1] > self.clock_jump_s)  # the others quiet meanwhile
         else:
             self._on_old_clock = {}
+            self._votes = 0
             self._quorum = min(2, sum(1 for u, r in self.rings.items() if u != uav and len(r)))
             restart = self._quorum == 0  # no other vehicle to ask
         if restart:

@@ -438,13 +438,13 @@ def test_bad_input_stops_the_figure_child_started_before_the_read(tmp_path, monk
     real = figure_job.start_figure_job
 
     def spy(traj=None, mission=None):
-        started.append(real(traj, mission))
-        return started[-1]
+        job = real(traj, mission)
+        started.append((job, job.child._proc))
+        return job
 
     monkeypatch.setattr(figure_job, "start_figure_job", spy)
     bad = tmp_path / "bad.csv"
     bad.write_text(content)
     assert cli(["evaluate", str(bad), "--out", str(tmp_path / "out"), "--quiet"]) == 2
-    (job,) = started
-    assert job.child is None or not job.child._proc.is_alive()
-    assert not [p for p in __import__("multiprocessing").active_children()]
+    ((job, process),) = started
+    assert job.child is None and not process.is_alive() and process.exitcode is not None

@@ -212,8 +212,7 @@ class StreamingSwarm:
         next pose of a glitch is back on the stream's clock)."""
         samples, ahead, stored_then = self._dropped[uav]
         last = samples[-1][1]
-        ring = self.rings.get(uav)
-        if not last < t <= last + self.stray_ahead_s or (ring.last_t if ring is not None else -math.inf) != stored_then:
+        if not last < t <= last + self.stray_ahead_s or self._last_stored(uav) != stored_then:
             if t > last:
                 del self._dropped[uav]  # too long ago, or it reported on the stream's clock since: a glitch
             return False
@@ -251,7 +250,7 @@ class StreamingSwarm:
         delivered after the first of the next run are not votes for "alone"); until then this one waits. Once its
         clock restarted alone, its later samples behind its old clock are rejected at once, until its clock has
         caught up (a sample stored again)."""
-        if uav in self._alone and self._alone[uav] == self.rings[uav].last_t:
+        if uav in self._alone and self._alone[uav] == self._last_stored(uav):
             self._count_back(uav, t)
             return self._reject("clock_back")
         if self._back:
@@ -278,23 +277,27 @@ class StreamingSwarm:
         stream's clock (counted per vehicle in `clock_back`, for the verifier to say it cannot check them)."""
         for uav, t, *_ in self._back:
             self._count_back(uav, t)
-            self._alone[uav] = self.rings[uav].last_t
+            self._alone[uav] = self._last_stored(uav)
         self._reject("clock_back", len(self._back))
         self._back = []
 
     def _count_back(self, uav: str, t: float) -> None:
-        """One more sample of `uav` rejected as `clock_back`; how far its clock went back is said at the first."""
-        ring = self.rings.get(uav)
-        count, back_s = self.clock_back.get(uav, (0, ring.last_t - t if ring is not None else math.nan))
+        """One more sample of `uav` (a vehicle with stored samples) rejected as `clock_back`; how far its clock went
+        back is said at the first."""
+        count, back_s = self.clock_back.get(uav, (0, self.rings[uav].last_t - t))
         self.clock_back[uav] = (count + 1, back_s)
+
+    def _last_stored(self, uav: str) -> float:
+        """The newest stamp stored of `uav` (-inf: none)."""
+        ring = self.rings.get(uav)
+        return ring.last_t if ring is not None else -math.inf
 
     def _drop_held(self) -> None:
         held = self._held
         self._reject("stray_stamp", len(held))
         if held[0][1] <= self._held_at + self.stray_ahead_s and all(h[0] == held[0][0] for h in held):
-            ring = self.rings.get(held[0][0])  # one vehicle's: kept for its next pose to confirm
-            self._dropped[held[0][0]] = (held, held[-1][1] - self._held_newest,
-                                         ring.last_t if ring is not None else -math.inf)
+            uav = held[0][0]  # one vehicle's: kept for its next pose to confirm
+            self._dropped[uav] = (held, held[-1][1] - self._held_newest, self._last_stored(uav))
         self._held = []
 
     def _put(self, uav: str, t: float, x: float, y: float, z: float, vel) -> bool:

@@ -198,15 +198,14 @@ def evaluate_flight(paths: list[Path], out: Path, options: JobOptions,
     # large one's child is forked with the flight as read: no copy of it)
     figure_job = start_figure_job() if preload is None else None
     try:
-        try:
-            flight = read_flight(paths, options.read)
-        finally:
-            if preload is not None:
-                preload.join()
+        flight = read_flight(paths, options.read)
     except BaseException:
         if figure_job is not None:
             figure_job.cancel()
         raise
+    finally:
+        if preload is not None:
+            preload.join()
     tick("read", 1, 1)
     read_s = time.perf_counter() - t0
     ev = evaluate(flight.traj, flight.mission, debate_config(options), segment_mode=options.segment_mode,

@@ -122,19 +122,14 @@ def evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any = None,
             raise InputError(f"--segment-mode: expected phase or window, got {segment_mode!r}")
         if window_s <= 0:
             raise InputError(f"--window: must be > 0 s, got {window_s}")
-    except InputError:
+        trim_heap = heap_trimmer(traj)
+        trim_heap()  # the read's freed buffers: a child forked now would keep a copy of every resident page
         if figure_job is not None:
-            figure_job.cancel()
-        raise
-    trim_heap = heap_trimmer(traj)
-    trim_heap()  # the read's freed buffers: a child forked now would keep a copy of every resident page
-    if figure_job is not None:
-        figure_job.flight_ready(traj, mission)
-    elif figures:  # first: the child loads the plotting library on the other core while this one loads the stages
-        from uav_debate_eval.report.figure_job import start_figure_job
+            figure_job.flight_ready(traj, mission)
+        elif figures:  # first: the child loads the plotting library on the other core while this one loads stages
+            from uav_debate_eval.report.figure_job import start_figure_job
 
-        figure_job = start_figure_job(traj, mission)
-    try:
+            figure_job = start_figure_job(traj, mission)
         return _evaluate(traj, mission, debate_config, segment_mode, window_s, progress, backend, inputs, notes,
                          figure_job, trim_heap)
     except BaseException:

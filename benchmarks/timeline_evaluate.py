@@ -28,7 +28,7 @@ TRACED = (
     ("uav_debate_eval.dsl.events", "detect_events"), ("uav_debate_eval.dsl.builder", "build_dsl"),
     ("uav_debate_eval.runner.segment_work", "SegmentWork.contexts"),
     ("uav_debate_eval.runner.segment_work", "SegmentWork._send"),
-    ("uav_debate_eval.runner.segment_work", "_child"),
+    ("uav_debate_eval.runner.segment_work", "_child"), ("uav_debate_eval.runner.flight_helper", "_helper_child"),
     ("uav_debate_eval.runner.forked", "Forked.result"), ("uav_debate_eval.runner.pipeline", "_run_debate"),
     ("uav_debate_eval.report.figure_job", "_draw"), ("uav_debate_eval.report.figures", "render_figures"),
     ("uav_debate_eval.report.writer", "write_reports"),

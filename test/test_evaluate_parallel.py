@@ -14,7 +14,7 @@ import pytest
 from uav_debate_eval.debate.config import DebateConfig
 from uav_debate_eval.report import figure_job
 from uav_debate_eval.report.figures import FIGURES, render_figures
-from uav_debate_eval.runner import pipeline, segment_work
+from uav_debate_eval.runner import flight_helper, pipeline, segment_work
 from uav_debate_eval.runner.forked import ChildLost, Forked
 from uav_debate_eval.sim.scenarios import simulate
 
@@ -355,13 +355,13 @@ def test_the_flights_formation_errors_and_token_counts_come_from_a_helper(flight
     traj, mission = flight
     serial = _evaluate(traj, mission, **split)
     monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
-    real, seen = segment_work._helper_child, tmp_path / "helper.pid"
+    real, seen = flight_helper._helper_child, tmp_path / "helper.pid"
 
     def spy(*args):
         seen.write_text(str(os.getpid()))
         return real(*args)
 
-    monkeypatch.setattr(segment_work, "_helper_child", spy)
+    monkeypatch.setattr(flight_helper, "_helper_child", spy)
     here = []
     from uav_debate_eval.dsl import tokens
     from uav_debate_eval.metrics import swarm
@@ -382,12 +382,43 @@ def test_the_flights_formation_errors_and_token_counts_come_from_a_helper(flight
     assert _sections(beside) == _sections(serial)
 
 
+def test_the_helper_is_forked_before_the_checker_and_stopped_when_the_checker_fails(flight, monkeypatch):
+    """Issue 35: the helper needs no safety result, so it runs beside the checker (the second core was idle then but
+    for the checker's short second half) rather than beside the events, the segment child and the figures."""
+    from uav_debate_eval.safety import checker
+
+    traj, mission = flight
+    serial = _evaluate(traj, mission)
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    order, made = [], []
+
+    class Spy(flight_helper.FlightHelper):
+        def __init__(self, *args):
+            super().__init__(*args)
+            order.append("helper")
+            made.append(self)
+
+    real = checker.check_trajectory
+    monkeypatch.setattr(segment_work, "FlightHelper", Spy)
+    monkeypatch.setattr(checker, "check_trajectory", lambda *a, **k: order.append("checker") or real(*a, **k))
+    assert _sections(_evaluate(traj, mission)) == _sections(serial)
+    assert order[:2] == ["helper", "checker"] and order.count("helper") == 1
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("checker down")
+
+    monkeypatch.setattr(checker, "check_trajectory", broken)
+    with pytest.raises(pipeline.EvaluationError, match="checker down"):
+        _evaluate(traj, mission)
+    assert len(made) == 2 and not made[1]._forked._proc.is_alive()  # killed, not left running
+
+
 @pytest.mark.parametrize("split", [ONE_SEGMENT, {}], ids=["one segment", "segments"])
 def test_a_lost_helper_is_made_up_here(flight, monkeypatch, split):
     traj, mission = flight
     serial = _evaluate(traj, mission, **split)
     monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
-    monkeypatch.setattr(segment_work, "_helper_child", lambda *a: os._exit(9))
+    monkeypatch.setattr(flight_helper, "_helper_child", lambda *a: os._exit(9))
     assert _sections(_evaluate(traj, mission, **split)) == _sections(serial)
 
 

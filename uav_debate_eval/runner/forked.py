@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import mmap
 import multiprocessing
 import os
 import queue
@@ -20,6 +21,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
+
+import numpy as np
 
 
 class ChildLost(RuntimeError):
@@ -32,6 +35,14 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def shared_array(shape: tuple[int, ...], dtype: Any = float) -> np.ndarray:
+    """An array (8-byte items) in anonymous shared memory: a child forked after this sees what this process writes
+    into it, and this process what the child writes (no name to clean up: the mapping goes with the last process
+    holding it)."""
+    size = int(np.prod(shape)) * 8
+    return np.frombuffer(mmap.mmap(-1, max(size, 1)), dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
 
 def can_fork() -> bool:

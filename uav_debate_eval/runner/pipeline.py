@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.runner.segment_work import SegmentWork, heap_trimmer
+from uav_debate_eval.runner.segment_work import SegmentWork, heap_trimmer, start_helper
 
 if TYPE_CHECKING:  # the stages load on first use (the CLI starts fast; live nodes never load the debate)
     from uav_debate_eval.debate.engine import DebateResult
@@ -172,12 +172,13 @@ def _evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any, segme
             trim_heap()  # the stage's temporaries go back to the OS, not into the pages a forked child shares
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - t0
 
-    work = None
+    work = helper = None
     try:
         quality = stage("safety", lambda: assess(traj, mission))
         traj = quality.traj  # the checks, metrics, DSL and figures all see the trajectory without recording artefacts
         if figure_job is not None:
             figure_job.clean_ready(traj)
+        helper = stage("metrics", lambda: start_helper(traj, mission))  # beside the checker
         safety = stage("safety", lambda: check_trajectory(traj, mission, quality=quality))
         tick("safety", 1, 1)
         if figure_job is not None:
@@ -185,7 +186,7 @@ def _evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any, segme
         segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
                                                          safety=safety))
         work = stage("metrics", lambda: SegmentWork(traj, mission, segments, safety,  # a large flight: a child
-                                                    cfg.segment_dsl_budget))
+                                                    cfg.segment_dsl_budget, helper))
         # the events first: the windows' DSL (segment child) and two figures need them, not the metrics
         events = stage("dsl", lambda: detect_events(traj, mission, safety))
         stage("dsl", lambda: work.events_ready(events))  # with the flight's raw-token counts
@@ -208,6 +209,8 @@ def _evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any, segme
     except BaseException:
         if work is not None:
             work.cancel()
+        elif helper is not None:
+            helper.cancel()
         raise
     evaluation.figure_job = figure_job
     return evaluation

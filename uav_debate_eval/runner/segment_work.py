@@ -15,16 +15,15 @@ While the flight's events are not there yet, the child does the parts of its win
 finishes that window before it cuts the next (a show flight's window holds ~1 GB of kinematics and grids); the
 flight's raw-token counts follow the events (the child counts them itself should they come after its first DSL).
 The flight's smoothed kinematics are made before the fork: a window's are the flight's inside it (metrics.kinematics).
-A helper (a third process, forked after the segment child) computes the flight's formation errors and raw-token counts
-into shared memory while this process finds the events; a thread here tells the segment child once the errors are
-there. A large flight that is one segment (a light show moving as one) has no windows to share out, and the helper
-does the same beside the events. A show (HOLD_MIN_SAMPLES) keeps two processes: no helper.
+A helper (runner.flight_helper, forked before the checker by start_helper) computes the flight's formation errors and
+raw-token counts into shared memory; a thread here tells the segment child once the errors are there. A large flight
+that is one segment (a light show moving as one) has no windows to share them with, and its own stages take them from
+the helper. A show (HOLD_MIN_SAMPLES) keeps two processes: no helper beside the segment child.
 """
 
 from __future__ import annotations
 
 import contextlib
-import mmap
 import multiprocessing
 import threading
 from collections.abc import Callable
@@ -34,7 +33,8 @@ import numpy as np
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.runner.forked import ChildLost, Forked, can_fork, cores
+from uav_debate_eval.runner.flight_helper import FlightHelper
+from uav_debate_eval.runner.forked import ChildLost, Forked, can_fork, cores, shared_array
 
 #: From this many samples on, a flight's segments are evaluated on two cores (below, a child costs more than it saves).
 PARALLEL_MIN_SAMPLES = 50_000
@@ -103,7 +103,9 @@ def _segment(seg: Any, seg_metrics: Any, dsl: Any, safety: Any, window: SwarmTra
 class SegmentWork:
     """Start with the segments (a child for a large flight), hand over the flight's results, collect the contexts."""
 
-    def __init__(self, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int):
+    def __init__(self, traj: SwarmTrajectory, mission: Mission, segments: list, safety: Any, budget_tokens: int,
+                 helper: FlightHelper | None = None):
+        """`helper`: the flight's, forked early (start_helper); owned from here on."""
         self.args = (traj, mission, segments, safety, budget_tokens)
         #: one segment over the whole flight: its evidence reuses the flight's metrics and kinematics (keep them)
         self.whole_flight = len(segments) == 1 and covers_flight(traj, segments[0])
@@ -111,8 +113,9 @@ class SegmentWork:
         self.hold = traj.n_samples >= HOLD_MIN_SAMPLES
         self.child: Forked | None = None
         self.counter: Any = None
-        #: the flight's formation errors and raw-token counts made beside this process (a helper), if any
-        self.helper: Forked | None = None
+        #: the flight's formation errors and raw-token counts made beside this process, if any
+        self.helper = helper
+        forward = None  # the formation errors the segment child waits for, told from a thread once they are there
         if traj.n_samples >= PARALLEL_MIN_SAMPLES and len(segments) > 1 and cores() > 1 and can_fork():
             from uav_debate_eval.metrics.kinematics import smooth_tracks
             from uav_debate_eval.metrics.swarm import snapshots
@@ -122,62 +125,24 @@ class SegmentWork:
             self.counter = multiprocessing.get_context("fork").Value("i", 0)
             # the grid before the fork (the child inherits it) and the formation errors' memory, shared with it
             snap = snapshots(traj) if len(traj.tracks) > 1 else None
-            shared = None if snap is None else shared_array(snap.valid.shape)
+            shared = helper.errors if helper is not None else None if snap is None else shared_array(snap.valid.shape)
             self.child = Forked(_child, *self.args, self.counter, shared, self.hold)
             if snap is not None and shared is not None:
-                if self.hold:  # a show: no third process beside the two (memory)
-                    self._share_formation(snap, mission, shared)
-                else:  # a helper computes them (and the raw-token counts) while this process finds the events
-                    self._beside(traj, mission, snap, shared)
-                    threading.Thread(target=self._share_formation, args=(snap, mission, shared),
-                                     name="segment-formation", daemon=True).start()  # to the child once there
+                if helper is None and not self.hold:  # a helper computes them while this process finds the events
+                    self.helper = FlightHelper(traj, mission, shared)  # (a show: no third process beside the two)
+                forward = snap, mission, shared
         #: a large one-segment flight (a light show): its formation errors computed on the second core meanwhile
-        if (self.whole_flight and traj.n_samples >= PARALLEL_MIN_SAMPLES and len(traj.tracks) > 1 and cores() > 1
-                and can_fork()):
-            from uav_debate_eval.metrics.swarm import snapshots
-
-            snap = snapshots(traj)
-            self._beside(traj, mission, snap, shared_array(snap.valid.shape))
-
-    def _beside(self, traj: SwarmTrajectory, mission: Mission, snap: Any, errors: np.ndarray) -> None:
-        """The flight's formation errors (into `errors`) and raw-token counts in a forked helper, in memory it shares
-        with this process, while this process smooths, segments and finds the turns (events); formation_error and
-        raw_tokens wait for them (and compute them here should the helper fail). Forked after the segment child,
-        which must not inherit the waits (only this process reads the helper's answer)."""
-        from uav_debate_eval.dsl.tokens import defer_number_prefixes
-        from uav_debate_eval.metrics.swarm import defer_formation_error
-
-        lengths = [len(tr) + 1 for tr in traj.tracks.values()]  # a track's prefix starts at 0
-        counts = shared_array((sum(lengths),), np.int64)
-        helper = self.helper = Forked(_helper_child, snap, mission, errors, traj, counts)
-        answer: list[tuple | None] = []  # the helper's, taken once (this thread or the one forwarding the errors)
-        lock = threading.Lock()
-
-        def reference() -> tuple | None:
-            with lock:
-                if not answer:
-                    try:
-                        answer.append(helper.result())
-                    except Exception:  # noqa: BLE001 - computed here instead
-                        answer.append(None)
-                return answer[0]
-
-        def formation() -> tuple[np.ndarray, str | None] | None:
-            got = reference()
-            return None if got is None else (errors, got[0])
-
-        bounds = np.cumsum([0, *lengths]).tolist()
-        cut: list[np.ndarray] = []  # every track's prefix, cut once (each track's Deferred asks)
-
-        def prefixes() -> list[np.ndarray] | None:
-            if reference() is None:
-                return None
-            if not cut:
-                cut.extend(counts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
-            return cut
-
-        defer_formation_error(snap, mission, formation)
-        defer_number_prefixes(traj, prefixes)
+        if (self.helper is None and self.whole_flight and traj.n_samples >= PARALLEL_MIN_SAMPLES
+                and len(traj.tracks) > 1 and cores() > 1 and can_fork()):
+            self.helper = FlightHelper(traj, mission)
+        if self.helper is not None:  # after the segment child's fork: it must not inherit the waits
+            self.helper.defer(traj, mission)
+        if forward is not None:
+            if self.helper is None:  # a show: computed here, before the segments begin
+                self._share_formation(*forward)
+            else:
+                threading.Thread(target=self._share_formation, args=forward, name="segment-formation",
+                                 daemon=True).start()
 
     def _share_formation(self, snap: Any, mission: Mission, shared: np.ndarray) -> None:
         """The flight's per-step formation errors, which its windows share: in the memory the child shares (the
@@ -266,20 +231,13 @@ class SegmentWork:
             self.helper = None
 
 
-def _helper_child(inbox: Any, snap: Any, mission: Mission, errors: np.ndarray, traj: SwarmTrajectory,
-                  counts: np.ndarray) -> tuple[str | None]:
-    """Child side of SegmentWork._beside: the flight's formation errors into `errors`, every track's raw-token
-    prefix into `counts` (one after the other); returns (the formation reference,)."""
-    from uav_debate_eval.dsl.tokens import number_prefixes
-    from uav_debate_eval.metrics.swarm import formation_error
-
-    err, ref = formation_error(snap, mission)
-    errors[:] = err
-    a = 0
-    for prefix in number_prefixes(traj):
-        counts[a:a + len(prefix)] = prefix
-        a += len(prefix)
-    return (ref,)
+def start_helper(traj: SwarmTrajectory, mission: Mission) -> FlightHelper | None:
+    """The flight's helper, forked now (before the checker), when SegmentWork will want one: a large flight of two or
+    more vehicles on two cores, short of a show (HOLD_MIN_SAMPLES: no third process beside the two)."""
+    if (PARALLEL_MIN_SAMPLES <= traj.n_samples < HOLD_MIN_SAMPLES and len(traj.tracks) > 1 and cores() > 1
+            and can_fork()):
+        return FlightHelper(traj, mission)
+    return None
 
 
 def heap_trimmer(traj: SwarmTrajectory) -> Callable[[], None]:
@@ -289,14 +247,6 @@ def heap_trimmer(traj: SwarmTrajectory) -> Callable[[], None]:
     from uav_debate_eval.live.workers import trim_heap
 
     return trim_heap
-
-
-def shared_array(shape: tuple[int, ...], dtype: Any = float) -> np.ndarray:
-    """An array (8-byte items) in anonymous shared memory: a child forked after this sees what this process writes
-    into it, and this process what the child writes (no name to clean up: the mapping goes with the last process
-    holding it)."""
-    size = int(np.prod(shape)) * 8
-    return np.frombuffer(mmap.mmap(-1, max(size, 1)), dtype=dtype, count=int(np.prod(shape))).reshape(shape)
 
 
 def _claim(counter: Any, segments: list) -> int | None:

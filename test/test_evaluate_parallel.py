@@ -393,8 +393,8 @@ def test_the_helper_is_forked_before_the_checker_and_stopped_when_the_checker_fa
     order, made = [], []
 
     class Spy(flight_helper.FlightHelper):
-        def __init__(self, *args):
-            super().__init__(*args)
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
             order.append("helper")
             made.append(self)
 
@@ -411,6 +411,37 @@ def test_the_helper_is_forked_before_the_checker_and_stopped_when_the_checker_fa
     with pytest.raises(pipeline.EvaluationError, match="checker down"):
         _evaluate(traj, mission)
     assert len(made) == 2 and not made[1]._forked._proc.is_alive()  # killed, not left running
+
+
+@pytest.mark.parametrize("split", [ONE_SEGMENT, {}], ids=["one segment", "segments"])
+def test_the_flights_kinematics_are_smoothed_by_the_helper(flight, monkeypatch, split):
+    """Issue 35: the helper, forked before the checker, smooths the flight's kinematics first (this process adopts
+    them, views of shared memory, after the checker) rather than this process between the checker and the events."""
+    from uav_debate_eval.metrics import kinematics
+
+    traj, mission = flight
+    serial = _evaluate(traj, mission, **split)
+    points = {kinematics.grid_length(tr) for tr in serial.traj.tracks.values()}
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    here, own = [], kinematics._filtered
+
+    def filtered(vel, *args, **kwargs):
+        if vel.shape[-2] in points and os.getpid() == parent:  # a whole track's grid, in this process
+            here.append(vel.shape)
+        return own(vel, *args, **kwargs)
+
+    def evaluate():  # a whole flight's kinematics stay on its tracks (the flight is its one segment): let them go
+        kinematics.forget_kinematics([*traj.tracks.values(), *serial.traj.tracks.values()])
+        return _evaluate(traj, mission, **split)
+
+    parent = os.getpid()
+    monkeypatch.setattr(kinematics, "_filtered", filtered)
+    beside = evaluate()
+    assert here == []
+    assert _sections(beside) == _sections(serial)
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 10**9)  # no helper: smoothed here (the spy sees it)
+    evaluate()
+    assert here
 
 
 @pytest.mark.parametrize("split", [ONE_SEGMENT, {}], ids=["one segment", "segments"])

@@ -120,6 +120,16 @@ def smooth_kinematics(track: Track, window_s: float = SMOOTH_WINDOW_S, dt: float
     return cache[key]
 
 
+def grid_length(track: Track) -> int:
+    """How many points smooth_kinematics(track) has: its grid's, or its samples' when it is too short for one."""
+    return len(_grid_times(track, None)[0]) if len(track) >= 2 else len(track)
+
+
+def adopt_kinematics(track: Track, kin: Kinematics) -> None:
+    """Keep `kin` as smooth_kinematics(track) (computed by another process, from the same samples)."""
+    track.__dict__.setdefault("_smoothed", {}).setdefault((SMOOTH_WINDOW_S, None), kin)
+
+
 def forget_kinematics(tracks: list[Track]) -> None:
     """Let go of the smoothed kinematics kept on `tracks` (the flight's once its metrics, events and DSL exist: a
     show flight's take ~2 GB while its segments are evaluated); asked again, they are computed again, the same."""

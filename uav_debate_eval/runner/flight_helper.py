@@ -1,13 +1,17 @@
-"""The flight's formation errors and raw-token counts, computed by a forked helper on the second core.
+"""The flight's smoothed kinematics, formation errors and raw-token counts, computed by a forked helper on the second
+core.
 
-Neither needs the safety checker, so a large flight forks the helper as soon as its clean trajectory is known: it
-runs beside the checker, whose second core was idle but for the checker's own short second half, rather than beside
-the events, the segment child and the figures (four processes on two cores). The results go into memory shared with
-this process (anonymous mappings made before the fork); only the formation reference comes through the pipe.
+None of them needs the safety checker, so a large flight forks the helper as soon as its clean trajectory is known:
+it runs beside the checker, whose second core was idle but for the checker's own short second half, rather than
+beside the events, the segment child and the figures (four processes on two cores). The kinematics come first (this
+process needs them right after the checker, for the segment child's windows and the events); the results go into
+memory shared with this process (anonymous mappings made before the fork); only the formation reference comes
+through the pipe, and an event says the kinematics are written.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 from typing import Any
 
@@ -17,18 +21,36 @@ from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.runner.forked import Forked, shared_array
 
+#: Floats per grid point of a vehicle's smoothed kinematics in the shared memory: t, pos, vel, acc, jerk, speed,
+#: horizontal speed.
+KIN_FLOATS = 1 + 3 * 4 + 2
+#: How often the wait for the kinematics checks that the helper is still alive (s).
+POLL_S = 0.05
+
 
 class FlightHelper:
-    """The helper of one flight: `errors` (steps, vehicles) and the tracks' raw-token prefixes, once it is done."""
+    """The helper of one flight: `errors` (steps, vehicles) and the tracks' raw-token prefixes, once it is done; the
+    tracks' smoothed kinematics (adopt_kinematics) before those when asked."""
 
-    def __init__(self, traj: SwarmTrajectory, mission: Mission, errors: np.ndarray | None = None):
+    def __init__(self, traj: SwarmTrajectory, mission: Mission, errors: np.ndarray | None = None,
+                 kinematics: bool = False):
+        """`kinematics`: the helper smooths the flight's kinematics first, for adopt_kinematics (forked before the
+        checker, it has them done before this process gets to them)."""
+        from uav_debate_eval.core.trajectory import prime_sample_periods
+        from uav_debate_eval.metrics.kinematics import grid_length
         from uav_debate_eval.metrics.swarm import snapshots
 
         self.snap = snapshots(traj)  # the grid before the fork: the helper and later children inherit it
         self.errors = shared_array(self.snap.valid.shape) if errors is None else errors
         self._lengths = [len(tr) + 1 for tr in traj.tracks.values()]  # a track's prefix starts at 0
         self._counts = shared_array((sum(self._lengths),), np.int64)
-        self._forked = Forked(_helper_child, self.snap, mission, self.errors, traj, self._counts)
+        self._kinematics: tuple | None = None  # (points per track, their floats, steps, written) when asked
+        if kinematics:
+            prime_sample_periods(tuple(traj.tracks.values()))
+            points = [grid_length(tr) for tr in traj.tracks.values()]
+            self._kinematics = (points, shared_array((KIN_FLOATS * sum(points),)),
+                                shared_array((len(points),)), multiprocessing.get_context("fork").Event())
+        self._forked = Forked(_helper_child, self.snap, mission, self.errors, traj, self._counts, self._kinematics)
         self._answer: list[tuple | None] = []  # the helper's, taken once (by whichever thread asks first)
         self._lock = threading.Lock()
 
@@ -57,6 +79,24 @@ class FlightHelper:
         defer_formation_error(self.snap, mission, formation)
         defer_number_prefixes(traj, prefixes)
 
+    def adopt_kinematics(self, traj: SwarmTrajectory) -> None:
+        """The flight's smoothed kinematics from the helper kept on its tracks (views of the shared memory), once it
+        has written them; nothing when it was not asked for them or is gone (they are computed here then)."""
+        from uav_debate_eval.metrics.kinematics import Kinematics, adopt_kinematics
+
+        if self._kinematics is None:
+            return
+        points, floats, steps, written = self._kinematics
+        self._kinematics = None
+        while not written.wait(POLL_S):
+            if not self._forked.alive():
+                return
+        for tr, (t, pos, vel, acc, jerk, speed, hspeed), dt in zip(traj.tracks.values(), _views(points, floats),
+                                                                   steps.tolist(), strict=True):
+            kin = Kinematics(tr.uav_id, t, pos, vel, acc, jerk, dt)
+            kin.__dict__.update(speed=speed, hspeed=hspeed)
+            adopt_kinematics(tr, kin)
+
     def _reference(self) -> tuple | None:
         with self._lock:
             if not self._answer:
@@ -71,12 +111,35 @@ class FlightHelper:
         self._forked.cancel()
 
 
+def _views(points: list[int], floats: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """Each track's (t, pos, vel, acc, jerk, speed, hspeed) in the shared floats, one track after the other."""
+    out: list[tuple[np.ndarray, ...]] = []
+    a = 0
+    for n in points:
+        t, rest, speeds = np.split(floats[a:a + KIN_FLOATS * n], [n, 13 * n])
+        pos, vel, acc, jerk = (part.reshape(n, 3) for part in np.split(rest, 4))
+        out.append((t, pos, vel, acc, jerk, speeds[:n], speeds[n:]))
+        a += KIN_FLOATS * n
+    return out
+
+
 def _helper_child(inbox: Any, snap: Any, mission: Mission, errors: np.ndarray, traj: SwarmTrajectory,
-                  counts: np.ndarray) -> tuple[str | None]:
-    """Child side: the flight's formation errors into `errors`, every track's raw-token prefix into `counts` (one
-    after the other); returns (the formation reference,)."""
+                  counts: np.ndarray, kinematics: tuple | None = None) -> tuple[str | None]:
+    """Child side: the flight's smoothed kinematics first if asked (`kinematics`: FlightHelper's), then its
+    formation errors into `errors`, every track's raw-token prefix into `counts` (one after the other); returns
+    (the formation reference,)."""
     from uav_debate_eval.dsl.tokens import number_prefixes
+    from uav_debate_eval.metrics.kinematics import smooth_tracks
     from uav_debate_eval.metrics.swarm import formation_error
+
+    if kinematics is not None:
+        points, floats, steps, written = kinematics
+        kins = smooth_tracks(list(traj.tracks.values()))
+        for r, (k, views) in enumerate(zip(kins, _views(points, floats), strict=True)):
+            for view, values in zip(views, (k.t, k.pos, k.vel, k.acc, k.jerk, k.speed, k.hspeed), strict=True):
+                view[...] = values
+            steps[r] = k.dt
+        written.set()
 
     err, ref = formation_error(snap, mission)
     errors[:] = err

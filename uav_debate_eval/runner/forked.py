@@ -104,6 +104,10 @@ class Forked:
             raise value
         return value
 
+    def alive(self) -> bool:
+        """Whether the child is still running (it may have a result waiting)."""
+        return self._proc.is_alive()
+
     def cancel(self) -> None:
         if not self._done and self._proc.is_alive():
             self._proc.kill()

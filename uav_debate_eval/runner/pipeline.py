@@ -185,6 +185,8 @@ def _evaluate(traj: SwarmTrajectory, mission: Mission, debate_config: Any, segme
             figure_job.safety_ready(safety)
         segments = stage("dsl", lambda: mission_segments(traj, mission, mode=segment_mode, window_s=window_s,
                                                          safety=safety))
+        if helper is not None:  # the flight's kinematics, smoothed by the helper while the checker ran here
+            stage("metrics", lambda: helper.adopt_kinematics(traj))
         work = stage("metrics", lambda: SegmentWork(traj, mission, segments, safety,  # a large flight: a child
                                                     cfg.segment_dsl_budget, helper))
         # the events first: the windows' DSL (segment child) and two figures need them, not the metrics

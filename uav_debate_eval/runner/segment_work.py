@@ -236,7 +236,7 @@ def start_helper(traj: SwarmTrajectory, mission: Mission) -> FlightHelper | None
     more vehicles on two cores, short of a show (HOLD_MIN_SAMPLES: no third process beside the two)."""
     if (PARALLEL_MIN_SAMPLES <= traj.n_samples < HOLD_MIN_SAMPLES and len(traj.tracks) > 1 and cores() > 1
             and can_fork()):
-        return FlightHelper(traj, mission)
+        return FlightHelper(traj, mission, kinematics=True)
     return None
 
 

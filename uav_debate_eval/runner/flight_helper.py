@@ -123,23 +123,33 @@ def _views(points: list[int], floats: np.ndarray) -> list[tuple[np.ndarray, ...]
     return out
 
 
+def _write_kinematics(traj: SwarmTrajectory, points: list[int], floats: np.ndarray, steps: np.ndarray,
+                      written: Any) -> None:
+    """The flight's smoothed kinematics into the shared floats, then `written` set; the helper's own copies let go
+    (a show's are GBs, and the helper goes on with the formation errors)."""
+    from uav_debate_eval.live.workers import trim_heap
+    from uav_debate_eval.metrics.kinematics import forget_kinematics, smooth_tracks
+
+    tracks = list(traj.tracks.values())
+    for r, (k, views) in enumerate(zip(smooth_tracks(tracks), _views(points, floats), strict=True)):
+        for view, values in zip(views, (k.t, k.pos, k.vel, k.acc, k.jerk, k.speed, k.hspeed), strict=True):
+            view[...] = values
+        steps[r] = k.dt
+    written.set()
+    forget_kinematics(tracks)
+    trim_heap()  # the freed arrays back to the OS
+
+
 def _helper_child(inbox: Any, snap: Any, mission: Mission, errors: np.ndarray, traj: SwarmTrajectory,
                   counts: np.ndarray, kinematics: tuple | None = None) -> tuple[str | None]:
     """Child side: the flight's smoothed kinematics first if asked (`kinematics`: FlightHelper's), then its
     formation errors into `errors`, every track's raw-token prefix into `counts` (one after the other); returns
     (the formation reference,)."""
     from uav_debate_eval.dsl.tokens import number_prefixes
-    from uav_debate_eval.metrics.kinematics import smooth_tracks
     from uav_debate_eval.metrics.swarm import formation_error
 
     if kinematics is not None:
-        points, floats, steps, written = kinematics
-        kins = smooth_tracks(list(traj.tracks.values()))
-        for r, (k, views) in enumerate(zip(kins, _views(points, floats), strict=True)):
-            for view, values in zip(views, (k.t, k.pos, k.vel, k.acc, k.jerk, k.speed, k.hspeed), strict=True):
-                view[...] = values
-            steps[r] = k.dt
-        written.set()
+        _write_kinematics(traj, *kinematics)
 
     err, ref = formation_error(snap, mission)
     errors[:] = err

@@ -116,7 +116,7 @@ def _views(points: list[int], floats: np.ndarray) -> list[tuple[np.ndarray, ...]
     out: list[tuple[np.ndarray, ...]] = []
     a = 0
     for n in points:
-        t, rest, speeds = np.split(floats[a:a + KIN_FLOATS * n], [n, 13 * n])
+        t, rest, speeds = np.split(floats[a:a + KIN_FLOATS * n], [n, (KIN_FLOATS - 2) * n])  # 2: the speeds
         pos, vel, acc, jerk = (part.reshape(n, 3) for part in np.split(rest, 4))
         out.append((t, pos, vel, acc, jerk, speeds[:n], speeds[n:]))
         a += KIN_FLOATS * n

@@ -1,5 +1,7 @@
 """Mission segments (one debate each): fixed windows, flight phases, cuts at veto edges."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -77,3 +79,19 @@ def test_the_last_segment_holds_the_flights_last_sample_off_the_grid():
         assert segs[0].t_start == 0.0 and segs[-1].t_end == 100.001
         last = late.window(segs[-1].t_start, segs[-1].t_end)
         assert last.tracks["uav1"].t[-1] == pytest.approx(100.000456)
+
+
+def test_a_sliver_between_two_vetoes_joins_a_segment_with_samples():
+    """A real ArduCopter crash log (10 Hz, stamps off the millisecond): a loss of attitude control vetoed until
+    32.801053 s, a fall from the sample at 32.900252 s. The 0.1-s piece between the vetoes holds that sample only
+    before its bounds are rounded to the millisecond (32.801..32.9): it was kept, and the flight's evaluation failed
+    with 'no samples in t_range 32.801..32.9 s'. Every segment now holds samples and the vetoes stay segments."""
+    t = np.concatenate([[0.0], np.arange(0.1, 34.85, DT) + 0.000252])  # the log's first stamp is its zero
+    traj = SwarmTrajectory.from_columns(t, np.repeat(["uav1"], len(t)), np.column_stack([0 * t, 0 * t, 10 + 0 * t]))
+    safety = SimpleNamespace(veto_intervals=[(31.300819, 32.801053), (t[329], t[-1])])  # the fall from a sample
+    segs = mission_segments(traj, Mission(), mode="phase", safety=safety)
+    for s in segs:
+        assert len(traj.window(s.t_start, s.t_end).tracks["uav1"].t), s
+    assert [s.label for s in segs][-2:] == ["veto", "veto"]
+    assert (segs[-2].t_start, segs[-2].t_end, segs[-1].t_start, segs[-1].t_end) == (31.301, 32.9, 32.9, 34.801)
+    assert all(a.t_end == b.t_start for a, b in zip(segs, segs[1:], strict=False))

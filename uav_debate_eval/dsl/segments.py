@@ -43,13 +43,17 @@ class MissionSegment:
         return {"id": self.id, "t_start": self.t_start, "t_end": self.t_end, "label": self.label}
 
 
-def _number(pieces: list[tuple[float, float, str]]) -> list[MissionSegment]:
-    """Ids, and bounds to the millisecond; the last segment's end rounded up, so that it still holds the flight's
-    last sample (a log stamps in microseconds: a segment of a single late sample was left empty)."""
-    out = [MissionSegment(f"MSEG[{k}]", round(a, 3), round(b, 3), lab) for k, (a, b, lab) in enumerate(pieces, 1)]
-    if out and pieces[-1][1] - out[-1].t_end > 1e-9:
-        out[-1].t_end = round(out[-1].t_end + 0.001, 3)
+def _to_ms(pieces: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
+    """Bounds to the millisecond, as the segments carry them; the last end rounded up, so that it still holds the
+    flight's last sample (a log stamps in microseconds: a segment of a single late sample was left empty)."""
+    out = [(round(a, 3), round(b, 3), lab) for a, b, lab in pieces]
+    if out and pieces[-1][1] - out[-1][1] > 1e-9:
+        out[-1] = (out[-1][0], round(out[-1][1] + 0.001, 3), out[-1][2])
     return out
+
+
+def _number(pieces: list[tuple[float, float, str]]) -> list[MissionSegment]:
+    return [MissionSegment(f"MSEG[{k}]", a, b, lab) for k, (a, b, lab) in enumerate(pieces, 1)]
 
 
 def _windows(t0: float, t1: float, window_s: float) -> list[tuple[float, float, str]]:
@@ -115,7 +119,7 @@ def mission_segments(traj: SwarmTrajectory, mission: Mission, mode: str = "phase
         raise InputError("trajectory has no vehicles")
     t0, t1 = traj.t_start, traj.t_end
     if mode == "window":
-        return _number(_with_samples(traj, _windows(t0, t1, window_s)))
+        return _number(_with_samples(traj, _to_ms(_windows(t0, t1, window_s))))
     if mode != "phase":
         raise InputError(f"unknown segment mode '{mode}' (expected phase or window)")
     if safety is None:
@@ -127,12 +131,14 @@ def mission_segments(traj: SwarmTrajectory, mission: Mission, mode: str = "phase
     pieces[-1] = (pieces[-1][0], max(pieces[-1][1], t1), pieces[-1][2])
     if safety is not None and safety.veto_intervals:
         pieces = _cut_at_vetoes(pieces, list(safety.veto_intervals))
-    return _number(_with_samples(traj, _split_long(pieces, MAX_PHASE_S)))
+    return _number(_with_samples(traj, _to_ms(_split_long(pieces, MAX_PHASE_S))))
 
 
 def _with_samples(traj: SwarmTrajectory, pieces: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
     """A piece inside a logging gap (no vehicle has a sample in it, as a telemetry log's long gaps leave) is
-    joined to the piece before it (the first one to the next), so every segment has samples to describe."""
+    joined to the piece before it (the first one to the next), so every segment has samples to describe: checked on
+    the bounds the segments carry (to the millisecond: a sliver between two vetoes 0.1 s apart can hold its one
+    sample only before rounding)."""
     t = np.unique(np.concatenate([tr.t for tr in traj.tracks.values()]))
     out: list[tuple[float, float, str]] = []
     pending = None

@@ -79,3 +79,33 @@ def test_the_annotated_mcap_replays_to_the_same_report(tmp_path: Path):
         assert abs(va["t_start"] - vb["t_start"]) < 1e-6 and abs(va["t_end"] - vb["t_end"]) < 1e-6
     assert [(f["kind"], f["uavs"], f["sentence"]) for f in b["findings"]] == \
         [(f["kind"], f["uavs"], f["sentence"]) for f in a["findings"]]
+
+
+def test_an_mcap_without_poses_is_named_for_what_it_holds(tmp_path: Path):
+    """Another tool's MCAP (no ROS 2 profile, nothing this tool reads) is not called an old flight MCAP of this tool
+    (a real empty MCAP of RISE-Maritime/keelson was); an old flight MCAP (Foxglove channels, no raw poses) is."""
+    import pytest
+    from mcap.writer import Writer
+
+    from uav_debate_eval.core import InputError
+    from uav_debate_eval.io.loader import load_inputs
+
+    def write(path: Path, topics: list[str]) -> Path:
+        with path.open("wb") as fh:
+            w = Writer(fh)
+            w.start(profile="", library="another tool")
+            schema = w.register_schema("Note", "jsonschema", b"{}")
+            for k, topic in enumerate(topics):
+                channel = w.register_channel(topic, "json", schema)
+                w.add_message(channel, log_time=k, publish_time=k, data=b"{}")
+            w.finish()
+        return path
+
+    with pytest.raises(InputError) as empty:
+        load_inputs([write(tmp_path / "empty.mcap", [])])
+    assert "no messages" in str(empty.value) and "written before" not in str(empty.value)
+    with pytest.raises(InputError) as foreign:
+        load_inputs([write(tmp_path / "ship.mcap", ["/ship/heading"])])
+    assert "/ship/heading (Note)" in str(foreign.value) and "ros2 bag record -s mcap" in str(foreign.value)
+    with pytest.raises(InputError, match="written before the flight MCAP carried its poses"):
+        load_inputs([write(tmp_path / "old.mcap", [TOPICS["scene"], TOPICS["report"]])])

@@ -25,6 +25,8 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 POSE = "geometry_msgs/msg/PoseStamped"
 ODOM = "nav_msgs/msg/Odometry"
 TOPICS = {POSE: "/{uav}/pose", ODOM: "/{uav}/odom"}
+#: The flight MCAP's Foxglove channels (viz.scene.TOPICS) all start so.
+FOXGLOVE_PREFIX = "/swarm/"
 FRAME_ID, CHILD_FRAME_ID = b"map\0", b"base_link\0"
 _CDR_LE = b"\x00\x01\x00\x00"
 _HEADER = [("enc", "S4"), ("sec", "<i4"), ("nanosec", "<u4"), ("frame_len", "<u4"), ("frame", "S4")]
@@ -93,22 +95,35 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
 
     path = Path(path)
     raw: dict[tuple[str, str], list[bytes]] = {}
+    topics: dict[str, str] = {}
     try:
         with path.open("rb") as fh:
             for schema, channel, message in make_reader(fh).iter_messages():
+                topics.setdefault(channel.topic, schema.name if schema is not None else channel.message_encoding)
                 if schema is not None and schema.name in LAYOUTS and channel.message_encoding == "cdr":
                     raw.setdefault((channel.topic, schema.name), []).append(message.data)
     except Exception as exc:  # a truncated or corrupt file
         raise InputError(f"{path}: cannot read MCAP ({type(exc).__name__}: {exc})") from None
     if not raw:
-        raise InputError(f"{path}: no raw pose channel (/<uav>/pose or /<uav>/odom) in this MCAP; it was written "
-                         "before the flight MCAP carried its poses, evaluate the original recording instead")
+        raise InputError(_no_poses(path, topics))
     parts = [_decode(msgtype, data) for (_, msgtype), data in raw.items()]
     uav = np.concatenate([np.full(len(p[0]), vehicle_from_topic(topic)) for (topic, _), p in zip(raw, parts,
                                                                                                    strict=True)])
     ns, pos, vel = (np.concatenate([p[k] for p in parts]) for k in range(3))
     traj = poses_trajectory(ns, uav, pos, vel, path.name.split(".")[0] or path.name)
     return apply_names(traj, names, str(path))
+
+
+def _no_poses(path: Path, topics: dict[str, str]) -> str:
+    """Why an MCAP that is not a rosbag2 holds nothing to evaluate: an old flight MCAP of this tool (its Foxglove
+    channels without the raw poses), or another tool's file (named by what it carries)."""
+    if any(topic.startswith(FOXGLOVE_PREFIX) for topic in topics):
+        return (f"{path}: no raw pose channel (/<uav>/pose or /<uav>/odom) in this flight MCAP; it was written "
+                "before the flight MCAP carried its poses, evaluate the original recording instead")
+    listed = ", ".join(f"{topic} ({kind})" for topic, kind in list(topics.items())[:6]) or "no messages"
+    more = f" and {len(topics) - 6} more" if len(topics) > 6 else ""
+    return (f"{path}: not a rosbag2 MCAP (its profile is not 'ros2') and no PoseStamped or Odometry channel "
+            f"({listed}{more}); record ROS 2 topics with `ros2 bag record -s mcap`")
 
 
 def _decode(msgtype: str, data: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -54,8 +54,10 @@ class Track:
 
     `vel_derived` is False when the source measured velocity (Odometry twist, MAVROS velocity_local, PX4
     vx/vy/vz, CSV vx/vy/vz). `est_valid` is the estimator's own per-sample validity (PX4 xy_valid & z_valid,
-    Odometry covariance) where the source has one. `source` names where the track came from (topic or file);
-    `recording_end` is the flight time at which that source stopped recording (None: the flight's end), so the
+    Odometry covariance) where the source has one; `est_z_valid` its validity of the altitude and vertical velocity
+    alone, where the source says so apart (PX4 z_valid & v_z_valid, ArduPilot's vertical flags): a sample whose
+    horizontal position alone is invalid keeps its vertical checks. `source` names where the track came from (topic
+    or file); `recording_end` is the flight time at which that source stopped recording (None: the flight's end), so the
     end of one vehicle's file is not silence; `receive_time` says the stamps are receive times (no header).
     """
 
@@ -74,9 +76,17 @@ class Track:
     receive_time: bool = False
     #: "" for the shared world frame the format declares; "local" for a source's own unplaced local frame
     frame: str = ""
+    est_z_valid: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.t)
+
+    def drop_redundant_validity(self) -> None:
+        """No validity arrays that say nothing: est_valid all true, est_z_valid where it adds no valid altitude."""
+        if self.est_valid is not None and self.est_valid.all():
+            self.est_valid = None
+        if self.est_valid is None or (self.est_z_valid is not None and not (self.est_z_valid & ~self.est_valid).any()):
+            self.est_z_valid = None
 
     @cached_property
     def acc(self) -> np.ndarray:
@@ -124,7 +134,7 @@ class Track:
         return Track(
             self.uav_id, t, self.pos[rows], self.vel[rows] if vel is None else vel, self.vel_derived,
             cut(self.quat), cut(self.link_ok), cut(self.gps_ok), cut(self.battery_pct), cut(self.est_valid),
-            self.source, self.recording_end, self.receive_time, self.frame,
+            self.source, self.recording_end, self.receive_time, self.frame, cut(self.est_z_valid),
         )
 
     def position_at(self, t: np.ndarray) -> np.ndarray:
@@ -152,7 +162,7 @@ class Snapshots:
         return a if np.array_equal(whole.t[rows], self.t) and np.array_equal(whole.pos[rows], self.pos) else None
 
 
-_OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct", "est_valid")
+_OPTIONAL_1D = ("link_ok", "gps_ok", "battery_pct", "est_valid", "est_z_valid")
 
 
 def _vehicle_groups(uav_id: np.ndarray | list[str] | VehicleCodes, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -308,6 +318,7 @@ class SwarmTrajectory:
         gps_ok: np.ndarray | None = None,
         battery_pct: np.ndarray | None = None,
         est_valid: np.ndarray | None = None,
+        est_z_valid: np.ndarray | None = None,
         name: str = "",
         gap_s: float | None = None,
         origin: float | None = None,
@@ -337,6 +348,7 @@ class SwarmTrajectory:
             "gps_ok": None if gps_ok is None else np.asarray(gps_ok, dtype=float),
             "battery_pct": None if battery_pct is None else np.asarray(battery_pct, dtype=float),
             "est_valid": None if est_valid is None else np.asarray(est_valid, dtype=bool),
+            "est_z_valid": None if est_z_valid is None else np.asarray(est_z_valid, dtype=bool),
         }
         ok = np.isfinite(t) & positions_ok(pos)
         all_ok = bool(ok.all())
@@ -479,4 +491,5 @@ def _make_track(u: str, t: np.ndarray, pos: np.ndarray, extras: dict) -> Track:
         vel_derived = bool(bad.all())
     opt = {k: extras[k] for k in _OPTIONAL_1D}
     quat = extras["quat"]
-    return Track(u, t, pos, vel, vel_derived, quat, opt["link_ok"], opt["gps_ok"], opt["battery_pct"], opt["est_valid"])
+    return Track(u, t, pos, vel, vel_derived, quat, opt["link_ok"], opt["gps_ok"], opt["battery_pct"], opt["est_valid"],
+                 est_z_valid=opt["est_z_valid"])

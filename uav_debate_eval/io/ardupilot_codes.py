@@ -40,7 +40,7 @@ RECOVERY_MODES = ("RTL", "SMART_RTL", "LAND", "BRAKE", "QRTL", "QLAND", "AUTO_RT
 
 #: EKF nav filter status bits (XKF4/NKF4 `SS`; nav_filter_status) and EKF_STATUS_REPORT flags (EKF_STATUS_FLAGS):
 #: the same meaning in both up to bit 9.
-HORIZ_POS_REL, HORIZ_POS_ABS, VERT_POS, CONST_POS_MODE = 1 << 3, 1 << 4, 1 << 5, 1 << 7
+VERT_VEL, HORIZ_POS_REL, HORIZ_POS_ABS, VERT_POS, CONST_POS_MODE = 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 7
 NAV_GPS_GLITCHING = 1 << 14
 MAV_EKF_UNINITIALIZED, MAV_EKF_GPS_GLITCH = 1 << 10, 1 << 15
 #: ArduPilot's EKF failsafe: two of the velocity, position and compass innovation test ratios above FS_EKF_THRESH.
@@ -50,6 +50,12 @@ FS_EKF_THRESH_DEFAULT = 0.8
 def position_ok(flags: int) -> bool:
     """The estimator claims a usable position: horizontal (absolute or relative) and vertical, not a constant hold."""
     return bool(flags & (HORIZ_POS_REL | HORIZ_POS_ABS)) and bool(flags & VERT_POS) and not flags & CONST_POS_MODE
+
+
+def vertical_ok(flags: int) -> bool:
+    """The estimator claims a usable altitude and vertical velocity (barometer and accelerometers suffice: a
+    position without GPS, or held constant, keeps them)."""
+    return bool(flags & VERT_POS) and bool(flags & VERT_VEL)
 
 
 def err_name(subsystem: int, code: int) -> str:

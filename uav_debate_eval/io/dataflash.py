@@ -240,6 +240,8 @@ def _validity(log: VehicleLog, status: dict | None, lane_t, lane, params: dict, 
                              + [mag[rows] if mag is not None else np.zeros(len(st_t))])
     bad = invalid_reasons(flags_ok, ratios, threshold)
     log.track.valid = ~hold_last(st_t, bad, log.track.t_us)
+    vertical = np.array([codes.vertical_ok(int(f)) for f in status["SS"][rows]], dtype=bool)
+    log.track.valid_z = ~hold_last(st_t, invalid_reasons(vertical, ratios, threshold), log.track.t_us)
     log.track.valid_how = (f"{pos_type[:3]}4 status flags without a position, or two innovation test ratios at "
                            f"or above FS_EKF_THRESH {threshold:g}")
 

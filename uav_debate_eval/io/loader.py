@@ -103,7 +103,7 @@ def merge_flights(trajs: list[SwarmTrajectory], paths: list[Path]) -> SwarmTraje
     for flight in trajs:
         for u in flight.uav_ids:
             counts[u] = counts.get(u, 0) + 1
-    cols: dict[str, list] = {k: [] for k in ("t", "id", "pos", "vel", "quat", "valid")}
+    cols: dict[str, list] = {k: [] for k in ("t", "id", "pos", "vel", "quat", "valid", "z_valid")}
     meta: dict[str, tuple[str, bool, str, float]] = {}
     notes: list[str] = []
     renames: list[dict[str, str]] = []
@@ -121,18 +121,18 @@ def merge_flights(trajs: list[SwarmTrajectory], paths: list[Path]) -> SwarmTraje
             cols["vel"].append(np.full((n, 3), np.nan) if tr.vel_derived else tr.vel)
             cols["quat"].append(tr.quat if tr.quat is not None else np.full((n, 4), np.nan))
             cols["valid"].append(np.ones(n, dtype=bool) if tr.est_valid is None else tr.est_valid)
+            cols["z_valid"].append(cols["valid"][-1] if tr.est_z_valid is None else tr.est_z_valid)
             end = flight.t0 + (tr.recording_end if tr.recording_end is not None else flight.t_end)
             meta[name] = (tr.source or str(path), tr.receive_time, tr.frame, end)
         notes.extend(f"{path.name}: {n}" for n in flight.ingest.notes)
     merged = SwarmTrajectory.from_columns(
         np.concatenate(cols["t"]), np.concatenate(cols["id"]).astype(str), np.concatenate(cols["pos"]),
         vel=np.concatenate(cols["vel"]), quat=np.concatenate(cols["quat"]), est_valid=np.concatenate(cols["valid"]),
-        name="+".join(t.name for t in trajs))
+        est_z_valid=np.concatenate(cols["z_valid"]), name="+".join(t.name for t in trajs))
     for u, track in merged.tracks.items():
         track.source, track.receive_time, track.frame, end = meta[u]
         track.recording_end = end - merged.t0
-        if track.est_valid is not None and track.est_valid.all():
-            track.est_valid = None
+        track.drop_redundant_validity()
     merged.ingest.rows_in = 0
     for flight, names in zip(trajs, renames, strict=True):
         _carry_ingest(merged.ingest, flight.ingest, names, flight.t0 - merged.t0)

@@ -296,6 +296,8 @@ def _validity(log: VehicleLog, reports: list, boot) -> None:
     ratios = np.array([[m.velocity_variance, m.pos_horiz_variance, m.compass_variance] for m in reports])
     bad = invalid_reasons(flags_ok, ratios, codes.FS_EKF_THRESH_DEFAULT)
     log.track.valid = ~hold_last(t, bad, log.track.t_us)
+    vertical = np.array([codes.vertical_ok(m.flags) and not m.flags & codes.MAV_EKF_UNINITIALIZED for m in reports])
+    log.track.valid_z = ~hold_last(t, invalid_reasons(vertical, ratios, codes.FS_EKF_THRESH_DEFAULT), log.track.t_us)
     log.track.valid_how = ("EKF_STATUS_REPORT flags without a position, or two test ratios at or above "
                            f"{codes.FS_EKF_THRESH_DEFAULT:g}")
     glitch = np.array([bool(m.flags & codes.MAV_EKF_GPS_GLITCH) for m in reports])

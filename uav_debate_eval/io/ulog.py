@@ -40,6 +40,9 @@ class LogTrack:
     ref_how: str = ""
     valid: np.ndarray | None = None  # the estimator's own validity (PX4 xy_valid & z_valid): the track's est_valid
     valid_how: str = "xy_valid/z_valid = 0"  # what flags a sample invalid, for the note
+    #: the altitude's and vertical velocity's own validity (PX4 z_valid & v_z_valid) where it may differ from
+    #: `valid` (a position without GPS keeps its barometric altitude): the track's est_z_valid
+    valid_z: np.ndarray | None = None
     #: what utc_offset_us puts t_us on, for the note (ROS 2 bags: the recorder's receive clock)
     clock: str = "clocks aligned with GPS UTC time (t = UTC seconds)"
     #: the autopilot's parameters that set limits (core.vehicle_limits.LIMIT_PARAMS), where the log holds them
@@ -103,12 +106,9 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     t_us = lp["timestamp"].astype(np.float64)
     pos = np.column_stack([lp["x"], lp["y"], lp["z"]]).astype(float)
     vel = np.column_stack([lp["vx"], lp["vy"], lp["vz"]]).astype(float)
-    valid = np.ones(len(t_us), dtype=bool)
-    for flag in ("xy_valid", "z_valid"):
-        if flag in lp:
-            valid &= lp[flag] != 0
+    valid, valid_z = px4_validity(lp)
     ref, how = _reference(lp, data, t_us, pos)
-    track = LogTrack(name, t_us, pos, vel, ref, _utc_offset(data), str(path), how, valid)
+    track = LogTrack(name, t_us, pos, vel, ref, _utc_offset(data), str(path), how, valid, valid_z=valid_z)
     track.params = limit_params(ulog.initial_parameters)
     track.attitude = px4_attitude(data)
     track.crash = px4_crash(data, track.attitude)
@@ -116,6 +116,15 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     track.sitl = str(ulog.msg_info_dict.get("ver_hw", "")).upper().endswith("SITL")
     track.damage = _damage(printed.getvalue())
     return track
+
+
+def px4_validity(fields: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(position valid, altitude valid) per vehicle_local_position sample, from its columns of flags: xy_valid &
+    z_valid, and z_valid & v_z_valid (a flag a firmware does not log counts as set)."""
+    n = len(fields["timestamp"])
+    flag = {k: np.asarray(fields[k]) != 0 if k in fields else np.ones(n, dtype=bool)
+            for k in ("xy_valid", "z_valid", "v_z_valid")}
+    return flag["xy_valid"] & flag["z_valid"], flag["z_valid"] & flag["v_z_valid"]
 
 
 def _damage(printed: str) -> str:
@@ -216,7 +225,7 @@ def combine(logs: list[LogTrack], anchor: tuple[float, float, float] | None = No
     anchor = anchor or anchor_of(logs)
     offsets, clock_note = clock_offsets(logs)
     notes = [clock_note]
-    t_all, ids, pos_all, vel_all, ok_all = [], [], [], [], []
+    t_all, ids, pos_all, vel_all, ok_all, z_ok_all = [], [], [], [], [], []
     local: set[str] = set()
     for lg, off in zip(logs, offsets, strict=True):
         origin = np.zeros(3)
@@ -237,24 +246,28 @@ def combine(logs: list[LogTrack], anchor: tuple[float, float, float] | None = No
         vel_all.append(ned_to_enu(lg.vel_ned))
         valid = np.ones(len(lg.t_us), dtype=bool) if lg.valid is None else lg.valid
         ok_all.append(valid.astype(float))
+        z_ok_all.append(valid if lg.valid_z is None else valid | lg.valid_z)
         if lg.damage:
             notes.append(f"{lg.name}: {lg.damage}")
         if not valid.all():
+            altitude = int((z_ok_all[-1] & ~valid).sum())
+            kept = (f"; {altitude} of them with a valid altitude and vertical velocity: the vertical checks hold "
+                    "there") if altitude else ""
             notes.append(f"{lg.name}: {int((~valid).sum())} of {len(valid)} samples flagged not valid by the "
-                         f"estimator ({lg.valid_how})")
+                         f"estimator ({lg.valid_how}){kept}")
     ends = {lg.name: float((lg.t_us[-1] + off) / 1e6 if lg.t_s is None else lg.t_s[-1])
             for lg, off in zip(logs, offsets, strict=True)}
     traj = SwarmTrajectory.from_columns(np.concatenate(t_all), np.concatenate(ids).astype(str),
                                         np.concatenate(pos_all), vel=np.concatenate(vel_all),
                                         est_valid=np.concatenate(ok_all).astype(bool),
+                                        est_z_valid=np.concatenate(z_ok_all),
                                         name=logs[0].name if len(logs) == 1 else "px4_swarm")
     traj.ingest.notes.extend(notes)
     sources = {lg.name: lg.source for lg in logs}
     for u, tr in traj.tracks.items():
         tr.source, tr.recording_end = sources.get(u, ""), ends[u] - traj.t0 if u in ends else None
         tr.frame = "local" if u in local else ""
-        if tr.est_valid is not None and tr.est_valid.all():
-            tr.est_valid = None
+        tr.drop_redundant_validity()
     for lg, off in zip(logs, offsets, strict=True):
         if lg.name in traj.tracks:
             _px4_extras(traj, lg, off)

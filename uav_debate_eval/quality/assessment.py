@@ -23,6 +23,8 @@ from uav_debate_eval.quality.updates import Updates, distinct_updates, source_ve
 
 #: Constraints that rest on a position estimate (not evaluable where the estimator says it is invalid).
 POSITION_CHECKS = ("min_separation", "max_speed", "max_vertical_speed", "geofence")
+#: Of those, the checks an altitude and vertical velocity decide alone.
+VERTICAL_CHECKS = ("max_vertical_speed",)
 #: A checked constraint not evaluable over at least this share of the vehicle-time is "a material part".
 MATERIAL_FRACTION = 0.25
 
@@ -145,19 +147,31 @@ def _clean_track(tr: Track, upd: Updates, excursed: list[Excursion], a_max: floa
 
 
 def _invalid_spans(traj: SwarmTrajectory, mission: Mission, not_evaluable: list[NotEvaluable]) -> list[Finding]:
-    """Spans the estimator flags invalid (PX4 xy/z_valid, CSV gps_ok, Odometry covariance)."""
+    """Spans the estimator flags invalid (PX4 xy/z_valid, CSV gps_ok, Odometry covariance): where it still holds its
+    altitude and vertical velocity valid (Track.est_z_valid: no GPS, a barometer), only the checks that need the
+    horizontal position are lost there."""
     checked = [c for c in POSITION_CHECKS if c in mission.constraints.checked]
+    horizontal = [c for c in checked if c not in VERTICAL_CHECKS]
     found = []
     for u, tr in traj.tracks.items():
         if tr.est_valid is None or tr.est_valid.all():
             continue
-        for a, b in true_spans(tr.t, ~tr.est_valid):
+        altitude = tr.est_z_valid if tr.est_z_valid is not None else tr.est_valid
+        for a, b in true_spans(tr.t, ~tr.est_valid & ~altitude):
             found.append(Finding(
                 "estimator_invalid", [u], a, b,
                 f"{u}: the estimator flags its position invalid from {a:.1f} to {b:.1f} s; position-based checks "
                 "there are not evaluable", checked))
             reason = f"estimator reports {u}'s position invalid"
             not_evaluable.extend(NotEvaluable(c, [u], reason, a, b) for c in checked)
+        for a, b in true_spans(tr.t, ~tr.est_valid & altitude):
+            found.append(Finding(
+                "estimator_invalid", [u], a, b,
+                f"{u}: the estimator flags its horizontal position invalid from {a:.1f} to {b:.1f} s and its altitude "
+                "valid; checks of the horizontal position there are not evaluable, the vertical ones hold",
+                horizontal))
+            reason = f"estimator reports {u}'s horizontal position invalid"
+            not_evaluable.extend(NotEvaluable(c, [u], reason, a, b) for c in horizontal)
     return found
 
 

@@ -134,6 +134,8 @@ def _on_receive_clock(log: LogTrack, stamps: np.ndarray, keep: np.ndarray) -> No
     log.pos_ned, log.vel_ned = log.pos_ned[keep], log.vel_ned[keep]
     if log.valid is not None:
         log.valid = log.valid[keep]
+    if log.valid_z is not None:
+        log.valid_z = log.valid_z[keep]
     log.utc_offset_us = 0.0
 
 
@@ -153,11 +155,12 @@ def _local_log(uav: str, msgs: list[Any], topic: str) -> LogTrack:
     pos = np.array([(m.x, m.y, m.z) for m in msgs], dtype=float)
     vel = np.array([(m.vx, m.vy, m.vz) for m in msgs], dtype=float)
     valid = np.array([bool(m.xy_valid and m.z_valid) for m in msgs])
+    valid_z = np.array([bool(m.z_valid and getattr(m, "v_z_valid", True)) for m in msgs])
     ref = next((r for m in msgs if (r := px4.reference_of(m.xy_global, m.z_global, m.ref_lat, m.ref_lon,
                                                           m.ref_alt)) is not None), None)
     return LogTrack(uav, t_us, pos, vel, None if ref is None else (ref.lat, ref.lon, ref.alt), None, topic,
                     "vehicle_local_position ref_lat/ref_lon/ref_alt" if ref else "no global reference", valid,
-                    clock=px4.CLOCK_NOTE)
+                    clock=px4.CLOCK_NOTE, valid_z=valid_z)
 
 
 def _odometry_log(uav: str, msgs: list[Any], topic: str) -> LogTrack:

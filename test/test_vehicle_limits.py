@@ -63,6 +63,17 @@ def test_switched_off_fence_plane_and_lean_limits():
     assert own_limits({"p": plane}, {}, controlled=False).constraints.max_attitude_error_deg is None
 
 
+
+def test_rover_cruise_speed():
+    """ArduRover sets its speed in m/s (WP_SPEED, 0: CRUISE_SPEED is used); a real Rover 4.7 SITL log had both and
+    was judged against nothing."""
+    lim = own_limits({"r": {"WP_SPEED": 0.0, "CRUISE_SPEED": 2.0}}, {"r": HOME["v"]}, controlled=False)
+    assert lim.constraints.max_speed_mps == pytest.approx(TARGET_MARGIN * 2.0)
+    assert "CRUISE_SPEED 2 m/s (its cruise target" in lim.sources["max_speed"]
+    lim = own_limits({"r": {"WP_SPEED": 2.5, "CRUISE_SPEED": 2.0}}, {"r": HOME["v"]}, controlled=False)
+    assert lim.constraints.max_speed_mps == pytest.approx(TARGET_MARGIN * 2.5)
+    assert lim.constraints.max_vertical_speed_mps is None
+
 def test_px4_geofence_and_clamps_and_two_vehicles():
     px4 = {"GF_ACTION": 2, "GF_MAX_HOR_DIST": 50, "GF_MAX_VER_DIST": 30, "MPC_XY_VEL_MAX": 12,
            "MPC_Z_VEL_MAX_UP": 3, "MPC_Z_VEL_MAX_DN": 1.5, "MPC_TILTMAX_AIR": 60}

@@ -10,11 +10,12 @@ verdict never rests on nothing checked while the log holds limits.
   the 64-gon drawn around it (its corners stick out by 0.12 % of the radius: no point inside the circle is ever
   called outside). A side the fence leaves open is infinite.
 - A **speed target** (ArduPilot `WPNAV_SPEED`, `LOIT_SPEED`, `WPNAV_SPEED_UP`/`_DN`, a plane's airspeed limit
-  `AIRSPEED_MAX` / `ARSPD_FBW_MAX`) is what the autopilot aims for in its automatic and position-holding modes,
-  not a hard limit: overshoot, gusts and wind (all of it, for a plane's ground speed against its airspeed) add to
-  it, so the limit is `TARGET_MARGIN` (1.5) times the fastest target configured. A **speed clamp** (PX4
-  `MPC_XY_VEL_MAX`, `MPC_Z_VEL_MAX_UP`/`_DN`: the controller never asks for more) gets `CLAMP_MARGIN` (1.2): only
-  overshoot and gusts add to it. Either way a violation means flight far beyond what the vehicle was set up for.
+  `AIRSPEED_MAX` / `ARSPD_FBW_MAX`, a rover's `WP_SPEED` / `CRUISE_SPEED`) is what the autopilot aims for in its
+  automatic and position-holding modes, not a hard limit: overshoot, gusts and wind (all of it, for a plane's ground
+  speed against its airspeed) add to it, so the limit is `TARGET_MARGIN` (1.5) times the fastest target configured. A
+  **speed clamp** (PX4 `MPC_XY_VEL_MAX`, `MPC_Z_VEL_MAX_UP`/`_DN`: the controller never asks for more) gets
+  `CLAMP_MARGIN` (1.2): only overshoot and gusts add to it. Either way a violation means flight far beyond what the
+  vehicle was set up for.
 - A **lean limit** (ArduPilot `ANGLE_MAX`, a plane's `LIM_ROLL_CD` / `LIM_PITCH_MAX` / `LIM_PITCH_MIN` or their
   4.5 `*_DEG` names, PX4 `MPC_TILTMAX_AIR`) bounds the attitude the autopilot may ask for. A vehicle set up to
   lean further also swings further from its target in ordinary flight, while a small lean limit says nothing of
@@ -41,6 +42,7 @@ _CIRCLE_SIDES = 64
 
 #: (name, scale to SI, kind): speeds in m/s, angles in degrees.
 _ARDU_SPEED = (("WPNAV_SPEED", 0.01), ("LOIT_SPEED", 0.01))
+_ROVER_SPEED = (("WP_SPEED", 1.0), ("CRUISE_SPEED", 1.0))
 _ARDU_VSPEED = (("WPNAV_SPEED_UP", 0.01), ("WPNAV_SPEED_DN", 0.01))
 _AIRSPEED = (("AIRSPEED_MAX", 1.0), ("ARSPD_FBW_MAX", 1.0))
 _PX4_SPEED = (("MPC_XY_VEL_MAX", 1.0),)
@@ -50,8 +52,8 @@ _ANGLES = (("ANGLE_MAX", 0.01), ("LIM_ROLL_CD", 0.01), ("LIM_PITCH_MAX", 0.01), 
 _FENCE = ("FENCE_ENABLE", "FENCE_TYPE", "FENCE_ALT_MAX", "FENCE_ALT_MIN", "FENCE_RADIUS", "GF_ACTION",
           "GF_MAX_HOR_DIST", "GF_MAX_VER_DIST")
 #: The parameters a reader keeps (the rest of a log's ~1000 parameters are not needed after reading).
-LIMIT_PARAMS = frozenset(n for group in (_ARDU_SPEED, _ARDU_VSPEED, _AIRSPEED, _PX4_SPEED, _PX4_VSPEED, _ANGLES)
-                         for n, _ in group) | frozenset(_FENCE)
+LIMIT_PARAMS = frozenset(n for group in (_ARDU_SPEED, _ROVER_SPEED, _ARDU_VSPEED, _AIRSPEED, _PX4_SPEED, _PX4_VSPEED,
+                                         _ANGLES) for n, _ in group) | frozenset(_FENCE)
 
 
 def limit_params(params: dict) -> dict[str, float]:
@@ -107,7 +109,7 @@ def _speed(u: str, p: dict[str, float]) -> tuple[float, str] | None:
     if clamp:
         v, n = max(clamp)
         return CLAMP_MARGIN * v, f"{u}: {CLAMP_MARGIN:g} × {n} {v:g} m/s (the controller's clamp; vehicle parameters)"
-    targets = _first(p, _AIRSPEED) or _first(p, _ARDU_SPEED)
+    targets = _first(p, _AIRSPEED) or _first(p, _ARDU_SPEED) or _first(p, _ROVER_SPEED)
     if not targets:
         return None
     v, n = max(targets)

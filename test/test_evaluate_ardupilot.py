@@ -106,7 +106,7 @@ def test_estimate_lost_for_half_the_flight_is_inconclusive(logs, tmp_path):
 @pytest.mark.parametrize("name,data,reason", [
     ("noise.bin", bytes(range(256)) * 8, "not an ArduPilot DataFlash log"),
     ("empty.tlog", b"", "not a MAVLink telemetry log"),
-    ("head.bin", None, "no position in the log (no EKF position logged"),
+    ("head.bin", None, "no position in the log: no EKF position logged"),
 ])
 def test_bad_log_exit_2_one_line_nothing_written(logs, tmp_path, capsys, name, data, reason):
     path = tmp_path / name

@@ -340,3 +340,33 @@ def test_sitl_instances_named_after_their_folders(tmp_path):
     traj = read_ardupilot_logs(paths)
     assert traj.uav_ids == ["sitl1", "sitl2", "sitl3"]
     assert traj.tracks["sitl2"].pos[0] == pytest.approx([10.0, 0.0, 0.0], abs=0.02)
+
+
+def test_a_log_with_gps_alone_is_read_from_its_fixes(tmp_path):
+    """ArduCopter 3.1 logged no estimate (no EKF, POS or AHR2), only GPS: the track is the 3-D fixes with the
+    receiver's velocity (ground speed, course, VZ down positive); a log without a fix is refused in one line."""
+    from uav_debate_eval.sim.dataflash import DataFlashWriter, gps_week_ms
+
+    fmt = {"GPS": (82, "QBIHBcLLefffB", "TimeUS,Status,GMS,GWk,NSats,HDop,Lat,Lng,Alt,Spd,GCrs,VZ,U")}
+    path = tmp_path / "gps_only.bin"
+    w = DataFlashWriter(path, fmt)
+    w.write("PARM", 1_000_000, "SYSID_THISMAV", 5, 1)
+    home = (30.155734, -97.957547, 297.9)
+    for k in range(100):  # 20 s at 5 Hz: 4 m/s north-east (course 45°), climbing 1 m/s
+        t = 10.0 + k / 5
+        week, ms = gps_week_ms(1_413_662_400.0 + k / 5)
+        lat, lon = offset_latlon(home[0], home[1], 4.0 * k / 5 / np.sqrt(2), 4.0 * k / 5 / np.sqrt(2))
+        w.write("GPS", t * 1e6, 3, ms, week, 9, 1.2, float(lat), float(lon), home[2] + k / 5, 4.0, 45.0, -1.0, 1)
+    w.close()
+    traj = read_ardupilot_logs([path])
+    tr = traj.tracks["sysid5"]
+    assert len(tr) == 100 and not tr.vel_derived
+    assert tr.vel[0] == pytest.approx([4.0 / np.sqrt(2), 4.0 / np.sqrt(2), 1.0], abs=1e-4)  # ENU: up is +z
+    assert tr.pos[-1] - tr.pos[0] == pytest.approx([19.8 * 4 / np.sqrt(2)] * 2 + [19.8], abs=0.05)
+    assert any("the track is the GPS receiver's 100 3-D fixes" in n for n in traj.ingest.notes)
+    w = DataFlashWriter(tmp_path / "no_fix.bin", fmt)
+    for k in range(10):
+        w.write("GPS", (10.0 + k / 5) * 1e6, 1, 0, 0, 0, 99.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+    w.close()
+    with pytest.raises(InputError, match="no POS or AHR2 position and no GPS fix"):
+        read_ardupilot_logs([tmp_path / "no_fix.bin"])

@@ -133,7 +133,7 @@ def test_nothing_to_read_is_one_line(tmp_path):
     w.declare("NKF1")
     w.write("MSG", 0, "ArduCopter V4.0.3")
     w.close()
-    with pytest.raises(InputError, match=r"none.bin: no position in the log \(no EKF position logged \(NKF1 declared"):
+    with pytest.raises(InputError, match=r"none.bin: no position in the log: no EKF position logged \(NKF1 declared"):
         read_dataflash(path, "v")
 
 

@@ -164,14 +164,10 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
 
 
 def _global_track(log: VehicleLog, reader, path: Path, why: str) -> None:
-    """Without an EKF position: the autopilot's global position (POS, else AHR2), on the tangent plane at its
-    first sample, velocities from its differences."""
-    for kind in ("POS", "AHR2"):
-        cols = columns(reader, kind, ["Lat", "Lng", "Alt"])
-        if cols is None or "Lat" not in cols or "TimeUS" not in cols:
-            continue
-        ok = (np.abs(cols["Lat"]) > 1e-6) & np.isfinite(cols["Alt"])
-        t, lla = cols["TimeUS"][ok], np.column_stack([cols["Lat"][ok], cols["Lng"][ok], cols["Alt"][ok]])
+    """Without an EKF position: the autopilot's global position (POS, else AHR2), else (ArduCopter 3.1 and older log
+    no estimate at all) the GPS receiver's 3-D fixes, on the tangent plane at the first sample, velocities from the
+    differences."""
+    for kind, t, lla, vel in _global_positions(reader):
         order = np.argsort(t, kind="stable")
         t, lla = t[order], lla[order]
         if len(t) < 2:
@@ -180,12 +176,36 @@ def _global_track(log: VehicleLog, reader, path: Path, why: str) -> None:
         tr.ref, tr.ref_how = (float(lla[0, 0]), float(lla[0, 1]), float(lla[0, 2])), f"the first {kind} sample"
         enu = geodetic_to_enu(lla[:, 0], lla[:, 1], lla[:, 2], *tr.ref)
         tr.t_us, tr.pos_ned = t, np.column_stack([enu[:, 1], enu[:, 0], -enu[:, 2]])
-        tr.vel_ned = np.gradient(tr.pos_ned, t / 1e6, axis=0) if len(np.unique(t)) == len(t) else \
-            np.zeros_like(tr.pos_ned)
+        tr.vel_ned = vel[order] if vel is not None else np.gradient(tr.pos_ned, t / 1e6, axis=0) \
+            if len(np.unique(t)) == len(t) else np.zeros_like(tr.pos_ned)
         log.estimator = f"{kind} ({why})"
-        log.notes.append(f"{path.name}: {why}; the track is the autopilot's {kind} position")
+        log.notes.append(f"{path.name}: {why}; the track is the autopilot's {kind} position" if kind != "GPS" else
+                         f"{path.name}: {why}, no POS or AHR2 position; the track is the GPS receiver's {len(t)} 3-D "
+                         "fixes and Doppler velocities (noisier than an estimate: no inertial smoothing)")
         return
-    raise InputError(f"{path}: no position in the log ({why}, and no POS or AHR2 position)")
+    raise InputError(f"{path}: no position in the log: {why}, no POS or AHR2 position and no GPS fix")
+
+
+def _global_positions(reader) -> Iterator[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]]:
+    """(kind, boot µs, lat/lon/alt, NED velocity or None) of each global position the log may hold, the best
+    first: the GPS fixes with the receiver's velocity (ground speed and course; VZ is NED, down positive)."""
+    for kind in ("POS", "AHR2"):
+        cols = columns(reader, kind, ["Lat", "Lng", "Alt"])
+        if cols is None or "Lat" not in cols or "TimeUS" not in cols:
+            continue
+        ok = (np.abs(cols["Lat"]) > 1e-6) & np.isfinite(cols["Alt"])
+        yield kind, cols["TimeUS"][ok], np.column_stack([cols["Lat"][ok], cols["Lng"][ok], cols["Alt"][ok]]), None
+    gps = columns(reader, "GPS", ["I", "Status", "Lat", "Lng", "Alt", "Spd", "GCrs", "VZ"])
+    if gps is None or not all(k in gps for k in ("TimeUS", "Lat", "Lng", "Alt")):
+        return
+    ok = _fixes(gps)
+    ok[ok] = np.concatenate([[True], np.diff(gps["TimeUS"][ok]) != 0])  # one fix per stamp
+    lla = np.column_stack([gps["Lat"][ok], gps["Lng"][ok], gps["Alt"][ok]])
+    vel = None
+    if all(k in gps for k in ("Spd", "GCrs", "VZ")):
+        course = np.radians(gps["GCrs"][ok])
+        vel = np.column_stack([gps["Spd"][ok] * np.cos(course), gps["Spd"][ok] * np.sin(course), gps["VZ"][ok]])
+    yield "GPS", gps["TimeUS"][ok], lla, vel
 
 
 def _estimator(log: VehicleLog, ekf: dict, status: dict | None, params: dict, pos_type: str) -> None:
@@ -252,11 +272,18 @@ def _gps(log: VehicleLog, gps: dict | None) -> None:
         return
     first = gps["I"] == gps["I"].min() if "I" in gps else np.ones(len(gps["Lat"]), bool)
     t = gps["TimeUS"]
-    fix = first & (gps.get("Status", np.full(len(t), GPS_3D_FIX)) >= GPS_3D_FIX) & (np.abs(gps["Lat"]) > 1e-6)
+    fix = _fixes(gps)
     log.gps_t_us = t[fix]
     log.gps_lla = np.column_stack([gps["Lat"][fix], gps["Lng"][fix], gps["Alt"][fix]])
     if "GWk" in gps and "GMS" in gps:
         log.track.utc_offset_us = gps_utc_offset_us(t[first], gps["GWk"][first], gps["GMS"][first])
+
+
+def _fixes(gps: dict) -> np.ndarray:
+    """The rows of the first receiver's 3-D fixes."""
+    first = gps["I"] == gps["I"].min() if "I" in gps else np.ones(len(gps["Lat"]), bool)
+    status = gps.get("Status", np.full(len(gps["Lat"]), GPS_3D_FIX))
+    return first & (status >= GPS_3D_FIX) & (np.abs(gps["Lat"]) > 1e-6)
 
 
 def _origin(log: VehicleLog, sparse: list) -> None:

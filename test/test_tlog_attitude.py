@@ -121,3 +121,25 @@ def test_home_reset_is_one_data_quality_finding(tmp_path):
 def test_real_sitl_plane_home_refinements_are_no_reset():
     (log,) = read_tlog(REAL / "plane450_sitl_mav.tlog")
     assert not [s for s in log.spans if s.kind == "home_reset"]  # 15 HOME_POSITION values, each within 2 cm
+
+
+
+def test_a_home_without_its_local_position_leaves_the_origin_to_the_fixes():
+    """ArduRover 4.7 sends HOME_POSITION with x, y, z NaN: home cannot be moved back to the EKF origin, so the GPS
+    fixes place it (a real rover .tlog was left with 'no global reference'); a home with its local position does."""
+    from types import SimpleNamespace
+
+    from uav_debate_eval.io.tlog import _origin
+    from uav_debate_eval.io.ulog import LogTrack
+
+    t_us = np.arange(0.0, 10e6, 1e5)
+    track = LogTrack("sysid1", t_us, np.zeros((len(t_us), 3)), np.zeros((len(t_us), 3)), None, None, "x.tlog")
+    fixes = (t_us, np.tile([-35.363261, 149.165230, 584.0], (len(t_us), 1)))
+    nan = float("nan")
+    home = SimpleNamespace(latitude=-353632610, longitude=1491652300, altitude=0, x=nan, y=nan, z=nan)
+    _origin(track, {"HOME_POSITION": [home]}, fixes)
+    assert track.ref == pytest.approx((-35.363261, 149.165230, 584.0), abs=1e-6)
+    assert track.ref_how == "GPS minus local position"
+    placed = SimpleNamespace(latitude=-353632610, longitude=1491652300, altitude=0, x=0.0, y=0.0, z=0.0)
+    _origin(track, {"HOME_POSITION": [placed]}, fixes)
+    assert track.ref_how == "HOME_POSITION minus its local position" and track.ref[2] == pytest.approx(0.0)

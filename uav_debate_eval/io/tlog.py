@@ -241,8 +241,9 @@ def _origin(tr: LogTrack, msgs: dict[str, list], fixes: tuple[np.ndarray, np.nda
         m = msgs["GPS_GLOBAL_ORIGIN"][-1]
         tr.ref, tr.ref_how = (m.latitude * 1e-7, m.longitude * 1e-7, m.altitude * 1e-3), "GPS_GLOBAL_ORIGIN"
         return
-    if msgs.get("HOME_POSITION"):
-        m = msgs["HOME_POSITION"][-1]
+    home = msgs.get("HOME_POSITION", [])
+    if home and np.isfinite([home[-1].x, home[-1].y, home[-1].z]).all():  # ArduPilot 4.7 sends NaN: not placed
+        m = home[-1]
         at = np.array([tr.t_us[0], tr.t_us[-1]])
         tr.ref = origin_from_fixes(at[:1], np.array([m.latitude * 1e-7]), np.array([m.longitude * 1e-7]),
                                    np.array([m.altitude * 1e-3]), at, np.array([[m.x, m.y, m.z]] * 2))

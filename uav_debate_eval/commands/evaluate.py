@@ -25,7 +25,7 @@ EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_VIOLATION, EXIT_INCONCLUSIVE = 0, 1
 
 HELP = """\
 Inputs: trajectory CSV files, rosbag2 (directory, .mcap, .db3), ROS 1 .bag, PX4 .ulg, ArduPilot DataFlash .bin
-and MAVLink .tlog.
+(or its text form, .log) and MAVLink .tlog.
 
 One flight or a batch:
   * several inputs whose time spans overlap are ONE flight on one clock (per-drone bags, CSVs or
@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("evaluate", help="evaluate recorded flights and write reports",
                               description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="CSV, rosbag2 dir/.mcap/.db3, .bag, .ulg, .bin, .tlog, folder, glob")
+                   help="CSV, rosbag2 dir/.mcap/.db3, .bag, .ulg, .bin, .log, .tlog, folder, glob")
     p.add_argument("--out", required=True, help="report directory (created; a batch gets one sub-directory each)")
     add_read_options(p)
     add_llm_options(p, "panel")

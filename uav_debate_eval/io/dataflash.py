@@ -75,17 +75,19 @@ def silenced() -> Iterator[None]:
             os.close(fd)
 
 
-def open_dataflash(path: Path):
-    """DFReader on the file (InputError when it is not a DataFlash log); pymavlink's prints are swallowed."""
+def open_dataflash(path: Path, shown: Path | None = None):
+    """DFReader on the file (InputError when it is not a DataFlash log; `shown`: the name errors give, when `path`
+    is a binary copy of a text log); pymavlink's prints are swallowed."""
     from pymavlink import DFReader
 
+    label = shown or path
     try:
         with open(path, "rb") as f:
             head = f.read(3)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+        raise InputError(f"{label}: cannot read ({exc.strerror})") from None
     if len(head) < 3 or head[0] != 0xA3 or head[1] != 0x95:
-        raise InputError(f"{path}: not an ArduPilot DataFlash log (no 0xA3 0x95 message header at the start)")
+        raise InputError(f"{label}: not an ArduPilot DataFlash log (no 0xA3 0x95 message header at the start)")
     data: bytearray | None = None
     repaired: list[str] = []
     source = path
@@ -98,7 +100,7 @@ def open_dataflash(path: Path):
         except Exception as exc:  # DFReader raises assorted types on damaged files; all mean bad input
             name = damaged_type(exc)
             if name in NEEDED_TYPES:
-                raise InputError(f"{path}: the format of {name} is damaged (an unknown format character): its "
+                raise InputError(f"{label}: the format of {name} is damaged (an unknown format character): its "
                                  "messages cannot be read") from None
             if name is not None and name not in repaired and name not in READER_TYPES:
                 data = bytearray(path.read_bytes()) if data is None else data
@@ -106,7 +108,7 @@ def open_dataflash(path: Path):
                     repaired.append(name)
                     source = write_temporary(data)
                     continue
-            raise InputError(f"{path}: cannot read DataFlash log ({type(exc).__name__}: {exc})") from None
+            raise InputError(f"{label}: cannot read DataFlash log ({type(exc).__name__}: {exc})") from None
         finally:
             if tried != path:  # a repaired copy: mapped by the reader, or refused
                 tried.unlink(missing_ok=True)
@@ -115,14 +117,29 @@ def open_dataflash(path: Path):
 
 
 def read_dataflash(path: str | Path, name: str) -> VehicleLog:
-    """Parse one `.bin` into a VehicleLog named `name` (the caller picks SYSID or the file name afterwards)."""
+    """Parse one `.bin` (or its text form, a `.log`) into a VehicleLog named `name` (the caller picks SYSID or the
+    file name afterwards)."""
     path = Path(path)
-    reader = open_dataflash(path)
+    skipped = None
+    if path.suffix.lower() == ".log":
+        from uav_debate_eval.io.dataflash_text import text_to_binary
+
+        binary, skipped = text_to_binary(path)
+        try:
+            reader = open_dataflash(binary, shown=path)
+        finally:
+            binary.unlink(missing_ok=True)  # mapped by the reader, or refused
+    else:
+        reader = open_dataflash(path)
     try:
         with silenced():
-            return _read(reader, path, name)
+            log = _read(reader, path, name)
     finally:
         reader.close()
+    if skipped is not None:
+        log.notes.append(f"{path.name}: a DataFlash text log, read as its binary form"
+                         + (f" ({skipped} line(s) that do not fit their format left out)" if skipped else ""))
+    return log
 
 
 def _read(reader, path: Path, name: str) -> VehicleLog:
@@ -136,8 +153,11 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     log.track.params = limit_params(params)
     describe_vehicle(log, params, [str(getattr(m, "Message", "")) for m in sparse if m.get_type() == "MSG"]
                      + [str(getattr(m, "FWS", "")) for m in sparse if m.get_type() == "VER"])
-    gps = columns(reader, "GPS", ["I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt"])
+    gps = _gps_columns(reader, ["I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt"])
     _gps(log, gps)
+    if gps is not None and "GMS" not in gps and "Time" in gps:
+        log.notes.append(f"{path.name}: the log's only clock is the GPS time of week (ArduCopter 3.0 stamps nothing "
+                         "else): messages between two fixes take the earlier fix's time")
     ekf = None
     if pos_type:
         ekf = columns(reader, pos_type, ["C", "PN", "PE", "PD", "VN", "VE", "VD"])
@@ -152,7 +172,7 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     else:
         _global_track(log, reader, path, why)
     _origin(log, sparse)
-    _events(log, sparse, ekf)
+    _events(log, sparse, ekf if ekf is not None else gps)  # the clock of messages that carry no time
     attach_attitude(log, columns(reader, "ATT", ["Roll", "DesRoll", "Pitch", "DesPitch"]))
     if reader.repaired_types:
         log.notes.append(f"{path.name}: the format table is damaged for {', '.join(reader.repaired_types)} (types the "
@@ -181,7 +201,8 @@ def _global_track(log: VehicleLog, reader, path: Path, why: str) -> None:
         log.estimator = f"{kind} ({why})"
         log.notes.append(f"{path.name}: {why}; the track is the autopilot's {kind} position" if kind != "GPS" else
                          f"{path.name}: {why}, no POS or AHR2 position; the track is the GPS receiver's {len(t)} 3-D "
-                         "fixes and Doppler velocities (noisier than an estimate: no inertial smoothing)")
+                         f"fixes{' and velocities' if vel is not None else ''} (noisier than an estimate: no inertial "
+                         "smoothing)")
         return
     raise InputError(f"{path}: no position in the log: {why}, no POS or AHR2 position and no GPS fix")
 
@@ -195,7 +216,7 @@ def _global_positions(reader) -> Iterator[tuple[str, np.ndarray, np.ndarray, np.
             continue
         ok = (np.abs(cols["Lat"]) > 1e-6) & np.isfinite(cols["Alt"])
         yield kind, cols["TimeUS"][ok], np.column_stack([cols["Lat"][ok], cols["Lng"][ok], cols["Alt"][ok]]), None
-    gps = columns(reader, "GPS", ["I", "Status", "Lat", "Lng", "Alt", "Spd", "GCrs", "VZ"])
+    gps = _gps_columns(reader, ["I", "Status", "Lat", "Lng", "Alt", "Spd", "GCrs", "VZ"])
     if gps is None or not all(k in gps for k in ("TimeUS", "Lat", "Lng", "Alt")):
         return
     ok = _fixes(gps)
@@ -277,6 +298,15 @@ def _gps(log: VehicleLog, gps: dict | None) -> None:
     log.gps_lla = np.column_stack([gps["Lat"][fix], gps["Lng"][fix], gps["Alt"][fix]])
     if "GWk" in gps and "GMS" in gps:
         log.track.utc_offset_us = gps_utc_offset_us(t[first], gps["GWk"][first], gps["GMS"][first])
+
+
+def _gps_columns(reader, fields: list[str]) -> dict[str, np.ndarray] | None:
+    """columns() of GPS; ArduCopter 3.0 stamps its fixes only with the GPS time of week (`Time`, ms), the one clock
+    such a log has: it stands for the boot time."""
+    gps = columns(reader, "GPS", [*fields, "Time"])
+    if gps is not None and "TimeUS" not in gps and "Time" in gps:
+        gps["TimeUS"] = gps["Time"] * 1000.0
+    return gps
 
 
 def _fixes(gps: dict) -> np.ndarray:

@@ -37,8 +37,14 @@ def input_kind(path: Path) -> str:
         return "ulog"
     if suffix in (".bin", ".tlog"):
         return "ardupilot"
+    if suffix == ".log":
+        from uav_debate_eval.io.dataflash_text import is_text_dataflash
+
+        if is_text_dataflash(path):  # not every .log: a folder of flights holds other programs' logs
+            return "ardupilot"
+        raise InputError(f"{path}: a .log that is not an ArduPilot DataFlash text log (no FMT line near its start)")
     raise InputError(f"{path}: unknown input type '{suffix or 'no suffix'}' (expected .csv, .mcap, .db3, .bag, "
-                     ".ulg, .bin, .tlog or a rosbag2 directory)")
+                     ".ulg, .bin, .log, .tlog or a rosbag2 directory)")
 
 
 def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names: list[str] | None = None,

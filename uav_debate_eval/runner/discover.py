@@ -91,14 +91,14 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
         if folder:
             found = _folder_groups(path, out, path.name if several else "")
             if not found and named:
-                raise InputError(f"{path}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg, .bin, .tlog or "
+                raise InputError(f"{path}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg, .bin, .log, .tlog or "
                                  "rosbag2 folder, at any depth)")
             groups.extend(found)
         else:
             groups.append(_Group([path], [str(path)], [path.name]))
     if not groups:
-        raise InputError(f"{' '.join(raw)}: no input found (.csv, .mcap, .db3, .bag, .ulg, .bin, .tlog or rosbag2 "
-                         "folder)")
+        raise InputError(f"{' '.join(raw)}: no input found (.csv, .mcap, .db3, .bag, .ulg, .bin, .log, .tlog or "
+                         "rosbag2 folder)")
     messages: list[str] = []
     every = [p for g in groups for p in g.paths]
     if one_flight:

@@ -2,10 +2,12 @@
 
 A MAVROS or PX4 bridge republishes its latest estimate at the message rate (e.g. 38 Hz) while the estimator
 updates it more slowly (e.g. 10 Hz); a recorder without header stamps gives receive times with a few ms of
-jitter. Differentiating every message then divides a whole update's displacement by a few ms of jitter,
-which is how a 9 m/s flight reads as 50 m/s. Here velocity comes from the distinct updates only, as a central
-difference over a baseline of at least one update period, so jitter and repeats cannot fake speed, while any
-motion that lasts longer than the baseline keeps its true speed.
+jitter; a motion-capture client that stamps on delivery (VRPN's ROS client) gives stamps in bursts, two poses
+tens of microseconds apart on a 10 ms period. Differentiating every message then divides a whole update's
+displacement by a few ms of jitter, which is how a 9 m/s flight reads as 50 m/s (and a slow Crazyflie as 394 m/s).
+Here velocity comes from the distinct updates only (the last pose of each burst), as a central difference over a
+baseline of at least one update period, so jitter, bursts and repeats cannot fake speed, while any motion that
+lasts longer than the baseline keeps its true speed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ REPEAT_RUN_S = 0.5
 MIN_BASELINE_S = 0.1
 #: Receive-time jitter (p95 deviation of the update interval) worth a finding, as a share of the interval.
 JITTER_FRACTION = 0.1
+#: An interval under this share of the median is a burst (two samples delivered, and stamped, at once); a track
+#: stamps in bursts when at least BURST_MIN_FRACTION of its intervals are.
+BURST_FRACTION = 0.25
+BURST_MIN_FRACTION = 0.02
 #: Measured and position-derived velocity disagree when they differ by more than this (m/s) and this share.
 MISMATCH_MPS = 1.0
 MISMATCH_FRACTION = 0.3
@@ -40,10 +46,15 @@ class Updates:
     message_hz: float
     update_hz: float
     repeated_fraction: float
+    burst_fraction: float = 0.0  # the share of intervals that are bursts (the later sample of each is kept)
 
     @property
     def republished(self) -> bool:
         return self.repeated_fraction >= REPEAT_MIN_FRACTION
+
+    @property
+    def bursty(self) -> bool:
+        return self.burst_fraction >= BURST_MIN_FRACTION
 
 
 def distinct_updates(track: Track) -> Updates:
@@ -64,9 +75,29 @@ def distinct_updates(track: Track) -> Updates:
     short = (last > first) & (run <= REPEAT_RUN_S)
     repeated = float((last - first)[short].sum()) / n
     if len(first) < 3 or repeated < REPEAT_MIN_FRACTION:
-        return Updates(np.arange(n), message_hz, message_hz, repeated)
+        return _without_bursts(track, Updates(np.arange(n), message_hz, message_hz, repeated))
     index = np.union1d(first, last[~short & (last > first)])
-    return Updates(index, message_hz, (len(first) - 1) / span, repeated)
+    return _without_bursts(track, Updates(index, message_hz, (len(first) - 1) / span, repeated))
+
+
+def _without_bursts(track: Track, upd: Updates) -> Updates:
+    """The updates but the earlier sample of each burst (stamped on delivery: its stamp is not when it was
+    measured), when the track stamps in bursts; unchanged otherwise (checked on the mean interval first: cheap)."""
+    t = track.t if len(upd.index) == len(track) else track.t[upd.index]
+    if len(t) < 4:
+        return upd
+    dt = np.diff(t)
+    if dt.min() >= BURST_FRACTION * (t[-1] - t[0]) / len(dt):
+        return upd
+    burst = dt < BURST_FRACTION * float(np.median(dt))
+    fraction = float(burst.mean())
+    if fraction < BURST_MIN_FRACTION:
+        return upd
+    keep = np.concatenate([~burst, [True]])  # the last sample of each burst: the newest measurement
+    index = upd.index[keep]
+    span = float(track.t[index[-1]] - track.t[index[0]])
+    return Updates(index, upd.message_hz, (len(index) - 1) / span if span > 0 else upd.update_hz,
+                   upd.repeated_fraction, fraction)
 
 
 def baseline_velocity(t: np.ndarray, pos: np.ndarray, at: np.ndarray, baseline: float) -> np.ndarray:
@@ -108,15 +139,24 @@ def source_velocity(track: Track, upd: Updates, a_max: float) -> tuple[np.ndarra
              "repeated_fraction": float(upd.repeated_fraction)}))
     jit = jitter(track, upd) if track.receive_time else 0.0
     interval = 1.0 / upd.update_hz if upd.update_hz > 0 else 0.0
+    if upd.bursty:
+        findings.append(Finding(
+            "timing_jitter", [u], t0, t1,
+            f"{u}: its stamps come in bursts: {upd.burst_fraction:.0%} of its samples within "
+            f"{BURST_FRACTION * interval * 1000:.1f} ms of the one before, on a {interval * 1000:.0f} ms period "
+            "(stamped on delivery, as a motion-capture client does); kinematics from the last sample of each burst, "
+            f"velocity taken over at least {MIN_BASELINE_S:g} s",
+            ["max_speed", "max_vertical_speed"], {"burst_fraction": upd.burst_fraction, "interval_s": interval}))
     if track.receive_time and interval and jit > JITTER_FRACTION * interval:
         findings.append(Finding(
             "timing_jitter", [u], t0, t1,
             f"{u}: no header stamps; receive times jitter by {jit * 1000:.0f} ms (p95) on a "
             f"{interval * 1000:.0f} ms update interval; velocity taken over at least {MIN_BASELINE_S:g} s",
             ["max_speed", "max_vertical_speed"], {"jitter_s": float(jit), "interval_s": float(interval)}))
-    if not (upd.republished or track.receive_time) or len(upd.index) < 2:
+    on_receipt = track.receive_time or upd.bursty
+    if not (upd.republished or on_receipt) or len(upd.index) < 2:
         return track.vel, findings
-    baseline = max(2.0 * interval, MIN_BASELINE_S if track.receive_time else 0.0)
+    baseline = max(2.0 * interval, MIN_BASELINE_S if on_receipt else 0.0)
     derived = baseline_velocity(track.t[upd.index], track.pos[upd.index], track.t, baseline)
     if track.vel_derived:
         return derived, findings

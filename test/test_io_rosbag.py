@@ -221,3 +221,31 @@ def test_bag_stamps_are_the_seconds_live_reads_to_the_last_bit(tmp_path):
                             np.column_stack([0.1 * np.arange(500), np.zeros(500), np.full(500, 2.0)]), None, "tape")
     assert bag.t0 == tape.t0 == pytest.approx(live[0], abs=3e-7)
     assert np.array_equal(bag.tracks["x500_0"].t, tape.tracks["x500_0"].t)
+
+
+def test_ros1_tf_tfmessage_is_read_as_tfmessage(tmp_path):
+    """ROS 1's tf/tfMessage (tf before tf2; PlotJuggler's turtlesim sample records /tf so) has TFMessage's layout:
+    its transforms from a world frame are vehicles, as tf2_msgs/TFMessage's are (it was skipped: 'no pose
+    samples')."""
+    from rosbags.rosbag1 import Writer
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS1_NOETIC)
+    store.register(get_types_from_msg("geometry_msgs/TransformStamped[] transforms", "tf/msg/tfMessage"))
+    msgs = store.types
+    path = tmp_path / "old_tf.bag"
+    with Writer(path) as w:
+        conn = w.add_connection("/tf", "tf/msg/tfMessage", typestore=store)
+        for k in range(50):
+            ns = 1_700_000_000_000_000_000 + k * 100_000_000
+            stamp = msgs["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9)
+            tfs = [msgs["geometry_msgs/msg/TransformStamped"](
+                header=msgs["std_msgs/msg/Header"](seq=k, stamp=stamp, frame_id="world"), child_frame_id=name,
+                transform=msgs["geometry_msgs/msg/Transform"](
+                    translation=msgs["geometry_msgs/msg/Vector3"](x=0.1 * k + j, y=2.0 * j, z=1.0),
+                    rotation=msgs["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)))
+                   for j, name in enumerate(("turtle1", "turtle2"))]
+            w.write(conn, ns, store.serialize_ros1(msgs["tf/msg/tfMessage"](transforms=tfs), "tf/msg/tfMessage"))
+    traj = load_inputs([path])
+    assert traj.uav_ids == ["turtle1", "turtle2"]
+    assert len(traj.tracks["turtle2"]) == 50 and traj.tracks["turtle2"].pos[-1] == pytest.approx([5.9, 2.0, 1.0])

@@ -33,6 +33,7 @@ from uav_debate_eval.io.rosbag.topics import (
     companions,
     parse_topic_args,
     pose_vehicles,
+    same_type,
     select_topics,
 )
 from uav_debate_eval.io.rosbag.transforms import decode_tf, decode_transform, place_by_tf_static
@@ -55,7 +56,7 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
     notes: list[str] = []
     try:
         with _open(path) as reader:
-            types = {c.topic: c.msgtype for c in reader.connections}
+            types = {c.topic: same_type(c.msgtype) for c in reader.connections}
             px4_topics = px4_sources(types, wanted)
             if px4_topics and (all(t in px4.POSE_TYPES for t in map(types.get, wanted)) if wanted
                                else not any(ty in SUPPORTED for ty in types.values())):
@@ -84,7 +85,7 @@ def bag_span(path: Path) -> tuple[float, float, list[str]]:
     """The bag's recorded span (receive clock, s) and the vehicles its pose topics name, without reading messages."""
     try:
         with _open(path) as reader:
-            types = {c.topic: c.msgtype for c in reader.connections}
+            types = {c.topic: same_type(c.msgtype) for c in reader.connections}
             start, end = reader.start_time / 1e9, reader.end_time / 1e9
     except Exception as exc:  # corrupt files raise library-specific types; all mean bad input
         raise InputError(f"{path}: cannot read bag ({type(exc).__name__}: {exc})") from exc

@@ -16,6 +16,8 @@ TF_STATIC = "/tf_static"
 TRANSFORM = "geometry_msgs/msg/TransformStamped"
 TWIST = "geometry_msgs/msg/TwistStamped"
 FIX = "sensor_msgs/msg/NavSatFix"
+#: ROS 1's tf/tfMessage (tf before tf2) has TFMessage's layout, byte for byte: read as one.
+_SAME_LAYOUT = {"tf/msg/tfMessage": TF}
 #: Preferred first when one vehicle has several pose topics.
 SUPPORTED = (POSE, ODOM, TRANSFORM, POSE_ARRAY, TF)
 WORLD_FRAMES = {"world", "map", "odom", "earth", "enu"}
@@ -26,6 +28,11 @@ _MOCAP_NS = {"vicon", "vrpn_client_node", "natnet", "optitrack", "qualisys", "mo
 #: MAVROS topics beside a pose topic: measured velocity (world frame first, then body frame) and the global fix.
 _MAVROS_COMPANIONS = (("/local_position/velocity_local", TWIST), ("/local_position/velocity_body", TWIST),
                       ("/global_position/global", FIX))
+
+
+def same_type(msgtype: str) -> str:
+    """The supported type a message type is read as (itself, or the one it shares its layout with)."""
+    return _SAME_LAYOUT.get(msgtype, msgtype)
 
 
 def vehicle_from_topic(topic: str) -> str:

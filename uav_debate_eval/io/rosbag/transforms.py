@@ -9,7 +9,14 @@ import numpy as np
 
 from uav_debate_eval.core.frames import rotate_many
 from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
-from uav_debate_eval.io.rosbag.topics import TF, TRANSFORM, WORLD_FRAMES, frame_vehicle, vehicle_from_topic
+from uav_debate_eval.io.rosbag.topics import (
+    TF,
+    TF_STATIC,
+    TRANSFORM,
+    WORLD_FRAMES,
+    frame_vehicle,
+    vehicle_from_topic,
+)
 
 if TYPE_CHECKING:
     from rosbags.highlevel import AnyReader
@@ -32,6 +39,12 @@ def decode_transform(reader: AnyReader, topic: str, explicit: str | None, raw: R
     cols.add(t[keep], uav, pos[keep], quat[keep], source=topic, receive_time=bool((header == 0).all()))
 
 
+def wire_type(reader: AnyReader, topic: str) -> str:
+    """The type a TF topic's messages were recorded as (ROS 1's tf/tfMessage, read as TFMessage, decodes as itself:
+    the bag defines it, not tf2_msgs)."""
+    return next((c.msgtype for c in reader.connections if c.topic == topic), TF)
+
+
 def decode_tf(reader: AnyReader, topic: str, raw: Raw, cols: Columns, notes: list[str]) -> None:
     """tf2_msgs/TFMessage: every transform from a world frame is a pose of the vehicle its child frame names.
 
@@ -39,8 +52,9 @@ def decode_tf(reader: AnyReader, topic: str, raw: Raw, cols: Columns, notes: lis
     <w>, or the frame no transform of the message has as its child; a model's links (`x500_0::base_link` under
     `x500_0`) are not vehicles."""
     rows: list[tuple[Any, ...]] = []
+    wire = wire_type(reader, topic)
     for i in range(len(raw)):
-        m: Any = reader.deserialize(raw.message(i), TF)
+        m: Any = reader.deserialize(raw.message(i), wire)
         for tr in world_transforms(topic, m.transforms):
             ns = stamp_ns(tr.header.stamp)
             tv, q = tr.transform.translation, tr.transform.rotation
@@ -80,8 +94,9 @@ def _gazebo_world(topic: str) -> str | None:
 def place_by_tf_static(reader: AnyReader, raw: Raw, cols: Columns, notes: list[str]) -> None:
     """A static transform from a world frame to the frame a vehicle's poses are stamped in places that frame."""
     static: dict[str, tuple[np.ndarray, np.ndarray, str]] = {}
+    wire = wire_type(reader, TF_STATIC)
     for i in range(len(raw)):
-        m: Any = reader.deserialize(raw.message(i), TF)
+        m: Any = reader.deserialize(raw.message(i), wire)
         for tr in m.transforms:
             parent, child = tr.header.frame_id.strip("/"), tr.child_frame_id.strip("/")
             if parent in WORLD_FRAMES and child not in WORLD_FRAMES:

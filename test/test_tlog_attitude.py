@@ -143,3 +143,26 @@ def test_a_home_without_its_local_position_leaves_the_origin_to_the_fixes():
     placed = SimpleNamespace(latitude=-353632610, longitude=1491652300, altitude=0, x=0.0, y=0.0, z=0.0)
     _origin(track, {"HOME_POSITION": [placed]}, fixes)
     assert track.ref_how == "HOME_POSITION minus its local position" and track.ref[2] == pytest.approx(0.0)
+
+
+def test_gps_fixes_keep_their_own_time_when_received_in_bursts():
+    """A ground station receives GPS_RAW_INT in bursts (1 ms apart, out of order over a laggy link: a real ArduPlane
+    quadplane SITL .tlog): its receive times faked GPS jumps ('jumped 0.0 m between fixes ... more than a vtol can
+    move'); each fix carries its own boot time (time_usec), used unless the clock goes back like a reboot."""
+    from types import SimpleNamespace
+
+    from uav_debate_eval.io.tlog import _fixes
+
+    def fix(own_s: float, recv_s: float, north: float) -> SimpleNamespace:
+        return SimpleNamespace(fix_type=3, lat=-353630000 + int(north * 9), lon=1491650000, alt=584000,
+                               time_usec=int(own_s * 1e6), recv=recv_s)
+
+    own = [10.0, 10.2, 10.6, 10.4, 10.8, 10.8, 11.0]  # 10.4 delivered after 10.6; 10.8 sent twice
+    recv = [20.000, 20.001, 20.002, 22.300, 22.301, 22.302, 22.303]
+    raw = [fix(o, r, 5.0 * o) for o, r in zip(own, recv, strict=True)]
+    t, lla = _fixes([], raw, lambda m: m.recv * 1e6)
+    assert t.tolist() == [10.0e6, 10.2e6, 10.4e6, 10.6e6, 10.8e6, 11.0e6]
+    assert np.all(np.diff(lla[:, 0]) > 0)  # in the order flown
+    rebooted = [fix(o, r, 0.0) for o, r in zip([100.0, 100.2, 1.0, 1.2], [1.0, 1.2, 60.0, 60.2], strict=True)]
+    t, _ = _fixes([], rebooted, lambda m: m.recv * 1e6)
+    assert t.tolist() == [1.0e6, 1.2e6, 60.0e6, 60.2e6]  # the receive clock, as the positions are

@@ -225,12 +225,26 @@ def _flags_meaningful(log: VehicleLog, reports: list, params: dict[str, float]) 
     return True
 
 
+#: A GPS_RAW_INT time_usec under this (11.6 days) counts from boot; above it, it is UNIX time (PX4).
+BOOT_US_MAX = 1e12
+#: Fixes delivered out of their order by up to this (µs) are reordered; a clock going back further is a reboot.
+REORDER_US = 10e6
+
+
 def _fixes(glob: list, raw: list, boot) -> tuple[np.ndarray, np.ndarray]:
     """GPS fixes with a 3D fix (GPS_RAW_INT; else GLOBAL_POSITION_INT), boot microseconds and lat/lon/alt."""
     good = [m for m in raw if m.fix_type >= 3 and m.lat != 0]
     if good:
-        return (np.array([boot(m) for m in good]),
-                np.array([[m.lat * 1e-7, m.lon * 1e-7, m.alt * 1e-3] for m in good]))
+        lla = np.array([[m.lat * 1e-7, m.lon * 1e-7, m.alt * 1e-3] for m in good])
+        own = np.array([float(m.time_usec) for m in good])
+        if (own > 0).all() and own.max() < BOOT_US_MAX and np.diff(own, prepend=own[0]).min() > -REORDER_US:
+            # each fix's own boot time (ArduPilot): a ground station receives fixes in bursts, 1 ms apart, and a
+            # link may deliver them out of order; not over a reboot (its clock starts again)
+            order = np.argsort(own, kind="stable")
+            own, lla = own[order], lla[order]
+            last = np.concatenate([np.diff(own) > 0, [True]])  # a fix sent twice is one fix
+            return own[last], lla[last]
+        return np.array([boot(m) for m in good]), lla
     good = [m for m in glob if m.lat != 0]
     return (np.array([m.time_boot_ms * 1000.0 for m in good]),
             np.array([[m.lat * 1e-7, m.lon * 1e-7, m.alt * 1e-3] for m in good]).reshape(-1, 3))

@@ -80,20 +80,27 @@ def distinct_updates(track: Track) -> Updates:
     return _without_bursts(track, Updates(index, message_hz, (len(first) - 1) / span, repeated))
 
 
-def _without_bursts(track: Track, upd: Updates) -> Updates:
-    """The updates but the earlier sample of each burst (stamped on delivery: its stamp is not when it was
-    measured), when the track stamps in bursts; unchanged otherwise (checked on the mean interval first: cheap)."""
-    t = track.t if len(upd.index) == len(track) else track.t[upd.index]
+def burst_free(t: np.ndarray) -> tuple[np.ndarray | None, float]:
+    """(which samples to keep: all but the earlier of each burst, the share of intervals that are bursts), or
+    (None, share) when the stamps do not come in bursts (checked on the mean interval first: cheap). A burst's
+    stamps are delivery times: the later sample is the newest measurement."""
     if len(t) < 4:
-        return upd
+        return None, 0.0
     dt = np.diff(t)
     if dt.min() >= BURST_FRACTION * (t[-1] - t[0]) / len(dt):
-        return upd
+        return None, 0.0
     burst = dt < BURST_FRACTION * float(np.median(dt))
     fraction = float(burst.mean())
     if fraction < BURST_MIN_FRACTION:
+        return None, fraction
+    return np.concatenate([~burst, [True]]), fraction
+
+
+def _without_bursts(track: Track, upd: Updates) -> Updates:
+    """The updates but the earlier sample of each burst, when the track stamps in bursts; unchanged otherwise."""
+    keep, fraction = burst_free(track.t if len(upd.index) == len(track) else track.t[upd.index])
+    if keep is None:
         return upd
-    keep = np.concatenate([~burst, [True]])  # the last sample of each burst: the newest measurement
     index = upd.index[keep]
     span = float(track.t[index[-1]] - track.t[index[0]])
     return Updates(index, upd.message_hz, (len(index) - 1) / span if span > 0 else upd.update_hz,

@@ -92,3 +92,23 @@ def test_a_log_of_another_program_is_not_a_flight(tmp_path):
     with pytest.raises(InputError, match="not an ArduPilot DataFlash text log"):
         input_kind(other)
     assert not is_recording(other)  # a folder of flights is walked past it
+
+
+def test_a_crash_and_mode_changes_after_the_last_fix_stay_in_the_report(tmp_path):
+    """A real ArduCopter 3.1 log ends with its crash check (ERR 12 1) and 150 untimed mode changes after its last
+    GPS fix: they all take that fix's time. The crash is a hazard finding (it fell 0.1 ms past the flight's end as
+    rounded and was left out), and the changes at one instant are one event and a note (they were 75 findings)."""
+    lines = _log_31(tmp_path / "crash.log").read_text().splitlines()[:-1]  # without the cut line
+    lines.insert(4, "FMT, 14, 5, ERR, BB, Subsys,ECode")
+    lines += ["MODE, RTL, 271", "MODE, STABILIZE, 271", "MODE, RTL, 271", "ERR, 12, 1"]
+    path = tmp_path / "crash.log"
+    path.write_text("\n".join(lines) + "\n")
+    traj = load_inputs([path])
+    modes = [(e.t, e.extra["mode"]) for e in traj.ingest.log_events if e.type == "flight_mode"]
+    assert [m for _, m in modes] == ["STABILIZE", "RTL", "RTL"] and modes[-1][0] == pytest.approx(19.8, abs=1e-3)
+    assert any("3 flight mode changes carry no time of their own" in n for n in traj.ingest.notes)
+    code = main(["evaluate", str(path), "--out", str(tmp_path / "out"), "--llm", "rules", "--quiet"])
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    (crash,) = [f for f in report["findings"] if f["kind"] == "crash"]
+    assert crash["severity"] == "hazard" and code == 0  # no hard constraint was crossed (the verdict's rule)...
+    assert "no hard-constraint violation, but sysid3 crashed at 19.8 s" in report["verdict"]["summary"]  # ...said

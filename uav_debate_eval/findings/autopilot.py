@@ -14,6 +14,8 @@ from uav_debate_eval.io.ardupilot_codes import RECOVERY_MODES
 #: Errors the data-quality pass already reports (as gps_glitch findings): not repeated as warnings.
 _QUALITY_ERRORS = ("GPS_glitch",)
 _WARNING_LOG_EVENTS = ("LOST_GPS", "EKF_ALT_RESET", "EKF_YAW_RESET")
+#: Event times are kept to the millisecond: one at the flight's last sample may lie this far past its end.
+EVENT_ROUNDING_S = 5e-4
 
 
 def autopilot_findings(events: list, rng: tuple[float, float] | None) -> list[VerifiedFinding]:
@@ -21,7 +23,7 @@ def autopilot_findings(events: list, rng: tuple[float, float] | None) -> list[Ve
     out: list[VerifiedFinding] = []
     for e in events:
         t1 = e.t_end if e.t_end is not None else e.t
-        if not e.id or (rng is not None and (e.t > rng[1] or t1 < rng[0])):
+        if not e.id or (rng is not None and (e.t > rng[1] + EVENT_ROUNDING_S or t1 < rng[0] - EVENT_ROUNDING_S)):
             continue
         said = _sentence(e)
         if said is None:

@@ -350,6 +350,7 @@ def _events(log: VehicleLog, sparse: list, clock: dict | None) -> None:
     from pymavlink import mavutil
 
     open_err: dict[int, LogEvent] = {}
+    untimed = 0
     for m in sparse:
         kind = m.get_type()
         t = message_time_us(m, clock)
@@ -357,6 +358,9 @@ def _events(log: VehicleLog, sparse: list, clock: dict | None) -> None:
             last_mode = next((e for e in reversed(log.events) if e.type == "flight_mode"), None)
             if last_mode is not None and last_mode.extra.get("mode") == m.mode_name and t - last_mode.t_us < 1e6:
                 continue  # the logger writes one mode change twice (as several firmware versions do): one event
+            if last_mode is not None and t == last_mode.t_us and "TimeUS" not in m._fieldnames:
+                log.events.remove(last_mode)  # untimed changes after the last clock message share its time
+                untimed += 1
             reason = codes.MODE_REASONS.get(int(getattr(m, "Rsn", 0)), str(getattr(m, "Rsn", 0)))
             log.events.append(LogEvent("flight_mode", t, f"mode={m.mode_name} reason={reason.lower()}",
                                        extra={"mode": m.mode_name, "reason": reason.lower()}))
@@ -386,6 +390,9 @@ def _events(log: VehicleLog, sparse: list, clock: dict | None) -> None:
                 continue
             log.events.append(LogEvent("mission_command", t, f"{label}#{int(m.CNum)}",
                                        extra={"command": label, "seq": int(m.CNum)}))
+    if untimed:
+        log.notes.append(f"{log.track.name}: {untimed + 1} flight mode changes carry no time of their own after the "
+                         "log's last timed message: one event, the last of them, at that time")
     end = float(log.track.t_us[-1])
     for ev in log.events:
         if ev.type in ("failsafe", "autopilot_error") and ev.t_end_us is None:

@@ -185,6 +185,10 @@ def test_batch_of_files_exit_3_then_0(flights, tmp_path):
     assert [r["label"] for r in summary_rows(out)] == ["risky", "safe"]
     assert sorted(p.name for p in out.iterdir()) == ["summary.csv", "summary.md", "trajectory_csv",
                                                      "trajectory_csv_2"]
+    for row in summary_rows(out):  # the scores as each report.json gives them (rounded once), not 16 digits
+        scores = json.loads((Path(row["report"]) / "report.json").read_text())["scores"]
+        assert [row[k] for k in ("flight_control", "safety", "overall")] == \
+            [str(scores[k]) for k in ("flight_control", "safety", "overall")]
     only_clean = tmp_path / "clean"
     assert run([str(flights["clean"] / "*.csv"), "--out", str(only_clean), "--quiet"]) == 0
     assert len(summary_rows(only_clean)) == 1

@@ -178,8 +178,7 @@ def _trajectory(path: Path, name: str | None, parsed: dict[str, np.ndarray], ids
     )
     for tr in traj.tracks.values():
         tr.source = str(path)
-        if tr.est_valid is not None and tr.est_valid.all():
-            tr.est_valid = None
+        tr.drop_redundant_validity()
     if unparsable:
         traj.ingest.notes.append(f"{unparsable} cell(s) were not numbers and were read as NaN")
     if short:

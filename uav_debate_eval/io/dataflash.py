@@ -153,7 +153,7 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     log.track.params = limit_params(params)
     describe_vehicle(log, params, [str(getattr(m, "Message", "")) for m in sparse if m.get_type() == "MSG"]
                      + [str(getattr(m, "FWS", "")) for m in sparse if m.get_type() == "VER"])
-    gps = _gps_columns(reader, ["I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt"])
+    gps = _gps_columns(reader, ["I", "Status", "GMS", "GWk", "Lat", "Lng", "Alt", "Spd", "GCrs", "VZ"])
     _gps(log, gps)
     if gps is not None and "GMS" not in gps and "Time" in gps:
         log.notes.append(f"{path.name}: the log's only clock is the GPS time of week (ArduCopter 3.0 stamps nothing "
@@ -170,7 +170,7 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
         log.estimator = f"{ESTIMATOR_NAMES[pos_type]} ({pos_type}; {why})"
         _estimator(log, ekf, status, params, pos_type)
     else:
-        _global_track(log, reader, path, why)
+        _global_track(log, reader, gps, path, why)
     _origin(log, sparse)
     _events(log, sparse, ekf if ekf is not None else gps)  # the clock of messages that carry no time
     attach_attitude(log, columns(reader, "ATT", ["Roll", "DesRoll", "Pitch", "DesPitch"]))
@@ -183,11 +183,11 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     return log
 
 
-def _global_track(log: VehicleLog, reader, path: Path, why: str) -> None:
+def _global_track(log: VehicleLog, reader, gps: dict | None, path: Path, why: str) -> None:
     """Without an EKF position: the autopilot's global position (POS, else AHR2), else (ArduCopter 3.1 and older log
     no estimate at all) the GPS receiver's 3-D fixes, on the tangent plane at the first sample, velocities from the
     differences."""
-    for kind, t, lla, vel in _global_positions(reader):
+    for kind, t, lla, vel in _global_positions(reader, gps):
         order = np.argsort(t, kind="stable")
         t, lla = t[order], lla[order]
         if len(t) < 2:
@@ -207,16 +207,16 @@ def _global_track(log: VehicleLog, reader, path: Path, why: str) -> None:
     raise InputError(f"{path}: no position in the log: {why}, no POS or AHR2 position and no GPS fix")
 
 
-def _global_positions(reader) -> Iterator[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]]:
+def _global_positions(reader, gps: dict | None) -> Iterator[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]]:
     """(kind, boot µs, lat/lon/alt, NED velocity or None) of each global position the log may hold, the best
-    first: the GPS fixes with the receiver's velocity (ground speed and course; VZ is NED, down positive)."""
+    first: last the GPS fixes (`gps`: its columns) with the receiver's velocity (ground speed and course; VZ is NED,
+    down positive)."""
     for kind in ("POS", "AHR2"):
         cols = columns(reader, kind, ["Lat", "Lng", "Alt"])
         if cols is None or "Lat" not in cols or "TimeUS" not in cols:
             continue
         ok = (np.abs(cols["Lat"]) > 1e-6) & np.isfinite(cols["Alt"])
         yield kind, cols["TimeUS"][ok], np.column_stack([cols["Lat"][ok], cols["Lng"][ok], cols["Alt"][ok]]), None
-    gps = _gps_columns(reader, ["I", "Status", "Lat", "Lng", "Alt", "Spd", "GCrs", "VZ"])
     if gps is None or not all(k in gps for k in ("TimeUS", "Lat", "Lng", "Alt")):
         return
     ok = _fixes(gps)

@@ -136,6 +136,5 @@ def _trajectory(path: Path, cols: Columns, notes: list[str]) -> SwarmTrajectory:
         tr.receive_time = meta.receive_time if meta is not None else False
         tr.frame = meta.frame if meta is not None else ""
         tr.recording_end = end
-        if tr.est_valid is not None and tr.est_valid.all():
-            tr.est_valid = None
+        tr.drop_redundant_validity()
     return traj

@@ -126,6 +126,23 @@ def test_stale_gap_and_silent_at_end():
     assert r.separation.pairs[k] == ("uav1", "uav3")
 
 
+def test_without_a_stale_timeout_no_separation_is_interpolated_across_a_silence():
+    """Two vehicles parked 0.3 m apart, both logs silent 3-7 s, no stale timeout in the mission (a real pair of
+    ArduCopter logs): two violations, not one over the silence the report says holds no data."""
+    quiet = (T <= 3.0 + 1e-9) | (T >= 7.0 - 1e-9)
+    text = "constraints:\n  min_separation_m: 0.5\nthresholds: {max_accel_mps2: 100000}\n"
+    r = check_trajectory(build({"uav1": hover(0.0, t=T[quiet]), "uav2": hover(0.3, t=T[quiet])}), mission(text))
+    (a0, b0, *_), (a1, b1, *_) = intervals(r, "min_separation")
+    assert (a0, b0, b1) == (0.0, 3.0, 10.0) and 7.0 <= a1 <= 7.1 + 1e-9  # (the grid's step nearest 7.0 s rounds)
+    inside = (r.separation.t > 3.0 + 1e-9) & (r.separation.t < 7.0 - 1e-9)
+    assert inside.any() and np.isnan(r.separation.d_min[inside]).all()
+    # a vehicle logging slower than the others is not silent between its own samples
+    slow = T[::10]  # 1 Hz beside 10 Hz
+    r = check_trajectory(build({"uav1": hover(0.0), "uav2": hover(0.3, t=slow)}), mission(text))
+    (first, last, *_), = intervals(r, "min_separation")
+    assert first == 0.0 and last > 9.5
+
+
 def test_nan_duplicates_and_out_of_order_give_the_same_result_and_are_reported():
     x2 = np.where((T >= 4.0 - 1e-9) & (T <= 5.0 + 1e-9), 0.3, 2.0)
     clean = {"uav1": hover(0.0), "uav2": with_x(T, x2)}

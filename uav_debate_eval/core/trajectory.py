@@ -251,8 +251,9 @@ class SwarmTrajectory:
         return SwarmTrajectory({u: tr for u, tr in tracks.items() if len(tr)}, self.ingest, self.name, self.t0,
                                self.assessment, self.flight if self.flight is not None else self)
 
-    def resample(self, dt: float | None = None, max_gap_s: float | None = None) -> Snapshots:
-        """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid.
+    def resample(self, dt: float | None = None, max_gap_s: float | None = None, own_gaps: bool = False) -> Snapshots:
+        """Interpolate every vehicle onto one grid; samples inside gaps longer than max_gap_s are invalid (`own_gaps`
+        without max_gap_s: longer than GAP_FACTOR of the vehicle's median interval and MIN_GAP_S, a silence).
 
         The interpolated positions and velocities (read-only) are kept per step for this trajectory: the checker and
         the metrics ask for the same grid with different gap rules; each call gets its own validity.
@@ -267,9 +268,13 @@ class SwarmTrajectory:
         for group in self._stamp_groups():  # a vehicle's validity depends on its stamps only
             t = stamps[group[0]]
             inside = (grid >= t[0] - 1e-9) & (grid <= t[-1] + 1e-9)
-            if max_gap_s is not None and len(t) > 1:
+            bound, whole = max_gap_s, self.flight.tracks.get(ids[group[0]]) if self.flight is not None else None
+            if bound is None and own_gaps:  # from the whole flight's stamps: a window judges silences as its flight
+                d = np.diff(t if whole is None else whole.t)
+                bound = max(MIN_GAP_S, GAP_FACTOR * float(np.median(d))) if len(d) > 1 else None
+            if bound is not None and len(t) > 1:
                 k = np.clip(np.searchsorted(t, grid, side="right"), 1, len(t) - 1)
-                inside &= (t[k] - t[k - 1]) <= max_gap_s
+                inside &= (t[k] - t[k - 1]) <= bound
             valid[:, group] = inside[:, None]
         return Snapshots(grid, ids, pos, vel, valid)
 

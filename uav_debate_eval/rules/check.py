@@ -40,7 +40,7 @@ BLOCK_CELLS = 2_000_000
 
 def grid_of(traj: SwarmTrajectory, mission: Mission, quality=None, min_separation: np.ndarray | None = None) -> Grid:
     """The checker's grid with, per check basis, the steps each vehicle can be read at (valid and not excluded)."""
-    snaps = traj.resample(max_gap_s=mission.constraints.stale_timeout_s)
+    snaps = traj.resample(max_gap_s=mission.constraints.stale_timeout_s, own_gaps=True)
 
     def within(lo: float | None, hi: float | None) -> np.ndarray:  # grid steps in a span of sample stamps
         return ((snaps.t >= (-np.inf if lo is None else lo - STAMP_TOL))

@@ -1,6 +1,6 @@
-"""The rules' signals on the flight's common grid (the checker's: `traj.resample(max_gap_s=stale_timeout_s)`), as
-(steps, columns) arrays with the steps each cannot be read at: a vehicle without data there, or a span the
-data-quality pass lists as not evaluable for the check the signal rests on (CONTRACT.md §3b)."""
+"""The rules' signals on the flight's common grid (the checker's: `traj.resample(max_gap_s=stale_timeout_s,
+own_gaps=True)`), as (steps, columns) arrays with the steps each cannot be read at: a vehicle without data there, or
+a span the data-quality pass lists as not evaluable for the check the signal rests on (CONTRACT.md §3b)."""
 
 from __future__ import annotations
 

@@ -239,7 +239,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     """
     c, th = mission.constraints, mission.thresholds
     ids = traj.uav_ids
-    snaps = traj.resample(max_gap_s=c.stale_timeout_s)
+    snaps = traj.resample(max_gap_s=c.stale_timeout_s, own_gaps=True)
     trusted = rows.trusted(quality, "min_separation")
     for j in rows.vehicles_with(~trusted):  # grid points where a vehicle's separation is not evaluable
         ok = trusted[rows.bounds[j]:rows.bounds[j + 1]]

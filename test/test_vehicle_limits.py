@@ -14,7 +14,7 @@ from contract import SHARED_SPEC
 
 from uav_debate_eval.cli import main
 from uav_debate_eval.core.mission import Geofence
-from uav_debate_eval.core.vehicle_limits import CLAMP_MARGIN, TARGET_MARGIN, own_limits
+from uav_debate_eval.core.vehicle_limits import CLAMP_MARGIN, TARGET_MARGIN, limit_params, own_limits
 from uav_debate_eval.runner.job import ReadOptions, read_flight
 from uav_debate_eval.safety.geometry import fence_ratio
 from uav_debate_eval.sim.dataflash import EKF2_FORMATS, GOOD_FLAGS, DataFlashWriter
@@ -26,6 +26,16 @@ if not SHARED_REAL.is_dir():
 HOME = {"v": ((10.0, -5.0, 2.0), "its first sample")}
 COPTER = {"FENCE_ENABLE": 1, "FENCE_TYPE": 3, "FENCE_ALT_MAX": 100, "FENCE_RADIUS": 300, "WPNAV_SPEED": 500,
           "LOIT_SPEED": 1250, "WPNAV_SPEED_UP": 250, "WPNAV_SPEED_DN": 150, "ANGLE_MAX": 3000}
+
+
+def test_an_arducopter_3x_loiter_speed_goes_by_its_old_name():
+    """ArduCopter before 3.4 called LOIT_SPEED WPNAV_LOIT_SPEED (a real 3.1 log flew 7.2 m/s in LOITER, whose
+    10 m/s target was missed: judged by 1.5 x WPNAV_SPEED 5 m/s alone, it read borderline)."""
+    old = {k: v for k, v in COPTER.items() if k != "LOIT_SPEED"} | {"WPNAV_LOIT_SPEED": 1000}
+    lim = own_limits({"v": old}, HOME, controlled=True)
+    assert lim.constraints.max_speed_mps == pytest.approx(TARGET_MARGIN * 10.0)
+    assert "WPNAV_LOIT_SPEED 10 m/s" in lim.sources["max_speed"]
+    assert "WPNAV_LOIT_SPEED" in limit_params(old)  # kept by the readers
 
 
 def test_copter_fence_speeds_and_sources():

@@ -9,13 +9,13 @@ verdict never rests on nothing checked while the log holds limits.
   (`FENCE_ALT_MIN`); PX4 `GF_ACTION` not 0 with `GF_MAX_HOR_DIST` / `GF_MAX_VER_DIST` (0: off). The circle becomes
   the 64-gon drawn around it (its corners stick out by 0.12 % of the radius: no point inside the circle is ever
   called outside). A side the fence leaves open is infinite.
-- A **speed target** (ArduPilot `WPNAV_SPEED`, `LOIT_SPEED`, `WPNAV_SPEED_UP`/`_DN`, a plane's airspeed limit
-  `AIRSPEED_MAX` / `ARSPD_FBW_MAX`, a rover's `WP_SPEED` / `CRUISE_SPEED`) is what the autopilot aims for in its
-  automatic and position-holding modes, not a hard limit: overshoot, gusts and wind (all of it, for a plane's ground
-  speed against its airspeed) add to it, so the limit is `TARGET_MARGIN` (1.5) times the fastest target configured. A
-  **speed clamp** (PX4 `MPC_XY_VEL_MAX`, `MPC_Z_VEL_MAX_UP`/`_DN`: the controller never asks for more) gets
-  `CLAMP_MARGIN` (1.2): only overshoot and gusts add to it. Either way a violation means flight far beyond what the
-  vehicle was set up for.
+- A **speed target** (ArduPilot `WPNAV_SPEED`, `LOIT_SPEED` (`WPNAV_LOIT_SPEED` before 3.4), `WPNAV_SPEED_UP`/
+  `_DN`, a plane's airspeed limit `AIRSPEED_MAX` / `ARSPD_FBW_MAX`, a rover's `WP_SPEED` / `CRUISE_SPEED`) is what
+  the autopilot aims for in its automatic and position-holding modes, not a hard limit: overshoot, gusts and wind
+  (all of it, for a plane's ground speed against its airspeed) add to it, so the limit is `TARGET_MARGIN` (1.5) times
+  the fastest target configured. A **speed clamp** (PX4 `MPC_XY_VEL_MAX`, `MPC_Z_VEL_MAX_UP`/`_DN`: the controller
+  never asks for more) gets `CLAMP_MARGIN` (1.2): only overshoot and gusts add to it. Either way a violation means
+  flight far beyond what the vehicle was set up for.
 - A **lean limit** (ArduPilot `ANGLE_MAX`, a plane's `LIM_ROLL_CD` / `LIM_PITCH_MAX` / `LIM_PITCH_MIN` or their
   4.5 `*_DEG` names, PX4 `MPC_TILTMAX_AIR`) bounds the attitude the autopilot may ask for. A vehicle set up to
   lean further also swings further from its target in ordinary flight, while a small lean limit says nothing of
@@ -41,7 +41,7 @@ CLAMP_MARGIN = 1.2
 _CIRCLE_SIDES = 64
 
 #: (name, scale to SI, kind): speeds in m/s, angles in degrees.
-_ARDU_SPEED = (("WPNAV_SPEED", 0.01), ("LOIT_SPEED", 0.01))
+_ARDU_SPEED = (("WPNAV_SPEED", 0.01), ("LOIT_SPEED", 0.01), ("WPNAV_LOIT_SPEED", 0.01))
 _ROVER_SPEED = (("WP_SPEED", 1.0), ("CRUISE_SPEED", 1.0))
 _ARDU_VSPEED = (("WPNAV_SPEED_UP", 0.01), ("WPNAV_SPEED_DN", 0.01))
 _AIRSPEED = (("AIRSPEED_MAX", 1.0), ("ARSPD_FBW_MAX", 1.0))

@@ -115,7 +115,8 @@ def test_px4_ulog_without_mission(tmp_path):
 def _bad_inputs(root: Path, flights) -> dict[str, Path]:
     raw = (flights["near"] / "trajectory.mcap").read_bytes()
     bad = {"truncated.mcap": raw[: len(raw) // 3], "random.db3": bytes(range(256)) * 64,
-           "nocols.csv": b"time,name,px\n1,a,2\n", "empty.csv": b""}
+           "nocols.csv": b"time,name,px\n1,a,2\n", "empty.csv": b"",
+           "instant.csv": b"t,uav_id,x,y,z\n5.0,uav1,0,0,2\n5.0,uav2,0.1,0,2\n"}
     out = {}
     for name, data in bad.items():
         (root / name).write_bytes(data)
@@ -129,6 +130,8 @@ def _bad_inputs(root: Path, flights) -> dict[str, Path]:
     ("truncated.mcap", "cannot read bag"), ("random.db3", "cannot read bag"),
     ("nocols.csv", "missing required column(s): t, uav_id, x, y, z"), ("empty.csv", "empty file"),
     ("emptydir", "folder holds no input"),
+    # one pose per vehicle (a real bag's GPS topic held one message): no "held throughout" over no time
+    ("instant.csv", "the poses read are a single instant (2 sample(s) at 0 s): a flight needs samples over time"),
 ])
 def test_bad_input_exit_2_one_line_nothing_written(flights, tmp_path, capsys, name, reason):
     path = _bad_inputs(tmp_path, flights)[name]

@@ -116,6 +116,9 @@ def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
                        vehicles=mission.vehicles, vehicle_regex=options.vehicles)
     if not traj.tracks:
         raise InputError(f"{paths[0]}: no vehicle samples")
+    if traj.duration <= 0:  # every check "held throughout" an instant would say nothing about a flight
+        raise InputError(f"{paths[0]}: the poses read are a single instant ({traj.n_samples} sample(s) at "
+                         f"{traj.t_start:g} s): a flight needs samples over time")
     if not mission.source:  # a mission file, given or found, wins over the vehicle's own parameters
         notes = _limits_without_mission(traj, mission, notes)
     return LoadedFlight(traj, mission, notes)

@@ -142,6 +142,7 @@ def write_bin(v: Vehicle, path: Path) -> Path:
         rows += [(50.0, "ERR", (5, 1)), (52.0, "ERR", (5, 0))]  # a radio failsafe, resolved
     if v.glitch:
         rows += [(30.0, "ERR", (11, 2)), (32.2, "ERR", (11, 0))]
+        rows.append((15.0, "ERR", (10, 3)))  # a change to AUTO refused (its code is the mode; never "resolved")
     if v.ekf_failure:
         a, b = v.ekf_lost
         rows += [(a, "ERR", (16, 2)), (a + 0.8, "MODE", (9, 9, 6)), (a + 2, "ERR", (24, 1)), (b, "ERR", (16, 0))]

@@ -70,6 +70,9 @@ def test_three_bins_are_one_flight(logs, tmp_path, capsys):
     assert "mode=LAND reason=ekf_failsafe" in rep["dsl"]["text"]
     ekf = next(f for f in rep["findings"] if f["kind"] == "autopilot_error")
     assert ekf["uavs"] == ["sysid3"] and "EKFCHECK bad variance" in ekf["sentence"]
+    refused = next(f for f in rep["findings"] if "refused" in f["sentence"])
+    assert refused["sentence"].startswith("sysid2's autopilot refused a change to AUTO at 15 s (autopilot_error ")
+    assert refused["t_start"] == refused["t_end"] == pytest.approx(15.0)
     md = (tmp_path / "bins" / "report.md").read_text()  # the events table says what the autopilot logged
     assert "| flight\\_mode | 40.800 | sysid3 | mode=LAND reason=ekf\\_failsafe" in md
     assert "mode=LAND reason=ekf_failsafe </td>" in (tmp_path / "bins" / "report.html").read_text()

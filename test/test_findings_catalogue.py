@@ -69,6 +69,19 @@ def test_words_for_the_terminal(near_miss):
     assert len(lines) == 3 and lines[0].startswith("F1 [hazard] 14.45–19.95 s: uav1 and uav2")
 
 
+def test_an_inconclusive_verdict_still_names_a_crash():
+    """A real ArduCopter 3.2 .tlog without GPS: no horizontal position (inconclusive), and the autopilot's crash check
+    fired; the verdict sentence says both."""
+    report = {"verdict": {"label": "inconclusive"}, "mission": {"constraints_checked": ["max_speed"]}, "findings": [
+        {"id": "F1", "kind": "crash", "severity": "hazard",
+         "sentence": "sysid1 crashed at 35.78 s: it came to rest on its side (126° tilt) (crash EVENT[2])."},
+        {"id": "F2", "kind": "not_evaluable:max_speed", "severity": "data_quality",
+         "sentence": "Max_speed could not be checked for sysid1 at 0–36.3 s: no position."}]}
+    assert verdict_sentence(report) == ("Inconclusive: no violation, but max_speed could not be checked for sysid1 at "
+                                        "0–36.3 s: no position. sysid1 crashed at 35.78 s: it came to rest on its "
+                                        "side (126° tilt) (crash EVENT[2]).")
+
+
 def test_clean_flight_gets_info_findings_and_a_safe_sentence():
     sim = simulate("formation", seed=0)
     ev = evaluate(sim.traj, sim.mission)

@@ -12,6 +12,7 @@ from ardupilot_logs import (
     GPS_MS0,
     GPS_WEEK,
     Vehicle,
+    evaluate_log,
     swarm,
     write_bin,
     write_mission,
@@ -81,6 +82,10 @@ def test_modes_errors_events_commands(logs):
     assert land.t == pytest.approx(40.8) and land.extra["mode"] == "LAND"
     err = by[("autopilot_error", "sysid3", "EKFCHECK_bad_variance")]
     assert (err.t, err.t_end) == pytest.approx((40.0, 45.0))  # ERR EKFCHECK 2 ... resolved
+    # ERR FLIGHT_MODE 3: the autopilot refused AUTO at that instant (a real log read "FLIGHT MODE code 3" from there
+    # to the log's end, 111 s, with advice on sensors and vibration)
+    refused = by[("autopilot_error", "sysid2", "refused_AUTO")]
+    assert (refused.t, refused.t_end) == pytest.approx((15.0, 15.0)) and refused.extra["refused_mode"] == "AUTO"
     assert ("autopilot_event", "sysid1", "ARMED") in by and ("autopilot_event", "sysid2", "LAND_COMPLETE") in by
     assert by[("mission_command", "sysid1", "NAV_WAYPOINT#1")].t == pytest.approx(9.0)
     dump = by[("mission_command", "sysid1", "mission_of_3_items")]  # the mission the logger wrote at arming
@@ -176,6 +181,37 @@ def test_bad_logs_are_input_errors(tmp_path, name, data, reason):
     with pytest.raises(InputError, match=reason) as exc:
         read_ardupilot_logs([path])
     assert "\n" not in str(exc.value) and name in str(exc.value)
+
+
+def _global_only_tlog(path, placed_from: float | None):
+    """A ground station's log of a bench vehicle: heartbeats and GLOBAL_POSITION_INT at 0°, 0° (no fix yet), from
+    `placed_from` s on at a real place."""
+    from pymavlink.dialects.v20 import ardupilotmega as mavlink
+
+    mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
+    with open(path, "wb") as f:
+        for k in range(100):
+            t = k / 10
+            placed = placed_from is not None and t >= placed_from
+            lat, lon = (int(47.4e7), int(8.5e7) + k) if placed else (0, 0)
+            for msg in (mavlink.MAVLink_heartbeat_message(2, 3, 89, 0, 5, 3),
+                        mavlink.MAVLink_global_position_int_message(int(t * 1000), lat, lon, 500_000, 0, 0, 0, 0, 0)):
+                f.write(struct.pack(">Q", int((1.7e9 + t) * 1e6)) + msg.pack(mav))
+    return path
+
+
+def test_a_tlog_whose_global_positions_are_0_0_has_no_horizontal_position_there(tmp_path):
+    """A real bench .tlog (ArduPlane 3.8, no GPS fix, never armed) held only GLOBAL_POSITION_INT at 0°, 0°: it read
+    as a vehicle at rest, judged safe. Those samples have no horizontal position (their altitude stays: a real
+    ArduCopter 3.2 log without GPS told of its crash by it); the ones after the fix are placed around it."""
+    tr = load_inputs([_global_only_tlog(tmp_path / "bench.tlog", None)]).tracks["sysid1"]
+    assert len(tr.t) == 100 and not tr.est_valid.any() and tr.est_z_valid.all()
+    traj = load_inputs([_global_only_tlog(tmp_path / "fix.tlog", 4.0)])
+    tr = traj.tracks["sysid1"]
+    assert len(tr.t) == 100 and (tr.est_valid == (tr.t >= 4.0 - 1e-9)).all() and tr.est_z_valid.all()
+    assert np.abs(tr.pos[:, :2]).max() < 1.0  # placed around its first real fix, not 0°, 0° (thousands of km away)
+    rc, rep = evaluate_log(tmp_path / "bench.tlog", tmp_path / "out")
+    assert rc == 4 and rep["verdict"]["label"] == "inconclusive"
 
 
 def test_gps_jumps_beyond_the_vehicle_class(logs):

@@ -46,6 +46,11 @@ def _sentence(e: Any) -> tuple[str, str, float] | None:
         return (f"{who}'s autopilot raised {what} at {when} (failsafe {e.id}).",
                 f"Recommend finding why {who} triggered {what} at {when} and checking that its failsafe action "
                 "was the intended one.", 0.7)
+    if e.type == "autopilot_error" and e.extra.get("refused_mode"):
+        mode = e.extra["refused_mode"]
+        return (f"{who}'s autopilot refused a change to {mode} at {when} (autopilot_error {e.id}).",
+                f"Recommend checking what {mode} needs before it is asked for (a mission loaded, a position "
+                f"estimate, the vehicle armed): {who} stayed in its mode at {when}.", 0.5)
     if e.type == "autopilot_error" and label not in _QUALITY_ERRORS:
         what = label.replace("_", " ")
         part = f"the {e.extra['subsystem']} of " if e.extra.get("subsystem") else ""

@@ -54,6 +54,8 @@ def verdict_sentence(report: dict) -> str:
     elif label == "inconclusive":
         head = dq[0]["sentence"].rstrip(".") if dq else "a checked constraint could not be evaluated"
         text = f"{opening}: no violation, but {head[0].lower() + head[1:]}."
+        if hazards:  # a hazard no constraint decides (the autopilot's own crash check) is said too
+            text += " " + hazards[0]["sentence"].strip()
     elif hazards:  # a hazard no constraint decides (the autopilot's own crash check) is said first
         text = f"{opening}: no hard-constraint violation, but {_lower(hazards[0]['sentence'])}"
     elif label == "borderline" and warnings:

@@ -341,6 +341,11 @@ def _sparse(reader) -> list:
             continue  # its format lost a field the reader needs (a damaged format table): left out
         if m.get_type() == "MODE":
             m.mode_name = reader.flightmode  # DFReader names the mode from the vehicle type it read in MSG/VER
+        elif m.get_type() == "ERR" and int(m.Subsys) == codes.ERR_FLIGHT_MODE:  # its code is the mode refused
+            from pymavlink import mavutil
+
+            names = mavutil.mode_mapping_bynumber(reader.mav_type) or {}
+            m.mode_name = names.get(int(m.ECode), f"mode {int(m.ECode)}")
         m._offset = reader.offset  # just past the message: places the untimed ones among the timed
         out.append(m)
 
@@ -371,6 +376,10 @@ def _events(log: VehicleLog, sparse: list, clock: dict | None) -> None:
             if code == codes.ERR_RESOLVED:
                 if sub in open_err:
                     open_err.pop(sub).t_end_us = t
+                continue
+            if sub == codes.ERR_FLIGHT_MODE:  # a mode change the autopilot refused: an instant, never "resolved"
+                log.events.append(LogEvent("autopilot_error", t, f"refused_{m.mode_name}", t_end_us=t,
+                                           extra={"subsystem": "FLIGHT_MODE", "refused_mode": m.mode_name}))
                 continue
             name = codes.ERR_SUBSYSTEMS.get(sub, f"SUBSYSTEM_{sub}")
             ev = LogEvent("failsafe" if name.startswith("FAILSAFE_") else "autopilot_error", t,

@@ -167,9 +167,13 @@ def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
         tr.vel_ned = np.array([[m.vx, m.vy, m.vz] for m in local], dtype=float)[keep]
     fixes = _fixes(glob, msgs.get("GPS_RAW_INT", []), boot)
     log.gps_t_us, log.gps_lla = fixes
+    placed = None
     if not local:
         lla = np.array([[m.lat * 1e-7, m.lon * 1e-7, m.alt * 1e-3] for m in glob])[keep]
-        tr.ref, tr.ref_how = (float(lla[0, 0]), float(lla[0, 1]), float(lla[0, 2])), "the first GLOBAL_POSITION_INT"
+        placed = (lla[:, 0] != 0) | (lla[:, 1] != 0)  # 0°, 0°: sent before the vehicle had a position
+        k = int(np.argmax(placed))
+        tr.ref, tr.ref_how = (float(lla[k, 0]), float(lla[k, 1]), float(lla[k, 2])), "the first GLOBAL_POSITION_INT"
+        lla[~placed, :2] = tr.ref[:2]  # held at the origin, and no horizontal position (below)
         enu = geodetic_to_enu(lla[:, 0], lla[:, 1], lla[:, 2], *tr.ref)
         tr.pos_ned = np.column_stack([enu[:, 1], enu[:, 0], -enu[:, 2]])
         tr.vel_ned = np.array([[m.vx, m.vy, m.vz] for m in glob], dtype=float)[keep] / 100.0
@@ -179,6 +183,8 @@ def _vehicle(path: Path, sysid: int, msgs: dict[str, list]) -> VehicleLog:
     _describe(log, msgs, params)
     if _flags_meaningful(log, msgs.get("EKF_STATUS_REPORT", []), params):
         _validity(log, msgs.get("EKF_STATUS_REPORT", []), boot)
+    if placed is not None and not placed.all():
+        _unplaced(log, placed)
     _events(log, msgs, boot)
     attach_tlog_attitude(log, msgs, boot)
     _resets(log, msgs, boot)
@@ -301,6 +307,18 @@ def _utc_offset(system_time: list, recv_offset: float, log: VehicleLog) -> float
         return float(np.median([m.time_unix_usec - m.time_boot_ms * 1000.0 for m in good]))
     log.notes.append(f"{log.track.name}: no SYSTEM_TIME with GPS time; clock from the ground station's receive times")
     return recv_offset
+
+
+def _unplaced(log: VehicleLog, placed: np.ndarray) -> None:
+    """GLOBAL_POSITION_INT at 0°, 0° (ArduPilot sends them until it has a position: a real ArduCopter 3.2 log without
+    GPS held nothing else, and its altitude and vertical speed still told of its crash) is no horizontal position: the
+    altitude stays (the barometer's); a bench log that never had a fix read as a vehicle at rest, safe."""
+    tr = log.track
+    if tr.valid_z is None:
+        tr.valid_z = np.ones(len(placed), dtype=bool) if tr.valid is None else tr.valid.copy()
+    tr.valid = placed if tr.valid is None else tr.valid & placed
+    tr.valid_how = "GLOBAL_POSITION_INT at 0°, 0° (no position yet)" + (
+        f"; {tr.valid_how}" if tr.valid_how != LogTrack.valid_how else "")
 
 
 def _validity(log: VehicleLog, reports: list, boot) -> None:

@@ -94,6 +94,28 @@ def test_fast_decoder_matches_library_with_varying_frame_ids(tmp_path):
     assert traj.tracks["a"].t + traj.t0 == pytest.approx([5.0 + k * 0.1 for k in range(9)])
 
 
+@pytest.mark.parametrize("fmt,name", [("mcap", "cov.mcap"), ("ros1", "cov.bag")])
+def test_pose_with_covariance_is_read_with_its_spread(tmp_path, fmt, name):
+    """PoseWithCovarianceStamped (a real vehicle's dead-reckoned pose on it: refused as an unsupported type before):
+    positions as a PoseStamped's, and a covariance the estimator disowns (> 10 m) leaves the sample not valid, as
+    an Odometry's does; the fast decoder and the library's agree (frame ids of two lengths)."""
+    ts = TS1 if fmt == "ros1" else TS2
+    Stamped, PWC = ts.types["geometry_msgs/msg/PoseWithCovarianceStamped"], ts.types[
+        "geometry_msgs/msg/PoseWithCovariance"]
+    msgs = []
+    for k in range(12):
+        cov = np.zeros(36)
+        cov[0] = cov[7] = 400.0 if 5 <= k < 8 else 0.04  # a 20-m spread for three samples
+        frame = "map" if k < 6 else "world"
+        msgs.append(("/auv1/dead_reckoning", "geometry_msgs/msg/PoseWithCovarianceStamped", (50 + k) * 10**8,
+                     Stamped(_header(ts, 5, k * 10**8, frame), PWC(_pose(ts, 0.5 * k, 1.0, -2.0), cov))))
+    traj = read_bag(write_bag(tmp_path / name, msgs, fmt))
+    tr = traj.tracks["auv1"]
+    assert traj.uav_ids == ["auv1"] and len(tr) == 12
+    assert tr.pos[:, 0] == pytest.approx([0.5 * k for k in range(12)]) and tr.pos[4] == pytest.approx([2, 1, -2])
+    assert list(np.flatnonzero(~tr.est_valid)) == [5, 6, 7]
+
+
 def test_odometry_twist_rotated_from_child_frame(tmp_path):
     Odom = TS2.types["nav_msgs/msg/Odometry"]
     PWC, TWC = TS2.types["geometry_msgs/msg/PoseWithCovariance"], TS2.types["geometry_msgs/msg/TwistWithCovariance"]

@@ -26,6 +26,7 @@ from uav_debate_eval.io.rosbag.topics import (
     ODOM,
     POSE,
     POSE_ARRAY,
+    POSE_COV,
     SUPPORTED,
     TF,
     TF_STATIC,
@@ -109,7 +110,7 @@ def _open(path: Path) -> AnyReader:
 
 def _decode_topic(reader: AnyReader, topic: str, msgtype: str, explicit: str | None, raw: Raw, is_ros1: bool,
                   names: list[str] | None, cols: Columns, notes: list[str]) -> None:
-    if msgtype in (POSE, ODOM):
+    if msgtype in (POSE, ODOM, POSE_COV):
         decode_stamped(reader, topic, msgtype, explicit, raw, is_ros1, cols, notes)
     elif msgtype == TRANSFORM:
         decode_transform(reader, topic, explicit, raw, cols, notes)

@@ -14,7 +14,7 @@ import numpy as np
 
 from uav_debate_eval.core.frames import rotate_many, twist_is_in_body_frame
 from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
-from uav_debate_eval.io.rosbag.topics import ODOM, vehicle_from_topic
+from uav_debate_eval.io.rosbag.topics import ODOM, POSE_COV, vehicle_from_topic
 
 if TYPE_CHECKING:
     from rosbags.highlevel import AnyReader
@@ -23,11 +23,13 @@ if TYPE_CHECKING:
 
 #: Odometry whose position standard deviation exceeds this (m) is an estimate the estimator itself disowns.
 MAX_POSITION_STD_M = 10.0
+#: The types whose pose comes with its covariance (msg.pose.pose, msg.pose.covariance).
+COVARIANT = (ODOM, POSE_COV)
 
 
 class Decoded(NamedTuple):
     """A topic's samples: header stamps (ns), positions, quaternions (x, y, z, w); Odometry also its twist
-    (world frame) and position standard deviation."""
+    (world frame), Odometry and PoseWithCovarianceStamped their position standard deviation."""
 
     header_ns: np.ndarray
     pos: np.ndarray
@@ -48,7 +50,8 @@ class _Layout(NamedTuple):
 
 def decode_stamped(reader: AnyReader, topic: str, msgtype: str, explicit: str | None, raw: Raw, is_ros1: bool,
                    cols: Columns, notes: list[str]) -> None:
-    """Add a PoseStamped or Odometry topic's samples as the vehicle `explicit` names, else its namespace."""
+    """Add a PoseStamped, Odometry or PoseWithCovarianceStamped topic's samples as the vehicle `explicit` names,
+    else its namespace."""
     uav = explicit or vehicle_from_topic(topic)
     arr = _fast_decode(reader, raw, msgtype, is_ros1)
     if arr is None:
@@ -65,10 +68,10 @@ def decode_stamped(reader: AnyReader, topic: str, msgtype: str, explicit: str | 
 
 
 def _empty(n: int, msgtype: str) -> Decoded:
-    """Arrays for a topic's n samples (twist and position spread for Odometry only), filled by a decoder."""
-    odom = msgtype == ODOM
+    """Arrays for a topic's n samples (twist for Odometry only, position spread with a covariance), filled by a
+    decoder."""
     return Decoded(np.empty(n, dtype=np.int64), np.empty((n, 3)), np.empty((n, 4)),
-                   np.empty((n, 3)) if odom else None, np.empty(n) if odom else None)
+                   np.empty((n, 3)) if msgtype == ODOM else None, np.empty(n) if msgtype in COVARIANT else None)
 
 
 def _slow_decode(reader: AnyReader, raw: Raw, msgtype: str) -> Decoded:
@@ -76,12 +79,13 @@ def _slow_decode(reader: AnyReader, raw: Raw, msgtype: str) -> Decoded:
     for i in range(len(raw)):
         m: Any = reader.deserialize(raw.message(i), msgtype)
         header_ns[i] = stamp_ns(m.header.stamp)
-        p = m.pose.pose if msgtype == ODOM else m.pose
+        p = m.pose.pose if msgtype in COVARIANT else m.pose
         pos[i] = (p.position.x, p.position.y, p.position.z)
         quat[i] = (p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w)
-        if vel is not None and std is not None:
+        if vel is not None:
             v = m.twist.twist.linear
             vel[i] = (v.x, v.y, v.z)
+        if std is not None:
             std[i] = _position_std(np.asarray(m.pose.covariance, dtype=float)[None, :])[0]
     if vel is not None:
         vel = _twist_to_world(reader.deserialize(raw.message(0), msgtype), quat, vel)
@@ -115,8 +119,9 @@ def _fast_decode(reader: AnyReader, raw: Raw, msgtype: str, is_ros1: bool) -> De
         if group is None:
             return None
         header_ns[idx], pos[idx], quat[idx] = group.header_ns, group.pos, group.quat
-        if vel is not None and std is not None and group.vel is not None and group.std is not None:
+        if vel is not None and group.vel is not None:
             vel[idx] = group.vel
+        if std is not None and group.std is not None:
             std[idx] = group.std
     if vel is not None:
         vel = _twist_to_world(reader.deserialize(raw.message(0), msgtype), quat, vel)
@@ -134,7 +139,8 @@ def _decode_group(reader: AnyReader, raw: Raw, idx: np.ndarray, size: int, msgty
     if layout is None:
         return None
     sec_off, sec_dtype, pose_off, twist_off, (frame_a, frame_b) = layout
-    if pose_off + 56 > size or (twist_off is not None and twist_off + 24 > size):
+    covariant = msgtype in COVARIANT
+    if pose_off + 56 + (288 if covariant else 0) > size or (twist_off is not None and twist_off + 24 > size):
         return None
     buf = raw.rows(idx, size)
     if not (buf[:, frame_a:frame_b] == buf[0, frame_a:frame_b]).all():
@@ -143,13 +149,13 @@ def _decode_group(reader: AnyReader, raw: Raw, idx: np.ndarray, size: int, msgty
     nsec = buf[:, sec_off + 4:sec_off + 8].copy().view("<u4").ravel().astype(np.int64)
     pose = buf[:, pose_off:pose_off + 56].copy().view("<f8").reshape(-1, 7)
     vel = None if twist_off is None else buf[:, twist_off:twist_off + 24].copy().view("<f8").reshape(-1, 3)
-    std = None if twist_off is None else _position_std(
+    std = None if not covariant else _position_std(
         buf[:, pose_off + 56:pose_off + 56 + 288].copy().view("<f8").reshape(-1, 36))
     header_ns = sec * 1_000_000_000 + nsec
     # Cross-check the group's first and last message against the library's decoder.
     for i in (0, len(idx) - 1):
         m: Any = reader.deserialize(raw.message(int(idx[i])), msgtype)
-        p = m.pose.pose if msgtype == ODOM else m.pose
+        p = m.pose.pose if covariant else m.pose
         ref = (stamp_ns(m.header.stamp), p.position.x, p.position.y, p.position.z, p.orientation.w)
         got = (int(header_ns[i]), pose[i, 0], pose[i, 1], pose[i, 2], pose[i, 6])
         if ref[0] != got[0] or not np.allclose(ref[1:], got[1:], equal_nan=True):

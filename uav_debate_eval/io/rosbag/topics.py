@@ -9,6 +9,7 @@ from pathlib import Path
 from uav_debate_eval.core.errors import InputError
 
 POSE = "geometry_msgs/msg/PoseStamped"
+POSE_COV = "geometry_msgs/msg/PoseWithCovarianceStamped"
 ODOM = "nav_msgs/msg/Odometry"
 POSE_ARRAY = "geometry_msgs/msg/PoseArray"
 TF = "tf2_msgs/msg/TFMessage"
@@ -19,7 +20,7 @@ FIX = "sensor_msgs/msg/NavSatFix"
 #: ROS 1's tf/tfMessage (tf before tf2) has TFMessage's layout, byte for byte: read as one.
 _SAME_LAYOUT = {"tf/msg/tfMessage": TF}
 #: Preferred first when one vehicle has several pose topics.
-SUPPORTED = (POSE, ODOM, TRANSFORM, POSE_ARRAY, TF)
+SUPPORTED = (POSE, ODOM, POSE_COV, TRANSFORM, POSE_ARRAY, TF)
 WORLD_FRAMES = {"world", "map", "odom", "earth", "enu"}
 #: Namespaces of autopilot drivers (`/mavros/local_position/pose` alone is one unnamed vehicle) and of
 #: motion-capture bridges (`/vicon/cf3/cf3`: the next level names the body).
@@ -84,11 +85,12 @@ def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | Non
     found = {t: ty for t, ty in types.items() if ty in SUPPORTED}
     if not found:
         listed = ", ".join(f"{t} ({ty})" for t, ty in sorted(types.items())[:8]) or "none"
-        raise InputError(f"{path}: no pose topic (PoseStamped, Odometry, PoseArray, TFMessage or px4_msgs "
-                         f"VehicleLocalPosition/VehicleOdometry on [/px4_N]/fmu/out/...); topics: {listed}")
-    direct = {t: ty for t, ty in found.items() if ty in (POSE, ODOM)}
+        raise InputError(f"{path}: no pose topic (PoseStamped, Odometry, PoseWithCovarianceStamped, PoseArray, "
+                         "TFMessage or px4_msgs VehicleLocalPosition/VehicleOdometry on [/px4_N]/fmu/out/...); "
+                         f"topics: {listed}")
+    direct = {t: ty for t, ty in found.items() if ty in (POSE, ODOM, POSE_COV)}
     if direct:
-        # One topic per vehicle: PoseStamped before Odometry, then the shortest name.
+        # One topic per vehicle: PoseStamped before Odometry before PoseWithCovarianceStamped, then the shortest name.
         best: dict[str, str] = {}
         for t in sorted(direct, key=lambda t: (SUPPORTED.index(direct[t]), len(t), t)):
             best.setdefault(vehicle_from_topic(t), t)
@@ -118,4 +120,4 @@ def companions(selected: dict[str, str | None], types: dict[str, str]) -> dict[s
 
 def pose_vehicles(types: dict[str, str]) -> list[str]:
     """The vehicles a bag's one-body-per-topic pose topics name (without reading a message)."""
-    return sorted({vehicle_from_topic(t) for t, ty in types.items() if ty in (POSE, ODOM, TRANSFORM)})
+    return sorted({vehicle_from_topic(t) for t, ty in types.items() if ty in (POSE, ODOM, POSE_COV, TRANSFORM)})

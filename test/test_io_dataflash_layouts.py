@@ -127,6 +127,45 @@ def test_global_position_when_no_ekf_was_logged(tmp_path):
     assert np.allclose(log.track.vel_ned[5:15, 0], 1.109 / 0.2, rtol=0.01)
 
 
+def write_copter33_dcm(path: Path) -> None:
+    """An ArduCopter 3.3 log flown on DCM (AHRS_EKF_USE 0): its EKF1 drifts away at 40 m/s while the GPS says
+    1 m/s north; the GPS stops at 6 s, the log (ATT) goes on to 10 s and the vehicle flips at 8 s."""
+    w = DataFlashWriter(path, formats=COPTER33_FORMATS)
+    w.write("MSG", "ArduCopter V3.3-dev (a1b2c3d4)")
+    w.write("PARM", "AHRS_EKF_USE", 0)
+    week, ms0 = gps_week_ms(1_430_000_000.0)
+    for i in range(100):
+        t_ms = 100 * i
+        w.write("EKF1", t_ms, 0, 0, 0, 40.0, 0, 0, 4.0 * i, 0, -5.0, 0, 0, 0)
+        roll = 178.0 if t_ms >= 8000 else 0.0
+        w.write("ATT", t_ms, 0, roll, 0, 0, 0, 0, 0, 0)
+        if t_ms <= 6000 and i % 2 == 0:
+            w.write("GPS", 3, ms0 + t_ms, week, 10, 0.9, LAT0 + 0.1 * i / 111_320, LON0, 5.0, 605.0, 1.0, 0.0, 0.0,
+                    t_ms)
+    w.close()
+
+
+def test_an_ekf_the_vehicle_did_not_fly_on_is_not_its_track(tmp_path):
+    path = tmp_path / "dcm.bin"
+    write_copter33_dcm(path)
+    log = read_dataflash(path, "v")
+    assert log.estimator.startswith("GPS (AHRS_EKF_USE 0")
+    t, speed = log.track.t_us, np.linalg.norm(log.track.vel_ned[:, :2], axis=1)
+    fixes = t <= 6.0e6
+    assert fixes.sum() == 31 and np.allclose(speed[fixes], 1.0, atol=0.01)  # the GPS's 1 m/s, not the EKF's 40
+    assert t[-1] == pytest.approx(9.9e6) and log.track.valid is not None
+    assert log.track.valid[fixes].all() and not log.track.valid[~fixes].any()  # no position after the GPS stopped
+    assert any("track goes on with its attitude" in n for n in log.notes)
+    crash = [e for e in log.events if e.type == "crash"]
+    assert crash and crash[0].t_us == pytest.approx(8.0e6, abs=0.2e6)  # after the fixes, still in the flight
+
+
+def test_the_ekf_in_use_is_read_when_the_autopilot_flew_on_it(tmp_path):
+    path = tmp_path / "c33.bin"
+    write_copter33(path)  # AHRS_EKF_USE not logged: the EKF, as before
+    assert read_dataflash(path, "v").estimator.startswith("EKF1")
+
+
 def test_nothing_to_read_is_one_line(tmp_path):
     path = tmp_path / "none.bin"
     w = DataFlashWriter(path, formats=EKF2_FORMATS)
@@ -149,7 +188,8 @@ def test_real_logs_in_project(name, cls, estimator, firmware):
 
 
 @pytest.mark.parametrize("name, estimator, gps_fixes", [
-    ("copter33_gps_7.BIN", "EKF1", 200), ("copter33_gps_112.BIN", "EKF1", 900), ("copter34_nogps_22.BIN", "EKF2", 0)])
+    ("copter33_gps_7.BIN", "EKF1", 200), ("copter33_gps_112.BIN", "GPS (AHRS_EKF_USE 0", 900),
+    ("copter34_nogps_22.BIN", "EKF2", 0)])
 def test_real_unlicensed_logs_from_shared(name, estimator, gps_fixes):
     path = SHARED / name
     if not path.exists():

@@ -116,6 +116,31 @@ def test_pose_with_covariance_is_read_with_its_spread(tmp_path, fmt, name):
     assert list(np.flatnonzero(~tr.est_valid)) == [5, 6, 7]
 
 
+def test_a_chosen_topic_of_nan_poses_names_the_vehicles_other_topics(tmp_path):
+    """A real AUV bag: its Odometry (preferred) held 3 NaN poses, its dead reckoning 342 good ones; the error said
+    "no vehicle samples". It names the topic and the others now; beside a good vehicle it is a note."""
+    Stamped, PWC = TS2.types["geometry_msgs/msg/PoseWithCovarianceStamped"], TS2.types[
+        "geometry_msgs/msg/PoseWithCovariance"]
+    Odom, TWC = TS2.types["nav_msgs/msg/Odometry"], TS2.types["geometry_msgs/msg/TwistWithCovariance"]
+    Twist, V3 = TS2.types["geometry_msgs/msg/Twist"], TS2.types["geometry_msgs/msg/Vector3"]
+    nan = float("nan")
+    msgs = [("/auv1/odom", "nav_msgs/msg/Odometry", (50 + k) * 10**8,
+             Odom(_header(TS2, 5, k * 10**8, "gps"), "base_link", PWC(_pose(TS2, nan, nan, nan), np.zeros(36)),
+                  TWC(Twist(V3(0.0, 0.0, 0.0), V3(0.0, 0.0, 0.0)), np.zeros(36)))) for k in range(3)]
+    msgs += [("/auv1/dead_reckoning", "geometry_msgs/msg/PoseWithCovarianceStamped", (50 + k) * 10**8,
+              Stamped(_header(TS2, 5, k * 10**8, "odom"), PWC(_pose(TS2, 0.5 * k, 1.0, -2.0), np.zeros(36))))
+             for k in range(10)]
+    with pytest.raises(InputError, match=r"/auv1/odom, chosen for auv1, holds no finite pose \(3 message\(s\)\); "
+                       r"its other pose topics: /auv1/dead_reckoning \(PoseWithCovarianceStamped\): name one"):
+        read_bag(write_bag(tmp_path / "nan.mcap", msgs))
+    msgs += [("/uav2/pose", "geometry_msgs/msg/PoseStamped", (50 + k) * 10**8,
+              pose_stamped(TS2, 5.0 + k * 0.1, (k, 0.0, 2.0))) for k in range(10)]
+    traj = read_bag(write_bag(tmp_path / "two.mcap", msgs))
+    assert "uav2" in traj.uav_ids and len(traj.tracks["uav2"]) == 10
+    assert any(n.startswith("/auv1/odom, chosen for auv1, holds no finite pose") for n in traj.ingest.notes)
+    assert read_bag(write_bag(tmp_path / "named.mcap", msgs), topics=["/auv1/dead_reckoning"]).uav_ids == ["auv1"]
+
+
 def test_odometry_twist_rotated_from_child_frame(tmp_path):
     Odom = TS2.types["nav_msgs/msg/Odometry"]
     PWC, TWC = TS2.types["geometry_msgs/msg/PoseWithCovariance"], TS2.types["geometry_msgs/msg/TwistWithCovariance"]

@@ -52,6 +52,8 @@ SPARSE_FIELDS = {"MODE": ("Mode",), "ERR": ("Subsys", "ECode"), "EV": ("Id",), "
 #: The message types the reader needs at all (the benchmark's type filter).
 NEEDED_TYPES = sorted({t for pair in POSITION_TYPES for t in pair} | {"GPS", "POS", "AHR2"} | set(SPARSE_TYPES))
 GPS_3D_FIX = 3
+#: A log that goes on this long after its last global position: the vehicle's position was lost, not the log over.
+LOST_AFTER_US = 2e6
 
 
 @contextlib.contextmanager
@@ -146,6 +148,10 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     sparse = _sparse(reader)
     params = dict(reader.params)
     pos_type, status_type, why = pick_estimator(reader, params)
+    shadow = pos_type == "EKF1" and params.get("AHRS_EKF_USE") == 0
+    if shadow:  # ArduPilot 3.1-3.3 ran its first EKF beside the DCM the vehicle flew on, unless told to use it
+        why = "AHRS_EKF_USE 0: the vehicle flew on its DCM and GPS, the EKF (EKF1) only ran beside them"
+        pos_type = ""
     log = VehicleLog(LogTrack(name, np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), None, None, str(path)),
                      messages=int(reader._count))
     sysid = params.get("SYSID_THISMAV")
@@ -170,10 +176,13 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
         log.estimator = f"{ESTIMATOR_NAMES[pos_type]} ({pos_type}; {why})"
         _estimator(log, ekf, status, params, pos_type)
     else:
-        _global_track(log, reader, gps, path, why)
+        _global_track(log, reader, gps, path, why, ("POS",) if shadow else ("POS", "AHR2"))
+    att = columns(reader, "ATT", ["Roll", "DesRoll", "Pitch", "DesPitch"])
+    if not pos_type:
+        _beyond_fixes(log, att)
     _origin(log, sparse)
     _events(log, sparse, ekf if ekf is not None else gps)  # the clock of messages that carry no time
-    attach_attitude(log, columns(reader, "ATT", ["Roll", "DesRoll", "Pitch", "DesPitch"]))
+    attach_attitude(log, att)
     if reader.repaired_types:
         log.notes.append(f"{path.name}: the format table is damaged for {', '.join(reader.repaired_types)} (types the "
                          "evaluation does not read): their messages were skipped, the rest read as logged")
@@ -183,11 +192,11 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     return log
 
 
-def _global_track(log: VehicleLog, reader, gps: dict | None, path: Path, why: str) -> None:
+def _global_track(log: VehicleLog, reader, gps: dict | None, path: Path, why: str, kinds: tuple[str, ...]) -> None:
     """Without an EKF position: the autopilot's global position (POS, else AHR2), else (ArduCopter 3.1 and older log
     no estimate at all) the GPS receiver's 3-D fixes, on the tangent plane at the first sample, velocities from the
-    differences."""
-    for kind, t, lla, vel in _global_positions(reader, gps):
+    differences. `kinds`: the autopilot's own messages to try (AHR2 holds the EKF when the EKF is not the one used)."""
+    for kind, t, lla, vel in _global_positions(reader, gps, kinds):
         order = np.argsort(t, kind="stable")
         t, lla = t[order], lla[order]
         if len(t) < 2:
@@ -200,18 +209,41 @@ def _global_track(log: VehicleLog, reader, gps: dict | None, path: Path, why: st
             if len(np.unique(t)) == len(t) else np.zeros_like(tr.pos_ned)
         log.estimator = f"{kind} ({why})"
         log.notes.append(f"{path.name}: {why}; the track is the autopilot's {kind} position" if kind != "GPS" else
-                         f"{path.name}: {why}, no POS or AHR2 position; the track is the GPS receiver's {len(t)} 3-D "
-                         f"fixes{' and velocities' if vel is not None else ''} (noisier than an estimate: no inertial "
-                         "smoothing)")
+                         f"{path.name}: {why}, no {' or '.join(kinds)} position; the track is the GPS receiver's "
+                         f"{len(t)} 3-D fixes{' and velocities' if vel is not None else ''} (noisier than an "
+                         "estimate: no inertial smoothing)")
         return
-    raise InputError(f"{path}: no position in the log: {why}, no POS or AHR2 position and no GPS fix")
+    raise InputError(f"{path}: no position in the log: {why}, no {' or '.join(kinds)} position and no GPS fix")
 
 
-def _global_positions(reader, gps: dict | None) -> Iterator[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]]:
+def _beyond_fixes(log: VehicleLog, att: dict | None) -> None:
+    """A track of global positions that stops while the log goes on (the GPS lost, then a crash): the track goes on
+    at the attitude record's times with no position (invalid, held), so what the vehicle did then stays in the
+    flight."""
+    tr = log.track
+    if att is None or "TimeUS" not in att or not len(tr.t_us):
+        return
+    later = np.unique(att["TimeUS"][att["TimeUS"] > tr.t_us[-1]])
+    if not len(later) or later[-1] - tr.t_us[-1] < LOST_AFTER_US:
+        return
+    n = len(later)
+    valid = np.ones(len(tr.t_us), bool) if tr.valid is None else tr.valid
+    tr.t_us = np.concatenate([tr.t_us, later])
+    tr.pos_ned = np.concatenate([tr.pos_ned, np.repeat(tr.pos_ned[-1:], n, axis=0)])
+    tr.vel_ned = np.concatenate([tr.vel_ned, np.zeros((n, 3))])
+    tr.valid = np.concatenate([valid, np.zeros(n, bool)])
+    tr.valid_how = "no position after the last one the log holds"
+    log.notes.append(f"{tr.name}: its {log.estimator.split(' ')[0]} positions end at {tr.t_us[-n - 1] / 1e6:.1f} s of "
+                     f"boot and the log at {later[-1] / 1e6:.1f} s: the track goes on with its attitude, its position "
+                     "unknown (invalid)")
+
+
+def _global_positions(reader, gps: dict | None, kinds: tuple[str, ...]
+                      ) -> Iterator[tuple[str, np.ndarray, np.ndarray, np.ndarray | None]]:
     """(kind, boot µs, lat/lon/alt, NED velocity or None) of each global position the log may hold, the best
     first: last the GPS fixes (`gps`: its columns) with the receiver's velocity (ground speed and course; VZ is NED,
     down positive)."""
-    for kind in ("POS", "AHR2"):
+    for kind in kinds:
         cols = columns(reader, kind, ["Lat", "Lng", "Alt"])
         if cols is None or "Lat" not in cols or "TimeUS" not in cols:
             continue

@@ -36,6 +36,7 @@ from uav_debate_eval.io.rosbag.topics import (
     pose_vehicles,
     same_type,
     select_topics,
+    vehicle_from_topic,
 )
 from uav_debate_eval.io.rosbag.transforms import decode_tf, decode_transform, place_by_tf_static
 
@@ -70,6 +71,8 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
                     notes.append(f"topic {topic} has no messages")
                     continue
                 _decode_topic(reader, topic, types[topic], selected[topic], raws[topic], is_ros1, names, cols, notes)
+            if not wanted:
+                _without_a_pose(path, cols, types, notes)
             mavros.apply_companions(reader, extra, types, raws, cols, notes)
             if TF_STATIC in extra:
                 place_by_tf_static(reader, raws[TF_STATIC], cols, notes)
@@ -118,6 +121,22 @@ def _decode_topic(reader: AnyReader, topic: str, msgtype: str, explicit: str | N
         decode_pose_array(reader, topic, raw, names, cols, notes)
     elif msgtype == TF:
         decode_tf(reader, topic, raw, cols, notes)
+
+
+def _without_a_pose(path: Path, cols: Columns, types: dict[str, str], notes: list[str]) -> None:
+    """A topic chosen for its vehicle whose poses are all NaN (a driver's odometry before its first fix) is
+    named with the vehicle's other pose topics: which one is the vehicle is the user's call (`--topics`)."""
+    empty = []
+    for topic, (block, uav) in cols.block_of.items():
+        if np.isfinite(cols.pos[block]).all(axis=1).any():
+            continue
+        others = [f"{t} ({types[t].rsplit('/', 1)[-1]})" for t in sorted(types)
+                  if t != topic and types[t] in (POSE, ODOM, POSE_COV) and vehicle_from_topic(t) == uav]
+        empty.append(f"{topic}, chosen for {uav}, holds no finite pose ({len(cols.t[block])} message(s))"
+                     + (f"; its other pose topics: {', '.join(others)}: name one with --topics" if others else ""))
+    if empty and all(not np.isfinite(p).all(axis=1).any() for p in cols.pos):
+        raise InputError(f"{path}: {'; '.join(empty)}")
+    notes.extend(empty)
 
 
 def _trajectory(path: Path, cols: Columns, notes: list[str]) -> SwarmTrajectory:

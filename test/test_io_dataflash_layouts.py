@@ -297,3 +297,19 @@ def test_a_damaged_format_of_a_type_not_read_loses_only_that_type(tmp_path, caps
     assert main(["evaluate", str(unit), "--out", str(tmp_path / "out"), "--llm", "rules", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Unsupported format char: '\\n' in message UNIT" in err, err
+
+
+def test_the_mode_a_log_starts_in_is_no_switch(tmp_path):
+    """A real ArduPlane log was in RTL from its first record, disarmed, and read "sysid1 switched to RTL at 0 s"
+    with advice to review why; the first MODE is written when logging starts."""
+    from uav_debate_eval.core.records import Event
+    from uav_debate_eval.findings.autopilot import autopilot_findings
+
+    path = tmp_path / "c33.bin"
+    write_copter33(path)
+    modes = [e for e in read_dataflash(path, "v").events if e.type == "flight_mode"]
+    assert len(modes) == 1 and modes[0].extra.get("initial") is True
+    start = Event("EVENT[1]", "flight_mode", 0.0, ["v"], extra={"mode": "RTL", "reason": "", "initial": True})
+    switch = Event("EVENT[2]", "flight_mode", 5.0, ["v"], extra={"mode": "RTL", "reason": ""})
+    [found] = autopilot_findings([start, switch], None)
+    assert found.sentence.startswith("v switched to RTL at 5 s")

@@ -56,3 +56,39 @@ def test_bursts_are_found_and_thinned_and_a_clean_stream_is_left_alone():
     result = check_trajectory(quality.traj, mission, quality=quality)
     assert not result.violations
     assert result.margins["max_speed"]["worst_value"] == pytest.approx(2.0, abs=0.25)
+
+
+def _late_pose_stream() -> tuple[np.ndarray, np.ndarray]:
+    """3 s at 100 Hz descending at 0.9 m/s; the pose measured at 1.51 s is delivered (and stamped) 9 ms late, 1 ms
+    before the next: the real Vicon bag's pattern (a 10-mm step over 1.3 ms read as 7.4 m/s)."""
+    t_true = np.arange(0.0, 3.0, 0.01)
+    stamps = t_true.copy()
+    stamps[151] += 0.009
+    pos = np.column_stack([0 * t_true, 0 * t_true, 3.0 - 0.9 * t_true])
+    return stamps, pos
+
+
+def test_an_isolated_pair_of_close_stamps_is_no_speed_offline_or_live():
+    from safety_support import box_mission
+
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+
+    stamps, pos = _late_pose_stream()
+    traj = SwarmTrajectory.from_columns(stamps, ["v"] * len(stamps), pos)
+    assert not distinct_updates(traj.tracks["v"]).bursty  # one burst in 300 intervals: not a bursty track
+    assert np.abs(traj.tracks["v"].vel[:, 2]).max() > 7.0  # the pair's step over 1 ms, as read
+    mission = box_mission()  # 2 m/s vertical
+    quality = assess(traj, mission)
+    result = check_trajectory(quality.traj, mission, quality=quality)
+    assert not [v for v in result.violations if v.constraint == "max_vertical_speed"]
+    assert result.margins["max_vertical_speed"]["worst_value"] == pytest.approx(0.9, abs=0.1)
+    (pair,) = [f for f in quality.findings if f.kind == "timing_jitter"]
+    assert pair.detail.startswith("v: 1 pair(s) of its stamps lie within 2.5 ms on a 10 ms period (first at 1.519 s)")
+    monitor = SafetyMonitor(mission)
+    worst = 0.0
+    for t, p in zip(stamps, pos, strict=True):
+        monitor.observe("v", (t, *p))
+        state = monitor.update(t)
+        assert not state.veto, state.active
+        worst = max(worst, abs(float(monitor._vel[0, 2])))
+    assert worst == pytest.approx(0.9, abs=0.1)

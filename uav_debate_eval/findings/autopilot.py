@@ -59,8 +59,8 @@ def _sentence(e: Any) -> tuple[str, str, float] | None:
                 f"logged {what} at {when}.", 0.6)
     if e.type == "flight_mode":
         mode, reason = str(e.extra.get("mode", "")), str(e.extra.get("reason", ""))
-        if mode not in RECOVERY_MODES and "failsafe" not in reason:
-            return None
+        if e.extra.get("initial") or (mode not in RECOVERY_MODES and "failsafe" not in reason):
+            return None  # the mode the log starts in (written at boot) is no switch
         why = reason.replace("_", " ")
         return (f"{who} switched to {mode} at {when} ({why + '; ' if why else ''}flight_mode {e.id}).",
                 f"Recommend reviewing why {who} switched to {mode} at {when}" + (f" ({why})." if why else "."), 0.55)

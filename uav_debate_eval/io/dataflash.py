@@ -395,12 +395,15 @@ def _events(log: VehicleLog, sparse: list, clock: dict | None) -> None:
             last_mode = next((e for e in reversed(log.events) if e.type == "flight_mode"), None)
             if last_mode is not None and last_mode.extra.get("mode") == m.mode_name and t - last_mode.t_us < 1e6:
                 continue  # the logger writes one mode change twice (as several firmware versions do): one event
+            initial = last_mode is None  # the first MODE is written when logging starts: the mode it starts in
             if last_mode is not None and t == last_mode.t_us and "TimeUS" not in m._fieldnames:
                 log.events.remove(last_mode)  # untimed changes after the last clock message share its time
+                initial = bool(last_mode.extra.get("initial"))
                 untimed += 1
             reason = codes.MODE_REASONS.get(int(getattr(m, "Rsn", 0)), str(getattr(m, "Rsn", 0)))
             log.events.append(LogEvent("flight_mode", t, f"mode={m.mode_name} reason={reason.lower()}",
-                                       extra={"mode": m.mode_name, "reason": reason.lower()}))
+                                       extra={"mode": m.mode_name, "reason": reason.lower(),
+                                              **({"initial": True} if initial else {})}))
         elif kind == "ERR":
             sub, code = int(m.Subsys), int(m.ECode)
             if sub == codes.ERR_EKF_PRIMARY:

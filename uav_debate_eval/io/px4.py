@@ -270,7 +270,9 @@ def apply_status(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float)
                                                 {"label": label, "source": "vehicle_status"}))
             armed = now_armed
         if int(m.nav_state) != mode:
+            first = mode is None
             mode = int(m.nav_state)
             name = NAV_STATES.get(mode, f"NAV_STATE_{mode}")
             traj.ingest.log_events.append(Event("", "flight_mode", t, [uav], None, None, None,
-                                                {"label": f"mode={name}", "mode": name}))
+                                                {"label": f"mode={name}", "mode": name,
+                                                 **({"initial": True} if first else {})}))

@@ -349,7 +349,8 @@ def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
             continue
         name = mavutil.mode_string_v10(m)
         if name != mode:
-            log.events.append(LogEvent("flight_mode", boot(m), f"mode={name}", extra={"mode": name, "reason": ""}))
+            log.events.append(LogEvent("flight_mode", boot(m), f"mode={name}", extra={
+                "mode": name, "reason": "", **({"initial": True} if mode is None else {})}))
             mode = name
     glitch_at, glitch_text = None, ""
     failsafe: dict[str, LogEvent] = {}

@@ -30,6 +30,7 @@ from uav_debate_eval.quality.jumps import STEP_FACTOR, STEP_SPEED_MPS
 from uav_debate_eval.rules.monitor import RuleMonitor
 from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, time_to_box_exit
 from uav_debate_eval.safety.near_index import CellIndex
+from uav_debate_eval.safety.periods import SlotPeriods
 from uav_debate_eval.safety.state import SafetyState
 
 #: Separation evidence lists at most this many pairs (the worst first); the count is always exact.
@@ -89,6 +90,7 @@ class SafetyMonitor:
         self._vel = np.zeros((0, 3))  # velocity the checks use: reported, else derived from the last two samples
         self._live = np.zeros(0, dtype=bool)  # slot holds a vehicle the monitor currently tracks
         self._jump = np.zeros(0, dtype=bool)  # the newest sample jumped from the one before faster than flight
+        self._periods = SlotPeriods()  # each slot's typical interval: a burst's step is no speed
         self.rules = RuleMonitor(self.mission.rules, self.rule_period_s, self.mission.constraints.geofence) \
             if self.mission.rules else None
 
@@ -100,6 +102,7 @@ class SafetyMonitor:
             self._vel = np.concatenate([self._vel, np.zeros((extra, 3))])
             self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
             self._jump = np.concatenate([self._jump, np.zeros(extra, dtype=bool)])
+            self._periods.grow(extra)
         self._ids.append(uav)
         self._slot[uav] = k
         return k
@@ -127,6 +130,8 @@ class SafetyMonitor:
             self._near.move(k, x, y, z)
         dt = t - lt
         moved = dt > 0 and math.isfinite(lx) and math.isfinite(ly) and math.isfinite(lz)  # NaN lt: dt NaN, not > 0
+        if moved:
+            dt = self._periods.interval(k, dt)
         implied = ((x - lx) / dt, (y - ly) / dt, (z - lz) / dt) if moved else (0.0, 0.0, 0.0)
         self._jump[k] = math.hypot(*implied) > self.jump_mps
         vx, vy, vz = float(full[4]), float(full[5]), float(full[6])
@@ -150,6 +155,7 @@ class SafetyMonitor:
         self._near_stale = True
         dt = t - prev[:, 0]
         moved = (dt > 0) & np.isfinite(prev[:, 1:4]).all(axis=1)  # NaN dt (never seen) is not > 0
+        dt = self._periods.intervals(k, dt, moved)
         with np.errstate(invalid="ignore", divide="ignore"):
             implied = np.where(moved[:, None], (pos - prev[:, 1:4]) / np.where(moved, dt, 1.0)[:, None], 0.0)
         self._jump[k] = np.sqrt((implied * implied).sum(axis=1)) > self.jump_mps
@@ -184,19 +190,15 @@ class SafetyMonitor:
         k, new = take[newer], rows[newer]
         prev = self._cur[k]
         self._cur[k] = new
-        step = np.where((new[:, :1] - prev[:, :1]) > 0, new[:, 1:4] - prev[:, 1:4], 0.0)
+        dt = new[:, 0] - prev[:, 0]
+        moved = (dt > 0) & np.isfinite(prev[:, 1:4]).all(axis=1)  # NaN dt (never seen) is not > 0
+        dt = self._periods.intervals(k, dt, moved)
         with np.errstate(invalid="ignore", divide="ignore"):
-            implied = np.sqrt((step * step).sum(axis=1)) / (new[:, 0] - prev[:, 0])
-        self._jump[k] = np.nan_to_num(implied, nan=0.0, posinf=0.0) > self.jump_mps
+            implied = np.where(moved[:, None], (new[:, 1:4] - prev[:, 1:4]) / np.where(moved, dt, 1.0)[:, None], 0.0)
+        self._jump[k] = np.sqrt((implied * implied).sum(axis=1)) > self.jump_mps
         vel = new[:, 4:7].copy()
         missing = ~np.isfinite(vel).all(axis=1)
-        if missing.any():
-            p = prev[missing]
-            dt = new[missing, 0] - p[:, 0]
-            ok = np.isfinite(p[:, :4]).all(axis=1) & (dt > 0)
-            derived = np.zeros((int(missing.sum()), 3))
-            derived[ok] = (new[missing][ok, 1:4] - p[ok, 1:4]) / dt[ok, None]
-            vel[missing] = derived
+        vel[missing] = implied[missing]
         self._vel[k] = vel
 
     def end_flight(self) -> None:

@@ -187,6 +187,48 @@ def test_tf_child_frames_as_vehicles(tmp_path):
     assert traj.tracks["uav2"].t[0] + traj.t0 == pytest.approx(50.0)
 
 
+def test_a_tf_tree_through_odom_carries_each_pose_to_its_root(tmp_path):
+    """REP 105's map -> odom -> base_link (odom drifting 0.1 m/s east, rotated 90 deg): `odom` was read as a
+    vehicle beside base_link (a false 0.12-m separation at take-off in a real bag) and base_link stayed in odom.
+    Per-vehicle trees (map -> uav2/odom -> uav2/base_link) were lost. Both are carried to the root now."""
+    TF, TS_, Tr = (TS2.types[n] for n in ("tf2_msgs/msg/TFMessage", "geometry_msgs/msg/TransformStamped",
+                                          "geometry_msgs/msg/Transform"))
+    V3, Q = TS2.types["geometry_msgs/msg/Vector3"], TS2.types["geometry_msgs/msg/Quaternion"]
+    yaw90 = Q(0.0, 0.0, math.sin(math.pi / 4), math.cos(math.pi / 4))
+    msgs = []
+    for k in range(6):
+        tfs = [TS_(_header(TS2, 50 + k, 0, "map"), "odom", Tr(V3(0.1 * k, 0.0, 0.0), yaw90)),
+               TS_(_header(TS2, 50 + k, 0, "odom"), "base_link", Tr(V3(float(k), 0.0, 1.0), Q(0, 0, 0, 1.0))),
+               TS_(_header(TS2, 50 + k, 0, "map"), "uav2/odom", Tr(V3(10.0, 0.0, 0.0), Q(0, 0, 0, 1.0))),
+               TS_(_header(TS2, 50 + k, 0, "uav2/odom"), "uav2/base_link",
+                   Tr(V3(0.0, float(k), 2.0), Q(0, 0, 0, 1.0)))]
+        msgs.append(("/tf", "tf2_msgs/msg/TFMessage", (50 + k) * 10**9, TF(tfs)))
+    traj = read_bag(write_bag(tmp_path / "tree.mcap", msgs))
+    assert traj.uav_ids == ["base_link", "uav2"]  # no `odom` vehicle
+    assert traj.tracks["base_link"].pos[5] == pytest.approx([0.5, 5.0, 1.0])  # odom's x is map's y, plus the drift
+    assert traj.tracks["uav2"].pos[5] == pytest.approx([10.0, 5.0, 2.0])
+    assert traj.tracks["uav2"].frame == ""  # its tree reaches map: placed
+    assert any("carried to the root frame through odom, uav2/odom" in n for n in traj.ingest.notes)
+    for _, _, _, m in msgs:
+        del m.transforms[2]  # no map -> uav2/odom: uav2 stays in a frame of its own
+    local = read_bag(write_bag(tmp_path / "own.mcap", msgs))
+    assert local.tracks["uav2"].frame == "local" and local.tracks["uav2"].pos[5] == pytest.approx([0.0, 5.0, 2.0])
+    late = [("/tf", "tf2_msgs/msg/TFMessage", 50 * 10**9 + 20 * 10**6 * k + 10**6, TF([
+        TS_(_header(TS2, 50, 20 * 10**6 * k, "uav3/odom"), "uav3/base_link",
+            Tr(V3(0.1 * k, 0.0, 2.0), Q(0, 0, 0, 1.0)))]))
+        for k in range(100)]  # 100 poses at 50 Hz; the link above their frame comes 5 ms after the first
+    late += [("/tf", "tf2_msgs/msg/TFMessage", 50 * 10**9 + 20 * 10**6 * k + 6 * 10**6, TF([
+        TS_(_header(TS2, 50, 20 * 10**6 * k, "map"), "uav3/odom", Tr(V3(5.0, 0.0, 0.0), Q(0, 0, 0, 1.0)))]))
+        for k in range(100)]
+    uav3 = read_bag(write_bag(tmp_path / "late.mcap", sorted(late, key=lambda m: m[2]))).tracks["uav3"]
+    assert len(uav3) == 100 and uav3.pos[:, 0] == pytest.approx(5.0 + 0.1 * np.arange(100))  # no 5-m step
+    ned = [("/tf", "tf2_msgs/msg/TFMessage", (50 + k) * 10**9, TF([TS_(_header(TS2, 50 + k, 0, "local_origin_ned"),
+            "fcu_frd", Tr(V3(float(k), 0.0, -2.0), Q(0, 0, 0, 1.0)))])) for k in range(3)]  # MAVROS 1's own tf
+    with pytest.raises(InputError, match=r"no pose samples in the selected topics \(/tf: no transform from a world "
+                       r"frame \(earth, enu, map, odom, world\); its parent frames: local_origin_ned\)"):
+        read_bag(write_bag(tmp_path / "ned.mcap", ned))
+
+
 def test_zero_stamps_fall_back_to_receive_time_and_say_so(tmp_path):
     msgs = [("/uav1/pose", "geometry_msgs/msg/PoseStamped", int((7.0 + k * 0.2) * 1e9),
              pose_stamped(TS2, 0.0, (float(k), 0.0, 1.0))) for k in range(5)]

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from uav_debate_eval.io import px4
-from uav_debate_eval.io.rosbag.topics import frame_vehicle
-from uav_debate_eval.io.rosbag.transforms import world_transforms
+from uav_debate_eval.io.rosbag.tf_tree import TfPoses
 
 if TYPE_CHECKING:
     from uav_debate_eval.nodes.pose_input import PoseInput
@@ -133,20 +132,21 @@ class Px4Input:
 
 
 class TfInput:
-    """One TFMessage topic (Gazebo's `/world/<w>/dynamic_pose/info` or `/model/<name>/pose`): every transform from
-    the world is a model; `patterns` (the mission's `vehicles:`) pick the vehicles among them."""
+    """One TFMessage topic (Gazebo's `/world/<w>/dynamic_pose/info` or `/model/<name>/pose`, a /tf tree): every
+    transform from a world frame to another is a vehicle (`TfPoses`); `patterns` (the mission's `vehicles:`) pick
+    the vehicles among them."""
 
     def __init__(self, owner: PoseInput, topic: str, patterns: list[str]):
         self.owner = owner
         self.topic = topic
         self.patterns = patterns
         self.cls = message_class(TF_KIND)
+        self.tree = TfPoses(topic)  # the offline reader's rule: links between world frames carry the poses
 
     def on_message(self, msg: Any) -> None:
-        self.owner.record(self.topic, "tf2_msgs/msg/TFMessage", msg, self.owner.node.get_clock().now().nanoseconds)
-        for tr in world_transforms(self.topic, msg.transforms):
-            uav = frame_vehicle(tr.child_frame_id)
+        now_ns = self.owner.node.get_clock().now().nanoseconds
+        self.owner.record(self.topic, "tf2_msgs/msg/TFMessage", msg, now_ns)
+        for tr, uav, position, _ in self.tree.poses(msg.transforms, now_ns * 1e-9):
             if self.patterns and not any(fnmatch.fnmatchcase(uav, p) for p in self.patterns):
                 continue
-            p = tr.transform.translation
-            self.owner.callback(uav, self.owner._stamp(tr.header), (p.x, p.y, p.z), None)
+            self.owner.callback(uav, self.owner._stamp(tr.header), position, None)

@@ -142,7 +142,8 @@ def _without_a_pose(path: Path, cols: Columns, types: dict[str, str], notes: lis
 def _trajectory(path: Path, cols: Columns, notes: list[str]) -> SwarmTrajectory:
     """The decoded samples as one trajectory; each track says where its poses came from."""
     if not cols.t:
-        raise InputError(f"{path}: no pose samples in the selected topics")
+        why = [n for n in notes if "no transform from a world frame" in n or n.endswith("has no messages")]
+        raise InputError(f"{path}: no pose samples in the selected topics" + (f" ({'; '.join(why)})" if why else ""))
     t_all = np.concatenate(cols.t)
     traj = SwarmTrajectory.from_columns(
         t_all, np.concatenate(cols.ids).astype(str), np.concatenate(cols.pos),

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from uav_debate_eval.core.frames import rotate_many
-from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
+from uav_debate_eval.io.rosbag.columns import Columns, VehicleMeta, stamp_ns, stamps
+from uav_debate_eval.io.rosbag.tf_tree import TfPoses
 from uav_debate_eval.io.rosbag.topics import (
     TF,
     TF_STATIC,
@@ -46,49 +47,37 @@ def wire_type(reader: AnyReader, topic: str) -> str:
 
 
 def decode_tf(reader: AnyReader, topic: str, raw: Raw, cols: Columns, notes: list[str]) -> None:
-    """tf2_msgs/TFMessage: every transform from a world frame is a pose of the vehicle its child frame names.
+    """tf2_msgs/TFMessage: every transform from a world frame to another frame is a pose of the vehicle its child
+    frame names, carried to the root frame through the transforms between world frames (`TfPoses`).
 
     Gazebo through ros_gz_bridge (`/world/<w>/dynamic_pose/info`, `/model/<name>/pose`): the world is the frame named
     <w>, or the frame no transform of the message has as its child; a model's links (`x500_0::base_link` under
     `x500_0`) are not vehicles."""
     rows: list[tuple[Any, ...]] = []
     wire = wire_type(reader, topic)
+    tree = TfPoses(topic)
+    parents: set[str] = set()
     for i in range(len(raw)):
         m: Any = reader.deserialize(raw.message(i), wire)
-        for tr in world_transforms(topic, m.transforms):
+        parents.update(tr.header.frame_id.strip("/") for tr in m.transforms)
+        for tr, uav, p, q in tree.poses(m.transforms, raw.recv[i] * 1e-9) + (tree.flush() if i == len(raw) - 1 else []):
             ns = stamp_ns(tr.header.stamp)
-            tv, q = tr.transform.translation, tr.transform.rotation
-            rows.append((ns if ns else None, int(raw.recv[i]), frame_vehicle(tr.child_frame_id),
-                         tv.x, tv.y, tv.z, q.x, q.y, q.z, q.w))
+            rows.append((ns if ns else None, int(raw.recv[i]), uav, *p, *q))
     if not rows:
-        notes.append(f"{topic}: no transform from a world frame ({', '.join(sorted(WORLD_FRAMES))})")
+        notes.append(f"{topic}: no transform from a world frame ({', '.join(sorted(WORLD_FRAMES))}); its parent "
+                     f"frames: {', '.join(sorted(parents)[:8]) or 'none'}")
         return
     header = np.asarray([r[0] or 0 for r in rows], dtype=np.int64)
     t, keep = stamps(notes, topic, header, np.asarray([r[1] for r in rows], dtype=np.int64))
     vals = np.asarray([r[3:] for r in rows], dtype=float)
     ids = np.asarray([r[2] for r in rows], dtype=object)
     notes.append(f"{topic}: vehicles from tf child frames: {', '.join(sorted(set(ids.tolist())))}")
+    if tree.linked:
+        notes.append(f"{topic}: poses carried to the root frame through {', '.join(sorted(tree.linked))}")
+    for uav, root in sorted(tree.roots.items()):
+        if "/" in root:  # a root of the vehicle's own (uav1/odom): a local frame, as MAVROS's
+            cols.meta[uav] = VehicleMeta(topic, False, "local", root)
     cols.add(t[keep], ids[keep], vals[keep, :3], vals[keep, 3:])
-
-
-def world_transforms(topic: str, transforms: Any) -> list[Any]:
-    """The transforms of one TFMessage from a world frame (each a vehicle pose); also the live TF input's rule."""
-    worlds = set(WORLD_FRAMES)
-    gz_world = _gazebo_world(topic)
-    if gz_world is not None:
-        children = {tr.child_frame_id.strip("/") for tr in transforms}
-        worlds |= {gz_world} if gz_world else {tr.header.frame_id.strip("/") for tr in transforms} - children
-    return [tr for tr in transforms if tr.header.frame_id.strip("/") in worlds]
-
-
-def _gazebo_world(topic: str) -> str | None:
-    """`/world/<w>/...` -> <w>; `/model/<name>/pose` -> "" (the world is the message's root frame); else None."""
-    parts = [p for p in topic.split("/") if p]
-    if len(parts) >= 3 and parts[0] == "world":
-        return parts[1]
-    if len(parts) >= 3 and parts[0] == "model" and parts[-1] == "pose":
-        return ""
-    return None
 
 
 def place_by_tf_static(reader: AnyReader, raw: Raw, cols: Columns, notes: list[str]) -> None:

@@ -114,7 +114,7 @@ def test_px4_ulog_without_mission(tmp_path):
 
 def _bad_inputs(root: Path, flights) -> dict[str, Path]:
     raw = (flights["near"] / "trajectory.mcap").read_bytes()
-    bad = {"truncated.mcap": raw[: len(raw) // 3], "random.db3": bytes(range(256)) * 64,
+    bad = {"garbled.mcap": raw[:8] + bytes(range(256)) * 8 + raw[-8:], "random.db3": bytes(range(256)) * 64,
            "nocols.csv": b"time,name,px\n1,a,2\n", "empty.csv": b"",
            "instant.csv": b"t,uav_id,x,y,z\n5.0,uav1,0,0,2\n5.0,uav2,0.1,0,2\n"}
     out = {}
@@ -127,7 +127,7 @@ def _bad_inputs(root: Path, flights) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("name,reason", [
-    ("truncated.mcap", "cannot read bag"), ("random.db3", "cannot read bag"),
+    ("garbled.mcap", "cannot read bag"), ("random.db3", "cannot read bag"),  # a cut one is recovered
     ("nocols.csv", "missing required column(s): t, uav_id, x, y, z"), ("empty.csv", "empty file"),
     ("emptydir", "folder holds no input"),
     # one pose per vehicle (a real bag's GPS topic held one message): no "held throughout" over no time
@@ -162,7 +162,7 @@ def test_batch_folder_with_failures_exit_2(flights, tmp_path, capsys):
     (folder / "clean.mcap").write_bytes((flights["clean"] / "trajectory.mcap").read_bytes())
     (folder / "mission.yaml").write_bytes((flights["near"] / "mission.yaml").read_bytes())
     raw = (flights["near"] / "trajectory.mcap").read_bytes()
-    (folder / "broken.mcap").write_bytes(raw[: len(raw) // 3])
+    (folder / "broken.mcap").write_bytes(raw[:8] + bytes(range(256)) * 8 + raw[-8:])
     out = tmp_path / "out"
     assert run([str(folder), "--out", str(out), "--jobs", "2", "--quiet"]) == 2
     err = capsys.readouterr().err

@@ -23,7 +23,7 @@ def input_kind(path: Path) -> str:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     if path.is_dir():
-        if (path / "metadata.yaml").exists():
+        if (path / "metadata.yaml").exists() or len(list(path.glob("*.mcap"))) == 1:  # a recorder killed: no metadata
             return "rosbag2"
         raise InputError(f"{path}: directory is not a rosbag2 (no metadata.yaml inside)")
     suffix = path.suffix.lower()
@@ -31,7 +31,7 @@ def input_kind(path: Path) -> str:
         return "csv"
     if suffix in (".mcap", ".db3"):
         return "rosbag2"
-    if suffix == ".bag":
+    if suffix == ".bag" or path.name.lower().endswith(".bag.active"):  # .active: a recorder that never closed it
         return "ros1"
     if suffix == ".ulg":
         return "ulog"

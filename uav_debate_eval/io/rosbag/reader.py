@@ -21,6 +21,7 @@ from uav_debate_eval.io.rosbag import mavros, raw_messages
 from uav_debate_eval.io.rosbag.columns import Columns
 from uav_debate_eval.io.rosbag.pose_array import decode_pose_array
 from uav_debate_eval.io.rosbag.px4 import px4_sources, read_px4
+from uav_debate_eval.io.rosbag.recover import recovered_copy
 from uav_debate_eval.io.rosbag.stamped import decode_stamped
 from uav_debate_eval.io.rosbag.topics import (
     ODOM,
@@ -52,12 +53,34 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
+    notes: list[str] = []
+    if path.is_dir() and not (path / "metadata.yaml").exists() and len(files := list(path.glob("*.mcap"))) == 1:
+        notes.append(f"{path.name}: a rosbag2 folder without metadata.yaml (its recorder did not close it): read its "
+                     f"storage file {files[0].name}")
+        path = files[0]
+    try:
+        return _read(path, path, topics, names, list(notes))
+    except InputError as exc:
+        if not str(exc).startswith(f"{path}: cannot read bag") or not path.is_file():
+            raise
+        recovered = recovered_copy(path)
+        if recovered is None:
+            raise
+    copy, note = recovered
+    try:
+        return _read(copy, path, topics, names, [*notes, note])
+    finally:
+        copy.unlink(missing_ok=True)
+
+
+def _read(source: Path, path: Path, topics: list[str] | None, names: list[str] | None,
+          notes: list[str]) -> SwarmTrajectory:
+    """read_bag of the file `source` (the bag itself, or its recovered copy), named `path` in what it says."""
     is_ros1 = _is_ros1(path)
     wanted = parse_topic_args(topics)
     cols = Columns()
-    notes: list[str] = []
     try:
-        with _open(path) as reader:
+        with _open(source, is_ros1) as reader:
             types = {c.topic: same_type(c.msgtype) for c in reader.connections}
             px4_topics = px4_sources(types, wanted)
             if px4_topics and (all(t in px4.POSE_TYPES for t in map(types.get, wanted)) if wanted
@@ -97,17 +120,17 @@ def bag_span(path: Path) -> tuple[float, float, list[str]]:
 
 
 def _is_ros1(path: Path) -> bool:
-    return path.suffix.lower() == ".bag" and path.is_file()
+    return path.is_file() and path.name.lower().endswith((".bag", ".bag.active"))
 
 
-def _open(path: Path) -> AnyReader:
+def _open(path: Path, is_ros1: bool | None = None) -> AnyReader:
     """rosbags' reader with the type store of the bag's ROS version (messages without embedded definitions)."""
     try:
         from rosbags.highlevel import AnyReader
         from rosbags.typesys import Stores, get_typestore
     except ImportError as exc:  # pragma: no cover - rosbags is a hard dependency
         raise InputError(f"{path}: reading bags needs the 'rosbags' package ({exc})") from None
-    store = get_typestore(Stores.ROS1_NOETIC if _is_ros1(path) else Stores.ROS2_JAZZY)
+    store = get_typestore(Stores.ROS1_NOETIC if (_is_ros1(path) if is_ros1 is None else is_ros1) else Stores.ROS2_JAZZY)
     return AnyReader([path], default_typestore=store)
 
 

@@ -406,3 +406,30 @@ def test_a_log_with_gps_alone_is_read_from_its_fixes(tmp_path):
     w.close()
     with pytest.raises(InputError, match="no POS or AHR2 position and no GPS fix"):
         read_ardupilot_logs([tmp_path / "no_fix.bin"])
+
+
+def test_a_log_that_stops_in_the_air_says_so(logs, tmp_path):
+    """Real logs cut in flight (a DataFlash log at 8.1 m, a ULog with landed = 0) read "good" with no word of it.
+    The test logs end hovering at 10 m, armed; a disarmed or landed end, a telemetry log or a plane slower than
+    flight are no such end; a simulator's is said as one."""
+    from uav_debate_eval.core.records import Event
+    from uav_debate_eval.findings.autopilot import autopilot_findings
+    from uav_debate_eval.io.log_end import mark_ends_in_flight
+
+    traj = load_inputs([logs["bins"][0]])
+    [end] = [e for e in traj.ingest.log_events if e.type == "log_end_in_flight"]
+    u = traj.uav_ids[0]
+    assert end.uavs == [u] and end.t == pytest.approx(traj.tracks[u].t[-1])
+    assert end.extra["height_m"] == pytest.approx(10.0, abs=0.2) and end.extra["armed"] and not end.extra["sitl"]
+    [found] = autopilot_findings([dataclasses.replace(end, id="EVENT[9]")], None)
+    assert found.severity == "warning" and found.sentence.startswith(
+        f"{u}'s log ends at 59.9 s while it was armed and in the air, 10.0 m above where its "
+        "log started, moving at 0.0 m/s: the recording stopped in flight")
+    traj.ingest.log_events = [e for e in traj.ingest.log_events if e.type != "log_end_in_flight"]
+    traj.ingest.log_events.append(Event("", "autopilot_event", 59.0, [u], extra={"label": "DISARMED"}))
+    mark_ends_in_flight(traj)
+    assert not [e for e in traj.ingest.log_events if e.type == "log_end_in_flight"]  # disarmed at the end
+    sim = Event("EVENT[3]", "log_end_in_flight", 5.0, ["v"], extra={"height_m": 5.0, "speed_mps": 0.0, "sitl": True})
+    [said] = autopilot_findings([sim], None)
+    assert said.severity == "info" and said.sentence.startswith("v's simulation stopped at 5 s while it was in the air")
+    assert not [e for e in load_inputs([logs["tlog"]]).ingest.log_events if e.type == "log_end_in_flight"]

@@ -29,7 +29,8 @@ def autopilot_findings(events: list, rng: tuple[float, float] | None) -> list[Ve
         if said is None:
             continue
         sentence, recommendation, weight = said
-        severity = "hazard" if e.type == "crash" else "warning"
+        severity = "hazard" if e.type == "crash" else "info" if e.type == "log_end_in_flight" and e.extra.get("sitl") \
+            else "warning"
         out.append(VerifiedFinding(e.type, severity, sentence, e.t, t1, list(e.uavs), [e.id], [recommendation],
                                    f"event:{e.type}:{','.join(e.uavs)}:{e.t:.2f}", weight))
     return out
@@ -64,6 +65,18 @@ def _sentence(e: Any) -> tuple[str, str, float] | None:
         why = reason.replace("_", " ")
         return (f"{who} switched to {mode} at {when} ({why + '; ' if why else ''}flight_mode {e.id}).",
                 f"Recommend reviewing why {who} switched to {mode} at {when}" + (f" ({why})." if why else "."), 0.55)
+    if e.type == "log_end_in_flight":
+        where = (f"{e.extra.get('height_m', 0):.1f} m above where its log started, moving at "
+                 f"{e.extra.get('speed_mps', 0):.1f} m/s")
+        if e.extra.get("sitl"):
+            return (f"{who}'s simulation stopped at {when} while it was in the air, {where} "
+                    f"(log_end_in_flight {e.id}).", f"Recommend letting {who} land before the simulation is "
+                    "stopped, so the log shows the whole flight.", 0.3)
+        armed = "armed and " if e.extra.get("armed") else ""
+        return (f"{who}'s log ends at {when} while it was {armed}in the air, {where}: the recording stopped in "
+                f"flight, as a power loss or a crash cuts it (log_end_in_flight {e.id}).",
+                f"Recommend finding out how {who}'s flight ended (the vehicle, its battery, the log's storage): its "
+                f"log stops in the air at {when}.", 0.75)
     if e.type == "autopilot_event" and label in _WARNING_LOG_EVENTS:
         return (f"{who}'s autopilot logged {label} at {when} (autopilot_event {e.id}).",
                 f"Recommend checking the estimator inputs of {who} around {when} ({label}).", 0.5)

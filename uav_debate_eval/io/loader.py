@@ -14,6 +14,7 @@ import numpy as np
 from uav_debate_eval.core.errors import InputError, reading
 from uav_debate_eval.core.records import IngestReport
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.log_end import mark_ends_in_flight
 from uav_debate_eval.io.names import apply_names
 
 BAG_SUFFIXES = (".mcap", ".db3", ".bag")
@@ -64,20 +65,21 @@ def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names:
 
 def _read_all(files: list[Path], kinds: list[str], topics: list[str] | None,
               names: list[str] | None) -> SwarmTrajectory:
-    if all(k == "ulog" for k in kinds):
-        from uav_debate_eval.io.ulog import read_ulogs
+    if all(k in ("ardupilot", "ulog") for k in kinds):
+        if all(k == "ulog" for k in kinds):
+            from uav_debate_eval.io.ulog import read_ulogs
 
-        traj = read_ulogs(files, names=names)
-    elif all(k in ("ardupilot", "ulog") for k in kinds):
-        from uav_debate_eval.io.ardupilot import read_ardupilot_logs
+            traj = read_ulogs(files, names=names)
+        else:
+            from uav_debate_eval.io.ardupilot import read_ardupilot_logs
 
-        traj = read_ardupilot_logs(files, names=names)
-    elif len(files) == 1:
-        traj = _read_one(files[0], kinds[0], topics, names)
-    else:
-        traj = merge_flights([_read_one(p, k, topics, None) for p, k in zip(files, kinds, strict=True)], files)
-        traj = apply_names(traj, names, "inputs")
-    return traj
+            traj = read_ardupilot_logs(files, names=names)
+        mark_ends_in_flight(traj)  # an autopilot's log: it knows whether it stopped in the air
+        return traj
+    if len(files) == 1:
+        return _read_one(files[0], kinds[0], topics, names)
+    traj = merge_flights([_read_one(p, k, topics, None) for p, k in zip(files, kinds, strict=True)], files)
+    return apply_names(traj, names, "inputs")
 
 
 def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] | None) -> SwarmTrajectory:

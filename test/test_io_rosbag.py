@@ -337,3 +337,29 @@ def test_ros1_tf_tfmessage_is_read_as_tfmessage(tmp_path):
     traj = load_inputs([path])
     assert traj.uav_ids == ["turtle1", "turtle2"]
     assert len(traj.tracks["turtle2"]) == 50 and traj.tracks["turtle2"].pos[-1] == pytest.approx([5.9, 2.0, 1.0])
+
+
+def test_a_bag_of_gps_fixes_only_reads_them_as_positions(tmp_path):
+    """A real AUV bag's only position on the surface was its NavSatFix; a bag of fixes alone was refused ("no pose
+    topic"). Fixes are positions there (on the plane at the first fix); beside a pose, a fix stays a sensor."""
+    Fix, Status = TS2.types["sensor_msgs/msg/NavSatFix"], TS2.types["sensor_msgs/msg/NavSatStatus"]
+    lat0, lon0, east = 40.0, -111.0, 1.0 / (111_320.0 * math.cos(math.radians(40.0)))
+
+    def fix(k: int, boat: int) -> object:
+        cov = np.zeros(9)
+        cov[0] = cov[4] = 400.0 if k == 7 else 1.0  # a 20-m spread: not valid
+        return Fix(_header(TS2, 50 + k, 0, "gps"), Status(-1 if k == 5 else 0, 1), lat0 + 1e-5 * boat,
+                   lon0 + 2.0 * k * east, 10.0, cov, 2)
+
+    msgs = [(f"/boat{b}/fix", "sensor_msgs/msg/NavSatFix", (50 + k) * 10**9, fix(k, b)) for b in (1, 2)
+            for k in range(10)]
+    traj = read_bag(write_bag(tmp_path / "fix.mcap", msgs))
+    assert traj.uav_ids == ["boat1", "boat2"]
+    b1, b2 = traj.tracks["boat1"], traj.tracks["boat2"]
+    assert b1.pos[:, 0] == pytest.approx(2.0 * np.arange(10), rel=0.005)  # 2 m east per second (a sphere's)
+    assert b2.pos[0, 1] == pytest.approx(1.11, abs=0.01)  # 1e-5 deg north of boat1's first fix
+    assert list(np.flatnonzero(~b1.est_valid)) == [5, 7]  # no fix; a spread over 10 m
+    assert any("the bag's only position is /boat1/fix (NavSatFix)" in n for n in traj.ingest.notes)
+    msgs += [("/uav1/pose", "geometry_msgs/msg/PoseStamped", (50 + k) * 10**9,
+              pose_stamped(TS2, 50.0 + k, (float(k), 0.0, 2.0))) for k in range(10)]
+    assert read_bag(write_bag(tmp_path / "both.mcap", msgs)).uav_ids == ["uav1"]

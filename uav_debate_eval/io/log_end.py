@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from uav_debate_eval.core.arming import arming_changes
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 
@@ -13,17 +14,12 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 AIRBORNE_M = 3.0
 #: A fixed-wing vehicle in the air moves at least this fast (m/s): slower, it stands on higher ground.
 PLANE_MIN_SPEED_MPS = 5.0
-_ARMING = {"ARMED": True, "armed": True, "DISARMED": False, "disarmed": False}
 
 
 def mark_ends_in_flight(traj: SwarmTrajectory) -> None:
     """An `log_end_in_flight` event for each vehicle whose log ends armed (as far as the log says) and at least
     AIRBORNE_M above its first valid altitude."""
-    armed: dict[str, bool] = {}
-    for e in sorted(traj.ingest.log_events, key=lambda e: e.t):
-        state = _ARMING.get(str(e.extra.get("label", "")))
-        if e.type == "autopilot_event" and state is not None and e.uavs:
-            armed[e.uavs[0]] = state
+    armed = {u: bool(states[-1]) for u, (_, states) in arming_changes(traj.ingest.log_events).items()}
     for u, tr in traj.tracks.items():
         if not armed.get(u, True) or len(tr) < 2 or tr.source.lower().endswith(".tlog"):
             continue  # a ground station's telemetry log ends when the ground station stops, not the vehicle

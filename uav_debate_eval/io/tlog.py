@@ -343,7 +343,7 @@ def _validity(log: VehicleLog, reports: list, boot) -> None:
 def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
     from pymavlink import mavutil
 
-    mode = None
+    mode, armed = None, None
     for m in msgs.get("HEARTBEAT", []):
         if m.autopilot == mavutil.mavlink.MAV_AUTOPILOT_INVALID:
             continue
@@ -352,6 +352,10 @@ def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
             log.events.append(LogEvent("flight_mode", boot(m), f"mode={name}", extra={
                 "mode": name, "reason": "", **({"initial": True} if mode is None else {})}))
             mode = name
+        now_armed = bool(m.base_mode & mavutil.mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
+        if now_armed != armed:  # the first heartbeat says how it started; a change, what the autopilot did
+            log.events.append(LogEvent("autopilot_event", boot(m), "ARMED" if now_armed else "DISARMED"))
+            armed = now_armed
     glitch_at, glitch_text = None, ""
     failsafe: dict[str, LogEvent] = {}
     for m in msgs.get("STATUSTEXT", []):

@@ -100,12 +100,15 @@ class PoseInput:
     """
 
     def __init__(self, node: Node, callback: PoseCallback, callback_group=None, queue_depth: int = POSE_QUEUE_DEPTH,
-                 on_lost: Callable[[str, int], None] | None = None, on_batch: BatchCallback | None = None):
+                 on_lost: Callable[[str, int], None] | None = None, on_batch: BatchCallback | None = None,
+                 on_arming: Callable[[str, bool], None] | None = None):
         """`queue_depth`: the default of the pose_queue_depth parameter; `on_lost(uav, n)`: DDS reports n samples
         of that vehicle's topic lost on the way (a best-effort gap), so the owner knows what it never saw;
-        `on_batch(t, uavs, positions)`: the owner takes a PoseArray whole (else pose by pose)."""
+        `on_batch(t, uavs, positions)`: the owner takes a PoseArray whole (else pose by pose); `on_arming(uav,
+        armed)`: a PX4 vehicle's arming changed (vehicle_status)."""
         self.node = node
         self.on_lost = on_lost
+        self.on_arming = on_arming
         self.on_batch = on_batch
         self.callback = callback  # until a listener attaches: then `_fan_out`
         self._owner = callback

@@ -103,7 +103,8 @@ class SafetyVerifierNode(Node):
         self.marker_pub = self.create_publisher(MarkerArray, MARKERS_TOPIC, 1)
         group = MutuallyExclusiveCallbackGroup()  # poses and checks share the monitor: one at a time
         self.poses = PoseInput(self, self.verifier.on_pose, callback_group=group, queue_depth=VERIFIER_QUEUE_DEPTH,
-                               on_lost=self.verifier.on_lost, on_batch=self.verifier.on_poses)
+                               on_lost=self.verifier.on_lost, on_batch=self.verifier.on_poses,
+                               on_arming=monitor.set_armed)
         self.create_subscription(String, SIM_END_TOPIC, self._on_flight_end, latched(), callback_group=group)
         self.create_timer(1.0 / self.check_rate_hz, self.verifier.check, callback_group=group)
         if self.poses.relay is not None:  # steady: /clock stops with a simulated flight, its last poses must go on

@@ -25,6 +25,7 @@ from uav_debate_eval.quality.assessment import Assessment, assess
 from uav_debate_eval.safety.attitude import attitude_violations
 from uav_debate_eval.safety.geometry import fence_ratio, time_to_box_exit
 from uav_debate_eval.safety.grid_pairs import GridPairs, pairs_dense, pairs_shared, pairs_sparse_halves
+from uav_debate_eval.safety.parked import not_parked_pairs, parked_grid, parked_notes, unpark_nearest
 from uav_debate_eval.safety.result import SafetyResult, SeparationTimeline
 from uav_debate_eval.safety.runs import denoise, merge_runs
 from uav_debate_eval.safety.samples import Samples
@@ -165,7 +166,8 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     data_quality = quality.data_quality(traj, checked)
     data_quality.not_evaluable.extend(_rules_not_evaluable(rules) if flight is None else [])
     return SafetyResult(viol, warnings, _integrity(traj, rows, mission), margins, separation, vetoes, label,
-                        data_quality=data_quality, nearest=nearest, rules=rules)
+                        data_quality=data_quality, nearest=nearest, rules=rules,
+                        notes=parked_notes(traj, separation.t) if c.min_separation_m is not None else [])
 
 
 def _within(att: tuple, t0: float, t1: float) -> tuple:
@@ -267,6 +269,14 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
         if not shared:
             pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
     hit_keys, hit_t, hit_d = (np.concatenate(h) if h else np.zeros(0) for h in (hv, ht, hd))
+    parked = parked_grid(traj, snaps.t)
+    if parked is not None:  # two disarmed vehicles on the ground: no pair of the constraint (safety.parked)
+        keep = not_parked_pairs(hit_keys, hit_t, snaps, parked)
+        hit_keys, hit_t, hit_d = hit_keys[keep], hit_t[keep], hit_d[keep]
+        unpark_nearest(snaps, parked, d_min, closest, pair_index if N > DENSE_MAX_VEHICLES else None)
+        if wk:
+            keep = not_parked_pairs(np.concatenate(wk), np.concatenate(wt), snaps, parked)
+            wk, wt, wd, wtp = ([np.concatenate(w)[keep]] for w in (wk, wt, wd, wtp))
     hits = (hit_keys, hit_t, hit_d)
     nearest = GridPairs(snaps, pair_index, d_min, closest, limit, hits) if N > DENSE_MAX_VEHICLES else None
     timeline = SeparationTimeline(snaps.t, d_min, closest)

@@ -30,6 +30,7 @@ from uav_debate_eval.quality.jumps import STEP_FACTOR, STEP_SPEED_MPS
 from uav_debate_eval.rules.monitor import RuleMonitor
 from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, time_to_box_exit
 from uav_debate_eval.safety.near_index import CellIndex
+from uav_debate_eval.safety.parked import live_pairs
 from uav_debate_eval.safety.periods import SlotPeriods
 from uav_debate_eval.safety.state import SafetyState
 
@@ -91,6 +92,8 @@ class SafetyMonitor:
         self._live = np.zeros(0, dtype=bool)  # slot holds a vehicle the monitor currently tracks
         self._jump = np.zeros(0, dtype=bool)  # the newest sample jumped from the one before faster than flight
         self._periods = SlotPeriods()  # each slot's typical interval: a burst's step is no speed
+        self._parked = np.zeros(0, dtype=bool)  # slot's vehicle disarmed, as its autopilot said (safety.parked)
+        self._disarmed: dict[str, bool] = {}
         self.rules = RuleMonitor(self.mission.rules, self.rule_period_s, self.mission.constraints.geofence) \
             if self.mission.rules else None
 
@@ -103,9 +106,17 @@ class SafetyMonitor:
             self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
             self._jump = np.concatenate([self._jump, np.zeros(extra, dtype=bool)])
             self._periods.grow(extra)
+            self._parked = np.concatenate([self._parked, np.zeros(extra, dtype=bool)])
         self._ids.append(uav)
         self._slot[uav] = k
+        self._parked[k] = self._disarmed.get(uav, False)
         return k
+
+    def set_armed(self, uav: str, armed: bool) -> None:
+        """A vehicle's arming as its autopilot reports it (two disarmed ones are no pair: safety.parked)."""
+        self._disarmed[uav] = not armed
+        if (k := self._slot.get(uav)) is not None and self._parked[k] == armed:
+            self._parked[k], self._generation = not armed, self._generation + 1  # the standing checks are stale
 
     def observe(self, uav: str, sample) -> None:
         """Store one vehicle's sample (t, x, y, z[, vx, vy, vz]) in its slot: O(1), for a per-message callback.
@@ -389,6 +400,7 @@ class SafetyMonitor:
                 i, j, d = cpa_candidates(pos, vel, limit, th.prediction_horizon_s)  # violating pairs included
             else:
                 i, j, d = close_pairs(pos, limit)
+            i, j, d = live_pairs(self._parked[:n] if every else self._parked[:n][idx], i, j, d)
             values["min_separation"] = {"value": float(d.min()) if len(d) else None, "limit": limit}
             close = d < limit
             if close.any():
@@ -474,7 +486,10 @@ class SafetyMonitor:
             return False  # a position that is not a number is no pose (the verifier's swarm rejects it first)
         if self._near_stale:
             self._rebuild_near()
-        return next(self._near.within(x, y, z, limit, skip=slot), None) is not None
+        near = self._near.within(x, y, z, limit, skip=slot)
+        if slot >= 0 and self._parked[slot]:
+            return any(not self._parked[k] for k in near)
+        return next(near, None) is not None
 
     def _rebuild_near(self) -> None:
         assert self._near is not None

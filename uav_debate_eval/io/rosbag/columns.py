@@ -38,6 +38,8 @@ class Columns:
     meta: dict[str, VehicleMeta] = field(default_factory=dict)
     #: one vehicle's pose topic -> (its block index, vehicle)
     block_of: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: lat, lon, alt of the first GPS fix read as a position (io.rosbag.fix): the tangent plane of every fix
+    geo_anchor: tuple[float, ...] | None = None
 
     def add(self, t: np.ndarray, uav: str | np.ndarray, pos: np.ndarray, quat: np.ndarray,
             vel: np.ndarray | None = None, valid: np.ndarray | None = None, source: str = "",

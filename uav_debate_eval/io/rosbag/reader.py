@@ -19,11 +19,13 @@ from uav_debate_eval.io import px4
 from uav_debate_eval.io.names import apply_names
 from uav_debate_eval.io.rosbag import mavros, raw_messages
 from uav_debate_eval.io.rosbag.columns import Columns
+from uav_debate_eval.io.rosbag.fix import decode_fix
 from uav_debate_eval.io.rosbag.pose_array import decode_pose_array
 from uav_debate_eval.io.rosbag.px4 import px4_sources, read_px4
 from uav_debate_eval.io.rosbag.recover import recovered_copy
 from uav_debate_eval.io.rosbag.stamped import decode_stamped
 from uav_debate_eval.io.rosbag.topics import (
+    FIX,
     ODOM,
     POSE,
     POSE_ARRAY,
@@ -144,6 +146,8 @@ def _decode_topic(reader: AnyReader, topic: str, msgtype: str, explicit: str | N
         decode_pose_array(reader, topic, raw, names, cols, notes)
     elif msgtype == TF:
         decode_tf(reader, topic, raw, cols, notes)
+    elif msgtype == FIX:
+        decode_fix(reader, topic, explicit, raw, cols, notes)
 
 
 def _without_a_pose(path: Path, cols: Columns, types: dict[str, str], notes: list[str]) -> None:

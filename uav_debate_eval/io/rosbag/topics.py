@@ -77,17 +77,20 @@ def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | Non
         missing = [t for t in wanted if t not in types]
         if missing:
             raise InputError(f"{path}: topic(s) not in bag: {', '.join(missing)} (has: {', '.join(sorted(types))})")
-        bad = [f"{t} ({types[t]})" for t in wanted if types[t] not in SUPPORTED]
+        bad = [f"{t} ({types[t]})" for t in wanted if types[t] not in (*SUPPORTED, FIX)]
         if bad:
             raise InputError(f"{path}: unsupported pose topic type: {', '.join(bad)}; expected one of "
                              f"{', '.join(SUPPORTED)}")
         return dict(wanted)
     found = {t: ty for t, ty in types.items() if ty in SUPPORTED}
+    fixes = sorted(t for t, ty in types.items() if ty == FIX)
+    if not found and fixes:  # no pose at all: the GPS fixes are the positions (beside a pose, a fix is a sensor)
+        return {t: None for t in fixes}
     if not found:
         listed = ", ".join(f"{t} ({ty})" for t, ty in sorted(types.items())[:8]) or "none"
         raise InputError(f"{path}: no pose topic (PoseStamped, Odometry, PoseWithCovarianceStamped, PoseArray, "
-                         "TFMessage or px4_msgs VehicleLocalPosition/VehicleOdometry on [/px4_N]/fmu/out/...); "
-                         f"topics: {listed}")
+                         "TFMessage, NavSatFix or px4_msgs VehicleLocalPosition/VehicleOdometry on "
+                         f"[/px4_N]/fmu/out/...); topics: {listed}")
     direct = {t: ty for t, ty in found.items() if ty in (POSE, ODOM, POSE_COV)}
     if direct:
         # One topic per vehicle: PoseStamped before Odometry before PoseWithCovarianceStamped, then the shortest name.

@@ -1,0 +1,82 @@
+"""Parked pairs: two real ArduCopter SITL vehicles standing 2 m apart, disarmed, read as a min_separation violation
+of a 3-m limit for the whole log. A pair of disarmed vehicles is no pair of the constraint; a disarmed vehicle is
+still held to it against an armed one, and a vehicle whose arming is unknown is never parked."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from uav_debate_eval.core import SwarmTrajectory
+from uav_debate_eval.core.mission_file import parse_mission
+from uav_debate_eval.core.records import Event
+from uav_debate_eval.safety.checker import check_trajectory
+
+MISSION = parse_mission("constraints: {min_separation_m: 3.0}")
+
+
+def _pad(arming: dict[str, list[tuple[float, str]]]) -> SwarmTrajectory:
+    """a and b stand 1 m apart for 20 s; a climbs at 1 m/s from 10 s."""
+    t = np.arange(0.0, 20.0, 0.1)
+    za = np.where(t < 10.0, 0.0, t - 10.0)
+    traj = SwarmTrajectory.from_columns(np.concatenate([t, t]), ["a"] * len(t) + ["b"] * len(t),
+                                        np.vstack([np.column_stack([0 * t, 0 * t, za]),
+                                                   np.column_stack([0 * t + 1.0, 0 * t, 0 * t])]))
+    traj.ingest.log_events = [Event("", "autopilot_event", at, [u], extra={"label": label})
+                              for u, changes in arming.items() for at, label in changes]
+    return traj
+
+
+def test_two_disarmed_vehicles_are_no_pair_an_armed_one_is():
+    result = check_trajectory(_pad({"a": [(10.0, "ARMED")], "b": [(0.0, "DISARMED")]}), MISSION)
+    [v] = result.violations  # a armed beside b (parked) until they are 3 m apart: counted
+    assert v.uavs == ["a", "b"] and v.t_start == pytest.approx(10.0, abs=0.11)
+    assert v.t_end == pytest.approx(12.8, abs=0.11)
+    timeline = result.separation
+    before = timeline.t < 9.95
+    assert np.isnan(timeline.d_min[before]).all()
+    assert all(c is None for c, b in zip(timeline.pairs, before, strict=True) if b)
+    assert timeline.d_min[timeline.t > 10.05].min() == pytest.approx(1.0, abs=0.02)
+    assert result.notes == ["min_separation: pairs of disarmed vehicles (parked, as their autopilots logged) are not "
+                            "held to it (a, b at 0.0-10.0 s); each is held to it against an armed vehicle"]
+
+
+@pytest.mark.parametrize("arming", [{}, {"a": [(10.0, "ARMED")]}])
+def test_a_vehicle_whose_arming_is_unknown_is_never_parked(arming):
+    [v] = check_trajectory(_pad(arming), MISSION).violations
+    assert v.t_start == pytest.approx(0.0)  # from the first sample: nothing says b was disarmed
+
+
+def test_a_parked_show_grid_through_the_kd_tree_pass():
+    """70 vehicles (past the dense pass's 64) on a 1-m grid line, disarmed; v0 is armed at 10 s and climbs."""
+    t = np.arange(0.0, 20.0, 0.1)
+    n = 70
+    cols = [np.column_stack([0 * t + float(j), 0 * t, np.where((t >= 10.0) & (j == 0), t - 10.0, 0.0)])
+            for j in range(n)]
+    traj = SwarmTrajectory.from_columns(np.tile(t, n), np.repeat([f"v{j:02d}" for j in range(n)], len(t)),
+                                        np.vstack(cols))
+    traj.ingest.log_events = [Event("", "autopilot_event", 0.0, [f"v{j:02d}"], extra={"label": "DISARMED"})
+                              for j in range(n)]
+    traj.ingest.log_events.append(Event("", "autopilot_event", 10.0, ["v00"], extra={"label": "ARMED"}))
+    result = check_trajectory(traj, MISSION)
+    assert {tuple(v.uavs) for v in result.violations} == {("v00", "v01"), ("v00", "v02")}
+    assert np.isnan(result.separation.d_min[result.separation.t < 9.95]).all()
+    assert result.separation.pairs[-1] == ("v00", "v01")
+
+
+def test_the_live_monitor_parks_the_same_pairs():
+    """Live, as offline: PX4's vehicle_status arming reaches the monitor (PoseInput.on_arming)."""
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+
+    monitor = SafetyMonitor(MISSION)
+    monitor.set_armed("b", False)  # before its first pose
+    for k in range(30):
+        t = 9.0 + 0.1 * k
+        if k == 10:
+            monitor.set_armed("a", False)
+        if k == 20:
+            monitor.set_armed("a", True)
+        state = monitor.update(t, {"a": (t, 0.0, 0.0, 0.0), "b": (t, 1.0, 0.0, 0.0)})
+        parked = 10 <= k < 20
+        assert bool(state.active) != parked, (k, state.active)  # broken until both are disarmed, again once a arms
+        assert monitor.would_violate("a", (t, 0.0, 0.0, 0.0)) != parked

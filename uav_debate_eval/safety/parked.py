@@ -1,0 +1,77 @@
+"""Parked pairs: two vehicles both disarmed (standing on the ground, motors stopped) are not held to min_separation
+between them, as two drones set out 2 m apart before a flight are no near miss at a 3-m limit. Each is still held
+to it against every armed vehicle: a drone landing next to a parked one, or flying into it, counts. Only where the
+autopilots said so (their arming events); a vehicle whose arming is not known is never parked."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from uav_debate_eval.core.arming import arming_changes, disarmed_at
+from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
+from uav_debate_eval.quality.updates import true_spans
+
+
+def parked_grid(traj: SwarmTrajectory, t: np.ndarray) -> np.ndarray | None:
+    """(T, N): vehicle j disarmed at step i (its arming known); None when no step has two such vehicles."""
+    changes = arming_changes(traj.ingest.log_events)
+    if len(changes) < 2:
+        return None
+    parked = np.zeros((len(t), len(traj.uav_ids)), dtype=bool)
+    for j, u in enumerate(traj.uav_ids):
+        if u in changes:
+            parked[:, j] = disarmed_at(changes[u], t)
+    return parked if (parked.sum(axis=1) >= 2).any() else None
+
+
+def not_parked_pairs(keys: np.ndarray, t: np.ndarray, snaps: Snapshots, parked: np.ndarray) -> np.ndarray:
+    """Which pair records (key i * N + j at grid time t) are not between two parked vehicles."""
+    n = len(snaps.uav_ids)
+    k = np.clip(np.searchsorted(snaps.t, t - 1e-9), 0, len(snaps.t) - 1)
+    keys = keys.astype(np.int64)
+    return ~(parked[k, keys // n] & parked[k, keys % n])
+
+
+def unpark_nearest(snaps: Snapshots, parked: np.ndarray, d_min: np.ndarray, closest: list,
+                   pair_index: np.ndarray | None) -> None:
+    """Each step whose closest pair is parked takes the closest pair with an armed vehicle in it (none: no pair)."""
+    from scipy.spatial import cKDTree
+
+    index = {u: j for j, u in enumerate(snaps.uav_ids)}
+    for k, pair in enumerate(closest):
+        if pair is None or not (parked[k, index[pair[0]]] and parked[k, index[pair[1]]]):
+            continue
+        valid = np.flatnonzero(snaps.valid[k])
+        moving = valid[~parked[k, valid]]
+        d_min[k], closest[k] = np.nan, None
+        if pair_index is not None:
+            pair_index[k] = -1
+        if not len(moving) or len(valid) < 2:
+            continue
+        dist, nb = cKDTree(snaps.pos[k, valid]).query(snaps.pos[k, moving], k=2)
+        best = int(np.argmin(dist[:, 1]))
+        a, b = sorted((int(moving[best]), int(valid[nb[best, 1]])))
+        d_min[k], closest[k] = float(dist[best, 1]), (snaps.uav_ids[a], snaps.uav_ids[b])
+        if pair_index is not None:
+            pair_index[k] = (a, b)
+
+
+def parked_notes(traj: SwarmTrajectory, t: np.ndarray) -> list[str]:
+    """What the report says of it: the spans where two or more vehicles stood disarmed."""
+    parked = parked_grid(traj, t)
+    if parked is None:
+        return []
+    spans = true_spans(t, parked.sum(axis=1) >= 2)
+    who = [u for j, u in enumerate(traj.uav_ids) if parked[:, j].any()]
+    said = ", ".join(f"{a:.1f}-{b:.1f} s" for a, b in spans[:4]) + (" ..." if len(spans) > 4 else "")
+    return [f"min_separation: pairs of disarmed vehicles (parked, as their autopilots logged) are not held to it "
+            f"({', '.join(who[:6])}{' ...' if len(who) > 6 else ''} at {said}); each is held to it against an armed "
+            "vehicle"]
+
+
+def live_pairs(parked: np.ndarray, i: np.ndarray, j: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The live monitor's pairs (rows i, j at distance d) but those of two parked vehicles."""
+    if not parked.any():
+        return i, j, d
+    keep = ~(parked[i] & parked[j])
+    return i[keep], j[keep], d[keep]

@@ -433,3 +433,19 @@ def test_a_log_that_stops_in_the_air_says_so(logs, tmp_path):
     [said] = autopilot_findings([sim], None)
     assert said.severity == "info" and said.sentence.startswith("v's simulation stopped at 5 s while it was in the air")
     assert not [e for e in load_inputs([logs["tlog"]]).ingest.log_events if e.type == "log_end_in_flight"]
+
+
+def test_one_vehicle_given_twice_is_read_once(logs):
+    """A real flight's .bin and its ground station's .tlog given together read as two vehicles 0.01 m apart, with
+    advice to increase their spacing. The same system id at one spot over the common time is one vehicle: the
+    onboard log is read; a finding says so."""
+    bins = load_inputs(logs["bins"])
+    both = load_inputs([logs["bins"][0], logs["tlog"]])
+    first = read_ardupilot_logs([logs["bins"][0]]).uav_ids[0]
+    assert sorted(both.uav_ids) == sorted(bins.uav_ids)  # the tlog's other vehicles stay
+    assert both.tracks[first].source.endswith(logs["bins"][0].name)
+    [twice] = [f for f in both.ingest.findings if f.kind == "duplicate_vehicle"]
+    assert twice.uavs == [first] and twice.detail.startswith(
+        f"swarm.tlog holds {first} (01.BIN) again: the same system id 1, 0.00 m apart horizontally")
+    assert len([e for e in both.ingest.log_events if e.uavs == [first] and e.type == "flight_mode"]) == len(
+        [e for e in bins.ingest.log_events if e.uavs == [first] and e.type == "flight_mode"])  # the .bin's only

@@ -12,14 +12,20 @@ vehicle class), all in flight time.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from uav_debate_eval.core.records import Event, Finding
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.ardupilot_log import VehicleLog
 from uav_debate_eval.io.names import apply_names
 from uav_debate_eval.io.ulog import anchor_of, clock_offsets, combine, geodetic_to_enu, read_ulog
+
+#: Two logs of one system id whose horizontal positions stay this close (m, median) are one vehicle twice.
+TWICE_M = 1.0
 
 
 def read_vehicle_logs(path: str | Path) -> list[VehicleLog]:
@@ -46,6 +52,7 @@ def read_ardupilot_logs(paths: Sequence[str | Path], names: list[str] | None = N
         found = read_vehicle_logs(p)
         logs += found
         files += [p] * len(found)
+    twice = _recorded_twice(logs, files)
     _name(logs, files)
     if names and len(names) == len(logs) and not set(names) <= {lg.track.name for lg in logs}:
         for lg, name in zip(logs, names, strict=True):  # in the order of the files, as for PX4 (not id order)
@@ -60,7 +67,57 @@ def read_ardupilot_logs(paths: Sequence[str | Path], names: list[str] | None = N
     anchor = anchor_of(tracks)
     for lg, off in zip(logs, offsets, strict=True):
         _flight_time(traj, lg, off, anchor)
+    for keep, left_out, apart in twice:
+        tr = traj.tracks[keep.track.name]
+        traj.ingest.findings.append(Finding(
+            "duplicate_vehicle", [keep.track.name], float(tr.t[0]), float(tr.t[-1]),
+            f"{left_out.name} holds {keep.track.name} ({Path(keep.track.source).name}) again: the same system id "
+            f"{keep.sysid}, {apart:.2f} m apart horizontally (median) over their common time; one vehicle, read "
+            f"once, from {Path(keep.track.source).name}", ["min_separation"], {"median_m": apart}))
     return apply_names(traj, names, ", ".join(p.name for p in files_in)) if names else traj
+
+
+def _recorded_twice(logs: list[VehicleLog], files: list[Path]) -> list[tuple[VehicleLog, Path, float]]:
+    """One vehicle given twice (its .bin and the ground station's .tlog of the same flight): the same system id
+    and horizontal positions within TWICE_M of each other over most of their common time (altitudes may differ by
+    a reference). The second is left out of `logs` (the onboard log is kept before the telemetry: it holds more);
+    returned as (the log kept, the file left out, the median distance) for the finding."""
+    out = []
+    gone: set[int] = set()
+    for i, a in enumerate(logs):
+        for j, b in enumerate(logs[i + 1:], start=i + 1):
+            if {i, j} & gone or a.sysid is None or a.sysid != b.sysid or files[i] == files[j] or _far_apart(a, b):
+                continue
+            pair = combine([dataclasses.replace(a.track, name="a"), dataclasses.replace(b.track, name="b")])
+            if set(pair.tracks) != {"a", "b"}:
+                continue
+            ta, tb = pair.tracks["a"], pair.tracks["b"]
+            common = ta.t[(ta.t >= tb.t[0]) & (ta.t <= tb.t[-1])]
+            if len(common) < 10 or common[-1] - common[0] < 0.5 * min(ta.t[-1] - ta.t[0], tb.t[-1] - tb.t[0]):
+                continue
+            apart = float(np.nanmedian(np.linalg.norm((ta.position_at(common) - tb.position_at(common))[:, :2],
+                                                      axis=1)))
+            if not apart < TWICE_M:
+                continue
+            keep, drop = (i, j) if _rank(a, files[i]) >= _rank(b, files[j]) else (j, i)
+            out.append((logs[keep], files[drop], apart))
+            gone.add(drop)
+    logs[:] = [lg for k, lg in enumerate(logs) if k not in gone]
+    files[:] = [f for k, f in enumerate(files) if k not in gone]
+    return out
+
+
+def _far_apart(a: VehicleLog, b: VehicleLog) -> bool:
+    """Cheaply told apart: the median GPS fixes of the two more than 3 x TWICE_M apart (a swarm of one default
+    system id need not be placed pair by pair)."""
+    if not len(a.gps_t_us) or not len(b.gps_t_us):
+        return False
+    ma, mb = np.median(a.gps_lla, axis=0), np.median(b.gps_lla, axis=0)
+    return bool(np.linalg.norm(geodetic_to_enu(*ma, *mb)[:2]) > 3 * TWICE_M)
+
+
+def _rank(lg: VehicleLog, path: Path) -> tuple:
+    return (path.suffix.lower() != ".tlog", len(lg.track.t_us))
 
 
 def _name(logs: list[VehicleLog], files: list[Path]) -> None:

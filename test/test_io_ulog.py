@@ -211,3 +211,11 @@ def test_a_damaged_log_is_read_quietly_and_its_damage_noted(tmp_path, capsys):
     assert ("damaged: the log is damaged (messages under 2 unknown id(s) skipped): what the damage held is lost"
             in traj.ingest.notes)
     assert not [n for n in read_ulogs([SMALL]).ingest.notes if "damaged" in n]
+
+
+def test_a_real_logs_arming_is_read_as_a_bags_vehicle_status_is():
+    """PX4 swarms stand on their pads closer than their separation: the parked pairs (safety.parked) need the ULog's
+    arming, as the bag reader and the live input have it from vehicle_status."""
+    traj = read_ulogs([RTL])
+    arming = [(e.t, e.extra["label"]) for e in traj.ingest.log_events if e.extra.get("source") == "vehicle_status"]
+    assert arming == [(pytest.approx(0.564, abs=1e-3), "armed"), (pytest.approx(39.364, abs=1e-3), "disarmed")]

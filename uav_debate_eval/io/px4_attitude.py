@@ -72,6 +72,16 @@ def _controlling(data: dict, t: np.ndarray) -> np.ndarray:
     return out
 
 
+def px4_arming(data: dict) -> list[tuple[float, bool]]:
+    """(boot µs, armed) at the log's first vehicle_status and at each change of its arming_state."""
+    status = data.get("vehicle_status")
+    if status is None or "arming_state" not in status or not len(status["timestamp"]):
+        return []
+    armed = status["arming_state"] == ARMING_STATE_ARMED
+    changed = np.concatenate([[True], armed[1:] != armed[:-1]])
+    return [(float(t), bool(a)) for t, a in zip(status["timestamp"][changed], armed[changed], strict=True)]
+
+
 def px4_crash(data: dict, attitude: tuple | None) -> tuple[float, str] | None:
     """(boot µs, words) of PX4's crash evidence, or None."""
     words, at = [], None

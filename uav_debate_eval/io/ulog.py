@@ -50,6 +50,8 @@ class LogTrack:
     #: PX4: (boot µs, roll/pitch deg, targets deg, controlled) (io.px4_attitude), crash (boot µs, words), class
     attitude: tuple | None = None
     crash: tuple[float, str] | None = None
+    #: PX4: each change of vehicle_status.arming_state (boot µs, armed), the first one as the log starts
+    arming: list[tuple[float, bool]] = field(default_factory=list)
     vehicle_class: str = ""
     sitl: bool = False
     #: what the ULog parser skipped in a damaged file (a note), "" for a sound one
@@ -84,7 +86,13 @@ def geodetic_to_enu(lat, lon, alt, lat0: float, lon0: float, alt0: float) -> np.
 
 def read_ulog(path: str | Path, name: str) -> LogTrack:
     """Parse one .ulg into a LogTrack (raises InputError for unreadable logs or no local position)."""
-    from uav_debate_eval.io.px4_attitude import ATTITUDE_TOPICS, px4_attitude, px4_crash, px4_vehicle_class
+    from uav_debate_eval.io.px4_attitude import (
+        ATTITUDE_TOPICS,
+        px4_arming,
+        px4_attitude,
+        px4_crash,
+        px4_vehicle_class,
+    )
 
     path = Path(path)
     try:
@@ -112,6 +120,7 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     track.params = limit_params(ulog.initial_parameters)
     track.attitude = px4_attitude(data)
     track.crash = px4_crash(data, track.attitude)
+    track.arming = px4_arming(data)
     track.vehicle_class = px4_vehicle_class(data)
     track.sitl = str(ulog.msg_info_dict.get("ver_hw", "")).upper().endswith("SITL")
     track.damage = _damage(printed.getvalue())
@@ -282,6 +291,10 @@ def _px4_extras(traj: SwarmTrajectory, lg: LogTrack, offset_us: float) -> None:
     if lg.attitude is not None:
         t_att, actual, target, controlled = lg.attitude
         traj.ingest.attitude[u] = ((t_att + offset_us) / 1e6 - traj.t0, actual, target, controlled)
+    for at, armed in lg.arming:  # as io.px4.apply_status gives them from a bag's vehicle_status
+        t = max(round((at + offset_us) / 1e6 - traj.t0, 6), 0.0)
+        traj.ingest.log_events.append(Event("", "autopilot_event", t, [u], None, None, None,
+                                            {"label": "armed" if armed else "disarmed", "source": "vehicle_status"}))
     if lg.crash is not None:
         t = max(round((lg.crash[0] + offset_us) / 1e6 - traj.t0, 6), 0.0)
         traj.ingest.log_events.append(Event("", "crash", t, [u], None, None, None,

@@ -80,3 +80,32 @@ def test_the_live_monitor_parks_the_same_pairs():
         parked = 10 <= k < 20
         assert bool(state.active) != parked, (k, state.active)  # broken until both are disarmed, again once a arms
         assert monitor.would_violate("a", (t, 0.0, 0.0, 0.0)) != parked
+
+
+@pytest.mark.parametrize("disarmed", [True, False])
+def test_a_parked_vehicle_falling_silent_is_no_stale_data(disarmed):
+    """A PX4 swarm's vehicle lands, disarms and its bridge stops: its silence lost no flight, offline and live."""
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+
+    mission = parse_mission("constraints: {stale_timeout_s: 1.0}")
+    t = np.arange(0.0, 20.0, 0.1)
+    ta = t[t < 12.0]
+    traj = SwarmTrajectory.from_columns(np.concatenate([ta, t]), ["a"] * len(ta) + ["b"] * len(t),
+                                        np.vstack([np.column_stack([0 * ta, 0 * ta, 0 * ta]),
+                                                   np.column_stack([0 * t + 5.0, 0 * t, 0 * t + 2.0])]))
+    if disarmed:
+        traj.ingest.log_events = [Event("", "autopilot_event", 10.0, ["a"], extra={"label": "disarmed"})]
+    result = check_trajectory(traj, mission)
+    stale = [v for v in result.violations if v.constraint == "stale_data"]
+    assert bool(stale) != disarmed
+    assert (result.margins["stale_data"]["worst_value"] < 1.0) == disarmed
+    monitor = SafetyMonitor(mission)
+    if disarmed:
+        monitor.set_armed("a", False)
+    live_stale = False
+    for now in t:  # pose by pose (the dict form forgets a vehicle missing from it)
+        monitor.observe("b", (now, 5.0, 0.0, 2.0))
+        if now < 12.0:
+            monitor.observe("a", (now, 0.0, 0.0, 0.0))
+        live_stale |= any(a["constraint"] == "stale_data" for a in monitor.update(now).active)
+    assert live_stale != disarmed

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from uav_debate_eval.core.arming import arming_changes, disarmed_at
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import NotEvaluable, Violation
 from uav_debate_eval.core.trajectory import SwarmTrajectory
@@ -105,6 +106,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         longest = 0.0
         end = traj.t_end
         silences_of: dict[tuple[int, float], tuple[np.ndarray, float, np.ndarray]] = {}  # shared stamps: once
+        arming = arming_changes(traj.ingest.log_events)
         for u in ids:
             tr = traj.tracks[u]
             # silence up to the end of the flight counts too, but only while this vehicle's recorder ran
@@ -115,6 +117,11 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
                 silences_of[key] = (stamps, float(silences.max()) if len(silences) else 0.0,
                                     np.flatnonzero(silences > limit))
             stamps, most, long_ones = silences_of[key]
+            if u in arming and len(long_ones):  # parked when it fell silent (disarmed): no flight's pose was lost
+                parked = disarmed_at(arming[u], stamps[long_ones])
+                if parked.any():
+                    most = float(np.delete(np.diff(stamps), long_ones[parked]).max(initial=0.0))
+                    long_ones = long_ones[~parked]
             longest = max(longest, most)
             for i in long_ones:
                 last, back = float(stamps[i]), float(stamps[i + 1])

@@ -297,7 +297,7 @@ class SafetyMonitor:
             values["stale_data"] = {"value": float(silence.max() if all_live else silence[live].max()),
                                     "limit": c.stale_timeout_s}
             if not (all_live and fresh.all()):
-                quiet = live & ~fresh
+                quiet = live & ~fresh & ~self._parked[:n]  # a parked vehicle's silence loses no flight (safety.parked)
                 if self.close_on_quiet or self.end_announced:
                     # stale only when the others kept reporting past this vehicle's timeout; quiet vehicles
                     # that stopped with the last one have ended their flight once nobody reports any more

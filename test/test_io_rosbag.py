@@ -363,3 +363,22 @@ def test_a_bag_of_gps_fixes_only_reads_them_as_positions(tmp_path):
     msgs += [("/uav1/pose", "geometry_msgs/msg/PoseStamped", (50 + k) * 10**9,
               pose_stamped(TS2, 50.0 + k, (float(k), 0.0, 2.0))) for k in range(10)]
     assert read_bag(write_bag(tmp_path / "both.mcap", msgs)).uav_ids == ["uav1"]
+
+
+def test_mavros_state_gives_a_vehicles_arming(tmp_path):
+    """/<ns>/mavros/state beside its pose: the arming events that park a pair and end a silence without stale
+    data (safety.parked), as an autopilot log's; a bag's vehicle whose arming is not recorded has none."""
+    from rosbags.typesys import get_types_from_msg
+
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    ts.register(get_types_from_msg("std_msgs/Header header\nbool connected\nbool armed\nbool guided\n"
+                                   "bool manual_input\nstring mode\nuint8 system_status\n", "mavros_msgs/msg/State"))
+    State = ts.types["mavros_msgs/msg/State"]
+    msgs = two_vehicle_msgs(ts)
+    msgs += [("/uav2/mavros/state", "mavros_msgs/msg/State", int((100.5 + k / 2) * 1e9),
+              State(_header(ts, 100 + k // 2, (k % 2) * 5 * 10**8, ""), True, 2 <= k < 5, False, False, "GUIDED", 4))
+             for k in range(8)]
+    traj = read_bag(recording.write_bag(tmp_path / "state.mcap", msgs, ts, "mcap"))
+    arming = [(e.t, e.uavs, e.extra["label"]) for e in traj.ingest.log_events]
+    assert arming == [(0.0, ["uav2"], "DISARMED"), (pytest.approx(1.0), ["uav2"], "ARMED"),
+                      (pytest.approx(2.5), ["uav2"], "DISARMED")]

@@ -109,3 +109,13 @@ def test_a_parked_vehicle_falling_silent_is_no_stale_data(disarmed):
             monitor.observe("a", (now, 0.0, 0.0, 0.0))
         live_stale |= any(a["constraint"] == "stale_data" for a in monitor.update(now).active)
     assert live_stale != disarmed
+
+
+def test_a_first_state_read_says_nothing_of_before():
+    """A status message or heartbeat read first (`initial`) is the state then, no change: before it, unknown, so the
+    pair counts; a logged change (ArduPilot's EV) says the opposite held before it."""
+    traj = _pad({})
+    traj.ingest.log_events = [Event("", "autopilot_event", 1.0, [u], extra={"label": "DISARMED", "initial": True})
+                              for u in ("a", "b")]
+    [v] = check_trajectory(traj, MISSION).violations
+    assert v.t_start == pytest.approx(0.0) and v.t_end == pytest.approx(0.9, abs=0.11)  # then parked until a flies

@@ -11,24 +11,27 @@ import numpy as np
 ARMING_LABELS = {"ARMED": True, "armed": True, "DISARMED": False, "disarmed": False}
 
 
-def arming_changes(events: Iterable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per vehicle with arming events: (times, armed after each), in time order."""
-    rows: dict[str, list[tuple[float, bool]]] = {}
+def arming_changes(events: Iterable) -> dict[str, tuple[np.ndarray, np.ndarray, bool]]:
+    """Per vehicle with arming events: (times, armed after each, whether the first is a change), in time order.
+    A first state read (a status message, a heartbeat: `initial`) is no change: it says nothing of before."""
+    rows: dict[str, list[tuple[float, bool, bool]]] = {}
     for e in events:
         state = ARMING_LABELS.get(str(e.extra.get("label", "")))
         if e.type == "autopilot_event" and state is not None and e.uavs:
-            rows.setdefault(e.uavs[0], []).append((float(e.t), state))
+            rows.setdefault(e.uavs[0], []).append((float(e.t), state, not e.extra.get("initial")))
     out = {}
     for u, changes in rows.items():
         changes.sort(key=lambda c: c[0])
-        out[u] = (np.array([c[0] for c in changes]), np.array([c[1] for c in changes], dtype=bool))
+        out[u] = (np.array([c[0] for c in changes]), np.array([c[1] for c in changes], dtype=bool), changes[0][2])
     return out
 
 
-def disarmed_at(changes: tuple[np.ndarray, np.ndarray], t: np.ndarray) -> np.ndarray:
+def disarmed_at(changes: tuple[np.ndarray, np.ndarray, bool], t: np.ndarray) -> np.ndarray:
     """Whether the vehicle was disarmed at each of `t`: the last change at or before it says; before the first,
-    the opposite of the first (an ARMED event: it was disarmed until then)."""
-    at, armed = changes
+    the opposite of the first when it is a change (an ARMED event: disarmed until then), else not known: not
+    disarmed (a vehicle is never taken for parked on what nothing said)."""
+    at, armed, changed = changes
     k = np.searchsorted(at, t, side="right") - 1
-    state = np.where(k >= 0, armed[np.clip(k, 0, None)], ~armed[0])
+    before = ~armed[0] if changed else True
+    state = np.where(k >= 0, armed[np.clip(k, 0, None)], before)
     return ~state

@@ -19,7 +19,7 @@ PLANE_MIN_SPEED_MPS = 5.0
 def mark_ends_in_flight(traj: SwarmTrajectory) -> None:
     """An `log_end_in_flight` event for each vehicle whose log ends armed (as far as the log says) and at least
     AIRBORNE_M above its first valid altitude."""
-    armed = {u: bool(states[-1]) for u, (_, states) in arming_changes(traj.ingest.log_events).items()}
+    armed = {u: bool(states[-1]) for u, (_, states, _) in arming_changes(traj.ingest.log_events).items()}
     for u, tr in traj.tracks.items():
         if not armed.get(u, True) or len(tr) < 2 or tr.source.lower().endswith(".tlog"):
             continue  # a ground station's telemetry log ends when the ground station stops, not the vehicle

@@ -267,7 +267,8 @@ def apply_status(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float)
         if now_armed != armed:
             label = "armed" if now_armed else "disarmed"
             traj.ingest.log_events.append(Event("", "autopilot_event", t, [uav], None, None, None,
-                                                {"label": label, "source": "vehicle_status"}))
+                                                {"label": label, "source": "vehicle_status",
+                                                 **({"initial": True} if armed is None else {})}))
             armed = now_armed
         if int(m.nav_state) != mode:
             first = mode is None

@@ -354,7 +354,8 @@ def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
             mode = name
         now_armed = bool(m.base_mode & mavutil.mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
         if now_armed != armed:  # the first heartbeat says how it started; a change, what the autopilot did
-            log.events.append(LogEvent("autopilot_event", boot(m), "ARMED" if now_armed else "DISARMED"))
+            log.events.append(LogEvent("autopilot_event", boot(m), "ARMED" if now_armed else "DISARMED",
+                                       extra={"initial": True} if armed is None else {}))
             armed = now_armed
     glitch_at, glitch_text = None, ""
     failsafe: dict[str, LogEvent] = {}

@@ -24,6 +24,8 @@ class VehicleMeta:
     frame_id: str = ""  #: the header frame the poses are stamped in
     velocity: str = ""  #: the topic that measured the velocity (else it is derived)
     fix: tuple[float, np.ndarray] | None = None  #: first global fix (t, lat/lon/alt) of a local frame
+    #: the autopilot's arming (t, armed) at its first state and at each change (MAVROS /state)
+    arming: list[tuple[float, bool]] = field(default_factory=list)
 
 
 @dataclass

@@ -9,7 +9,7 @@ import numpy as np
 
 from uav_debate_eval.core.frames import rotate_many
 from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
-from uav_debate_eval.io.rosbag.topics import TF_STATIC, TWIST
+from uav_debate_eval.io.rosbag.topics import STATE, TF_STATIC, TWIST
 
 if TYPE_CHECKING:
     from rosbags.highlevel import AnyReader
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[str, str], raws: dict[str, Raw],
                      cols: Columns, notes: list[str]) -> None:
     """Measured velocity replaces derived velocity (local beats body); a local frame's first global fix is kept
-    for `place_by_fix`."""
+    for `place_by_fix`; the state's arming for the flight's events (safety.parked)."""
     for comp, topic in sorted(companions.items(), key=lambda kv: "velocity_body" in kv[0]):
         if comp == TF_STATIC:
             continue
@@ -36,7 +36,10 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
         msgs = [m for m, ok in zip(msgs, keep, strict=True) if ok]
         if len(t) < 2:
             continue
-        if types[comp] == TWIST:
+        if types[comp] == STATE:
+            armed = [bool(m.armed) for m in msgs]
+            meta.arming = [(float(t[i]), armed[i]) for i in range(len(armed)) if i == 0 or armed[i] != armed[i - 1]]
+        elif types[comp] == TWIST:
             if meta.velocity:
                 continue
             v = np.array([(m.twist.linear.x, m.twist.linear.y, m.twist.linear.z) for m in msgs])

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io import px4
 from uav_debate_eval.io.names import apply_names
@@ -185,4 +186,9 @@ def _trajectory(path: Path, cols: Columns, notes: list[str]) -> SwarmTrajectory:
         tr.frame = meta.frame if meta is not None else ""
         tr.recording_end = end
         tr.drop_redundant_validity()
+        for k, (t, armed) in enumerate(meta.arming if meta is not None else []):
+            traj.ingest.log_events.append(Event("", "autopilot_event", max(round(t - traj.t0, 6), 0.0), [uav],
+                                                extra={"label": "ARMED" if armed else "DISARMED",
+                                                       "source": "mavros/state",
+                                                       **({"initial": True} if k == 0 else {})}))
     return traj

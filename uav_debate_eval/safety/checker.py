@@ -55,6 +55,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     if quality is None:  # a window of an assessed flight keeps the flight's assessment
         quality = traj.assessment.for_window(traj) if traj.assessment is not None else assess(traj, mission)
     traj = quality.traj
+    arming = arming_changes(traj.ingest.log_events)  # who was disarmed when: parked pairs and silences
     c, th = mission.constraints, mission.thresholds
     ids = traj.uav_ids
     if not ids:
@@ -106,7 +107,6 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
         longest = 0.0
         end = traj.t_end
         silences_of: dict[tuple[int, float], tuple[np.ndarray, float, np.ndarray]] = {}  # shared stamps: once
-        arming = arming_changes(traj.ingest.log_events)
         for u in ids:
             tr = traj.tracks[u]
             # silence up to the end of the flight counts too, but only while this vehicle's recorder ran
@@ -118,10 +118,10 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
                                     np.flatnonzero(silences > limit))
             stamps, most, long_ones = silences_of[key]
             if u in arming and len(long_ones):  # parked when it fell silent (disarmed): no flight's pose was lost
-                parked = disarmed_at(arming[u], stamps[long_ones])
-                if parked.any():
-                    most = float(np.delete(np.diff(stamps), long_ones[parked]).max(initial=0.0))
-                    long_ones = long_ones[~parked]
+                silent_parked = disarmed_at(arming[u], stamps[long_ones])
+                if silent_parked.any():
+                    most = float(np.delete(np.diff(stamps), long_ones[silent_parked]).max(initial=0.0))
+                    long_ones = long_ones[~silent_parked]
             longest = max(longest, most)
             for i in long_ones:
                 last, back = float(stamps[i]), float(stamps[i + 1])
@@ -142,8 +142,9 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     separation_lost = any(ne.constraint == "min_separation" and len(ne.uavs) == len(ids) and ne.t_start is not None
                           and ne.t_start <= traj.t_start and (ne.t_end or 0) >= traj.t_end
                           for ne in quality.not_evaluable)
-    separation, sep_viol, warnings, nearest = _pairwise(traj, mission, gap, quality, rows, skip_limit=separation_lost,
-                                                        predict=predict, flight=flight)
+    separation, sep_viol, warnings, nearest, parked = _pairwise(traj, mission, gap, quality, rows, arming,
+                                                                skip_limit=separation_lost, predict=predict,
+                                                                flight=flight)
     violations.extend(sep_viol)
     if c.min_separation_m is not None and not separation_lost:
         sep_worst = float(np.nanmin(separation.d_min)) if np.isfinite(separation.d_min).any() else None
@@ -174,7 +175,7 @@ def check_trajectory(traj: SwarmTrajectory, mission: Mission, merge_periods: flo
     data_quality.not_evaluable.extend(_rules_not_evaluable(rules) if flight is None else [])
     return SafetyResult(viol, warnings, _integrity(traj, rows, mission), margins, separation, vetoes, label,
                         data_quality=data_quality, nearest=nearest, rules=rules,
-                        notes=parked_notes(traj, separation.t) if c.min_separation_m is not None else [])
+                        notes=parked_notes(ids, separation.t, parked) if c.min_separation_m is not None else [])
 
 
 def _within(att: tuple, t0: float, t1: float) -> tuple:
@@ -237,11 +238,13 @@ def _step_note(quality: Assessment, uav: str, t0: float, t1: float) -> str:
     return ""
 
 
-def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, rows: Samples,
+def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Assessment, rows: Samples, arming: dict,
               skip_limit: bool = False, predict: bool = True, flight: SafetyResult | None = None
-              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], GridPairs | None]:
-    """Separation timeline, min_separation intervals, CPA warnings and (kd-tree path) the grid with each step's
-    closest pair (SafetyResult.nearest) over the common grid.
+              ) -> tuple[SeparationTimeline, list[tuple[Violation, float]], list[dict], GridPairs | None,
+                         np.ndarray | None]:
+    """Separation timeline, min_separation intervals, CPA warnings, (kd-tree path) the grid with each step's
+    closest pair (SafetyResult.nearest) over the common grid, and which vehicles stood parked at each step of it
+    (safety.parked; `arming`: core.arming.arming_changes of the flight).
 
     Grid points where a vehicle's separation is not evaluable (estimator invalid) are no data for it;
     `skip_limit` (frames that cannot be one) keeps only the timeline.
@@ -276,7 +279,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
         if not shared:
             pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
     hit_keys, hit_t, hit_d = (np.concatenate(h) if h else np.zeros(0) for h in (hv, ht, hd))
-    parked = parked_grid(traj, snaps.t)
+    parked = parked_grid(arming, ids, snaps.t)
     if parked is not None:  # two disarmed vehicles on the ground: no pair of the constraint (safety.parked)
         keep = not_parked_pairs(hit_keys, hit_t, snaps, parked)
         hit_keys, hit_t, hit_d = hit_keys[keep], hit_t[keep], hit_d[keep]
@@ -290,7 +293,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
     violations: list[tuple[Violation, float]] = []
     warnings: list[dict] = []
     if limit is None:
-        return timeline, violations, warnings, nearest
+        return timeline, violations, warnings, nearest, parked
     grid_gap = max(gap, 2.0 * period + 1e-9)
     if len(hits[0]):
         for key, t0, t1, w, _, n in merge_runs(hit_keys, hit_t, hit_d, grid_gap, worst="min"):
@@ -304,7 +307,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
             first = np.flatnonzero((keys == key) & (np.abs(ts - t0) < 1e-6))[0]
             warnings.append({"t": t0, "kind": "cpa", "uavs": sorted((ids[key // N], ids[key % N])),
                              "value": denoise(dcs[first]), "limit": limit, "t_predicted": denoise(tps[first])})
-    return timeline, violations, warnings, nearest
+    return timeline, violations, warnings, nearest, parked
 
 
 #: Up to this many vehicles all pairs of a block of time steps are checked at once with numpy

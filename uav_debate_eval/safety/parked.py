@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from uav_debate_eval.core.arming import arming_changes, disarmed_at
-from uav_debate_eval.core.trajectory import Snapshots, SwarmTrajectory
+from uav_debate_eval.core.arming import disarmed_at
+from uav_debate_eval.core.trajectory import Snapshots
 from uav_debate_eval.quality.updates import true_spans
 
 
-def parked_grid(traj: SwarmTrajectory, t: np.ndarray) -> np.ndarray | None:
-    """(T, N): vehicle j disarmed at step i (its arming known); None when no step has two such vehicles."""
-    changes = arming_changes(traj.ingest.log_events)
-    if len(changes) < 2:
+def parked_grid(arming: dict, ids: list[str], t: np.ndarray) -> np.ndarray | None:
+    """(T, N): vehicle ids[j] disarmed at step i (`arming`: core.arming.arming_changes of the flight); None when no
+    step has two such vehicles."""
+    if len(arming) < 2:
         return None
-    parked = np.zeros((len(t), len(traj.uav_ids)), dtype=bool)
-    for j, u in enumerate(traj.uav_ids):
-        if u in changes:
-            parked[:, j] = disarmed_at(changes[u], t)
+    parked = np.zeros((len(t), len(ids)), dtype=bool)
+    for j, u in enumerate(ids):
+        if u in arming:
+            parked[:, j] = disarmed_at(arming[u], t)
     return parked if (parked.sum(axis=1) >= 2).any() else None
 
 
@@ -56,13 +56,12 @@ def unpark_nearest(snaps: Snapshots, parked: np.ndarray, d_min: np.ndarray, clos
             pair_index[k] = (a, b)
 
 
-def parked_notes(traj: SwarmTrajectory, t: np.ndarray) -> list[str]:
-    """What the report says of it: the spans where two or more vehicles stood disarmed."""
-    parked = parked_grid(traj, t)
+def parked_notes(ids: list[str], t: np.ndarray, parked: np.ndarray | None) -> list[str]:
+    """What the report says of it: the spans of the grid `t` where two or more vehicles stood disarmed."""
     if parked is None:
         return []
     spans = true_spans(t, parked.sum(axis=1) >= 2)
-    who = [u for j, u in enumerate(traj.uav_ids) if parked[:, j].any()]
+    who = [u for j, u in enumerate(ids) if parked[:, j].any()]
     said = ", ".join(f"{a:.1f}-{b:.1f} s" for a, b in spans[:4]) + (" ..." if len(spans) > 4 else "")
     return [f"min_separation: pairs of disarmed vehicles (parked, as their autopilots logged) are not held to it "
             f"({', '.join(who[:6])}{' ...' if len(who) > 6 else ''} at {said}); each is held to it against an armed "

@@ -23,7 +23,7 @@ from uav_debate_eval.io.rosbag.columns import Columns
 from uav_debate_eval.io.rosbag.fix import decode_fix
 from uav_debate_eval.io.rosbag.pose_array import decode_pose_array
 from uav_debate_eval.io.rosbag.px4 import px4_sources, read_px4
-from uav_debate_eval.io.rosbag.recover import recovered_copy
+from uav_debate_eval.io.rosbag.recover import cut_short, recovered_copy
 from uav_debate_eval.io.rosbag.stamped import decode_stamped
 from uav_debate_eval.io.rosbag.topics import (
     FIX,
@@ -61,14 +61,10 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
         notes.append(f"{path.name}: a rosbag2 folder without metadata.yaml (its recorder did not close it): read its "
                      f"storage file {files[0].name}")
         path = files[0]
-    try:
-        return _read(path, path, topics, names, list(notes))
-    except InputError as exc:
-        if not str(exc).startswith(f"{path}: cannot read bag") or not path.is_file():
-            raise
-        recovered = recovered_copy(path)
-        if recovered is None:
-            raise
+    kind = cut_short(path) if path.is_file() else ""
+    recovered = recovered_copy(path, kind) if kind else None
+    if recovered is None:  # a whole recording (or nothing whole in a cut one: the reader says what is wrong)
+        return _read(path, path, topics, names, notes)
     copy, note = recovered
     try:
         return _read(copy, path, topics, names, [*notes, note])
@@ -114,7 +110,7 @@ def _read(source: Path, path: Path, topics: list[str] | None, names: list[str] |
 def bag_span(path: Path) -> tuple[float, float, list[str]]:
     """The bag's recorded span (receive clock, s) and the vehicles its pose topics name, without reading messages."""
     try:
-        with _open(path) as reader:
+        with _open(path, _is_ros1(path)) as reader:
             types = {c.topic: same_type(c.msgtype) for c in reader.connections}
             start, end = reader.start_time / 1e9, reader.end_time / 1e9
     except Exception as exc:  # corrupt files raise library-specific types; all mean bad input
@@ -126,14 +122,14 @@ def _is_ros1(path: Path) -> bool:
     return path.is_file() and path.name.lower().endswith((".bag", ".bag.active"))
 
 
-def _open(path: Path, is_ros1: bool | None = None) -> AnyReader:
+def _open(path: Path, is_ros1: bool) -> AnyReader:
     """rosbags' reader with the type store of the bag's ROS version (messages without embedded definitions)."""
     try:
         from rosbags.highlevel import AnyReader
         from rosbags.typesys import Stores, get_typestore
     except ImportError as exc:  # pragma: no cover - rosbags is a hard dependency
         raise InputError(f"{path}: reading bags needs the 'rosbags' package ({exc})") from None
-    store = get_typestore(Stores.ROS1_NOETIC if (_is_ros1(path) if is_ros1 is None else is_ros1) else Stores.ROS2_JAZZY)
+    store = get_typestore(Stores.ROS1_NOETIC if is_ros1 else Stores.ROS2_JAZZY)
     return AnyReader([path], default_typestore=store)
 
 

@@ -18,24 +18,36 @@ from pathlib import Path
 _MSG_DATA, _BAG_HEADER, _CHUNK, _CONNECTION = 0x02, 0x03, 0x05, 0x07
 _ROS1_MAGIC = b"#ROSBAG V2.0\n"
 _MCAP_MAGIC = b"\x89MCAP0\r\n"
+#: Enough of a file's start for a ROS 1 bag's header record (rosbag pads it to 4,096 bytes).
+_HEAD_BYTES = 8192
 #: Where an uncompressed MCAP chunk's records start: times, size, crc (28 bytes), an empty compression name (4),
 #: the records' length (8).
 _CHUNK_RECORDS = 40
 
 
-def recovered_copy(path: Path) -> tuple[Path, str] | None:
-    """(an indexed copy of a recording cut short, the note that says so), or None when `path` is no such recording
-    (the caller's error stands). The caller deletes the copy."""
-    data = path.read_bytes()
-    copy, suffix = (_ros1_copy, ".bag") if _ros1_cut(data) else \
-        (_mcap_copy, ".mcap") if data.startswith(_MCAP_MAGIC) and not data.endswith(_MCAP_MAGIC) else (None, "")
-    if copy is None:
-        return None  # damaged otherwise: not for a reindex to guess at
-    fd, name = tempfile.mkstemp(suffix=suffix, prefix="recovered_")
+def cut_short(path: Path) -> str:
+    """".bag" for a ROS 1 bag whose index was never written (index_pos 0: still recording) or lies past its end (cut),
+    ".mcap" for an MCAP without its closing magic, else "" (told from the head and the tail, without reading it)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(_HEAD_BYTES)
+        f.seek(max(size - len(_MCAP_MAGIC), 0))
+        tail = f.read()
+    if head.startswith(_ROS1_MAGIC):
+        first = next(_records(head, len(_ROS1_MAGIC)), None)
+        index = first[1].get(b"index_pos", b"") if first is not None and first[0] == _BAG_HEADER else b""
+        return ".bag" if len(index) == 8 and not 0 < struct.unpack("<Q", index)[0] < size else ""
+    return ".mcap" if head.startswith(_MCAP_MAGIC) and tail != _MCAP_MAGIC else ""
+
+
+def recovered_copy(path: Path, kind: str) -> tuple[Path, str] | None:
+    """(an indexed copy of a recording `cut_short` said is `kind`, the note that says so), or None when nothing whole
+    is in it (the reader's own error stands). The caller deletes the copy."""
+    fd, name = tempfile.mkstemp(suffix=kind, prefix="recovered_")
     os.close(fd)
     out = Path(name)
     try:
-        note = copy(path, out)
+        note = (_ros1_copy if kind == ".bag" else _mcap_copy)(path, out)
     except Exception:  # noqa: BLE001 - damaged beyond a cut (the fuzzer's mutants): the reader's own error stands
         note = None
     if note is None:
@@ -44,20 +56,11 @@ def recovered_copy(path: Path) -> tuple[Path, str] | None:
     return out, note
 
 
-def _ros1_cut(data: bytes) -> bool:
-    """A ROS 1 bag whose index was never written (index_pos 0: still recording) or lies past its end (cut)."""
-    if not data.startswith(_ROS1_MAGIC):
-        return False
-    first = next(_records(data, len(_ROS1_MAGIC)), None)
-    index = first[1].get(b"index_pos", b"") if first is not None and first[0] == _BAG_HEADER else b""
-    return len(index) == 8 and not 0 < struct.unpack("<Q", index)[0] < len(data)
-
-
 def _ros1_copy(path: Path, out: Path) -> str | None:
     from rosbags.rosbag1 import Writer
     from rosbags.typesys.msg import normalize_msgtype
 
-    data = path.read_bytes()  # read twice (here and to tell a cut): the cost of a file that had to be recovered
+    data = path.read_bytes()
     connections: dict[int, dict[bytes, bytes]] = {}
     messages: list[tuple[int, int, bytes]] = []
     lost = 0
@@ -85,8 +88,8 @@ def _ros1_copy(path: Path, out: Path) -> str | None:
                 writer.write(conns[cid], stamp, body)
     stamps = [stamp for _, stamp, _ in messages]
     return (f"{path.name}: a ROS 1 bag without its index (a recording cut short): its {len(messages)} whole "
-                 f"message(s) over {(max(stamps) - min(stamps)) / 1e9:.1f} s read as `rosbag reindex` would"
-                 + (f"; {lost} compressed chunk(s) cut off are lost" if lost else ""))
+            f"message(s) over {(max(stamps) - min(stamps)) / 1e9:.1f} s read as `rosbag reindex` would"
+            + (f"; {lost} compressed chunk(s) cut off are lost" if lost else ""))
 
 
 def _records(data: bytes, at: int) -> Iterator[tuple[int, dict[bytes, bytes], bytes, bool]]:
@@ -172,7 +175,7 @@ def _mcap_copy(path: Path, out: Path) -> str | None:
     if first is None:
         return None
     return (f"{path.name}: an MCAP without its footer (a recording cut short): its {count} whole message(s) "
-                 f"over {(last - first) / 1e9:.1f} s read as `mcap recover` would")
+            f"over {(last - first) / 1e9:.1f} s read as `mcap recover` would")
 
 
 def _mcap_records(data: bytes) -> Iterator:

@@ -64,25 +64,30 @@ class TfPoses:
         self._waiting.clear()
         return out
 
-    def _root(self, tr: Any) -> str:
-        frame, seen = tr.header.frame_id.strip("/"), set()
-        while frame in self.links and frame not in seen:
-            seen.add(frame)
+    def _up(self, frame: str) -> list[str]:
+        """The linked frames from `frame` up (a loop in the links ends the walk)."""
+        chain: list[str] = []
+        while frame in self.links and frame not in chain:
+            chain.append(frame)
             frame = self.links[frame][0]
-        return frame
+        return chain
+
+    def _root(self, tr: Any) -> str:
+        frame = tr.header.frame_id.strip("/")
+        chain = self._up(frame)
+        return self.links[chain[-1]][0] if chain else frame
 
     def _pose(self, tr: Any, uav: str) -> tuple[Any, str, tuple, tuple]:
         tv, q = tr.transform.translation, tr.transform.rotation
         frame = tr.header.frame_id.strip("/")
         p, quat = (tv.x, tv.y, tv.z), (q.x, q.y, q.z, q.w)
-        if frame in self.links:
+        chain = self._up(frame)
+        if chain:
             pos, rot = np.asarray(p, dtype=float), _rotation(quat)
-            seen: set[str] = set()
-            while frame in self.links and frame not in seen:
-                seen.add(frame)
-                self.linked.add(frame)
-                parent, offset, link = self.links[frame]
-                pos, rot, frame = offset + link.apply(pos), link * rot, parent
+            for link_frame in chain:
+                frame, offset, link = self.links[link_frame]
+                pos, rot = offset + link.apply(pos), link * rot
+            self.linked.update(chain)
             p, quat = tuple(pos.tolist()), tuple(rot.as_quat().tolist())
         self.roots[uav] = frame
         return tr, uav, p, quat

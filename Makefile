@@ -15,8 +15,8 @@ export LLAMA_IS_NATIVE := import llama_cpp, sys; info = llama_cpp.llama_print_sy
 
 setup: $(STAMP) msgs
 
-# px4_msgs and tf2_msgs for rclpy (tools/ros_msgs.py): generated once into the venv, then kept (a stamp per package
-# holds the definitions' hash); `make setup PX4_MSGS=/path/to/px4_msgs` builds your own (match your PX4 firmware).
+# px4_msgs, tf2_msgs and mavros_msgs (State) for rclpy (tools/ros_msgs.py): generated once into the venv, then kept
+# (a stamp per package holds the definitions' hash); `make setup PX4_MSGS=/path/to/px4_msgs` builds your own (match your PX4 firmware).
 # A system ROS 2 that has them is used as is. Failure leaves the rest working: bags never need them.
 PX4_MSGS ?=
 PX4_MSGS_VERSION ?= v1.16
@@ -24,7 +24,7 @@ msgs: $(STAMP)
 	if ! { $(PY) -c "import rclpy" 2>/dev/null && [ -n "$$AMENT_PREFIX_PATH" ]; }; then \
 		$(PIP) install -q -r requirements-rosidl.txt; fi
 	$(PY) tools/ros_msgs.py --venv $(VENV) --px4-version $(PX4_MSGS_VERSION) $(if $(PX4_MSGS),--px4-msgs $(PX4_MSGS)) $(if $(PX4_MSGS_ALL),--all-px4) \
-		|| echo "setup: WARNING: px4_msgs/tf2_msgs not generated; live --px4 and TFMessage input need them"
+		|| echo "setup: WARNING: px4_msgs/tf2_msgs/mavros_msgs not generated; live --px4, TFMessage input and MAVROS arming need them"
 
 $(STAMP): requirements.txt requirements-ros.txt requirements-llm.txt requirements-dev.txt setup.py package.xml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

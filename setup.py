@@ -11,10 +11,11 @@ setup(
     # default and demo configs without an ament share directory (live.config.find_config).
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]) + [package_name + ".config"],
     package_dir={package_name + ".config": "config"},
-    # msgs/: the px4_msgs (BSD-3, LICENSE beside them) and tf2_msgs definitions: bags without embedded ones decode
-    # with them, and tools/ros_msgs.py generates the rclpy packages from them
+    # msgs/: the px4_msgs (BSD-3, LICENSE beside them), tf2_msgs and mavros_msgs definitions: bags without embedded
+    # ones decode with them, and tools/ros_msgs.py generates the rclpy packages from them
     package_data={package_name: ["report/*.json", "debate/*.yaml", "debate/*.npz", "msgs/*/LICENSE", "msgs/*/README.md",
-                                 "msgs/px4_msgs/*/msg/*.msg", "msgs/px4_msgs/*/srv/*.srv", "msgs/tf2_msgs/msg/*.msg"],
+                                 "msgs/px4_msgs/*/msg/*.msg", "msgs/px4_msgs/*/srv/*.srv", "msgs/tf2_msgs/msg/*.msg",
+                                 "msgs/mavros_msgs/msg/*.msg"],
                   package_name + ".config": ["*.yaml", "*.json", "*.xml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),

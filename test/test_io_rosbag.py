@@ -365,9 +365,14 @@ def test_a_bag_of_gps_fixes_only_reads_them_as_positions(tmp_path):
     assert read_bag(write_bag(tmp_path / "both.mcap", msgs)).uav_ids == ["uav1"]
 
 
-def test_mavros_state_gives_a_vehicles_arming(tmp_path):
+@pytest.mark.parametrize("fmt", ["mcap", "sqlite3 without definitions"])
+def test_mavros_state_gives_a_vehicles_arming(tmp_path, fmt):
     """/<ns>/mavros/state beside its pose: the arming events that park a pair and end a silence without stale
-    data (safety.parked), as an autopilot log's; a bag's vehicle whose arming is not recorded has none."""
+    data (safety.parked), as an autopilot log's; a bag's vehicle whose arming is not recorded has none. A bag
+    recorded before Iron holds no message definitions: the state decodes with the shipped one (such a bag was
+    refused whole: "cannot read bag (KeyError: 'mavros_msgs/msg/State')")."""
+    import sqlite3
+
     from rosbags.typesys import get_types_from_msg
 
     ts = get_typestore(Stores.ROS2_JAZZY)
@@ -378,7 +383,11 @@ def test_mavros_state_gives_a_vehicles_arming(tmp_path):
     msgs += [("/uav2/mavros/state", "mavros_msgs/msg/State", int((100.5 + k / 2) * 1e9),
               State(_header(ts, 100 + k // 2, (k % 2) * 5 * 10**8, ""), True, 2 <= k < 5, False, False, "GUIDED", 4))
              for k in range(8)]
-    traj = read_bag(recording.write_bag(tmp_path / "state.mcap", msgs, ts, "mcap"))
+    bag = recording.write_bag(tmp_path / "state", msgs, ts, fmt.split()[0])
+    if fmt != "mcap":
+        with sqlite3.connect(next(bag.glob("*.db3"))) as db:
+            db.execute("DELETE FROM message_definitions")
+    traj = read_bag(bag)
     arming = [(e.t, e.uavs, e.extra["label"]) for e in traj.ingest.log_events]
     assert arming == [(0.0, ["uav2"], "DISARMED"), (pytest.approx(1.0), ["uav2"], "ARMED"),
                       (pytest.approx(2.5), ["uav2"], "DISARMED")]

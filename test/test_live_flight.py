@@ -26,7 +26,8 @@ from uav_debate_eval.sim.scenarios import simulate
 BASE = 1_000.0  # the stream clock at the flight's first sample
 
 
-def _live(tmp_path: Path, sim, cuts: list[float], episodes: list[VetoEpisode] | None = None):
+def _live(tmp_path: Path, sim, cuts: list[float], episodes: list[VetoEpisode] | None = None,
+          mavros: dict | None = None):
     """Stream the flight through a ring buffer as small as the panel's, tape it as segments close, evaluate each
     segment as the panel does and then the flight. Returns (flight report, its folder, segment reports)."""
     settings = PanelSettings(output_dir=str(tmp_path))
@@ -55,7 +56,7 @@ def _live(tmp_path: Path, sim, cuts: list[float], episodes: list[VetoEpisode] | 
     close("end")
     tape.take(swarm)
     session = {"topics": [f"/{u}/pose" for u in sim.traj.uav_ids], "vehicles": list(sim.traj.uav_ids),
-               "clock": "ROS time from /clock (use_sim_time)"}
+               "clock": "ROS time from /clock (use_sim_time)", **({"mavros": mavros} if mavros else {})}
     job = FlightJob(settings, sim.mission, tape.chunks, tape.vehicles, record.segments, episodes or [], session,
                     tape.stats.to_dict(), dict(swarm.rejected), [], 0, tmp_path / "flight",
                     clock_back=dict(swarm.clock_back))
@@ -141,6 +142,29 @@ def test_the_recorded_mcap_replays_to_the_same_report(near_miss, tmp_path: Path)
     assert main(["evaluate", str(where / "flight.mcap"), "--out", str(tmp_path / "beside"), "--quiet"]) == 3
     beside = json.loads((tmp_path / "beside" / "report.json").read_text())  # the session's mission.yaml beside it
     assert beside["violations"] == report["violations"] and beside["findings"] == report["findings"]
+
+
+def test_mavros_arming_parks_the_pair_in_the_flight_report_and_its_mcap(tmp_path: Path):
+    """The session's MAVROS states (nodes.mavros_state): uav1 and uav2 disarmed from the start, uav2 armed at 16 s of
+    the flight. Their near miss from 14.5 s counts only from then on, in the flight report as in the bag reader's,
+    and the recorded MCAP carries the arming: its replay parks the same pair."""
+    from uav_debate_eval.cli import main
+
+    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=60.0)
+    states = {"uav1": [(BASE, False)], "uav2": [(BASE, False), (BASE + 16.0, True)]}
+    plain, _, _, _ = _live(tmp_path / "plain", sim, [30.0])
+    report, where, _, _ = _live(tmp_path / "parked", sim, [30.0], mavros={"states": states})
+    [before] = [v for v in plain["violations"] if v["constraint"] == "min_separation"]
+    [after] = [v for v in report["violations"] if v["constraint"] == "min_separation"]
+    assert before["t_start"] < 16.0 and after["t_start"] == pytest.approx(16.0, abs=0.06)
+    arming = [(e["uavs"], e["extra"]["label"]) for e in report["events"] if e["type"] == "autopilot_event"]
+    assert arming == [(["uav1"], "DISARMED"), (["uav2"], "DISARMED"), (["uav2"], "ARMED")]
+    assert "mavros" not in report["live"]["session"]
+    (tmp_path / "mission.yaml").write_text(mission_to_yaml(sim.mission))
+    assert main(["evaluate", str(where / "flight.mcap"), "--mission", str(tmp_path / "mission.yaml"), "--out",
+                 str(tmp_path / "replay"), "--quiet"]) == 3
+    replay = json.loads((tmp_path / "replay" / "report.json").read_text())
+    assert replay["violations"] == rounded(report)["violations"]
 
 
 def test_route_progress_passes_waypoints_in_order():

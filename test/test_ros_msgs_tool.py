@@ -44,12 +44,17 @@ def test_cache_key_follows_the_definitions(tool, tmp_path):
     assert key != tool.definitions_hash([tmp_path / "A.msg"])
 
 
-def test_every_shipped_px4_version_and_tf2_msgs_are_there(tool):
+def test_every_shipped_px4_version_tf2_msgs_and_mavros_msgs_are_there(tool):
     for version in tool.PX4_VERSIONS:
         src, deps = tool.msg_dirs(None, version)["px4_msgs"]
         assert (src / "msg" / "VehicleLocalPosition.msg").is_file() and deps == ["builtin_interfaces"]
     tf2, deps = tool.msg_dirs(None, "v1.16")["tf2_msgs"]
     assert (tf2 / "msg" / "TFMessage.msg").read_text().strip() == "geometry_msgs/TransformStamped[] transforms"
     assert (tf2 / "LICENSE").is_file() and (tf2.parent / "px4_msgs" / "LICENSE").is_file()
+    mavros, deps = tool.msg_dirs(None, "v1.16")["mavros_msgs"]  # the live input's arming (nodes.mavros_state)
+    fields = [ln.split()[:2] for ln in (mavros / "msg" / "State.msg").read_text().splitlines()
+              if ln.split() and not ln.startswith("#") and "=" not in ln]
+    assert fields[:3] == [["std_msgs/Header", "header"], ["bool", "connected"], ["bool", "armed"]]
+    assert deps == ["std_msgs"] and (mavros / "LICENSE").is_file()
     with pytest.raises(SystemExit, match="no msg/ folder"):
         tool.msg_dirs(ROOT / "docs", "v1.16")

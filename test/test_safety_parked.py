@@ -82,6 +82,28 @@ def test_the_live_monitor_parks_the_same_pairs():
         assert monitor.would_violate("a", (t, 0.0, 0.0, 0.0)) != parked
 
 
+def test_arming_read_before_the_first_pose_holds_through_the_verifiers_start():
+    """The autopilots' states come first (MAVROS latches its state; PX4's vehicle_status may beat the first pose),
+    and the live verifier resets its monitor at a run's first pose: the arming is no sample and survives it. It was
+    lost there, and a swarm standing disarmed on its pads was vetoed from its first poses (the pre-check of a
+    vehicle not tracked yet read its arming from the slot it did not have either)."""
+    from uav_debate_eval.live.verifier import LiveVerifier
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+
+    monitor = SafetyMonitor(MISSION)
+    clock = [100.0]
+    verifier = LiveVerifier(MISSION, monitor, 0.05, lambda: clock[0], lambda state: None, lambda text: None)
+    monitor.set_armed("a", False)
+    monitor.set_armed("b", False)
+    for k in range(40):
+        clock[0] = t = 100.0 + 0.05 * k
+        verifier.on_pose("a", t, (0.0, 0.0, 0.0), None)
+        verifier.on_pose("b", t, (1.0, 0.0, 0.0), None)
+        if k == 30:
+            monitor.set_armed("b", True)
+        assert monitor.veto == (k > 30), k
+
+
 @pytest.mark.parametrize("disarmed", [True, False])
 def test_a_parked_vehicle_falling_silent_is_no_stale_data(disarmed):
     """A PX4 swarm's vehicle lands, disarms and its bridge stops: its silence lost no flight, offline and live."""

@@ -149,3 +149,48 @@ def test_pose_array_whole_to_the_owner_and_pose_by_pose_to_listeners(ctx):
     assert poses[:2] == [("uav1", 42.25, (1.0, -1.0, 10.0), None), ("uav2", 42.25, (3.0, -3.0, 30.0), None)]
     assert inp._bad_said == {"short array"}  # warned (once): a missing pose shifts the names after it
     ex.shutdown()
+
+
+def test_mavros_state_beside_the_pose_gives_the_arming(ctx):
+    """`<ns>/mavros/state` of each MAVROS vehicle, with MAVROS's QoS (reliable, transient local): the state published
+    before the input started arrives (latched), the heartbeat's repeats are no change, a change is."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    State = pytest.importorskip("mavros_msgs.msg", reason="mavros_msgs not generated (make setup)").State
+    pub_node = rclpy.create_node("pi_mavros_pub", context=ctx)
+    state_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)  # as mavros' sys_status publishes it
+    state_pub = pub_node.create_publisher(State, "/drone3/mavros/state", state_qos)
+    pose_pub = pub_node.create_publisher(PoseStamped, "/drone3/mavros/local_position/pose", qos_profile_sensor_data)
+    state_pub.publish(_stamped(State(armed=False, mode="STABILIZE"), 40.0))  # before the input exists
+    arming, got = [], []
+    node = rclpy.create_node("pi_mavros", context=ctx, parameter_overrides=[
+        Parameter("pose_topic_pattern", value="/{uav}/mavros/local_position/pose"),
+        Parameter("pose_discovery_period_s", value=0.2)])
+    inp = PoseInput(node, lambda *a: got.append(a), on_arming=lambda u, armed: arming.append((u, armed)))
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    pose = _stamped(PoseStamped(), 41.0)
+    assert _spin_until(ex, lambda: arming and got, publish=lambda: pose_pub.publish(pose))
+    assert arming == [("drone3", False)]  # the latched state
+    for t, armed in ((41.0, False), (42.0, True), (43.0, True)):  # heartbeat, change, heartbeat
+        state_pub.publish(_stamped(State(armed=armed, mode="GUIDED"), t))
+    assert _spin_until(ex, lambda: len(arming) >= 2)
+    _spin_until(ex, lambda: False, timeout=0.5)  # the last heartbeat too
+    assert arming == [("drone3", False), ("drone3", True)]
+    assert inp.mavros_status() == {"states": {"drone3": [(40.0, False), (42.0, True)]}}
+    ex.shutdown()
+
+
+def test_no_state_topic_for_other_pose_topics(ctx):
+    """Crazyswarm2's /cf1/pose is no MAVROS topic: no state is read and the flight report has no arming."""
+    from uav_debate_eval.nodes.mavros_state import state_topic
+
+    assert state_topic("/uav1/mavros/local_position/pose") == "/uav1/mavros/state"
+    assert state_topic("/mavros/local_position/odom") == "/mavros/state"
+    assert state_topic("/cf1/pose") is None
+    node = rclpy.create_node("pi_cf", context=ctx, parameter_overrides=[Parameter("uav_names", value=["cf1"])])
+    inp = PoseInput(node, lambda *a: None, on_arming=lambda u, armed: None)
+    assert inp.topics == ["/cf1/pose"] and inp.mavros_status() == {}
+    assert not [t for t, _ in node.get_topic_names_and_types() if t.endswith("/state")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from mcap.reader import make_reader
 
 from uav_debate_eval.cli import main
@@ -109,3 +110,31 @@ def test_an_mcap_without_poses_is_named_for_what_it_holds(tmp_path: Path):
     assert "/ship/heading (Note)" in str(foreign.value) and "ros2 bag record -s mcap" in str(foreign.value)
     with pytest.raises(InputError, match="written before the flight MCAP carried its poses"):
         load_inputs([write(tmp_path / "old.mcap", [TOPICS["scene"], TOPICS["report"]])])
+
+
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+@pytest.mark.parametrize(("log", "events"), [(REAL / "px4_mission_rtl" / "flight.ulg", 2),
+                                             (REAL / "ardupilot" / "plane382_fragment.BIN", 13)])
+def test_the_autopilots_events_ride_in_the_mcap(tmp_path: Path, log: Path, events: int):
+    """A real log's arming (PX4 vehicle_status), modes and mission commands: what the autopilot said comes back from
+    the flight MCAP with the samples, so the replay's report tells the same story (it told none before: poses only,
+    and two parked vehicles were a pair again)."""
+    from uav_debate_eval.io.flight_mcap import read_flight_mcap
+    from uav_debate_eval.io.loader import load_inputs
+
+    mcap = tmp_path / "flight.mcap"
+    main(["evaluate", str(log), "--out", str(tmp_path / "a"), "--mcap-out", str(mcap), "--quiet"])
+    original, replayed = load_inputs([log]), read_flight_mcap(mcap)
+    assert len(original.ingest.log_events) == events
+    assert [(e.type, e.uavs, e.extra, e.t_end, e.value) for e in replayed.ingest.log_events] == \
+        [(e.type, e.uavs, e.extra, e.t_end, e.value) for e in original.ingest.log_events]
+    assert [e.t for e in replayed.ingest.log_events] == \
+        pytest.approx([e.t for e in original.ingest.log_events], abs=1e-6)
+    main(["evaluate", str(mcap), "--out", str(tmp_path / "b"), "--quiet"])
+    a, b = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("a", "b"))
+    assert len(a["events"]) >= events
+    assert [(e["type"], e["uavs"]) for e in b["events"]] == [(e["type"], e["uavs"]) for e in a["events"]]
+    assert [e["t"] for e in b["events"]] == pytest.approx([e["t"] for e in a["events"]], abs=1e-3)

@@ -1,4 +1,4 @@
-"""Generate the rclpy message packages px4_msgs and tf2_msgs into a venv at set-up (`make setup` calls this).
+"""Generate the rclpy message packages px4_msgs, tf2_msgs and mavros_msgs into a venv (`make setup` calls this).
 
 No ROS install is needed: the rosidl generator wheels of ROS 2 Jazzy on PyPI (requirements-rosidl.txt) plus
 Debian's cmake and C compiler build each package with its C and Python typesupport (introspection and Fast DDS, the
@@ -82,7 +82,8 @@ def msg_dirs(px4_msgs: Path | None, px4_version: str) -> dict[str, tuple[Path, l
     px4 = px4_msgs if px4_msgs is not None else MSGS / "px4_msgs" / px4_version
     if not (px4 / "msg").is_dir():
         raise SystemExit(f"ros_msgs: {px4}: no msg/ folder of .msg files")
-    return {"tf2_msgs": (MSGS / "tf2_msgs", ["geometry_msgs"]), "px4_msgs": (px4, ["builtin_interfaces"])}
+    return {"tf2_msgs": (MSGS / "tf2_msgs", ["geometry_msgs"]), "px4_msgs": (px4, ["builtin_interfaces"]),
+            "mavros_msgs": (MSGS / "mavros_msgs", ["std_msgs"])}
 
 
 def selected(folder: Path, names: tuple[str, ...] | None) -> list[Path]:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from uav_debate_eval.core.records import Event
+
 #: The labels arming events carry (ArduPilot's EV names, the PX4 reader's words).
 ARMING_LABELS = {"ARMED": True, "armed": True, "DISARMED": False, "disarmed": False}
 
@@ -35,3 +37,13 @@ def disarmed_at(changes: tuple[np.ndarray, np.ndarray, bool], t: np.ndarray) -> 
     before = ~armed[0] if changed else True
     state = np.where(k >= 0, armed[np.clip(k, 0, None)], before)
     return ~state
+
+
+def state_events(log_events: list, uav: str, states: list[tuple[float, bool]], t0: float, source: str) -> None:
+    """A vehicle's arming from its autopilot's state messages (MAVROS `state`: the first state read and each change,
+    times in the input clock) appended to the flight's `log_events`, `t0` the flight's origin: the bag reader and the
+    live flight report take a recorded and a received state topic the same way."""
+    for k, (t, armed) in enumerate(states):
+        log_events.append(Event("", "autopilot_event", max(round(t - t0, 6), 0.0), [uav],
+                                extra={"label": "ARMED" if armed else "DISARMED", "source": source,
+                                       **({"initial": True} if k == 0 else {})}))

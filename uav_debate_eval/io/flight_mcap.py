@@ -4,7 +4,10 @@ Beside the Foxglove channels the file carries every sample as it was evaluated: 
 `/<uav>/pose` (geometry_msgs/PoseStamped) or `/<uav>/odom` (nav_msgs/Odometry when the source measured the
 velocity), CDR-encoded as a ROS 2 recorder would, stamps in the input clock. Such a file is not a rosbag2 (its
 profile is Foxglove's, with JSON and protobuf channels rosbags cannot read), so `read_flight_mcap` reads it back
-with the `mcap` library: `evaluate flight.mcap` re-evaluates exactly the samples the report came from.
+with the `mcap` library: `evaluate flight.mcap` re-evaluates exactly the samples the report came from. The
+autopilot's own events of the flight (arming, modes, errors: what the log or the live session's vehicle_status and
+MAVROS state said) go on `/autopilot_events` as JSON, one event a message, times in the input clock, and come
+back with the samples (two parked vehicles stay parked in the replay).
 
 Messages of the one layout this module writes (frame "map") are encoded and decoded a whole array at a time;
 any other layout of those types goes through rosbags' CDR decoder.
@@ -12,6 +15,7 @@ any other layout of those types goes through rosbags' CDR decoder.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +23,19 @@ from typing import Any
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.stamps import stamp_ns, stamp_s
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 POSE = "geometry_msgs/msg/PoseStamped"
 ODOM = "nav_msgs/msg/Odometry"
 TOPICS = {POSE: "/{uav}/pose", ODOM: "/{uav}/odom"}
+#: The autopilot's events of the flight (JSON, an event a message: EVENT_SCHEMA).
+EVENTS_TOPIC = "/autopilot_events"
+EVENT_SCHEMA = {"title": "autopilot_event", "type": "object", "required": ["type", "t", "uavs"], "properties": {
+    "type": {"type": "string"}, "t": {"type": "number", "description": "input clock, s"},
+    "t_end": {"type": ["number", "null"]}, "uavs": {"type": "array", "items": {"type": "string"}},
+    "value": {"type": ["number", "null"]}, "unit": {"type": ["string", "null"]}, "extra": {"type": "object"}}}
 #: The flight MCAP's Foxglove channels (viz.scene.TOPICS) all start so.
 FOXGLOVE_PREFIX = "/swarm/"
 FRAME_ID, CHILD_FRAME_ID = b"map\0", b"base_link\0"
@@ -66,6 +77,33 @@ def messages(traj: SwarmTrajectory) -> Iterator[tuple[str, str, np.ndarray, np.n
         yield TOPICS[msgtype].format(uav=u), msgtype, ns, encode(msgtype, ns, tr.pos, tr.vel)
 
 
+def event_messages(traj: SwarmTrajectory) -> Iterator[tuple[int, bytes]]:
+    """(stamp ns, JSON message) of each autopilot event of the flight, times moved into the input clock."""
+    for e in traj.ingest.log_events:
+        t = e.t + traj.t0
+        msg = {"type": e.type, "t": t, "t_end": None if e.t_end is None else e.t_end + traj.t0, "uavs": list(e.uavs),
+               "value": e.value, "unit": e.unit, "extra": e.extra}
+        yield max(0, int(stamp_ns(np.array([t]))[0])), json.dumps(msg, default=_plain).encode()
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar or array inside an event as JSON takes it."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _events(traj: SwarmTrajectory, messages: list[dict]) -> None:
+    """The autopilot events read back, times onto the trajectory's origin as the readers put them."""
+    def since(t: float) -> float:
+        return max(round(t - traj.t0, 6), 0.0)
+
+    for m in messages:
+        traj.ingest.log_events.append(Event("", str(m["type"]), since(float(m["t"])), [str(u) for u in m["uavs"]],
+                                            None if m.get("t_end") is None else since(float(m["t_end"])),
+                                            m.get("value"), m.get("unit"), dict(m.get("extra") or {})))
+
+
 def schema_text(msgtype: str) -> str:
     """The ros2msg definition (with its dependencies) a Foxglove or ROS 2 reader decodes the messages with."""
     from rosbags.typesys import Stores, get_typestore
@@ -95,6 +133,7 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
 
     path = Path(path)
     raw: dict[tuple[str, str], list[bytes]] = {}
+    events: list[dict] = []
     topics: dict[str, str] = {}
     try:
         with path.open("rb") as fh:
@@ -102,6 +141,8 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
                 topics.setdefault(channel.topic, schema.name if schema is not None else channel.message_encoding)
                 if schema is not None and schema.name in LAYOUTS and channel.message_encoding == "cdr":
                     raw.setdefault((channel.topic, schema.name), []).append(message.data)
+                elif channel.topic == EVENTS_TOPIC and channel.message_encoding == "json":
+                    events.append(json.loads(message.data))
     except Exception as exc:  # a truncated or corrupt file
         raise InputError(f"{path}: cannot read MCAP ({type(exc).__name__}: {exc})") from None
     if not raw:
@@ -111,6 +152,7 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
                                                                                                    strict=True)])
     ns, pos, vel = (np.concatenate([p[k] for p in parts]) for k in range(3))
     traj = poses_trajectory(ns, uav, pos, vel, path.name.split(".")[0] or path.name)
+    _events(traj, events)
     return apply_names(traj, names, str(path))
 
 

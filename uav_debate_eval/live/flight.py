@@ -110,6 +110,12 @@ def evaluate_flight(job: FlightJob) -> JobResult:
         for uav, rows in px4_status["statuses"].items():
             if uav in px4_status["offsets"]:
                 apply_status(traj, uav, [StatusFields(*r) for r in rows], px4_status["offsets"][uav])
+    if mavros := job.session.pop("mavros", None):  # MAVROS state: the arming, as the bag reader reads it
+        from uav_debate_eval.core.arming import state_events
+
+        for uav, states in mavros["states"].items():
+            if uav in traj.tracks:
+                state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/state")
     write = job.out_dir is not None
     evaluation = evaluate(traj, job.mission, DebateConfig(backend="rules"), inputs=session_inputs(job.session),
                           figures=write)

@@ -157,12 +157,12 @@ class DebatePanelNode(Node):
         """The live session for the flight report's Inputs: pose topics, vehicles, clock."""
         sim_time = bool(self.get_parameter("use_sim_time").value)
         clock = "ROS time from /clock (use_sim_time)" if sim_time else "system clock"
-        px4 = self.poses.flight_status()
+        px4, mavros = self.poses.flight_status(), self.poses.mavros_status()
         return {"node": self.get_fully_qualified_name(), "pose_type": self.poses.pose_type,
                 "topics": self.poses.topics, "vehicles": sorted(self.swarm.last_seen()) or list(self.poses.uav_names),
                 "clock": (f"PX4 timestamp_sample moved onto this node's receive clock ({clock})" if px4 else
                           f"pose header stamps ({clock})" if not sim_time else clock),
-                **({"px4": px4} if px4 else {})}
+                **({"px4": px4} if px4 else {}), **({"mavros": mavros} if mavros else {})}
 
     def _publish(self, report: dict) -> None:
         if self.context.ok():  # (shutting down: nothing to publish to)

@@ -29,6 +29,7 @@ from uav_debate_eval.core.cdr import pose_array_positions, pose_stamped_position
 from uav_debate_eval.core.frames import odometry_velocity
 from uav_debate_eval.core.pose_relay import PoseBatch
 from uav_debate_eval.core.pose_relay import decode as decode_relay
+from uav_debate_eval.nodes.mavros_state import MavrosState
 from uav_debate_eval.nodes.px4_input import PX4_KINDS, TF_KIND, Px4Input, TfInput, parse_spawn, px4_qos
 from uav_debate_eval.nodes.topics import POSE_RELAY_TOPIC, RELAY_DEPTH, latched
 
@@ -105,7 +106,7 @@ class PoseInput:
         """`queue_depth`: the default of the pose_queue_depth parameter; `on_lost(uav, n)`: DDS reports n samples
         of that vehicle's topic lost on the way (a best-effort gap), so the owner knows what it never saw;
         `on_batch(t, uavs, positions)`: the owner takes a PoseArray whole (else pose by pose); `on_arming(uav,
-        armed)`: a PX4 vehicle's arming changed (vehicle_status)."""
+        armed)`: a vehicle's arming read or changed (PX4 vehicle_status, MAVROS state)."""
         self.node = node
         self.on_lost = on_lost
         self.on_arming = on_arming
@@ -147,6 +148,8 @@ class PoseInput:
                              f"got {self.pose_type!r}")
         self.qos = pose_qos(qos_name, depth)
         self._px4 = Px4Input(self, parse_spawn(spawn), shared) if self.pose_type in PX4_KINDS else None
+        #: MAVROS pose topics: each vehicle's state topic beside them (arming)
+        self._mavros = MavrosState(node, self._stamp, on_arming, callback_group) if self.pose_type in RELAYED else None
         if self._px4 is not None:
             self.qos = px4_qos(depth)
         self.uav_names: list[str] = list(names or [])
@@ -179,6 +182,8 @@ class PoseInput:
             self._subs["/" + POSE_RELAY_TOPIC] = node.create_subscription(
                 UInt8MultiArray, POSE_RELAY_TOPIC, self._on_relay, latched(RELAY_DEPTH), callback_group=callback_group,
                 raw=True)
+            for uav in self.uav_names:
+                self._watch_state(uav)
         elif self.uav_names:
             for uav in self.uav_names:
                 self._subscribe(uav)
@@ -242,6 +247,11 @@ class PoseInput:
         vehicle class and arming/mode events); empty for the other pose types."""
         return self._px4.flight_status() if self._px4 is not None else {}
 
+    def mavros_status(self) -> dict:
+        """MAVROS input: each vehicle's first state and arming changes (the flight report's arming events); empty
+        for the other inputs."""
+        return self._mavros.flight_status() if self._mavros is not None and self._mavros.states else {}
+
     def add_listener(self, listener: PoseCallback) -> None:
         self.listeners.append(listener)
         self.callback = self._fan_out
@@ -297,8 +307,15 @@ class PoseInput:
         self._subs[topic] = self.node.create_subscription(POSE_TYPES[self.pose_type], topic, cb, self.qos,
                                                           callback_group=self.callback_group,
                                                           event_callbacks=self._lost_events(uav), raw=raw)
+        if self._mavros is not None:
+            self._mavros.watch(uav, topic)
         if uav not in self.uav_names:
             self.uav_names.append(uav)
+
+    def _watch_state(self, uav: str) -> None:
+        """pose_relay receive: the vehicle's MAVROS state all the same (the panel's flight report: its arming)."""
+        if self._mavros is not None:
+            self._mavros.watch(uav, self.pattern.replace("{uav}", uav))
 
     def _lost_events(self, *uavs: str) -> SubscriptionEventCallbacks | None:
         if self.on_lost is None:
@@ -375,6 +392,7 @@ class PoseInput:
             if uav not in self._relayed:
                 self._relayed.add(uav)
                 self.uav_names.append(uav)
+                self._watch_state(uav)
         for k, t, x, y, z, vx, vy, vz in rows.tolist():
             self.callback(names[int(k)], t, (x, y, z), None if math.isnan(vx) else (vx, vy, vz))
 

@@ -67,6 +67,7 @@ class SafetyMonitor:
         separation = mission.constraints.min_separation_m
         #: the stored positions by cell, for the per-pose separation pre-check (None: separation not checked)
         self._near = CellIndex(2 * separation) if separation else None
+        self._disarmed: dict[str, bool] = {}  # the autopilots' arming: no sample, so a reset (a run's start) keeps it
         self.reset()
 
     def reset(self) -> None:
@@ -93,7 +94,6 @@ class SafetyMonitor:
         self._jump = np.zeros(0, dtype=bool)  # the newest sample jumped from the one before faster than flight
         self._periods = SlotPeriods()  # each slot's typical interval: a burst's step is no speed
         self._parked = np.zeros(0, dtype=bool)  # slot's vehicle disarmed, as its autopilot said (safety.parked)
-        self._disarmed: dict[str, bool] = {}
         self.rules = RuleMonitor(self.mission.rules, self.rule_period_s, self.mission.constraints.geofence) \
             if self.mission.rules else None
 
@@ -487,7 +487,7 @@ class SafetyMonitor:
         if self._near_stale:
             self._rebuild_near()
         near = self._near.within(x, y, z, limit, skip=slot)
-        if slot >= 0 and self._parked[slot]:
+        if self._parked[slot] if slot >= 0 else self._disarmed.get(uav, False):  # (a first pose: its arming may be in)
             return any(not self._parked[k] for k in near)
         return next(near, None) is not None
 

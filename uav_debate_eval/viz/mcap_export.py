@@ -68,7 +68,8 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
 
 
 def _raw_poses(context: foxglove.Context, traj: SwarmTrajectory) -> None:
-    """Every sample on its vehicle's pose (or odometry) topic, CDR as a ROS 2 recorder writes it."""
+    """Every sample on its vehicle's pose (or odometry) topic, CDR as a ROS 2 recorder writes it, and the autopilot's
+    events of the flight."""
     schemas: dict[str, foxglove.Schema] = {}
     for topic, msgtype, stamps, rows in flight_mcap.messages(traj):
         if msgtype not in schemas:
@@ -77,6 +78,10 @@ def _raw_poses(context: foxglove.Context, traj: SwarmTrajectory) -> None:
         channel = foxglove.Channel(topic, schema=schemas[msgtype], message_encoding="cdr", context=context)
         for ns_, row in zip(stamps.tolist(), rows, strict=True):
             channel.log(row.tobytes(), log_time=ns_)
+    events = foxglove.Channel(flight_mcap.EVENTS_TOPIC, schema=flight_mcap.EVENT_SCHEMA, message_encoding="json",
+                              context=context)
+    for ns_, msg in flight_mcap.event_messages(traj):
+        events.log(msg, log_time=ns_)
 
 
 def _vetoed_uavs(violations: list[dict], t: float) -> list[str]:

@@ -3,6 +3,7 @@ global position fixes put several vehicles' local frames into one world frame.""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,6 +18,17 @@ if TYPE_CHECKING:
     from uav_debate_eval.io.rosbag.raw_messages import Raw
 
 
+#: mavros_msgs' State as shipped (uav_debate_eval/msgs/mavros_msgs): ROS 2's type store has no mavros_msgs.
+STATE_MSG = Path(__file__).resolve().parent.parent.parent / "msgs" / "mavros_msgs" / "msg" / "State.msg"
+
+
+def shipped_types() -> dict:
+    """The shipped mavros_msgs types for a rosbags type store (a bag's own definitions take precedence)."""
+    from rosbags.typesys import get_types_from_msg
+
+    return get_types_from_msg(STATE_MSG.read_text(), STATE)
+
+
 def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[str, str], raws: dict[str, Raw],
                      cols: Columns, notes: list[str]) -> None:
     """Measured velocity replaces derived velocity (local beats body); a local frame's first global fix is kept
@@ -26,6 +38,9 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
             continue
         raw = raws.get(comp)
         if topic not in cols.block_of or raw is None or not len(raw):
+            continue
+        if types[comp] not in reader.typestore.fielddefs:  # no definition in the bag or here: the poses alone
+            notes.append(f"{comp}: {types[comp]} has no definition in the bag; not read")
             continue
         k, uav = cols.block_of[topic]
         meta = cols.meta[uav]

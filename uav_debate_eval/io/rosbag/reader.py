@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from uav_debate_eval.core.arming import state_events
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io import px4
 from uav_debate_eval.io.names import apply_names
@@ -130,6 +130,8 @@ def _open(path: Path, is_ros1: bool) -> AnyReader:
     except ImportError as exc:  # pragma: no cover - rosbags is a hard dependency
         raise InputError(f"{path}: reading bags needs the 'rosbags' package ({exc})") from None
     store = get_typestore(Stores.ROS1_NOETIC if is_ros1 else Stores.ROS2_JAZZY)
+    if not is_ros1:  # a bag before Iron holds no definitions: MAVROS's state decodes with the shipped one
+        store.register(mavros.shipped_types())
     return AnyReader([path], default_typestore=store)
 
 
@@ -182,9 +184,5 @@ def _trajectory(path: Path, cols: Columns, notes: list[str]) -> SwarmTrajectory:
         tr.frame = meta.frame if meta is not None else ""
         tr.recording_end = end
         tr.drop_redundant_validity()
-        for k, (t, armed) in enumerate(meta.arming if meta is not None else []):
-            traj.ingest.log_events.append(Event("", "autopilot_event", max(round(t - traj.t0, 6), 0.0), [uav],
-                                                extra={"label": "ARMED" if armed else "DISARMED",
-                                                       "source": "mavros/state",
-                                                       **({"initial": True} if k == 0 else {})}))
+        state_events(traj.ingest.log_events, uav, meta.arming if meta is not None else [], traj.t0, "mavros/state")
     return traj

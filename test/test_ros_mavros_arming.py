@@ -1,0 +1,97 @@
+"""MAVROS parked pairs over real DDS in separate processes: two vehicles stand 1.5 m apart (a 3-m separation limit)
+and publish as MAVROS does (`<ns>/mavros/local_position/pose`, and `<ns>/mavros/state` reliable and transient local
+with every heartbeat). Disarmed they are no pair: the verifier raises no veto; once one arms it does (issue 35's
+parked pairs, live as offline; before, a live MAVROS swarm standing on its pads was vetoed from its first pose)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from test_ros_safety import SUBSCRIBER, _env, _messages, _readline, _stop_and_read
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+PUBLISHER = textwrap.dedent("""
+    import sys, time
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from mavros_msgs.msg import State
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+    parked_s, armed_s = (float(v) for v in sys.argv[1:3])
+    uavs = sys.argv[3:5]
+    state_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    rclpy.init()
+    node = rclpy.create_node("test_mavros_pub")
+    states = {u: node.create_publisher(State, f"/{u}/mavros/state", state_qos) for u in uavs}
+    poses = {u: node.create_publisher(PoseStamped, f"/{u}/mavros/local_position/pose", qos_profile_sensor_data)
+             for u in uavs}
+
+    def state(u, armed):
+        m = State(connected=True, armed=armed, mode="GUIDED" if armed else "STABILIZE")
+        m.header.stamp = node.get_clock().now().to_msg()
+        states[u].publish(m)
+
+    for u in uavs:
+        state(u, False)
+    while any(p.get_subscription_count() == 0 for p in (*states.values(), *poses.values())):
+        time.sleep(0.05)
+    time.sleep(1.0)  # the latched states are in before the first pose
+    print("PARKED " + repr(time.time()), flush=True)
+    t0, beat, armed = time.time(), 0.0, False
+    while (el := time.time() - t0) < parked_s + armed_s:
+        if el >= parked_s and not armed:
+            armed = True
+            state(uavs[0], True)
+            print("ARMED " + repr(time.time()), flush=True)
+        if el >= beat:  # MAVROS repeats the state with each heartbeat (1 Hz)
+            beat += 1.0
+            state(uavs[0], armed)
+            state(uavs[1], False)
+        for u, x in zip(uavs, (0.0, 1.5)):
+            m = PoseStamped()
+            m.header.stamp = node.get_clock().now().to_msg()
+            m.header.frame_id = "map"
+            m.pose.position.x, m.pose.orientation.w = x, 1.0
+            poses[u].publish(m)
+        time.sleep(0.05)
+    node.destroy_node()
+    rclpy.shutdown()
+""")
+
+
+def test_parked_mavros_vehicles_raise_no_veto_until_one_arms(tmp_path, ros_domain):
+    pytest.importorskip("mavros_msgs.msg", reason="mavros_msgs not generated (make setup)")
+    pub_py, sub_py = tmp_path / "pub.py", tmp_path / "sub.py"
+    pub_py.write_text(PUBLISHER)
+    sub_py.write_text(SUBSCRIBER)
+    env, py = _env(ros_domain), sys.executable
+    uavs = [f"m{os.getpid()}{u}" for u in "ab"]  # unique names and veto topic: other suites may share the domain
+    veto_topic = f"/m{os.getpid()}/veto"
+    verifier = subprocess.Popen(
+        [py, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
+         "-p", f"uav_names:=[{', '.join(uavs)}]", "-p", "pose_topic_pattern:=/{uav}/mavros/local_position/pose",
+         "-p", "min_separation_m:=3.0", "-p", "heartbeat_hz:=0.05", "-p", "stale_timeout_s:=60.0",
+         "-p", "fail_safe:=warn", "-r", f"/swarm/safety/veto:={veto_topic}"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sub = subprocess.Popen([py, str(sub_py), veto_topic, "now"], env=env, stdout=subprocess.PIPE, text=True)
+    procs = [verifier, sub]
+    try:
+        sub_lines = [_readline(sub), _readline(sub)]  # START, then the latched False: discovery is done
+        pub = subprocess.Popen([py, str(pub_py), "4.0", "3.0", *uavs], env=env, stdout=subprocess.PIPE, text=True)
+        procs.append(pub)
+        marks = dict((ln.split()[0], float(ln.split()[1])) for ln in pub.communicate(timeout=60)[0].splitlines())
+        time.sleep(0.5)
+    finally:
+        outs = _stop_and_read([verifier, sub], procs)
+    verifier_out = outs[id(verifier)]
+    assert verifier.returncode == 0, verifier_out
+    assert set(marks) == {"PARKED", "ARMED"}, marks
+    msgs = _messages(sub_lines + outs[id(sub)].splitlines())
+    edges = [(t, v) for k, (t, v) in enumerate(msgs) if k == 0 or v != msgs[k - 1][1]]
+    assert [v for _, v in edges] == [False, True], (edges, verifier_out)
+    assert 0.0 <= edges[1][0] - marks["ARMED"] < 2.0, (edges, marks, verifier_out)
+    assert f"min_separation {uavs[0]},{uavs[1]}" in verifier_out

@@ -241,3 +241,42 @@ def test_session_bag_of_received_messages_reads_back(tmp_path, with_definitions)
     traj = read_bag(tmp_path / "rosbag2")
     assert traj.uav_ids == ["px4_0", "px4_1", "px4_2"]
     assert traj.tracks["px4_2"].pos[0] - traj.tracks["px4_0"].pos[0] == pytest.approx([12.0, 0.0, 0.0], abs=0.02)
+
+
+def test_live_spawn_offsets_carry_the_frames_yaw_as_the_report_does():
+    """A mission frame with a yaw (`frames: {px4_9: {origin: [3, 4, 0], yaw_deg: 90}}`): live, PX4's input places
+    the instance as the flight report's evaluation places a recorded one (quality.frames.place_frames); the yaw was
+    dropped live before (the veto checked the vehicle 2 m from where the report put it)."""
+    from types import SimpleNamespace
+
+    from uav_debate_eval.core.mission import FrameOrigin, Mission
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.nodes.px4_input import parse_spawn
+    from uav_debate_eval.quality.frames import place_frames
+
+    spawn = parse_spawn(["px4_9=3,4,0,90"])
+    assert spawn == {"px4_9": (3.0, 4.0, 0.0, 90.0)}
+    with pytest.raises(ValueError, match="x,y,z,yaw_deg"):
+        parse_spawn(["px4_9=3,4"])
+    frames = px4.LiveFrames(spawn=spawn)
+    msg = SimpleNamespace(xy_valid=True, z_valid=True, xy_global=False, z_global=False, ref_lat=0.0, ref_lon=0.0,
+                          ref_alt=0.0, timestamp=5, timestamp_sample=5, x=1.0, y=0.0, z=-2.0, vx=1.0, vy=0.0, vz=0.0)
+    frames.local_position("px4_9", 3.0, msg)  # the first second sets the clock
+    msg.timestamp_sample = 2_000_005
+    _, pos, vel = frames.local_position("px4_9", 5.0, msg)
+    assert frames.placement.spawned == {"px4_9"}
+    local = SwarmTrajectory.from_columns(np.array([0.0, 1.0]), ["px4_9", "px4_9"], np.array([[0.0, 1.0, 2.0]] * 2),
+                                         vel=np.array([[0.0, 1.0, 0.0]] * 2))  # the same sample in ENU, unplaced
+    place_frames(local, Mission(frame_origins={"px4_9": FrameOrigin((3.0, 4.0, 0.0), 90.0)}))
+    assert pos == pytest.approx(tuple(local.tracks["px4_9"].pos[0])) and pos == pytest.approx((2.0, 4.0, 2.0))
+    assert vel == pytest.approx(tuple(local.tracks["px4_9"].vel[0]))
+
+
+def test_live_px4_takes_the_missions_frames_with_their_yaw(tmp_path):
+    pytest.importorskip("px4_msgs.msg", reason="px4_msgs not generated (make setup)")
+    from uav_debate_eval.commands.live import _stack_pose_params
+
+    mission = tmp_path / "mission.yaml"
+    mission.write_text("frames: {px4_1: {origin: [6, 0, 0], yaw_deg: 90}, px4_2: {origin: [12, 0, 0]}}\n")
+    params = _stack_pose_params(True, None, mission)
+    assert params["pose_spawn_offsets"] == ["px4_1=6,0,0,90", "px4_2=12,0,0"]

@@ -27,7 +27,7 @@ BASE = 1_000.0  # the stream clock at the flight's first sample
 
 
 def _live(tmp_path: Path, sim, cuts: list[float], episodes: list[VetoEpisode] | None = None,
-          mavros: dict | None = None):
+          **extra_session):
     """Stream the flight through a ring buffer as small as the panel's, tape it as segments close, evaluate each
     segment as the panel does and then the flight. Returns (flight report, its folder, segment reports)."""
     settings = PanelSettings(output_dir=str(tmp_path))
@@ -56,7 +56,7 @@ def _live(tmp_path: Path, sim, cuts: list[float], episodes: list[VetoEpisode] | 
     close("end")
     tape.take(swarm)
     session = {"topics": [f"/{u}/pose" for u in sim.traj.uav_ids], "vehicles": list(sim.traj.uav_ids),
-               "clock": "ROS time from /clock (use_sim_time)", **({"mavros": mavros} if mavros else {})}
+               "clock": "ROS time from /clock (use_sim_time)", **extra_session}
     job = FlightJob(settings, sim.mission, tape.chunks, tape.vehicles, record.segments, episodes or [], session,
                     tape.stats.to_dict(), dict(swarm.rejected), [], 0, tmp_path / "flight",
                     clock_back=dict(swarm.clock_back))
@@ -165,6 +165,44 @@ def test_mavros_arming_parks_the_pair_in_the_flight_report_and_its_mcap(tmp_path
                  str(tmp_path / "replay"), "--quiet"]) == 3
     replay = json.loads((tmp_path / "replay" / "report.json").read_text())
     assert replay["violations"] == rounded(report)["violations"]
+
+
+def test_frames_placed_as_received_are_not_placed_again(tmp_path: Path):
+    """PX4 without a global reference: the live input placed uav2 at the mission's origin as it received it (its
+    tape holds world positions). The flight report places it no second time (it did: 5 m off, and the near miss
+    of uav1 and uav2 was gone from the report), nor does the replay of its recorded MCAP."""
+    from uav_debate_eval.cli import main
+    from uav_debate_eval.core.mission import FrameOrigin
+
+    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=60.0)
+    plain, _, _, _ = _live(tmp_path / "plain", sim, [30.0])
+    sim.mission.frame_origins = {"uav2": FrameOrigin((5.0, 0.0, 0.0), 0.0)}
+    report, where, _, _ = _live(tmp_path / "spawned", sim, [30.0],
+                                px4={"statuses": {}, "offsets": {}, "spawned": ["uav2"]})
+    assert report["violations"] == plain["violations"] != []
+    (tmp_path / "mission.yaml").write_text(mission_to_yaml(sim.mission))
+    main(["evaluate", str(where / "flight.mcap"), "--mission", str(tmp_path / "mission.yaml"), "--out",
+          str(tmp_path / "replay"), "--quiet"])
+    assert json.loads((tmp_path / "replay" / "report.json").read_text())["violations"] == \
+        rounded(report)["violations"]
+
+
+def test_mavros_local_frames_are_said_in_the_flight_report_and_its_mcap(tmp_path: Path):
+    """MAVROS local_position topics live: each vehicle's own frame, as the bag reader takes them; with no frames:
+    in the mission the flight report says separation was checked assuming they coincide (frames_unverified), and
+    so does the replay of its MCAP."""
+    from uav_debate_eval.cli import main
+
+    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=60.0)
+    report, where, _, _ = _live(tmp_path, sim, [30.0], local_frames=list(sim.traj.uav_ids))
+    [found] = [f for f in report["data_quality"]["findings"] if f["kind"] == "frames_unverified"]
+    assert found["uavs"] == list(sim.traj.uav_ids)
+    (tmp_path / "mission.yaml").write_text(mission_to_yaml(sim.mission))
+    main(["evaluate", str(where / "flight.mcap"), "--mission", str(tmp_path / "mission.yaml"), "--out",
+          str(tmp_path / "replay"), "--quiet"])
+    replay = json.loads((tmp_path / "replay" / "report.json").read_text())
+    assert [f for f in replay["data_quality"]["findings"] if f["kind"] == "frames_unverified"] == \
+        [rounded(found)]
 
 
 def test_route_progress_passes_waypoints_in_order():

@@ -194,3 +194,33 @@ def test_no_state_topic_for_other_pose_topics(ctx):
     inp = PoseInput(node, lambda *a: None, on_arming=lambda u, armed: None)
     assert inp.topics == ["/cf1/pose"] and inp.mavros_status() == {}
     assert not [t for t, _ in node.get_topic_names_and_types() if t.endswith("/state")]
+
+
+def test_the_owner_gets_mission_placed_poses_the_listeners_raw_ones(ctx):
+    """MAVROS local frames with the mission's `frames:` origins: the verifier (the owner) checks in the world frame,
+    as the flight report does after placing the taped raw samples (quality.frames.place_frames); the listeners (the
+    tape, the pose relay) get the poses as received, so nothing is placed twice."""
+    from uav_debate_eval.core.mission import FrameOrigin
+
+    owner, listener = [], []
+    node = rclpy.create_node("pi_frames", context=ctx, parameter_overrides=[
+        Parameter("uav_names", value=["uav2"]),
+        Parameter("pose_topic_pattern", value="/{uav}/mavros/local_position/odom"),
+        Parameter("pose_type", value="Odometry")])
+    inp = PoseInput(node, lambda *a: owner.append(a), owner_frames={"uav2": FrameOrigin((6.0, 0.0, 0.0), 90.0)})
+    inp.add_listener(lambda *a: listener.append(a))
+    pub_node = rclpy.create_node("pi_frames_pub", context=ctx)
+    pub = pub_node.create_publisher(Odometry, "/uav2/mavros/local_position/odom", qos_profile_sensor_data)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    msg = _stamped(Odometry(), 7.0)
+    msg.header.frame_id, msg.child_frame_id = "map", "map"  # world-frame twist
+    msg.pose.pose.position.x, msg.pose.pose.position.z, msg.pose.pose.orientation.w = 1.0, 2.0, 1.0
+    msg.twist.twist.linear.x = 3.0
+    assert _spin_until(ex, lambda: owner and listener, publish=lambda: pub.publish(msg))
+    assert owner[0][0] == "uav2" and owner[0][1] == 7.0
+    assert owner[0][2] == pytest.approx((6.0, 1.0, 2.0)) and owner[0][3] == pytest.approx((0.0, 3.0, 0.0))
+    assert listener[0][2:] == ((1.0, 0.0, 2.0), (3.0, 0.0, 0.0))
+    assert inp.reports_local_frames and inp.local_frames() == ["uav2"]
+    ex.shutdown()

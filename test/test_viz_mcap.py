@@ -138,3 +138,38 @@ def test_the_autopilots_events_ride_in_the_mcap(tmp_path: Path, log: Path, event
     assert len(a["events"]) >= events
     assert [(e["type"], e["uavs"]) for e in b["events"]] == [(e["type"], e["uavs"]) for e in a["events"]]
     assert [e["t"] for e in b["events"]] == pytest.approx([e["t"] for e in a["events"]], abs=1e-3)
+
+
+def test_the_vehicles_local_frames_ride_in_the_mcap(tmp_path: Path):
+    """Two MAVROS vehicles, each in its own local frame from its own origin (2 m apart in the world, both at 0 in
+    their frames): separation is not evaluable in the bag's report, and in its flight MCAP's replay (the replay read
+    both as one frame before: a 0-m min_separation violation)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    from uav_debate_eval.sim.recording import write_bag
+
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    T, H, P = (ts.types[f"{p}/msg/{n}"] for p, n in (("builtin_interfaces", "Time"), ("std_msgs", "Header"),
+                                                       ("geometry_msgs", "PoseStamped")))
+    Pose, Pt, Q = (ts.types[f"geometry_msgs/msg/{n}"] for n in ("Pose", "Point", "Quaternion"))
+    msgs = []
+    for k in range(200):
+        t = 100.0 + k / 10
+        for u, east in (("uav1", 0.0), ("uav2", 0.02 * k)):  # two paths: not one vehicle recorded twice
+            msg = P(H(T(int(t), round((t % 1) * 1e9)), "map"), Pose(Pt(east, 0.1 * k, min(k / 10, 5.0)), Q(0, 0, 0, 1)))
+            msgs.append((f"/{u}/mavros/local_position/pose", "geometry_msgs/msg/PoseStamped", int(t * 1e9), msg))
+    bag = write_bag(tmp_path / "bag", msgs, ts, "mcap")
+    (tmp_path / "mission.yaml").write_text("constraints: {min_separation_m: 1.0}\n")
+    mission, mcap = str(tmp_path / "mission.yaml"), tmp_path / "flight.mcap"
+    main(["evaluate", str(bag), "--mission", mission, "--out", str(tmp_path / "a"), "--mcap-out", str(mcap),
+          "--quiet"])
+    main(["evaluate", str(mcap), "--mission", mission, "--out", str(tmp_path / "b"), "--quiet"])
+    a, b = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("a", "b"))
+    for report in (a, b):
+        assert not report["violations"]
+        assert "frames_misaligned" in {f["kind"] for f in report["data_quality"]["findings"]}
+    assert b["verdict"]["label"] == a["verdict"]["label"] == "inconclusive"  # min_separation not evaluable
+    # nor is their "closeness" an event (it read "Recommend increasing the spacing of uav1 and uav2 (closest 0 m)")
+    assert not [e for e in a["events"] if e["type"] == "proximity"]
+    assert not [r for r in a["verdict"]["recommendations"] if "spacing" in r]
+    assert b["verdict"]["summary"] == a["verdict"]["summary"]

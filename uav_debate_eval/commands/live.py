@@ -263,7 +263,8 @@ def _stack_pose_params(px4: bool, gazebo: str | None, mission_path: Path) -> dic
     mission = load_mission(mission_path)
     if gazebo:
         return {"pose_type": "TFMessage", "pose_tf_topic": gazebo, "uav_patterns": list(mission.vehicles) or ["*"]}
-    spawn = [f"{u}={','.join(f'{v:g}' for v in f.origin)}" for u, f in mission.frame_origins.items()]
+    spawn = [f"{u}={','.join(f'{v:g}' for v in (*f.origin, *([f.yaw_deg] if f.yaw_deg else [])))}"
+             for u, f in mission.frame_origins.items()]
     return {"pose_type": "VehicleLocalPosition", "pose_spawn_offsets": spawn or [""],
             "pose_frames_shared": bool(mission.frames_shared)}
 

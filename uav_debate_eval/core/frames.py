@@ -8,7 +8,8 @@ orientation) counts as identity.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,3 +48,31 @@ def odometry_velocity(child_frame_id: str, header_frame_id: str, q: Sequence[flo
     if twist_is_in_body_frame(child_frame_id, header_frame_id):
         return rotate(q, v)
     return float(v[0]), float(v[1]), float(v[2])
+
+
+def yaw_matrix(yaw_deg: float) -> np.ndarray:
+    """The rotation about z by `yaw_deg` (a local frame's heading in the world frame, mission `frames:`): apply as
+    `points @ yaw_matrix(yaw).T`."""
+    yaw = np.radians(yaw_deg)
+    return np.array([[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+
+
+class WorldPlacement:
+    """Live poses of vehicles in local frames moved into the world frame by the mission's `frames:` origins (yaw,
+    then translation: what the flight report's evaluation does to the same samples, quality.frames.place_frames)."""
+
+    def __init__(self, origins: Mapping[str, Any]):
+        """`origins`: vehicle -> core.mission.FrameOrigin."""
+        self._frames = {u: (yaw_matrix(f.yaw_deg), np.asarray(f.origin, dtype=float)) for u, f in origins.items()}
+
+    def __call__(self, uav: str, pos: Vec3, vel: Vec3 | None) -> tuple[Vec3, Vec3 | None]:
+        """The pose in the world frame (a vehicle without an origin as it came)."""
+        frame = self._frames.get(uav)
+        if frame is None:
+            return pos, vel
+        rot, origin = frame
+        x, y, z = (rot @ np.asarray(pos, dtype=float) + origin).tolist()
+        if vel is None:
+            return (x, y, z), None
+        vx, vy, vz = (rot @ np.asarray(vel, dtype=float)).tolist()
+        return (x, y, z), (vx, vy, vz)

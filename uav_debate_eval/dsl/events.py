@@ -30,6 +30,7 @@ Ids EVENT[k] (k from 1) follow the order (t, type, vehicles), so the same input 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -178,10 +179,13 @@ def pairwise_events(traj: SwarmTrajectory, mission: Mission, safety=None) -> lis
     snap = snapshots(traj)
     adopt_checker_pairs(snap, safety)  # the close approaches' kd-trees only where the checker saw a pair come close
     ids = snap.uav_ids
+    unverified = _separation_not_evaluable(safety)
     out = [
         Event("", "proximity", _r(c.t_start), [ids[c.i], ids[c.j]], _r(c.t_end), _r(c.d_min, 2), "m",
               {"t_min": _r(c.t_min)})
         for c in close_approaches(snap, mission.thresholds.proximity(mission.constraints))
+        if not any(lo <= c.t_start and c.t_end <= hi and (ids[c.i] in who or ids[c.j] in who)
+                   for who, lo, hi in unverified)
     ]
     if mission.formation_offsets or mission.type.strip().lower() == "formation":
         err, ref = formation_error(snap, mission)
@@ -192,6 +196,15 @@ def pairwise_events(traj: SwarmTrajectory, mission: Mission, safety=None) -> lis
                     out.append(Event("", "formation_breach", _r(snap.t[a]), [u], _r(snap.t[b - 1]),
                                      _r(err[m, j], 2), "m", {"reference": ref}))
     return out
+
+
+def _separation_not_evaluable(safety) -> list[tuple[set[str], float, float]]:
+    """(vehicles, from, to) where the checker could not evaluate min_separation (frames not one frame, an invalid
+    estimate): a close approach there is the data's, not the flight's, and no event."""
+    if safety is None:
+        return []
+    return [(set(n.uavs), -math.inf if n.t_start is None else n.t_start, math.inf if n.t_end is None else n.t_end)
+            for n in safety.data_quality.not_evaluable if n.constraint == "min_separation"]
 
 
 def violation_events(safety) -> list[Event]:

@@ -7,7 +7,8 @@ profile is Foxglove's, with JSON and protobuf channels rosbags cannot read), so 
 with the `mcap` library: `evaluate flight.mcap` re-evaluates exactly the samples the report came from. The
 autopilot's own events of the flight (arming, modes, errors: what the log or the live session's vehicle_status and
 MAVROS state said) go on `/autopilot_events` as JSON, one event a message, times in the input clock, and come
-back with the samples (two parked vehicles stay parked in the replay).
+back with the samples (two parked vehicles stay parked in the replay). So does each vehicle's frame where it is not
+the world frame (`/vehicle_frames`: MAVROS's local frames, a frame the live input placed already).
 
 Messages of the one layout this module writes (frame "map") are encoded and decoded a whole array at a time;
 any other layout of those types goes through rosbags' CDR decoder.
@@ -36,6 +37,10 @@ EVENT_SCHEMA = {"title": "autopilot_event", "type": "object", "required": ["type
     "type": {"type": "string"}, "t": {"type": "number", "description": "input clock, s"},
     "t_end": {"type": ["number", "null"]}, "uavs": {"type": "array", "items": {"type": "string"}},
     "value": {"type": ["number", "null"]}, "unit": {"type": ["string", "null"]}, "extra": {"type": "object"}}}
+#: Each vehicle's frame where it is not the world frame (Track.frame), one JSON message {"frames": {uav: frame}}.
+FRAMES_TOPIC = "/vehicle_frames"
+FRAMES_SCHEMA = {"title": "vehicle_frames", "type": "object", "required": ["frames"],
+                 "properties": {"frames": {"type": "object", "additionalProperties": {"type": "string"}}}}
 #: The flight MCAP's Foxglove channels (viz.scene.TOPICS) all start so.
 FOXGLOVE_PREFIX = "/swarm/"
 FRAME_ID, CHILD_FRAME_ID = b"map\0", b"base_link\0"
@@ -86,6 +91,12 @@ def event_messages(traj: SwarmTrajectory) -> Iterator[tuple[int, bytes]]:
         yield max(0, int(stamp_ns(np.array([t]))[0])), json.dumps(msg, default=_plain).encode()
 
 
+def frames_message(traj: SwarmTrajectory) -> bytes | None:
+    """The tracks' own frames (MAVROS `local`, `mission` placed), or None when every track is in the world frame."""
+    frames = {u: tr.frame for u, tr in traj.tracks.items() if tr.frame}
+    return json.dumps({"frames": frames}).encode() if frames else None
+
+
 def _plain(value: Any) -> Any:
     """A numpy scalar or array inside an event as JSON takes it."""
     if isinstance(value, (np.generic, np.ndarray)):
@@ -134,6 +145,7 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
     path = Path(path)
     raw: dict[tuple[str, str], list[bytes]] = {}
     events: list[dict] = []
+    frames: dict[str, str] = {}
     topics: dict[str, str] = {}
     try:
         with path.open("rb") as fh:
@@ -143,6 +155,8 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
                     raw.setdefault((channel.topic, schema.name), []).append(message.data)
                 elif channel.topic == EVENTS_TOPIC and channel.message_encoding == "json":
                     events.append(json.loads(message.data))
+                elif channel.topic == FRAMES_TOPIC and channel.message_encoding == "json":
+                    frames.update(json.loads(message.data)["frames"])
     except Exception as exc:  # a truncated or corrupt file
         raise InputError(f"{path}: cannot read MCAP ({type(exc).__name__}: {exc})") from None
     if not raw:
@@ -153,6 +167,9 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
     ns, pos, vel = (np.concatenate([p[k] for p in parts]) for k in range(3))
     traj = poses_trajectory(ns, uav, pos, vel, path.name.split(".")[0] or path.name)
     _events(traj, events)
+    for vehicle, frame in frames.items():
+        if vehicle in traj.tracks:
+            traj.tracks[vehicle].frame = str(frame)
     return apply_names(traj, names, str(path))
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from uav_debate_eval.core.frames import yaw_matrix
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.io.ulog import geodetic_to_enu, ned_to_enu
 
@@ -117,9 +118,12 @@ class Placement:
     anchor: Reference | None = None
     origins: dict[str, np.ndarray] = field(default_factory=dict)
     how: dict[str, str] = field(default_factory=dict)
+    #: the vehicles placed at the mission's spawn offset (the flight report must not place them again)
+    spawned: set[str] = field(default_factory=set)
 
-    def place(self, uav: str, ref: Reference | None, spawn: tuple[float, float, float] | None) -> np.ndarray | None:
-        """The vehicle's origin (kept once found), from its reference or the mission's spawn offset; else None."""
+    def place(self, uav: str, ref: Reference | None, spawn: tuple[float, ...] | None) -> np.ndarray | None:
+        """The vehicle's origin (kept once found), from its reference or the mission's spawn offset (x, y, z[, yaw
+        deg]: LiveFrames turns the local frame by the yaw); else None."""
         if uav in self.origins:
             return self.origins[uav]
         if ref is not None:
@@ -130,8 +134,9 @@ class Placement:
             self.how[uav] = (f"origin at E{origin[0]:+.2f} N{origin[1]:+.2f} U{origin[2]:+.2f} m from its "
                              "ref_lat/ref_lon/ref_alt")
         elif spawn is not None:
-            origin = np.asarray(spawn, dtype=float)
+            origin = np.asarray(spawn[:3], dtype=float)
             self.how[uav] = f"no global reference; origin at the mission's spawn offset {list(spawn)}"
+            self.spawned.add(uav)
         else:
             return None
         self.origins[uav] = origin
@@ -201,10 +206,10 @@ Sample = tuple[float, tuple[float, float, float], tuple[float, float, float] | N
 class LiveFrames:
     """Live PX4 messages (duck-typed: rclpy's or rosbags' objects) -> (t, ENU position, ENU velocity) in the world
     frame, or None while the vehicle cannot be placed (no global reference yet and no spawn offset; said once by
-    the caller through `unplaced`). `spawn`: the mission's `frames:` origins by vehicle name; `shared`: the mission
-    says every local frame is the world frame (`frames: shared`, e.g. one vehicle indoors)."""
+    the caller through `unplaced`). `spawn`: the mission's `frames:` origins (x, y, z[, yaw deg]) by vehicle name;
+    `shared`: the mission says every local frame is the world frame (`frames: shared`, e.g. one vehicle indoors)."""
 
-    spawn: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    spawn: dict[str, tuple[float, ...]] = field(default_factory=dict)
     shared: bool = False
     placement: Placement = field(default_factory=Placement)
     clock: BootClock = field(default_factory=BootClock)
@@ -232,8 +237,12 @@ class LiveFrames:
             self.unplaced.add(uav)
             return None
         self.unplaced.discard(uav)
-        p = ned_to_enu(np.asarray(pos_ned, dtype=float).reshape(1, 3))[0] + origin
+        p = ned_to_enu(np.asarray(pos_ned, dtype=float).reshape(1, 3))[0]
         v = ned_to_enu(np.asarray(vel_ned, dtype=float).reshape(1, 3))[0]
+        if uav in self.placement.spawned and len(spawn := self.spawn.get(uav, ())) == 4:  # the frame's yaw
+            rot = yaw_matrix(spawn[3])
+            p, v = rot @ p, rot @ v
+        p = p + origin
         vel = (float(v[0]), float(v[1]), float(v[2])) if np.isfinite(v).all() else None
         return t, (float(p[0]), float(p[1]), float(p[2])), vel
 

@@ -98,6 +98,7 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     written (report folder, figures, flight.mcap)."""
     from uav_debate_eval.debate.config import DebateConfig
     from uav_debate_eval.live.tape import load_tape
+    from uav_debate_eval.quality.frames import LOCAL, PLACED
     from uav_debate_eval.report.schema import validate_report
     from uav_debate_eval.runner.pipeline import evaluate
 
@@ -110,6 +111,12 @@ def evaluate_flight(job: FlightJob) -> JobResult:
         for uav, rows in px4_status["statuses"].items():
             if uav in px4_status["offsets"]:
                 apply_status(traj, uav, [StatusFields(*r) for r in rows], px4_status["offsets"][uav])
+        for uav in px4_status.get("spawned", []):  # placed at the mission's origin as received: not placed again
+            if uav in traj.tracks:
+                traj.tracks[uav].frame = PLACED
+    for uav in job.session.pop("local_frames", []):  # MAVROS local_position: each vehicle's own frame, as a bag's
+        if uav in traj.tracks:
+            traj.tracks[uav].frame = LOCAL
     if mavros := job.session.pop("mavros", None):  # MAVROS state: the arming, as the bag reader reads it
         from uav_debate_eval.core.arming import state_events
 

@@ -2,7 +2,8 @@
 
 - separation margin: d = smallest distance between any two vehicles; s = min_separation_m (0 when
   unset), w = proximity warning distance; score = clip((d - s) / (w - s), 0, 1): 1 when nobody came
-  inside the warning distance, 0 at or below the hard limit. None for a single vehicle.
+  inside the warning distance, 0 at or below the hard limit. None for a single vehicle, and (with the next
+  two) when the checker could not evaluate separation at all (local frames that are not one frame).
 - proximity exposure: f = share of the time (with >= 2 vehicles) in which some pair is closer than
   w; score = 1 - f.
 - emergency response: for every close approach (a pair inside w) the response time is the time
@@ -44,6 +45,9 @@ def safety_details(traj: SwarmTrajectory, mission: Mission, sep: Separation | No
     s = mission.constraints.min_separation_m or 0.0
     w = mission.thresholds.proximity(mission.constraints)
     out: dict[str, dict] = {}
+    if safety is not None and not np.isfinite(safety.separation.d_min).any() and any(
+            n.constraint == "min_separation" for n in safety.data_quality.not_evaluable):
+        sep, approaches = None, []  # the checker could not evaluate separation (local frames): nothing to score
 
     d = None
     if safety is not None and len(safety.separation.d_min) and np.isfinite(safety.separation.d_min).any():

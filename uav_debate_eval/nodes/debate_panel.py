@@ -162,7 +162,8 @@ class DebatePanelNode(Node):
                 "topics": self.poses.topics, "vehicles": sorted(self.swarm.last_seen()) or list(self.poses.uav_names),
                 "clock": (f"PX4 timestamp_sample moved onto this node's receive clock ({clock})" if px4 else
                           f"pose header stamps ({clock})" if not sim_time else clock),
-                **({"px4": px4} if px4 else {}), **({"mavros": mavros} if mavros else {})}
+                **({"px4": px4} if px4 else {}), **({"mavros": mavros} if mavros else {}),
+                **({"local_frames": local} if (local := self.poses.local_frames()) else {})}
 
     def _publish(self, report: dict) -> None:
         if self.context.ok():  # (shutting down: nothing to publish to)

@@ -26,7 +26,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_
 from std_msgs.msg import UInt8MultiArray
 
 from uav_debate_eval.core.cdr import pose_array_positions, pose_stamped_position
-from uav_debate_eval.core.frames import odometry_velocity
+from uav_debate_eval.core.frames import WorldPlacement, odometry_velocity
 from uav_debate_eval.core.pose_relay import PoseBatch
 from uav_debate_eval.core.pose_relay import decode as decode_relay
 from uav_debate_eval.nodes.mavros_state import MavrosState
@@ -102,11 +102,13 @@ class PoseInput:
 
     def __init__(self, node: Node, callback: PoseCallback, callback_group=None, queue_depth: int = POSE_QUEUE_DEPTH,
                  on_lost: Callable[[str, int], None] | None = None, on_batch: BatchCallback | None = None,
-                 on_arming: Callable[[str, bool], None] | None = None):
+                 on_arming: Callable[[str, bool], None] | None = None, owner_frames: dict | None = None):
         """`queue_depth`: the default of the pose_queue_depth parameter; `on_lost(uav, n)`: DDS reports n samples
         of that vehicle's topic lost on the way (a best-effort gap), so the owner knows what it never saw;
         `on_batch(t, uavs, positions)`: the owner takes a PoseArray whole (else pose by pose); `on_arming(uav,
-        armed)`: a vehicle's arming read or changed (PX4 vehicle_status, MAVROS state)."""
+        armed)`: a vehicle's arming read or changed (PX4 vehicle_status, MAVROS state); `owner_frames`: the mission's
+        `frames:` origins (core.mission.FrameOrigin by vehicle), by which the owner gets per-vehicle topics' poses in
+        the world frame (the listeners get them as received, as the flight's tape and report take them)."""
         self.node = node
         self.on_lost = on_lost
         self.on_arming = on_arming
@@ -135,7 +137,7 @@ class PoseInput:
                      "Gazebo through ros_gz_bridge, /world/<w>/dynamic_pose/info or /model/<name>/pose")
         patterns = declare_list(node, "uav_patterns", "TFMessage: vehicle name glob patterns (the mission's "
                                 "vehicles:); empty: every model under the world")
-        spawn = declare_list(node, "pose_spawn_offsets", "PX4 without a global reference: vehicle=x,y,z "
+        spawn = declare_list(node, "pose_spawn_offsets", "PX4 without a global reference: vehicle=x,y,z[,yaw_deg] "
                              "(ENU m) of each instance's local origin, e.g. px4_1=6,0,0")
         shared = p("pose_frames_shared", False, "PX4: every instance's local frame is the world frame")
         relay = p("pose_relay", "off", "PoseStamped / Odometry: send (pass the poses received on to "
@@ -147,6 +149,12 @@ class PoseInput:
             raise ValueError(f"pose_type: expected one of {', '.join((*POSE_TYPES, *EXTRA_TYPES))}, "
                              f"got {self.pose_type!r}")
         self.qos = pose_qos(qos_name, depth)
+        if owner_frames and self.pose_type in RELAYED:  # (PX4's input places its instances itself)
+            place = WorldPlacement(owner_frames)
+
+            def placed(uav: str, t: float, pos, vel) -> None:
+                callback(uav, t, *place(uav, pos, vel))
+            self.callback = self._owner = placed
         self._px4 = Px4Input(self, parse_spawn(spawn), shared) if self.pose_type in PX4_KINDS else None
         #: MAVROS pose topics: each vehicle's state topic beside them (arming)
         self._mavros = MavrosState(node, self._stamp, on_arming, callback_group) if self.pose_type in RELAYED else None
@@ -246,6 +254,16 @@ class PoseInput:
         """PX4 input: the vehicle_status messages received and each instance's clock offset (the flight report's
         vehicle class and arming/mode events); empty for the other pose types."""
         return self._px4.flight_status() if self._px4 is not None else {}
+
+    @property
+    def reports_local_frames(self) -> bool:
+        """Per-vehicle topics in local frames of their own (MAVROS `local_position`, the bag reader's rule)."""
+        return self.pose_type in RELAYED and "/local_position/" in self.pattern
+
+    def local_frames(self) -> list[str]:
+        """The vehicles whose topic reports a local frame of their own: the flight report places them by the
+        mission's `frames:` or says they are unverified, as for a bag."""
+        return list(self.uav_names) if self.reports_local_frames else []
 
     def mavros_status(self) -> dict:
         """MAVROS input: each vehicle's first state and arming changes (the flight report's arming events); empty

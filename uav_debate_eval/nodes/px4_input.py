@@ -46,15 +46,16 @@ def message_class(pose_type: str) -> Any:
                          f"generates it; or source a ROS 2 workspace that has it)") from None
 
 
-def parse_spawn(items: list[str]) -> dict[str, tuple[float, float, float]]:
-    """`["px4_1=6,0,0", ...]` -> {vehicle: (x, y, z)} (ENU metres of its local origin in the world frame)."""
+def parse_spawn(items: list[str]) -> dict[str, tuple[float, ...]]:
+    """`["px4_1=6,0,0", "px4_2=12,0,0,90", ...]` -> {vehicle: (x, y, z[, yaw_deg])} (ENU metres of its local origin in
+    the world frame, and the local frame's yaw about z, as the mission's `frames:` give them)."""
     out = {}
     for item in filter(None, items):
         name, _, xyz = item.partition("=")
         values = [float(v) for v in xyz.split(",")] if xyz else []
-        if not name or len(values) != 3:
-            raise ValueError(f"pose_spawn_offsets: expected 'vehicle=x,y,z', got {item!r}")
-        out[name.strip()] = (values[0], values[1], values[2])
+        if not name or len(values) not in (3, 4):
+            raise ValueError(f"pose_spawn_offsets: expected 'vehicle=x,y,z' or 'vehicle=x,y,z,yaw_deg', got {item!r}")
+        out[name.strip()] = tuple(values)
     return out
 
 
@@ -62,7 +63,7 @@ class Px4Input:
     """Subscribes `[/px4_N]/fmu/out/<kind>` of every instance discovered (or named) and feeds the owner's callback
     with world-frame ENU samples on the node's clock."""
 
-    def __init__(self, owner: PoseInput, spawn: dict[str, tuple[float, float, float]], shared: bool):
+    def __init__(self, owner: PoseInput, spawn: dict[str, tuple[float, ...]], shared: bool):
         self.owner = owner
         self.topic_name = PX4_KINDS[owner.pose_type]
         self.cls = message_class(owner.pose_type)
@@ -109,7 +110,7 @@ class Px4Input:
     def flight_status(self) -> dict:
         """What the flight report needs of vehicle_status: the messages and each instance's final clock offset."""
         return {"statuses": {u: [tuple(r) for r in rows] for u, rows in self.statuses.items() if rows},
-                "offsets": dict(self.frames.clock.offsets)}
+                "offsets": dict(self.frames.clock.offsets), "spawned": sorted(self.frames.placement.spawned)}
 
     def callback(self, uav: str, topic: str):
         convert = self.frames.local_position if self.topic_name == "vehicle_local_position" else self.frames.odometry

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from uav_debate_eval.core.frames import yaw_matrix
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import Finding, NotEvaluable
 from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
@@ -17,6 +18,8 @@ from uav_debate_eval.quality.updates import distinct_updates
 
 #: Track.frame of a source whose positions are in its own local frame, not yet placed in the world frame.
 LOCAL = "local"
+#: Track.frame of a local frame placed by the mission's origin (here, or by the live input as it received it).
+PLACED = "mission"
 #: Two tracks whose updates differ by one constant offset to within this (m) are one vehicle recorded twice.
 DUPLICATE_TOL_M = 1e-3
 DUPLICATE_MIN_PATH_M = 1.0
@@ -33,12 +36,14 @@ def place_frames(traj: SwarmTrajectory, mission: Mission) -> list[str]:
         if uav not in traj.tracks:
             notes.append(f"frames: {uav} is not a vehicle of this flight; its origin was not used")
             continue
+        if traj.tracks[uav].frame == PLACED:  # the live input placed it as it received it (PX4's spawn offsets)
+            notes.append(f"{uav}: local frame placed at the mission's origin {list(frame.origin)} as received")
+            continue
         tr = traj.tracks[uav] = traj.tracks[uav].select(slice(None))  # a new track: the input stays as read
-        yaw = np.radians(frame.yaw_deg)
-        rot = np.array([[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+        rot = yaw_matrix(frame.yaw_deg)
         tr.pos = tr.pos @ rot.T + np.asarray(frame.origin)
         tr.vel = tr.vel @ rot.T
-        tr.frame = "mission"
+        tr.frame = PLACED
         notes.append(f"{uav}: local frame placed by the mission at origin {list(frame.origin)}, "
                      f"yaw {frame.yaw_deg:g} deg")
     return notes

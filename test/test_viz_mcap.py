@@ -171,5 +171,8 @@ def test_the_vehicles_local_frames_ride_in_the_mcap(tmp_path: Path):
     assert b["verdict"]["label"] == a["verdict"]["label"] == "inconclusive"  # min_separation not evaluable
     # nor is their "closeness" an event (it read "Recommend increasing the spacing of uav1 and uav2 (closest 0 m)")
     assert not [e for e in a["events"] if e["type"] == "proximity"]
-    assert not [r for r in a["verdict"]["recommendations"] if "spacing" in r]
+    assert not [r for r in a["verdict"]["recommendations"] if "spacing" in r or "re-recording" in r]
+    assert any(r.startswith("Recommend setting frames: {<vehicle>: {origin: ") and r.endswith(
+        "so that min_separation can be checked for uav1 and uav2 (their local frames are placed by nothing).")
+        for r in a["verdict"]["recommendations"])
     assert b["verdict"]["summary"] == a["verdict"]["summary"]

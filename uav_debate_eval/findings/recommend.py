@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from uav_debate_eval.findings.text import num, span, vehicles
+from uav_debate_eval.quality.frames import FIX_KEY
 
 
 def for_violation(v: Any, on_turn: bool) -> list[str]:
@@ -127,6 +128,9 @@ def for_data_quality(f: Any) -> list[str]:
 
 
 def for_not_evaluable(n: Any) -> list[str]:
+    if FIX_KEY in n.reason:  # local frames the mission can place: the recording is fine as it is
+        return [f"Recommend setting {FIX_KEY} and evaluating again, so that {n.constraint} can be checked for "
+                f"{vehicles(n.uavs)} (their local frames are placed by nothing)."]
     return [f"Recommend re-recording {vehicles(n.uavs)} so that {n.constraint} can be checked ({n.reason})."]
 
 

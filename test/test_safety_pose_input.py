@@ -45,6 +45,16 @@ def _spin_until(ex, cond, timeout=8.0, publish=None):
     return cond()
 
 
+def _publishing(ctx, node, msg_type, topic: str, qos=qos_profile_sensor_data):
+    """A publisher on `topic` from a node of its own, and an executor spinning both nodes."""
+    pub_node = rclpy.create_node(f"{node.get_name()}_pub", context=ctx)
+    pub = pub_node.create_publisher(msg_type, topic, qos)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    return pub, ex
+
+
 def _stamped(msg, t: float):
     msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int(round((t % 1) * 1e9))
     return msg
@@ -103,11 +113,7 @@ def test_named_stamped_topics_and_bad_parameters(ctx):
     got = []
     node = rclpy.create_node("pi_named", context=ctx, parameter_overrides=[Parameter("uav_names", value=["cf1"])])
     PoseInput(node, lambda *a: got.append(a))
-    pub_node = rclpy.create_node("pi_named_pub", context=ctx)
-    pub = pub_node.create_publisher(PoseStamped, "/cf1/pose", qos_profile_sensor_data)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(node)
-    ex.add_node(pub_node)
+    pub, ex = _publishing(ctx, node, PoseStamped, "/cf1/pose")
     msg = _stamped(PoseStamped(), 3.25)
     msg.pose.position.y = -1.5
     assert _spin_until(ex, lambda: got, publish=lambda: pub.publish(msg))
@@ -209,11 +215,7 @@ def test_the_owner_gets_mission_placed_poses_the_listeners_raw_ones(ctx):
         Parameter("pose_type", value="Odometry")])
     inp = PoseInput(node, lambda *a: owner.append(a), owner_frames={"uav2": FrameOrigin((6.0, 0.0, 0.0), 90.0)})
     inp.add_listener(lambda *a: listener.append(a))
-    pub_node = rclpy.create_node("pi_frames_pub", context=ctx)
-    pub = pub_node.create_publisher(Odometry, "/uav2/mavros/local_position/odom", qos_profile_sensor_data)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(node)
-    ex.add_node(pub_node)
+    pub, ex = _publishing(ctx, node, Odometry, "/uav2/mavros/local_position/odom")
     msg = _stamped(Odometry(), 7.0)
     msg.header.frame_id, msg.child_frame_id = "map", "map"  # world-frame twist
     msg.pose.pose.position.x, msg.pose.pose.position.z, msg.pose.pose.orientation.w = 1.0, 2.0, 1.0

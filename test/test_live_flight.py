@@ -5,6 +5,7 @@ replay to the same report."""
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -203,6 +204,37 @@ def test_mavros_local_frames_are_said_in_the_flight_report_and_its_mcap(tmp_path
     replay = json.loads((tmp_path / "replay" / "report.json").read_text())
     assert [f for f in replay["data_quality"]["findings"] if f["kind"] == "frames_unverified"] == \
         [rounded(found)]
+
+
+def test_mavros_local_frames_placed_by_the_sessions_fixes(tmp_path: Path):
+    """MAVROS local_position with the fixes the session received (global_position/global): the flight report
+    places the taped local frames as the bag reader places a recording's, and finds the near miss the world frame
+    holds; its MCAP replays to the same."""
+    import math
+
+    from uav_debate_eval.cli import main
+
+    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=60.0)
+    plain, _, _, _ = _live(tmp_path / "plain", sim, [30.0])
+    origins = {u: tr.pos[0] for u, tr in sim.traj.tracks.items()}  # each local frame starts at the vehicle
+    lat0, lon0 = 47.397742, 8.545594
+    fixes = {u: [BASE, lat0 + o[1] / 111_132.954, lon0 + o[0] / (111_319.49 * math.cos(math.radians(lat0))),
+                 500.0 + o[2]] for u, o in origins.items()}
+    local = copy.deepcopy(sim)
+    for u, tr in local.traj.tracks.items():
+        tr.pos = tr.pos - origins[u]
+    report, where, _, _ = _live(tmp_path / "placed", local, [30.0], local_frames=list(sim.traj.uav_ids),
+                                mavros={"states": {}, "fixes": fixes, "anchor": "uav1"})
+    assert not [f for f in report["data_quality"]["findings"] if f["kind"].startswith("frames_")]
+    [near] = [v for v in plain["violations"] if v["constraint"] == "min_separation"]
+    [found] = [v for v in report["violations"] if v["constraint"] == "min_separation"]
+    assert (found["uavs"], found["t_start"], found["t_end"]) == (near["uavs"], near["t_start"], near["t_end"])
+    assert found["worst_value"] == pytest.approx(near["worst_value"], abs=0.02)
+    (tmp_path / "mission.yaml").write_text(mission_to_yaml(sim.mission))
+    main(["evaluate", str(where / "flight.mcap"), "--mission", str(tmp_path / "mission.yaml"), "--out",
+          str(tmp_path / "replay"), "--quiet"])
+    assert json.loads((tmp_path / "replay" / "report.json").read_text())["violations"] == \
+        rounded(report)["violations"]
 
 
 def test_route_progress_passes_waypoints_in_order():

@@ -95,3 +95,85 @@ def test_parked_mavros_vehicles_raise_no_veto_until_one_arms(tmp_path, ros_domai
     assert [v for _, v in edges] == [False, True], (edges, verifier_out)
     assert 0.0 <= edges[1][0] - marks["ARMED"] < 2.0, (edges, marks, verifier_out)
     assert f"min_separation {uavs[0]},{uavs[1]}" in verifier_out
+
+
+FIX_PUBLISHER = textwrap.dedent("""
+    import math, sys, time
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from mavros_msgs.msg import State
+    from sensor_msgs.msg import NavSatFix
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+    seconds = float(sys.argv[1])
+    uavs = sys.argv[2:4]
+    state_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    rclpy.init()
+    node = rclpy.create_node("test_mavros_fix_pub")
+    states = {u: node.create_publisher(State, f"/{u}/mavros/state", state_qos) for u in uavs}
+    fixes = {u: node.create_publisher(NavSatFix, f"/{u}/mavros/global_position/global", qos_profile_sensor_data)
+             for u in uavs}
+    poses = {u: node.create_publisher(PoseStamped, f"/{u}/mavros/local_position/pose", qos_profile_sensor_data)
+             for u in uavs}
+    lat0, lon0 = 47.397742, 8.545594
+    east = {uavs[0]: 0.0, uavs[1]: 6.0}  # each hovers 1 m over its own EKF origin; those are 6 m apart
+    for u in uavs:
+        m = State(connected=True, armed=True, mode="GUIDED")
+        m.header.stamp = node.get_clock().now().to_msg()
+        states[u].publish(m)
+    while any(p.get_subscription_count() == 0 for p in (*states.values(), *fixes.values(), *poses.values())):
+        time.sleep(0.05)
+    time.sleep(1.0)
+    print("START " + repr(time.time()), flush=True)
+    t0 = time.time()
+    while time.time() - t0 < seconds:
+        stamp = node.get_clock().now().to_msg()
+        for u in uavs:
+            f = NavSatFix(latitude=lat0, longitude=lon0 + east[u] / (111_319.49 * math.cos(math.radians(lat0))),
+                          altitude=501.0)
+            f.header.stamp = stamp
+            fixes[u].publish(f)
+            m = PoseStamped()
+            m.header.stamp, m.header.frame_id = stamp, "map"
+            m.pose.position.z, m.pose.orientation.w = 1.0, 1.0
+            poses[u].publish(m)
+        time.sleep(0.05)
+    node.destroy_node()
+    rclpy.shutdown()
+""")
+
+
+def test_mavros_local_frames_placed_by_their_fixes_raise_no_false_veto(tmp_path, ros_domain):
+    """Two armed MAVROS vehicles each 1 m over its own EKF origin (both at 0, 0 in their local frames), their
+    global fixes 6 m apart: the verifier places the frames as the bag reader does and raises no veto (it vetoed a
+    0-m separation before). The first poses may come before both fixes: checked as one frame, as said."""
+    pytest.importorskip("mavros_msgs.msg", reason="mavros_msgs not generated (make setup)")
+    pub_py, sub_py = tmp_path / "pub.py", tmp_path / "sub.py"
+    pub_py.write_text(FIX_PUBLISHER)
+    sub_py.write_text(SUBSCRIBER)
+    env, py = _env(ros_domain), sys.executable
+    uavs = [f"f{os.getpid()}{u}" for u in "ab"]
+    veto_topic = f"/f{os.getpid()}/veto"
+    verifier = subprocess.Popen(
+        [py, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
+         "-p", f"uav_names:=[{', '.join(uavs)}]", "-p", "pose_topic_pattern:=/{uav}/mavros/local_position/pose",
+         "-p", "min_separation_m:=3.0", "-p", "hold_time_s:=0.2", "-p", "heartbeat_hz:=0.05",
+         "-p", "stale_timeout_s:=60.0", "-p", "fail_safe:=warn", "-r", f"/swarm/safety/veto:={veto_topic}"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sub = subprocess.Popen([py, str(sub_py), veto_topic, "now"], env=env, stdout=subprocess.PIPE, text=True)
+    procs = [verifier, sub]
+    try:
+        sub_lines = [_readline(sub), _readline(sub)]
+        pub = subprocess.Popen([py, str(pub_py), "4.0", *uavs], env=env, stdout=subprocess.PIPE, text=True)
+        procs.append(pub)
+        start = float(pub.communicate(timeout=60)[0].split()[1])
+        time.sleep(0.5)
+    finally:
+        outs = _stop_and_read([verifier, sub], procs)
+    verifier_out = outs[id(verifier)]
+    assert verifier.returncode == 0, verifier_out
+    assert f"{uavs[1]}: local frame placed in {uavs[0]}'s by the global position fixes (offset E+6.0" \
+        in verifier_out
+    msgs = _messages(sub_lines + outs[id(sub)].splitlines())
+    assert msgs[-1][1] is False, (msgs, verifier_out)  # placed 6 m apart: no veto stands
+    assert not [t for t, v in msgs if v and t > start + 1.0], (msgs, verifier_out)

@@ -185,7 +185,7 @@ def test_mavros_state_beside_the_pose_gives_the_arming(ctx):
     assert _spin_until(ex, lambda: len(arming) >= 2)
     _spin_until(ex, lambda: False, timeout=0.5)  # the last heartbeat too
     assert arming == [("drone3", False), ("drone3", True)]
-    assert inp.mavros_status() == {"states": {"drone3": [(40.0, False), (42.0, True)]}}
+    assert inp.mavros_status()["states"] == {"drone3": [(40.0, False), (42.0, True)]}
     ex.shutdown()
 
 

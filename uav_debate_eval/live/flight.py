@@ -117,12 +117,14 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     for uav in job.session.pop("local_frames", []):  # MAVROS local_position: each vehicle's own frame, as a bag's
         if uav in traj.tracks:
             traj.tracks[uav].frame = LOCAL
-    if mavros := job.session.pop("mavros", None):  # MAVROS state: the arming, as the bag reader reads it
+    if mavros := job.session.pop("mavros", None):  # MAVROS state and fixes: as the bag reader reads them
         from uav_debate_eval.core.arming import state_events
+        from uav_debate_eval.io.mavros_fixes import place_tracks
 
         for uav, states in mavros["states"].items():
             if uav in traj.tracks:
                 state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/state")
+        place_tracks(traj, mavros.get("fixes", {}), mavros.get("anchor"))
     write = job.out_dir is not None
     evaluation = evaluate(traj, job.mission, DebateConfig(backend="rules"), inputs=session_inputs(job.session),
                           figures=write)

@@ -1,7 +1,9 @@
-"""MAVROS's autopilot state beside its poses: `<ns>/mavros/state` (mavros_msgs/State) of each vehicle whose pose
-topic is MAVROS's gives its arming, for the verifier's parked pairs (two disarmed vehicles are no pair of the
-separation constraint: safety.parked) and for the flight report's events, as the bag reader takes a recorded state
-topic (io.rosbag.mavros). Without the mavros_msgs package (make setup generates it) the poses are read alone.
+"""MAVROS's topics beside its poses, as the bag reader takes them recorded (io.rosbag.mavros):
+- `<ns>/mavros/state` (mavros_msgs/State): each vehicle's arming, for the verifier's parked pairs (two disarmed
+  vehicles are no pair of the separation constraint: safety.parked) and the flight report's events. Without the
+  mavros_msgs package (make setup generates it) the poses are read alone.
+- `<ns>/mavros/global_position/global` (NavSatFix) beside a `local_position` topic: the fixes that place each
+  vehicle's local frame in the world frame (io.mavros_fixes).
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import NavSatFix
+
+from uav_debate_eval.io.mavros_fixes import valid_fix
 
 #: As MAVROS publishes the state (sys_status: QoS(10).transient_local(), reliable): a reader that joins late still
 #: gets the latest state, and a volatile reader would miss a vehicle standing disarmed since before it started.
@@ -23,6 +28,12 @@ def state_topic(pose_topic: str) -> str | None:
     return f"{head}/mavros/state" if sep else None
 
 
+def fix_topic(pose_topic: str) -> str | None:
+    """`<ns>/mavros/global_position/global` beside a MAVROS local_position topic (a local frame to place), else None."""
+    head, sep, _ = pose_topic.partition("/mavros/")
+    return f"{head}/mavros/global_position/global" if sep and "/local_position/" in pose_topic else None
+
+
 def state_class() -> Any:
     """mavros_msgs' State, or None when the package is not installed."""
     try:
@@ -33,26 +44,36 @@ def state_class() -> Any:
 
 
 class MavrosState:
-    """Each MAVROS vehicle's first state read and every change of its arming: (stamp s, armed)."""
+    """Each MAVROS vehicle's first state read and every change of its arming (stamp s, armed), and its first valid
+    global fix (stamp s, lat, lon, alt)."""
 
     def __init__(self, node: Any, stamp: Callable[[Any], float], on_arming: Callable[[str, bool], None] | None,
-                 callback_group: Any = None):
+                 callback_group: Any = None, on_fix: Callable[[str, float, float, float, float], None] | None = None):
         """`stamp(header)`: the pose input's clock rule (a zero stamp is the node's clock); `on_arming(uav, armed)`:
-        called on the first state and on each change."""
+        called on the first state and on each change; `on_fix(uav, t, lat, lon, alt)`: on every valid fix."""
         self.node = node
         self.stamp = stamp
         self.on_arming = on_arming
+        self.on_fix = on_fix
         self.callback_group = callback_group
         self.cls = state_class()
         self.states: dict[str, list[tuple[float, bool]]] = {}
+        self.fixes: dict[str, tuple[float, float, float, float]] = {}
+        self.pose_topics: dict[str, str] = {}
         self._subs: dict[str, Any] = {}
         self._missing_said = False
 
     def watch(self, uav: str, pose_topic: str) -> None:
-        """Subscribe the state topic beside a vehicle's pose topic, if it is MAVROS's (once per vehicle)."""
+        """Subscribe the state topic (and a local frame's fixes) beside a vehicle's pose topic, if it is MAVROS's
+        (once per vehicle)."""
         topic = state_topic(pose_topic)
-        if topic is None or uav in self._subs:
+        if topic is None or uav in self.pose_topics:
             return
+        self.pose_topics[uav] = pose_topic
+        if (fixes := fix_topic(pose_topic)) is not None:
+            self._subs[fixes] = self.node.create_subscription(NavSatFix, fixes, self._on_fix(uav),
+                                                              qos_profile_sensor_data,
+                                                              callback_group=self.callback_group)
         if self.cls is None:
             if not self._missing_said:
                 self._missing_said = True
@@ -60,8 +81,19 @@ class MavrosState:
                     "pose input: mavros_msgs is not installed (make setup generates it): MAVROS arming is not "
                     "read, so vehicles parked side by side count as pairs of the separation constraint")
             return
-        self._subs[uav] = self.node.create_subscription(self.cls, topic, self._on_state(uav, topic), STATE_QOS,
-                                                        callback_group=self.callback_group)
+        self._subs[topic] = self.node.create_subscription(self.cls, topic, self._on_state(uav, topic), STATE_QOS,
+                                                          callback_group=self.callback_group)
+
+    def _on_fix(self, uav: str) -> Callable[[Any], None]:
+        def on_fix(msg: Any) -> None:
+            lat, lon, alt = float(msg.latitude), float(msg.longitude), float(msg.altitude)
+            if not valid_fix(lat, lon, alt):
+                return
+            t = self.stamp(msg.header)
+            self.fixes.setdefault(uav, (t, lat, lon, alt))
+            if self.on_fix is not None:
+                self.on_fix(uav, t, lat, lon, alt)
+        return on_fix
 
     def _on_state(self, uav: str, topic: str) -> Callable[[Any], None]:
         rows = self.states.setdefault(uav, [])
@@ -79,5 +111,8 @@ class MavrosState:
         return on_state
 
     def flight_status(self) -> dict:
-        """What the flight report needs: each vehicle's first state and arming changes."""
-        return {"states": {u: list(rows) for u, rows in self.states.items() if rows}}
+        """What the flight report needs: each vehicle's first state and arming changes; the first valid fixes and
+        the anchor of their placement (the fixed vehicle whose pose topic sorts first)."""
+        anchor = min(self.fixes, key=self.pose_topics.__getitem__) if self.fixes else None
+        return {"states": {u: list(rows) for u, rows in self.states.items() if rows},
+                "fixes": {u: list(fix) for u, fix in self.fixes.items()}, "anchor": anchor}

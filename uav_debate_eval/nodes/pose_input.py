@@ -29,6 +29,7 @@ from uav_debate_eval.core.cdr import pose_array_positions, pose_stamped_position
 from uav_debate_eval.core.frames import WorldPlacement, odometry_velocity
 from uav_debate_eval.core.pose_relay import PoseBatch
 from uav_debate_eval.core.pose_relay import decode as decode_relay
+from uav_debate_eval.io.mavros_fixes import LiveFixes
 from uav_debate_eval.nodes.mavros_state import MavrosState
 from uav_debate_eval.nodes.px4_input import PX4_KINDS, TF_KIND, Px4Input, TfInput, parse_spawn, px4_qos
 from uav_debate_eval.nodes.topics import POSE_RELAY_TOPIC, RELAY_DEPTH, latched
@@ -107,8 +108,9 @@ class PoseInput:
         of that vehicle's topic lost on the way (a best-effort gap), so the owner knows what it never saw;
         `on_batch(t, uavs, positions)`: the owner takes a PoseArray whole (else pose by pose); `on_arming(uav,
         armed)`: a vehicle's arming read or changed (PX4 vehicle_status, MAVROS state); `owner_frames`: the mission's
-        `frames:` origins (core.mission.FrameOrigin by vehicle), by which the owner gets per-vehicle topics' poses in
-        the world frame (the listeners get them as received, as the flight's tape and report take them)."""
+        `frames:` origins (core.mission.FrameOrigin by vehicle): given, the owner gets per-vehicle topics' poses in
+        the world frame, MAVROS local frames placed by their global fixes, then by these origins, as a bag's are
+        (the listeners get them as received, as the flight's tape and report take them)."""
         self.node = node
         self.on_lost = on_lost
         self.on_arming = on_arming
@@ -149,15 +151,15 @@ class PoseInput:
             raise ValueError(f"pose_type: expected one of {', '.join((*POSE_TYPES, *EXTRA_TYPES))}, "
                              f"got {self.pose_type!r}")
         self.qos = pose_qos(qos_name, depth)
-        if owner_frames and self.pose_type in RELAYED:  # (PX4's input places its instances itself)
-            place = WorldPlacement(owner_frames)
-
-            def placed(uav: str, t: float, pos, vel) -> None:
-                callback(uav, t, *place(uav, pos, vel))
-            self.callback = self._owner = placed
+        #: the owner's placement of MAVROS local frames by their global fixes
+        self.fixes = LiveFixes(self.topic_for, lambda text: node.get_logger().info(f"pose input: {text}")) \
+            if owner_frames is not None and self.reports_local_frames else None
+        if (owner_frames or self.fixes is not None) and self.pose_type in RELAYED:  # (PX4's places its own)
+            self.callback = self._owner = self._placed(callback, WorldPlacement(owner_frames or {}), self.fixes)
         self._px4 = Px4Input(self, parse_spawn(spawn), shared) if self.pose_type in PX4_KINDS else None
         #: MAVROS pose topics: each vehicle's state topic beside them (arming)
-        self._mavros = MavrosState(node, self._stamp, on_arming, callback_group) if self.pose_type in RELAYED else None
+        self._mavros = MavrosState(node, self._stamp, on_arming, callback_group, self._on_fix) \
+            if self.pose_type in RELAYED else None
         if self._px4 is not None:
             self.qos = px4_qos(depth)
         self.uav_names: list[str] = list(names or [])
@@ -268,7 +270,18 @@ class PoseInput:
     def mavros_status(self) -> dict:
         """MAVROS input: each vehicle's first state and arming changes (the flight report's arming events); empty
         for the other inputs."""
-        return self._mavros.flight_status() if self._mavros is not None and self._mavros.states else {}
+        mavros = self._mavros
+        return mavros.flight_status() if mavros is not None and (mavros.states or mavros.fixes) else {}
+
+    @staticmethod
+    def _placed(callback: PoseCallback, frames: WorldPlacement, fixes: LiveFixes | None) -> PoseCallback:
+        def placed(uav: str, t: float, pos, vel) -> None:
+            callback(uav, t, *frames(uav, pos if fixes is None else fixes.pose(uav, pos), vel))
+        return placed
+
+    def _on_fix(self, uav: str, t: float, lat: float, lon: float, alt: float) -> None:
+        if self.fixes is not None:
+            self.fixes.fix(uav, t, lat, lon, alt)
 
     def add_listener(self, listener: PoseCallback) -> None:
         self.listeners.append(listener)

@@ -107,9 +107,9 @@ class SafetyVerifierNode(Node):
                                on_arming=monitor.set_armed, owner_frames=mission.frame_origins)
         if self.poses.reports_local_frames and not (mission.frame_origins or mission.frames_shared):
             self.get_logger().warning(
-                "pose input: MAVROS local_position gives each vehicle's own local frame and the mission places "
-                "none (frames:): separation is checked as if the frames were one; set frames: {<vehicle>: "
-                "{origin: [x, y, z], yaw_deg: 0}} (or frames: shared) in the mission file")
+                "pose input: MAVROS local_position gives each vehicle's own local frame: until two vehicles have a "
+                "global fix (global_position/global) or with none, separation is checked as if the frames were "
+                "one; set frames: {<vehicle>: {origin: [x, y, z], yaw_deg: 0}} (or frames: shared) in the mission")
         self.create_subscription(String, SIM_END_TOPIC, self._on_flight_end, latched(), callback_group=group)
         self.create_timer(1.0 / self.check_rate_hz, self.verifier.check, callback_group=group)
         if self.poses.relay is not None:  # steady: /clock stops with a simulated flight, its last poses must go on

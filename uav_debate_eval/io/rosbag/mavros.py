@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from uav_debate_eval.core.frames import rotate_many
+from uav_debate_eval.io.mavros_fixes import fix_offsets, placed_note, track_at, valid_fix
 from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
 from uav_debate_eval.io.rosbag.topics import STATE, TF_STATIC, TWIST
 
@@ -67,24 +68,21 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
             notes.append(f"{uav}: velocity measured by {comp}")
         elif meta.frame == "local":
             fix = np.array([(m.latitude, m.longitude, m.altitude) for m in msgs])
-            ok = np.isfinite(fix).all(axis=1) & (np.abs(fix[:, 0]) > 1e-6)
-            if ok.any():
-                meta.fix = (float(t[ok][0]), fix[ok][0])
+            ok = [valid_fix(*row) for row in fix.tolist()]
+            if any(ok):
+                first = ok.index(True)
+                meta.fix = (float(t[first]), fix[first])
 
 
 def place_by_fix(cols: Columns, notes: list[str]) -> None:
     """Put every local frame with a global fix into the first such vehicle's local frame (the world frame)."""
-    from uav_debate_eval.io.ulog import geodetic_to_enu
-
-    fixed = [(k, u, fix) for k, u in cols.block_of.values() if (fix := cols.meta[u].fix) is not None]
+    fixed = {u: (k, fix) for k, u in cols.block_of.values() if (fix := cols.meta[u].fix) is not None}
     if len(fixed) < 2:
         return
-    k0, u0, (t0, anchor) = fixed[0]
-    origin = np.array([np.interp(t0, cols.t[k0], cols.pos[k0][:, c]) for c in range(3)])
-    for k, u, (t_fix, geo) in fixed:
-        here = geodetic_to_enu(*geo, *anchor) + origin
-        local = np.array([np.interp(t_fix, cols.t[k], cols.pos[k][:, c]) for c in range(3)])
-        cols.pos[k] = cols.pos[k] + (here - local)
+    anchor = next(iter(fixed))  # the first pose topic (topics are read in sorted order), as live (io.mavros_fixes)
+    offsets = fix_offsets(anchor, {u: fix for u, (_, fix) in fixed.items()},
+                          lambda u, t: track_at(cols.t[fixed[u][0]], cols.pos[fixed[u][0]], t))
+    for u, (k, _) in fixed.items():
+        cols.pos[k] = cols.pos[k] + offsets[u]
         cols.meta[u].frame = ""
-        notes.append(f"{u}: local frame placed in {u0}'s by the global position fixes (offset "
-                     f"E{here[0] - local[0]:+.2f} N{here[1] - local[1]:+.2f} U{here[2] - local[2]:+.2f} m)")
+        notes.append(placed_note(u, anchor, offsets[u]))

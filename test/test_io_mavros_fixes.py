@@ -1,0 +1,61 @@
+"""MAVROS local frames placed by global fixes: the live verifier (LiveFixes, pose by pose), the live flight report
+(place_tracks, on its tape) and the bag reader (io.rosbag.mavros.place_by_fix) put a vehicle in the same place."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.mavros_fixes import LiveFixes, place_tracks
+
+LAT0, LON0, ALT0 = 47.397742, 8.545594, 488.0
+#: uav2's local frame starts 6 m east and 2 m north of uav1's (each at its own EKF origin)
+ORIGIN2 = np.array([6.0, 2.0, 0.0])
+
+
+def _geo(east: float, north: float, up: float) -> list[float]:
+    """A fix east/north/up metres from (LAT0, LON0, ALT0) (the tangent plane, to a few mm over metres)."""
+    return [LAT0 + north / 111_132.954, LON0 + east / (111_319.49 * math.cos(math.radians(LAT0))), ALT0 + up]
+
+
+def test_live_and_taped_placement_agree_and_restore_the_world():
+    t = np.arange(0.0, 10.0, 0.1)
+    world1 = np.column_stack([t, 0 * t, np.minimum(t, 3.0)])
+    world2 = world1 + ORIGIN2
+    local1, local2 = world1, world2 - ORIGIN2  # both start at their own origin
+    fixes = {"uav1": [100.0 + 1.0, *_geo(*world1[10])], "uav2": [100.0 + 1.0, *_geo(*world2[10])]}
+    traj = SwarmTrajectory.from_columns(np.concatenate([t, t]) + 100.0, ["uav1"] * len(t) + ["uav2"] * len(t),
+                                        np.vstack([local1, local2]))
+    place_tracks(traj, fixes, "uav1")
+    assert traj.tracks["uav2"].frame == "" and traj.tracks["uav2"].pos == pytest.approx(world2, abs=0.02)
+    assert traj.tracks["uav1"].pos == pytest.approx(world1, abs=1e-9)  # the anchor's frame is the world frame
+    assert any(n.startswith("uav2: local frame placed in uav1's by the global position fixes") for n in
+               traj.ingest.notes)
+
+    said: list[str] = []
+    live = LiveFixes(lambda u: f"/{u}/mavros/local_position/pose", said.append)
+    out = {}
+    for k in range(len(t)):
+        if k == 5:  # the fixes arrive before uav2's pose of the moment: its local position then is its latest
+            live.fix("uav2", 100.5, *_geo(*world2[4]))
+        for u, local in (("uav1", local1), ("uav2", local2)):
+            out.setdefault(u, []).append(live.pose(u, tuple(local[k])))
+        if k == 5:
+            live.fix("uav1", 100.5, *_geo(*world1[5]))
+    assert live.anchor == "uav1" and len(said) == 2
+    assert np.array(out["uav2"][:6]) == pytest.approx(local2[:6])  # not placed yet: as received
+    assert np.array(out["uav2"][6:]) == pytest.approx(world2[6:], abs=0.02)
+    assert np.array(out["uav1"]) == pytest.approx(world1)
+
+
+def test_a_fix_that_does_not_place():
+    live = LiveFixes(lambda u: u)
+    live.pose("a", (1.0, 2.0, 3.0))
+    live.fix("a", 0.0, 0.0, 0.0, 0.0)  # a receiver without a fix reports 0/0
+    live.fix("a", 0.0, float("nan"), LON0, ALT0)
+    assert live.fixes == {} and live.pose("a", (1.0, 2.0, 3.0)) == (1.0, 2.0, 3.0)
+    live.fix("a", 0.0, *_geo(0.0, 0.0, 0.0))
+    assert live.offsets == {}  # one vehicle: nothing to place it against

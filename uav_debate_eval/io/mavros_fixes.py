@@ -1,0 +1,106 @@
+"""MAVROS local frames placed by the vehicles' global fixes (`<ns>/mavros/global_position/global`), one rule for a
+bag and for the live session: each vehicle's `local_position` frame starts at its own EKF origin; its first valid
+fix and where its local position was at that moment give the offset that moves it into the anchor vehicle's local
+frame, the world frame. The anchor is the vehicle whose pose topic sorts first (the bag reader's topic order).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from uav_debate_eval.io.ulog import geodetic_to_enu
+
+if TYPE_CHECKING:
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+
+Fix = tuple[float, np.ndarray]  #: (stamp s, (lat deg, lon deg, alt m))
+
+
+def valid_fix(lat: float, lon: float, alt: float) -> bool:
+    """A fix that places: finite, and not the 0/0 of a receiver without one."""
+    return math.isfinite(lat) and math.isfinite(lon) and math.isfinite(alt) and abs(lat) > 1e-6
+
+
+def fix_offsets(anchor: str, fixes: dict[str, Fix], local_at: Callable[[str, float], np.ndarray]
+                ) -> dict[str, np.ndarray]:
+    """Each fixed vehicle's offset (ENU m) from its local frame into the anchor's; `local_at(uav, t)`: its local
+    position at stamp t."""
+    t0, geo0 = fixes[anchor]
+    origin = local_at(anchor, t0)
+    return {u: geodetic_to_enu(*geo, *geo0) + origin - local_at(u, t) for u, (t, geo) in fixes.items()}
+
+
+def track_at(t: np.ndarray, pos: np.ndarray, at: float) -> np.ndarray:
+    """A track's position at stamp `at` (interpolated)."""
+    return np.array([np.interp(at, t, pos[:, c]) for c in range(3)])
+
+
+def placed_note(uav: str, anchor: str, offset: np.ndarray) -> str:
+    return (f"{uav}: local frame placed in {anchor}'s by the global position fixes (offset "
+            f"E{offset[0]:+.2f} N{offset[1]:+.2f} U{offset[2]:+.2f} m)")
+
+
+class LiveFixes:
+    """The live side: each vehicle's first valid fix and its local position then (its latest pose, else its next);
+    once two vehicles have both, the offsets (the anchor kept from then on: moving it would move every vehicle at
+    once). A vehicle not placed yet passes as it is."""
+
+    def __init__(self, topic_of: Callable[[str], str], say: Callable[[str], None] = lambda text: None):
+        """`topic_of(uav)`: the vehicle's pose topic (the anchor is the fixed vehicle whose topic sorts first);
+        `say(text)`: each placement, once."""
+        self.topic_of = topic_of
+        self.say = say
+        self.fixes: dict[str, Fix] = {}
+        self.anchor: str | None = None
+        self.offsets: dict[str, np.ndarray] = {}
+        self._last: dict[str, np.ndarray] = {}
+        self._at_fix: dict[str, np.ndarray] = {}
+
+    def pose(self, uav: str, pos: tuple[float, float, float]) -> tuple[float, float, float]:
+        """A local pose as received -> in the world frame (as it came while the vehicle is not placed)."""
+        self._last[uav] = local = np.asarray(pos, dtype=float)
+        if uav in self.fixes and uav not in self._at_fix:
+            self._at_fix[uav] = local
+            self._place()
+        offset = self.offsets.get(uav)
+        if offset is None:
+            return pos
+        x, y, z = (local + offset).tolist()
+        return x, y, z
+
+    def fix(self, uav: str, t: float, lat: float, lon: float, alt: float) -> None:
+        """A fix of `uav` (its first valid one counts)."""
+        if uav in self.fixes or not valid_fix(lat, lon, alt):
+            return
+        self.fixes[uav] = (t, np.array([lat, lon, alt], dtype=float))
+        if uav in self._last:
+            self._at_fix[uav] = self._last[uav]
+            self._place()
+
+    def _place(self) -> None:
+        ready = {u: f for u, f in self.fixes.items() if u in self._at_fix}
+        if len(ready) < 2:
+            return
+        if self.anchor is None:
+            self.anchor = min(ready, key=self.topic_of)
+        before = set(self.offsets)
+        self.offsets = fix_offsets(self.anchor, ready, lambda u, _t: self._at_fix[u])
+        for u in self.offsets.keys() - before:
+            self.say(placed_note(u, self.anchor, self.offsets[u]))
+
+
+def place_tracks(traj: SwarmTrajectory, fixes: dict[str, list[float]], anchor: str | None) -> None:
+    """A live flight's taped local frames placed by the fixes its session received (stamp, lat, lon, alt in the
+    input clock), as the bag reader places a recording's (the tracks move into the anchor's frame, `frame` "")."""
+    fixed = {u: (float(f[0]) - traj.t0, np.asarray(f[1:4], dtype=float)) for u, f in fixes.items() if u in traj.tracks}
+    if len(fixed) < 2 or anchor not in fixed:
+        return
+    offsets = fix_offsets(anchor, fixed, lambda u, t: track_at(traj.tracks[u].t, traj.tracks[u].pos, t))
+    for u, offset in offsets.items():
+        tr = traj.tracks[u]
+        tr.pos, tr.frame = tr.pos + offset, ""
+        traj.ingest.notes.append(placed_note(u, anchor, offset))

@@ -1,5 +1,5 @@
-"""MAVROS local frames placed by global fixes: the live verifier (LiveFixes, pose by pose), the live flight report
-(place_tracks, on its tape) and the bag reader (io.rosbag.mavros.place_by_fix) put a vehicle in the same place."""
+"""MAVROS local frames placed by global fixes: the live verifier (LiveFixes, pose by pose) and the live flight report
+(tape_offsets, on its tape) put a vehicle where the bag reader does (io.rosbag.mavros.place_by_fix: one rule)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.io.mavros_fixes import LiveFixes, place_tracks
+from uav_debate_eval.io.mavros_fixes import LiveFixes, tape_offsets
 
 LAT0, LON0, ALT0 = 47.397742, 8.545594, 488.0
 #: uav2's local frame starts 6 m east and 2 m north of uav1's (each at its own EKF origin)
@@ -29,11 +29,10 @@ def test_live_and_taped_placement_agree_and_restore_the_world():
     fixes = {"uav1": [100.0 + 1.0, *_geo(*world1[10])], "uav2": [100.0 + 1.0, *_geo(*world2[10])]}
     traj = SwarmTrajectory.from_columns(np.concatenate([t, t]) + 100.0, ["uav1"] * len(t) + ["uav2"] * len(t),
                                         np.vstack([local1, local2]))
-    place_tracks(traj, fixes, "uav1")
-    assert traj.tracks["uav2"].frame == "" and traj.tracks["uav2"].pos == pytest.approx(world2, abs=0.02)
-    assert traj.tracks["uav1"].pos == pytest.approx(world1, abs=1e-9)  # the anchor's frame is the world frame
-    assert any(n.startswith("uav2: local frame placed in uav1's by the global position fixes") for n in
-               traj.ingest.notes)
+    offsets = tape_offsets(traj, fixes, "uav1")
+    assert traj.tracks["uav2"].pos + offsets["uav2"] == pytest.approx(world2, abs=0.02)
+    assert offsets["uav1"] == pytest.approx([0.0, 0.0, 0.0], abs=1e-9)  # the anchor's frame is the world frame
+    assert tape_offsets(traj, {"uav1": fixes["uav1"]}, "uav1") == {}  # one fix places nothing
 
     said: list[str] = []
     live = LiveFixes(lambda u: f"/{u}/mavros/local_position/pose", said.append)

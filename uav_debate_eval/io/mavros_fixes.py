@@ -93,14 +93,10 @@ class LiveFixes:
             self.say(placed_note(u, self.anchor, self.offsets[u]))
 
 
-def place_tracks(traj: SwarmTrajectory, fixes: dict[str, list[float]], anchor: str | None) -> None:
+def tape_offsets(traj: SwarmTrajectory, fixes: dict[str, list[float]], anchor: str | None) -> dict[str, np.ndarray]:
     """A live flight's taped local frames placed by the fixes its session received (stamp, lat, lon, alt in the
-    input clock), as the bag reader places a recording's (the tracks move into the anchor's frame, `frame` "")."""
+    input clock), as the bag reader places a recording's: each vehicle's offset ({} when fewer than two place)."""
     fixed = {u: (float(f[0]) - traj.t0, np.asarray(f[1:4], dtype=float)) for u, f in fixes.items() if u in traj.tracks}
     if len(fixed) < 2 or anchor not in fixed:
-        return
-    offsets = fix_offsets(anchor, fixed, lambda u, t: track_at(traj.tracks[u].t, traj.tracks[u].pos, t))
-    for u, offset in offsets.items():
-        tr = traj.tracks[u]
-        tr.pos, tr.frame = tr.pos + offset, ""
-        traj.ingest.notes.append(placed_note(u, anchor, offset))
+        return {}
+    return fix_offsets(anchor, fixed, lambda u, t: track_at(traj.tracks[u].t, traj.tracks[u].pos, t))

@@ -96,7 +96,9 @@ def session_inputs(session: dict) -> list[str]:
 def evaluate_flight(job: FlightJob) -> JobResult:
     """Worker-process side: the whole flight through `evaluate` (rules panel), the live record added, the files
     written (report folder, figures, flight.mcap)."""
+    from uav_debate_eval.core.arming import state_events
     from uav_debate_eval.debate.config import DebateConfig
+    from uav_debate_eval.io.mavros_fixes import placed_note, tape_offsets
     from uav_debate_eval.live.tape import load_tape
     from uav_debate_eval.quality.frames import LOCAL, PLACED
     from uav_debate_eval.report.schema import validate_report
@@ -105,6 +107,11 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     traj = load_tape(job.chunks, job.vehicles)
     if traj is None:
         return JobResult(None, None, [("warning", "flight report: no pose was received")])
+    mavros = job.session.pop("mavros", None) or {}
+    if offsets := tape_offsets(traj, mavros.get("fixes", {}), mavros.get("anchor")):  # MAVROS frames by their fixes
+        traj = load_tape(job.chunks, job.vehicles, offsets=offsets)
+        assert traj is not None
+        traj.ingest.notes.extend(placed_note(u, mavros["anchor"], offset) for u, offset in offsets.items())
     if px4_status := job.session.pop("px4", None):  # vehicle_status as the bag reader reads it (the vehicle class too)
         from uav_debate_eval.io.px4 import StatusFields, apply_status
 
@@ -115,16 +122,11 @@ def evaluate_flight(job: FlightJob) -> JobResult:
             if uav in traj.tracks:
                 traj.tracks[uav].frame = PLACED
     for uav in job.session.pop("local_frames", []):  # MAVROS local_position: each vehicle's own frame, as a bag's
-        if uav in traj.tracks:
+        if uav in traj.tracks and uav not in offsets:
             traj.tracks[uav].frame = LOCAL
-    if mavros := job.session.pop("mavros", None):  # MAVROS state and fixes: as the bag reader reads them
-        from uav_debate_eval.core.arming import state_events
-        from uav_debate_eval.io.mavros_fixes import place_tracks
-
-        for uav, states in mavros["states"].items():
-            if uav in traj.tracks:
-                state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/state")
-        place_tracks(traj, mavros.get("fixes", {}), mavros.get("anchor"))
+    for uav, states in mavros.get("states", {}).items():  # MAVROS state: the arming, as the bag reader reads it
+        if uav in traj.tracks:
+            state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/state")
     write = job.out_dir is not None
     evaluation = evaluate(traj, job.mission, DebateConfig(backend="rules"), inputs=session_inputs(job.session),
                           figures=write)

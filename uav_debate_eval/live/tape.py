@@ -101,12 +101,18 @@ class FlightTape:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def load_tape(chunks: list[Path], vehicles: list[str], name: str = "live flight") -> SwarmTrajectory | None:
-    """The taped samples as a trajectory (None when the tape is empty); runs in the worker process."""
+def load_tape(chunks: list[Path], vehicles: list[str], name: str = "live flight",
+              offsets: dict[str, np.ndarray] | None = None) -> SwarmTrajectory | None:
+    """The taped samples as a trajectory (None when the tape is empty); runs in the worker process. `offsets`:
+    vehicles' local frames moved into the world frame (ENU m) before the trajectory is made, so its derived
+    velocities are those of the placed samples, as the replay of its MCAP derives them."""
     from uav_debate_eval.io.flight_mcap import poses_trajectory, stamp_ns
 
     if not chunks:
         return None
     data = np.concatenate([np.load(c) for c in chunks])
     ids = np.asarray(vehicles, dtype=object)[data[:, 0].astype(int)]
-    return poses_trajectory(stamp_ns(data[:, 1]), ids, data[:, 2:5], data[:, 5:8], name)  # NaN: not measured
+    pos = data[:, 2:5]
+    for uav, offset in (offsets or {}).items():
+        pos[ids == uav] += offset
+    return poses_trajectory(stamp_ns(data[:, 1]), ids, pos, data[:, 5:8], name)  # NaN: not measured

@@ -58,3 +58,30 @@ def test_a_fix_that_does_not_place():
     assert live.fixes == {} and live.pose("a", (1.0, 2.0, 3.0)) == (1.0, 2.0, 3.0)
     live.fix("a", 0.0, *_geo(0.0, 0.0, 0.0))
     assert live.offsets == {}  # one vehicle: nothing to place it against
+
+
+def test_a_frame_placed_mid_flight_is_no_step_for_the_verifier():
+    """The fixes come after the first poses (a verifier started before the GPS had a fix): the placed frame moves
+    uav2 by its 10-m offset between two poses, which the monitor read as 200 m/s (a max_speed veto, a position
+    jump). The monitor restarts the vehicle's motion at its first placed pose: no veto, the separation placed."""
+    from uav_debate_eval.core.mission_file import parse_mission
+    from uav_debate_eval.live.verifier import LiveVerifier
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+
+    mission = parse_mission("constraints: {min_separation_m: 2.0, max_speed_mps: 8.0}")
+    monitor = SafetyMonitor(mission)
+    clock = [100.0]
+    verifier = LiveVerifier(mission, monitor, 0.05, lambda: clock[0], lambda state: None, lambda text: None)
+    live = LiveFixes(lambda u: u, moved=monitor.restart)
+    broken = set()
+    for k in range(100):
+        clock[0] = t = 100.0 + 0.05 * k
+        if k == 30:
+            live.fix("uav1", t, *_geo(0.0, 0.0, 1.0))
+            live.fix("uav2", t, *_geo(10.0, 0.0, 1.0))
+        for u in ("uav1", "uav2"):  # both hover 1 m over their own origins, 10 m apart in the world
+            verifier.on_pose(u, t, live.pose(u, (0.0, 0.0, 1.0)), None)
+        broken |= {(row["constraint"], k < 30) for row in verifier.check().active}
+    assert broken == {("min_separation", True)}  # one frame until placed (0 m apart), then 10 m and no step
+    assert not monitor.veto  # down once the hold time passed
+    assert live.offsets["uav2"] == pytest.approx([10.0, 0.0, 0.0], abs=0.02)

@@ -49,11 +49,15 @@ class LiveFixes:
     once two vehicles have both, the offsets (the anchor kept from then on: moving it would move every vehicle at
     once). A vehicle not placed yet passes as it is."""
 
-    def __init__(self, topic_of: Callable[[str], str], say: Callable[[str], None] = lambda text: None):
+    def __init__(self, topic_of: Callable[[str], str], say: Callable[[str], None] = lambda text: None,
+                 moved: Callable[[str], None] = lambda uav: None):
         """`topic_of(uav)`: the vehicle's pose topic (the anchor is the fixed vehicle whose topic sorts first);
-        `say(text)`: each placement, once."""
+        `say(text)`: each placement, once; `moved(uav)`: before the first placed pose of a vehicle whose poses
+        went out unplaced (a step by the offset between the two is no motion)."""
         self.topic_of = topic_of
         self.say = say
+        self.moved = moved
+        self._sent_unplaced: set[str] = set()
         self.fixes: dict[str, Fix] = {}
         self.anchor: str | None = None
         self.offsets: dict[str, np.ndarray] = {}
@@ -68,7 +72,12 @@ class LiveFixes:
             self._place()
         offset = self.offsets.get(uav)
         if offset is None:
+            self._sent_unplaced.add(uav)
             return pos
+        if uav in self._sent_unplaced:
+            self._sent_unplaced.discard(uav)
+            if offset.any():
+                self.moved(uav)
         x, y, z = (local + offset).tolist()
         return x, y, z
 

@@ -103,14 +103,16 @@ class PoseInput:
 
     def __init__(self, node: Node, callback: PoseCallback, callback_group=None, queue_depth: int = POSE_QUEUE_DEPTH,
                  on_lost: Callable[[str, int], None] | None = None, on_batch: BatchCallback | None = None,
-                 on_arming: Callable[[str, bool], None] | None = None, owner_frames: dict | None = None):
+                 on_arming: Callable[[str, bool], None] | None = None, owner_frames: dict | None = None,
+                 on_frame_moved: Callable[[str], None] = lambda uav: None):
         """`queue_depth`: the default of the pose_queue_depth parameter; `on_lost(uav, n)`: DDS reports n samples
         of that vehicle's topic lost on the way (a best-effort gap), so the owner knows what it never saw;
         `on_batch(t, uavs, positions)`: the owner takes a PoseArray whole (else pose by pose); `on_arming(uav,
         armed)`: a vehicle's arming read or changed (PX4 vehicle_status, MAVROS state); `owner_frames`: the mission's
         `frames:` origins (core.mission.FrameOrigin by vehicle): given, the owner gets per-vehicle topics' poses in
         the world frame, MAVROS local frames placed by their global fixes, then by these origins, as a bag's are
-        (the listeners get them as received, as the flight's tape and report take them)."""
+        (the listeners get them as received, as the flight's tape and report take them); `on_frame_moved(uav)`: the
+        owner's next pose of the vehicle is in a frame placed since its last one (no step of motion between)."""
         self.node = node
         self.on_lost = on_lost
         self.on_arming = on_arming
@@ -152,8 +154,8 @@ class PoseInput:
                              f"got {self.pose_type!r}")
         self.qos = pose_qos(qos_name, depth)
         #: the owner's placement of MAVROS local frames by their global fixes
-        self.fixes = LiveFixes(self.topic_for, lambda text: node.get_logger().info(f"pose input: {text}")) \
-            if owner_frames is not None and self.reports_local_frames else None
+        self.fixes = LiveFixes(self.topic_for, lambda text: node.get_logger().info(f"pose input: {text}"),
+                               on_frame_moved) if owner_frames is not None and self.reports_local_frames else None
         if (owner_frames or self.fixes is not None) and self.pose_type in RELAYED:  # (PX4's places its own)
             self.callback = self._owner = self._placed(callback, WorldPlacement(owner_frames or {}), self.fixes)
         self._px4 = Px4Input(self, parse_spawn(spawn), shared) if self.pose_type in PX4_KINDS else None

@@ -104,7 +104,8 @@ class SafetyVerifierNode(Node):
         group = MutuallyExclusiveCallbackGroup()  # poses and checks share the monitor: one at a time
         self.poses = PoseInput(self, self.verifier.on_pose, callback_group=group, queue_depth=VERIFIER_QUEUE_DEPTH,
                                on_lost=self.verifier.on_lost, on_batch=self.verifier.on_poses,
-                               on_arming=monitor.set_armed, owner_frames=mission.frame_origins)
+                               on_arming=monitor.set_armed, owner_frames=mission.frame_origins,
+                               on_frame_moved=monitor.restart)
         if self.poses.reports_local_frames and not (mission.frame_origins or mission.frames_shared):
             self.get_logger().warning(
                 "pose input: MAVROS local_position gives each vehicle's own local frame: until two vehicles have a "

@@ -1,20 +1,18 @@
 """Real-time veto (paper eq. 19-20): up while any hard constraint is violated, down after every
 margin has been restored for the hold time, so a quantity oscillating around its limit cannot chatter.
 
-Snapshot policy: vehicles report at different stamps, so each update brings every vehicle to the
-newest stamp in the snapshot by constant-velocity extrapolation, capped at ``max_extrapolation_s``
-(beyond that its last position is held). Vehicles silent longer than the stale timeout are a
-``stale_data`` violation and leave the pairwise/position checks (their position is unknown). With
-``close_on_quiet`` (or after :meth:`SafetyMonitor.end_flight`) a vehicle is stale only when the others
-kept reporting for longer than the stale timeout after its last sample: vehicles that go quiet together
-with the last one (a replay or simulator that stops) have *ended* their flight, not failed, while one
+Snapshot policy: vehicles report at different stamps, so each update brings every vehicle to the newest stamp in
+the snapshot by constant-velocity extrapolation, capped at ``max_extrapolation_s`` (beyond that its last position is
+held). Vehicles silent longer than the stale timeout are a ``stale_data`` violation and leave the pairwise/position
+checks (their position is unknown). With ``close_on_quiet`` (or after :meth:`SafetyMonitor.end_flight`) a vehicle is
+stale only when the others kept reporting for longer than the stale timeout after its last sample: vehicles that go
+quiet together with the last one (a replay or simulator that stops) have *ended* their flight, not failed, while one
 vehicle silent mid-flight still vetoes.
-Velocity missing from a sample (NaN) is the difference of the vehicle's last two samples; for the
-extrapolation (not for the speed checks) it is clipped to max_speed_mps, so a position jump cannot
-carry a vehicle through another one.
+Velocity missing from a sample (NaN) is the difference of the vehicle's last two samples; for the extrapolation
+(not for the speed checks) it is clipped to max_speed_mps, so a position jump cannot carry a vehicle through another.
 
-State lives in preallocated arrays, one row ("slot") per vehicle, so a live node stores each pose in
-O(1) (:meth:`SafetyMonitor.observe`) and a check reads the arrays without converting anything.
+State lives in preallocated arrays, one row ("slot") per vehicle, so a live node stores each pose in O(1)
+(:meth:`SafetyMonitor.observe`) and a check reads the arrays without converting anything.
 """
 
 from __future__ import annotations
@@ -36,8 +34,7 @@ from uav_debate_eval.safety.state import SafetyState
 
 #: Separation evidence lists at most this many pairs (the worst first); the count is always exact.
 MAX_EVIDENCE_PAIRS = 50
-#: Relative slack on the time-to-geofence pruning bound, so rounding can only add candidates, never drop one.
-_SLACK = 1e-9
+_SLACK = 1e-9  # relative slack on the time-to-geofence pruning bound: rounding can only add candidates, never drop one
 _NAN_ROW = (math.nan,) * 7
 
 
@@ -47,13 +44,11 @@ class SafetyMonitor:
     def __init__(self, mission: Mission, hold_s: float | None = None, max_extrapolation_s: float = 0.1,
                  clock_jump_s: float = 0.5, history: int = 256, predict_period_s: float = 0.0,
                  close_on_quiet: bool = True, rule_period_s: float = 0.02):
-        """predict_period_s > 0 recomputes the predictive warnings at most that often (the veto checks run
-        on every update); in between, the last warnings are returned. close_on_quiet: every vehicle going
-        quiet together ends the flight (else only `end_flight` does). rule_period_s: the grid step of the mission
-        rules' online monitor (a hard rule failing is a violation `rule:<id>`, a soft one a warning)."""
-        self.rule_period_s = rule_period_s
-        self.close_on_quiet = close_on_quiet
-        self.mission = mission
+        """predict_period_s > 0 recomputes the predictive warnings at most that often (the veto checks run on every
+        update); in between, the last warnings are returned. close_on_quiet: every vehicle going quiet together ends
+        the flight (else only `end_flight` does). rule_period_s: the grid step of the mission rules' online monitor
+        (a hard rule failing is a violation `rule:<id>`, a soft one a warning)."""
+        self.rule_period_s, self.close_on_quiet, self.mission = rule_period_s, close_on_quiet, mission
         self.hold_s = mission.thresholds.veto_hold_s if hold_s is None else float(hold_s)
         self.max_extrapolation_s = max_extrapolation_s
         self.clock_jump_s = clock_jump_s
@@ -117,6 +112,11 @@ class SafetyMonitor:
         self._disarmed[uav] = not armed
         if (k := self._slot.get(uav)) is not None and self._parked[k] == armed:
             self._parked[k], self._generation = not armed, self._generation + 1  # the standing checks are stale
+
+    def restart(self, uav: str) -> None:
+        """The vehicle's frame moved (placed by its fixes): its next sample is no step from the one before."""
+        if (k := self._slot.get(uav)) is not None:
+            self._cur[k, 1:4] = np.nan
 
     def observe(self, uav: str, sample) -> None:
         """Store one vehicle's sample (t, x, y, z[, vx, vy, vz]) in its slot: O(1), for a per-message callback.

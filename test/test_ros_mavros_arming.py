@@ -14,14 +14,15 @@ from test_ros_safety import SUBSCRIBER, _env, _messages, _readline, _stop_and_re
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-PUBLISHER = textwrap.dedent("""
-    import sys, time
+#: Two vehicles (argv[1:3]) publishing as MAVROS does: state latched (reliable, transient local), poses best effort.
+PRELUDE = textwrap.dedent("""
+    import math, sys, time
     import rclpy
     from geometry_msgs.msg import PoseStamped
     from mavros_msgs.msg import State
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-    parked_s, armed_s = (float(v) for v in sys.argv[1:3])
-    uavs = sys.argv[3:5]
+    from sensor_msgs.msg import NavSatFix
+    uavs = sys.argv[1:3]
     state_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
     rclpy.init()
@@ -29,6 +30,9 @@ PUBLISHER = textwrap.dedent("""
     states = {u: node.create_publisher(State, f"/{u}/mavros/state", state_qos) for u in uavs}
     poses = {u: node.create_publisher(PoseStamped, f"/{u}/mavros/local_position/pose", qos_profile_sensor_data)
              for u in uavs}
+""")
+PUBLISHER = PRELUDE + textwrap.dedent("""
+    parked_s, armed_s = (float(v) for v in sys.argv[3:5])
 
     def state(u, armed):
         m = State(connected=True, armed=armed, mode="GUIDED" if armed else "STABILIZE")
@@ -63,57 +67,49 @@ PUBLISHER = textwrap.dedent("""
 """)
 
 
-def test_parked_mavros_vehicles_raise_no_veto_until_one_arms(tmp_path, ros_domain):
+def _fly(tmp_path, domain: int, script: str, args: list[str], *params: str):
+    """The verifier on two MAVROS vehicles (3-m separation; `params`: more of its parameters), a veto subscriber and
+    `script` publishing (argv: the two vehicles, then `args`): (veto messages, the verifier's log, the marks the
+    publisher printed: word -> time)."""
     pytest.importorskip("mavros_msgs.msg", reason="mavros_msgs not generated (make setup)")
     pub_py, sub_py = tmp_path / "pub.py", tmp_path / "sub.py"
-    pub_py.write_text(PUBLISHER)
+    pub_py.write_text(script)
     sub_py.write_text(SUBSCRIBER)
-    env, py = _env(ros_domain), sys.executable
+    env, py = _env(domain), sys.executable
     uavs = [f"m{os.getpid()}{u}" for u in "ab"]  # unique names and veto topic: other suites may share the domain
     veto_topic = f"/m{os.getpid()}/veto"
     verifier = subprocess.Popen(
         [py, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
          "-p", f"uav_names:=[{', '.join(uavs)}]", "-p", "pose_topic_pattern:=/{uav}/mavros/local_position/pose",
          "-p", "min_separation_m:=3.0", "-p", "heartbeat_hz:=0.05", "-p", "stale_timeout_s:=60.0",
-         "-p", "fail_safe:=warn", "-r", f"/swarm/safety/veto:={veto_topic}"],
+         "-p", "fail_safe:=warn", *params, "-r", f"/swarm/safety/veto:={veto_topic}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sub = subprocess.Popen([py, str(sub_py), veto_topic, "now"], env=env, stdout=subprocess.PIPE, text=True)
     procs = [verifier, sub]
     try:
         sub_lines = [_readline(sub), _readline(sub)]  # START, then the latched False: discovery is done
-        pub = subprocess.Popen([py, str(pub_py), "4.0", "3.0", *uavs], env=env, stdout=subprocess.PIPE, text=True)
+        pub = subprocess.Popen([py, str(pub_py), *uavs, *args], env=env, stdout=subprocess.PIPE, text=True)
         procs.append(pub)
         marks = dict((ln.split()[0], float(ln.split()[1])) for ln in pub.communicate(timeout=60)[0].splitlines())
         time.sleep(0.5)
     finally:
         outs = _stop_and_read([verifier, sub], procs)
-    verifier_out = outs[id(verifier)]
-    assert verifier.returncode == 0, verifier_out
+    assert verifier.returncode == 0, outs[id(verifier)]
+    return _messages(sub_lines + outs[id(sub)].splitlines()), outs[id(verifier)], marks, uavs
+
+
+def test_parked_mavros_vehicles_raise_no_veto_until_one_arms(tmp_path, ros_domain):
+    msgs, verifier_out, marks, uavs = _fly(tmp_path, ros_domain, PUBLISHER, ["4.0", "3.0"])
     assert set(marks) == {"PARKED", "ARMED"}, marks
-    msgs = _messages(sub_lines + outs[id(sub)].splitlines())
     edges = [(t, v) for k, (t, v) in enumerate(msgs) if k == 0 or v != msgs[k - 1][1]]
     assert [v for _, v in edges] == [False, True], (edges, verifier_out)
     assert 0.0 <= edges[1][0] - marks["ARMED"] < 2.0, (edges, marks, verifier_out)
     assert f"min_separation {uavs[0]},{uavs[1]}" in verifier_out
 
 
-FIX_PUBLISHER = textwrap.dedent("""
-    import math, sys, time
-    import rclpy
-    from geometry_msgs.msg import PoseStamped
-    from mavros_msgs.msg import State
-    from sensor_msgs.msg import NavSatFix
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-    seconds = float(sys.argv[1])
-    uavs = sys.argv[2:4]
-    state_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
-                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    rclpy.init()
-    node = rclpy.create_node("test_mavros_fix_pub")
-    states = {u: node.create_publisher(State, f"/{u}/mavros/state", state_qos) for u in uavs}
+FIX_PUBLISHER = PRELUDE + textwrap.dedent("""
+    seconds = float(sys.argv[3])
     fixes = {u: node.create_publisher(NavSatFix, f"/{u}/mavros/global_position/global", qos_profile_sensor_data)
-             for u in uavs}
-    poses = {u: node.create_publisher(PoseStamped, f"/{u}/mavros/local_position/pose", qos_profile_sensor_data)
              for u in uavs}
     lat0, lon0 = 47.397742, 8.545594
     east = {uavs[0]: 0.0, uavs[1]: 6.0}  # each hovers 1 m over its own EKF origin; those are 6 m apart
@@ -147,33 +143,9 @@ def test_mavros_local_frames_placed_by_their_fixes_raise_no_false_veto(tmp_path,
     """Two armed MAVROS vehicles each 1 m over its own EKF origin (both at 0, 0 in their local frames), their
     global fixes 6 m apart: the verifier places the frames as the bag reader does and raises no veto (it vetoed a
     0-m separation before). The first poses may come before both fixes: checked as one frame, as said."""
-    pytest.importorskip("mavros_msgs.msg", reason="mavros_msgs not generated (make setup)")
-    pub_py, sub_py = tmp_path / "pub.py", tmp_path / "sub.py"
-    pub_py.write_text(FIX_PUBLISHER)
-    sub_py.write_text(SUBSCRIBER)
-    env, py = _env(ros_domain), sys.executable
-    uavs = [f"f{os.getpid()}{u}" for u in "ab"]
-    veto_topic = f"/f{os.getpid()}/veto"
-    verifier = subprocess.Popen(
-        [py, "-m", "uav_debate_eval.nodes.safety_verifier", "--ros-args",
-         "-p", f"uav_names:=[{', '.join(uavs)}]", "-p", "pose_topic_pattern:=/{uav}/mavros/local_position/pose",
-         "-p", "min_separation_m:=3.0", "-p", "hold_time_s:=0.2", "-p", "heartbeat_hz:=0.05",
-         "-p", "stale_timeout_s:=60.0", "-p", "fail_safe:=warn", "-r", f"/swarm/safety/veto:={veto_topic}"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    sub = subprocess.Popen([py, str(sub_py), veto_topic, "now"], env=env, stdout=subprocess.PIPE, text=True)
-    procs = [verifier, sub]
-    try:
-        sub_lines = [_readline(sub), _readline(sub)]
-        pub = subprocess.Popen([py, str(pub_py), "4.0", *uavs], env=env, stdout=subprocess.PIPE, text=True)
-        procs.append(pub)
-        start = float(pub.communicate(timeout=60)[0].split()[1])
-        time.sleep(0.5)
-    finally:
-        outs = _stop_and_read([verifier, sub], procs)
-    verifier_out = outs[id(verifier)]
-    assert verifier.returncode == 0, verifier_out
+    msgs, verifier_out, marks, uavs = _fly(tmp_path, ros_domain, FIX_PUBLISHER, ["4.0"], "-p", "hold_time_s:=0.2")
+    start = marks["START"]
     assert f"{uavs[1]}: local frame placed in {uavs[0]}'s by the global position fixes (offset E+6.0" \
         in verifier_out
-    msgs = _messages(sub_lines + outs[id(sub)].splitlines())
     assert msgs[-1][1] is False, (msgs, verifier_out)  # placed 6 m apart: no veto stands
     assert not [t for t, v in msgs if v and t > start + 1.0], (msgs, verifier_out)

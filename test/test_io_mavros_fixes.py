@@ -37,25 +37,31 @@ def test_live_and_taped_placement_agree_and_restore_the_world():
     said: list[str] = []
     live = LiveFixes(lambda u: f"/{u}/mavros/local_position/pose", said.append)
     out = {}
+    fix_t = 0.45  # between two poses, as a fix is stamped: the live side interpolates there, as the bag reader
+    geo = {u: _geo(*[np.interp(fix_t, t, w[:, c]) for c in range(3)]) for u, w in (("uav1", world1),
+                                                                                  ("uav2", world2))}
     for k in range(len(t)):
-        if k == 5:  # the fixes arrive before uav2's pose of the moment: its local position then is its latest
-            live.fix("uav2", 100.5, *_geo(*world2[4]))
+        if k == 5:  # uav2's fix arrives before its pose at or after the fix's stamp: it waits for it
+            live.fix("uav2", 100.0 + fix_t, *geo["uav2"])
         for u, local in (("uav1", local1), ("uav2", local2)):
-            out.setdefault(u, []).append(live.pose(u, tuple(local[k])))
+            out.setdefault(u, []).append(live.pose(u, 100.0 + t[k], tuple(local[k])))
         if k == 5:
-            live.fix("uav1", 100.5, *_geo(*world1[5]))
+            live.fix("uav1", 100.0 + fix_t, *geo["uav1"])
     assert live.anchor == "uav1" and len(said) == 2
     assert np.array(out["uav2"][:6]) == pytest.approx(local2[:6])  # not placed yet: as received
     assert np.array(out["uav2"][6:]) == pytest.approx(world2[6:], abs=0.02)
     assert np.array(out["uav1"]) == pytest.approx(world1)
+    taped = tape_offsets(traj, {u: [100.0 + fix_t, *g] for u, g in geo.items()}, "uav1")
+    for u in ("uav1", "uav2"):  # the veto's placement is the flight report's (and the bag reader's)
+        assert live.offsets[u] == pytest.approx(taped[u], abs=1e-9)
 
 
 def test_a_fix_that_does_not_place():
     live = LiveFixes(lambda u: u)
-    live.pose("a", (1.0, 2.0, 3.0))
+    live.pose("a", 0.0, (1.0, 2.0, 3.0))
     live.fix("a", 0.0, 0.0, 0.0, 0.0)  # a receiver without a fix reports 0/0
     live.fix("a", 0.0, float("nan"), LON0, ALT0)
-    assert live.fixes == {} and live.pose("a", (1.0, 2.0, 3.0)) == (1.0, 2.0, 3.0)
+    assert live.fixes == {} and live.pose("a", 0.1, (1.0, 2.0, 3.0)) == (1.0, 2.0, 3.0)
     live.fix("a", 0.0, *_geo(0.0, 0.0, 0.0))
     assert live.offsets == {}  # one vehicle: nothing to place it against
 
@@ -80,7 +86,7 @@ def test_a_frame_placed_mid_flight_is_no_step_for_the_verifier():
             live.fix("uav1", t, *_geo(0.0, 0.0, 1.0))
             live.fix("uav2", t, *_geo(10.0, 0.0, 1.0))
         for u in ("uav1", "uav2"):  # both hover 1 m over their own origins, 10 m apart in the world
-            verifier.on_pose(u, t, live.pose(u, (0.0, 0.0, 1.0)), None)
+            verifier.on_pose(u, t, live.pose(u, t, (0.0, 0.0, 1.0)), None)
         broken |= {(row["constraint"], k < 30) for row in verifier.check().active}
     assert broken == {("min_separation", True)}  # one frame until placed (0 m apart), then 10 m and no step
     assert not monitor.veto  # down once the hold time passed

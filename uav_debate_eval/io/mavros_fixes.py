@@ -7,6 +7,7 @@ frame, the world frame. The anchor is the vehicle whose pose topic sorts first (
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 Fix = tuple[float, np.ndarray]  #: (stamp s, (lat deg, lon deg, alt m))
+#: Poses kept per vehicle until its fix places it (a fix is stamped up to a second or two before it arrives)
+RECENT_POSES = 128
 
 
 def valid_fix(lat: float, lon: float, alt: float) -> bool:
@@ -45,9 +48,10 @@ def placed_note(uav: str, anchor: str, offset: np.ndarray) -> str:
 
 
 class LiveFixes:
-    """The live side: each vehicle's first valid fix and its local position then (its latest pose, else its next);
-    once two vehicles have both, the offsets (the anchor kept from then on: moving it would move every vehicle at
-    once). A vehicle not placed yet passes as it is."""
+    """The live side: each vehicle's first valid fix and its local position at the fix's stamp (interpolated between
+    the poses around it, as the bag reader interpolates a recorded track); once two vehicles have both, the offsets
+    (the anchor kept from then on: moving it would move every vehicle at once). A vehicle not placed yet passes as
+    it is."""
 
     def __init__(self, topic_of: Callable[[str], str], say: Callable[[str], None] = lambda text: None,
                  moved: Callable[[str], None] = lambda uav: None):
@@ -57,19 +61,19 @@ class LiveFixes:
         self.topic_of = topic_of
         self.say = say
         self.moved = moved
-        self._sent_unplaced: set[str] = set()
         self.fixes: dict[str, Fix] = {}
         self.anchor: str | None = None
         self.offsets: dict[str, np.ndarray] = {}
-        self._last: dict[str, np.ndarray] = {}
+        self._recent: dict[str, deque[tuple[float, np.ndarray]]] = {}  # until placed: the latest poses
         self._at_fix: dict[str, np.ndarray] = {}
+        self._sent_unplaced: set[str] = set()
 
-    def pose(self, uav: str, pos: tuple[float, float, float]) -> tuple[float, float, float]:
-        """A local pose as received -> in the world frame (as it came while the vehicle is not placed)."""
-        self._last[uav] = local = np.asarray(pos, dtype=float)
-        if uav in self.fixes and uav not in self._at_fix:
-            self._at_fix[uav] = local
-            self._place()
+    def pose(self, uav: str, t: float, pos: tuple[float, float, float]) -> tuple[float, float, float]:
+        """A local pose as received (stamp s) -> in the world frame (as it came while the vehicle is not placed)."""
+        local = np.asarray(pos, dtype=float)
+        if uav not in self._at_fix:
+            self._recent.setdefault(uav, deque(maxlen=RECENT_POSES)).append((t, local))
+            self._locate(uav)
         offset = self.offsets.get(uav)
         if offset is None:
             self._sent_unplaced.add(uav)
@@ -86,11 +90,16 @@ class LiveFixes:
         if uav in self.fixes or not valid_fix(lat, lon, alt):
             return
         self.fixes[uav] = (t, np.array([lat, lon, alt], dtype=float))
-        if uav in self._last:
-            self._at_fix[uav] = self._last[uav]
-            self._place()
+        self._locate(uav)
 
-    def _place(self) -> None:
+    def _locate(self, uav: str) -> None:
+        """The vehicle's local position at its fix's stamp, once a pose at or after it has come."""
+        recent = self._recent.get(uav)
+        if uav not in self.fixes or not recent or recent[-1][0] < self.fixes[uav][0]:
+            return
+        stamps = np.array([t for t, _ in recent])
+        self._at_fix[uav] = track_at(stamps, np.array([p for _, p in recent]), self.fixes[uav][0])
+        del self._recent[uav]
         ready = {u: f for u, f in self.fixes.items() if u in self._at_fix}
         if len(ready) < 2:
             return

@@ -278,7 +278,7 @@ class PoseInput:
     @staticmethod
     def _placed(callback: PoseCallback, frames: WorldPlacement, fixes: LiveFixes | None) -> PoseCallback:
         def placed(uav: str, t: float, pos, vel) -> None:
-            callback(uav, t, *frames(uav, pos if fixes is None else fixes.pose(uav, pos), vel))
+            callback(uav, t, *frames(uav, pos if fixes is None else fixes.pose(uav, t, pos), vel))
         return placed
 
     def _on_fix(self, uav: str, t: float, lat: float, lon: float, alt: float) -> None:

@@ -91,3 +91,22 @@ def test_a_frame_placed_mid_flight_is_no_step_for_the_verifier():
     assert broken == {("min_separation", True)}  # one frame until placed (0 m apart), then 10 m and no step
     assert not monitor.veto  # down once the hold time passed
     assert live.offsets["uav2"] == pytest.approx([10.0, 0.0, 0.0], abs=0.02)
+
+
+def test_a_vehicle_whose_topic_sorts_first_anchors_once_it_is_placed():
+    """b and c are placed first (in b's frame); a's fix comes last and its topic sorts first: every frame moves to
+    a's, the bag reader's anchor, so the veto's geofence frame is the report's; b and c are told of the move (their
+    next pose is no step) and none of it is a speed."""
+    moved: list[str] = []
+    live = LiveFixes(lambda u: f"/{u}/mavros/local_position/pose", moved=moved.append)
+    origins = {"a": np.zeros(3), "b": np.array([4.0, 0.0, 0.0]), "c": np.array([8.0, 0.0, 0.0])}
+    for k in range(30):
+        t = 100.0 + 0.1 * k
+        for u in "cba" if k < 20 else "abc":
+            if k == 5 and u != "a" or k == 20 and u == "a":
+                live.fix(u, t - 0.05, *_geo(*origins[u]))
+            out = live.pose(u, t, (0.0, 0.0, 0.0))
+            if k >= 21:  # all placed in a's frame: where they are in the world
+                assert out == pytest.approx(tuple(origins[u]), abs=0.02), (k, u)
+    assert live.anchor == "a" and sorted(moved) == ["b", "c", "c"]  # c when placed in b's frame; b, c to a's
+    assert live.offsets["a"] == pytest.approx([0.0, 0.0, 0.0])

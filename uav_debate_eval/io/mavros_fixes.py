@@ -50,14 +50,15 @@ def placed_note(uav: str, anchor: str, offset: np.ndarray) -> str:
 class LiveFixes:
     """The live side: each vehicle's first valid fix and its local position at the fix's stamp (interpolated between
     the poses around it, as the bag reader interpolates a recorded track); once two vehicles have both, the offsets
-    (the anchor kept from then on: moving it would move every vehicle at once). A vehicle not placed yet passes as
-    it is."""
+    into the frame of the placed vehicle whose topic sorts first, the bag reader's anchor (a vehicle placed later
+    whose topic sorts before moves every frame to its own: the monitor hears of each move). A vehicle not placed yet
+    passes as it is."""
 
     def __init__(self, topic_of: Callable[[str], str], say: Callable[[str], None] = lambda text: None,
                  moved: Callable[[str], None] = lambda uav: None):
         """`topic_of(uav)`: the vehicle's pose topic (the anchor is the fixed vehicle whose topic sorts first);
-        `say(text)`: each placement, once; `moved(uav)`: before the first placed pose of a vehicle whose poses
-        went out unplaced (a step by the offset between the two is no motion)."""
+        `say(text)`: each placement; `moved(uav)`: before the first pose of a vehicle in a frame placed otherwise than
+        its last pose's (a step by the change of offset between the two is no motion)."""
         self.topic_of = topic_of
         self.say = say
         self.moved = moved
@@ -66,7 +67,7 @@ class LiveFixes:
         self.offsets: dict[str, np.ndarray] = {}
         self._recent: dict[str, deque[tuple[float, np.ndarray]]] = {}  # until placed: the latest poses
         self._at_fix: dict[str, np.ndarray] = {}
-        self._sent_unplaced: set[str] = set()
+        self._sent: dict[str, np.ndarray | None] = {}  # the offset each vehicle's last pose went out with
 
     def pose(self, uav: str, t: float, pos: tuple[float, float, float]) -> tuple[float, float, float]:
         """A local pose as received (stamp s) -> in the world frame (as it came while the vehicle is not placed)."""
@@ -75,13 +76,13 @@ class LiveFixes:
             self._recent.setdefault(uav, deque(maxlen=RECENT_POSES)).append((t, local))
             self._locate(uav)
         offset = self.offsets.get(uav)
-        if offset is None:
-            self._sent_unplaced.add(uav)
-            return pos
-        if uav in self._sent_unplaced:
-            self._sent_unplaced.discard(uav)
-            if offset.any():
+        if uav in self._sent:
+            last = self._sent[uav]
+            if not np.array_equal(np.zeros(3) if last is None else last, np.zeros(3) if offset is None else offset):
                 self.moved(uav)
+        self._sent[uav] = offset
+        if offset is None:
+            return pos
         x, y, z = (local + offset).tolist()
         return x, y, z
 
@@ -103,12 +104,12 @@ class LiveFixes:
         ready = {u: f for u, f in self.fixes.items() if u in self._at_fix}
         if len(ready) < 2:
             return
-        if self.anchor is None:
-            self.anchor = min(ready, key=self.topic_of)
-        before = set(self.offsets)
-        self.offsets = fix_offsets(self.anchor, ready, lambda u, _t: self._at_fix[u])
-        for u in self.offsets.keys() - before:
-            self.say(placed_note(u, self.anchor, self.offsets[u]))
+        anchor = min(ready, key=self.topic_of)
+        before = set(self.offsets) if anchor == self.anchor else set()
+        self.anchor = anchor
+        self.offsets = fix_offsets(anchor, ready, lambda u, _t: self._at_fix[u])
+        for u in sorted(self.offsets.keys() - before, key=self.topic_of):
+            self.say(placed_note(u, anchor, self.offsets[u]))
 
 
 def tape_offsets(traj: SwarmTrajectory, fixes: dict[str, list[float]], anchor: str | None) -> dict[str, np.ndarray]:

@@ -3,7 +3,7 @@ telemetry log's heartbeats): a disarmed vehicle stands on the ground with its mo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -39,11 +39,17 @@ def disarmed_at(changes: tuple[np.ndarray, np.ndarray, bool], t: np.ndarray) -> 
     return ~state
 
 
-def state_events(log_events: list, uav: str, states: list[tuple[float, bool]], t0: float, source: str) -> None:
-    """A vehicle's arming from its autopilot's state messages (MAVROS `state`: the first state read and each change,
-    times in the input clock) appended to the flight's `log_events`, `t0` the flight's origin: the bag reader and the
-    live flight report take a recorded and a received state topic the same way."""
+def first_and_changes(t: Sequence[float], armed: Sequence[bool]) -> list[tuple[float, bool]]:
+    """(t, armed) of the first state read and of each change: state messages repeat the state they hold."""
+    return [(float(t[i]), bool(armed[i])) for i in range(len(armed)) if i == 0 or armed[i] != armed[i - 1]]
+
+
+def state_events(log_events: list, uav: str, states: list[tuple[float, bool]], t0: float, source: str,
+                 words: tuple[str, str] = ("ARMED", "DISARMED")) -> None:
+    """A vehicle's arming from its autopilot's state messages (`first_and_changes`, times in the input clock)
+    appended to the flight's `log_events`, `t0` the flight's origin, labelled `words` (armed, disarmed): the bag
+    reader and the live flight report take a recorded and a received MAVROS state alike, the ULog reader PX4's."""
     for k, (t, armed) in enumerate(states):
         log_events.append(Event("", "autopilot_event", max(round(t - t0, 6), 0.0), [uav],
-                                extra={"label": "ARMED" if armed else "DISARMED", "source": source,
+                                extra={"label": words[0] if armed else words[1], "source": source,
                                        **({"initial": True} if k == 0 else {})}))

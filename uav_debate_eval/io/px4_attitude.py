@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from uav_debate_eval.core.arming import first_and_changes
 from uav_debate_eval.io.log_series import hold_last, rest_on_side
 from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS
 
@@ -77,9 +78,7 @@ def px4_arming(data: dict) -> list[tuple[float, bool]]:
     status = data.get("vehicle_status")
     if status is None or "arming_state" not in status or not len(status["timestamp"]):
         return []
-    armed = status["arming_state"] == ARMING_STATE_ARMED
-    changed = np.concatenate([[True], armed[1:] != armed[:-1]])
-    return [(float(t), bool(a)) for t, a in zip(status["timestamp"][changed], armed[changed], strict=True)]
+    return first_and_changes(status["timestamp"].tolist(), (status["arming_state"] == ARMING_STATE_ARMED).tolist())
 
 
 def px4_crash(data: dict, attitude: tuple | None) -> tuple[float, str] | None:

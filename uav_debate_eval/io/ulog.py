@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from uav_debate_eval.core.arming import state_events
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
@@ -291,11 +292,9 @@ def _px4_extras(traj: SwarmTrajectory, lg: LogTrack, offset_us: float) -> None:
     if lg.attitude is not None:
         t_att, actual, target, controlled = lg.attitude
         traj.ingest.attitude[u] = ((t_att + offset_us) / 1e6 - traj.t0, actual, target, controlled)
-    for k, (at, armed) in enumerate(lg.arming):  # as io.px4.apply_status gives them from a bag's vehicle_status
-        t = max(round((at + offset_us) / 1e6 - traj.t0, 6), 0.0)
-        traj.ingest.log_events.append(Event("", "autopilot_event", t, [u], None, None, None, {
-            "label": "armed" if armed else "disarmed", "source": "vehicle_status",
-            **({"initial": True} if k == 0 else {})}))
+    # as io.px4.apply_status gives them from a bag's vehicle_status
+    state_events(traj.ingest.log_events, u, [((at + offset_us) / 1e6, armed) for at, armed in lg.arming], traj.t0,
+                 "vehicle_status", ("armed", "disarmed"))
     if lg.crash is not None:
         t = max(round((lg.crash[0] + offset_us) / 1e6 - traj.t0, 6), 0.0)
         traj.ingest.log_events.append(Event("", "crash", t, [u], None, None, None,

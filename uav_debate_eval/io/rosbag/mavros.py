@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from uav_debate_eval.core.arming import first_and_changes
 from uav_debate_eval.core.frames import rotate_many
 from uav_debate_eval.io.mavros_fixes import fix_offsets, placed_note, track_at, valid_fix
 from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
@@ -53,8 +54,7 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
         if len(t) < 2:
             continue
         if types[comp] == STATE:
-            armed = [bool(m.armed) for m in msgs]
-            meta.arming = [(float(t[i]), armed[i]) for i in range(len(armed)) if i == 0 or armed[i] != armed[i - 1]]
+            meta.arming = first_and_changes(t, [bool(m.armed) for m in msgs])
         elif types[comp] == TWIST:
             if meta.velocity:
                 continue

@@ -87,7 +87,7 @@ class LiveFixes:
         return x, y, z
 
     def fix(self, uav: str, t: float, lat: float, lon: float, alt: float) -> None:
-        """A fix of `uav` (its first valid one counts)."""
+        """A fix of `uav` (its first valid one counts; the state input passes on only that one)."""
         if uav in self.fixes or not valid_fix(lat, lon, alt):
             return
         self.fixes[uav] = (t, np.array([lat, lon, alt], dtype=float))

@@ -50,7 +50,7 @@ class MavrosState:
     def __init__(self, node: Any, stamp: Callable[[Any], float], on_arming: Callable[[str, bool], None] | None,
                  callback_group: Any = None, on_fix: Callable[[str, float, float, float, float], None] | None = None):
         """`stamp(header)`: the pose input's clock rule (a zero stamp is the node's clock); `on_arming(uav, armed)`:
-        called on the first state and on each change; `on_fix(uav, t, lat, lon, alt)`: on every valid fix."""
+        called on the first state and on each change; `on_fix(uav, t, lat, lon, alt)`: on its first valid fix."""
         self.node = node
         self.stamp = stamp
         self.on_arming = on_arming
@@ -87,10 +87,10 @@ class MavrosState:
     def _on_fix(self, uav: str) -> Callable[[Any], None]:
         def on_fix(msg: Any) -> None:
             lat, lon, alt = float(msg.latitude), float(msg.longitude), float(msg.altitude)
-            if not valid_fix(lat, lon, alt):
+            if uav in self.fixes or not valid_fix(lat, lon, alt):  # the first valid fix places the frame
                 return
             t = self.stamp(msg.header)
-            self.fixes.setdefault(uav, (t, lat, lon, alt))
+            self.fixes[uav] = (t, lat, lon, alt)
             if self.on_fix is not None:
                 self.on_fix(uav, t, lat, lon, alt)
         return on_fix

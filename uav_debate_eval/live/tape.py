@@ -101,18 +101,29 @@ class FlightTape:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def load_tape(chunks: list[Path], vehicles: list[str], name: str = "live flight",
-              offsets: dict[str, np.ndarray] | None = None) -> SwarmTrajectory | None:
-    """The taped samples as a trajectory (None when the tape is empty); runs in the worker process. `offsets`:
-    vehicles' local frames moved into the world frame (ENU m) before the trajectory is made, so its derived
-    velocities are those of the placed samples, as the replay of its MCAP derives them."""
-    from uav_debate_eval.io.flight_mcap import poses_trajectory, stamp_ns
+def load_tape(chunks: list[Path], vehicles: list[str], name: str = "live flight") -> SwarmTrajectory | None:
+    """The taped samples as a trajectory (None when the tape is empty); runs in the worker process."""
+    columns = tape_columns(chunks, vehicles)
+    return None if columns is None else tape_trajectory(columns, name)
 
+
+def tape_columns(chunks: list[Path], vehicles: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The taped rows (vehicle index, t, x, y, z, vx, vy, vz) and each row's vehicle; None when the tape is empty."""
     if not chunks:
         return None
     data = np.concatenate([np.load(c) for c in chunks])
-    ids = np.asarray(vehicles, dtype=object)[data[:, 0].astype(int)]
-    pos = data[:, 2:5]
+    return data, np.asarray(vehicles, dtype=object)[data[:, 0].astype(int)]
+
+
+def tape_trajectory(columns: tuple[np.ndarray, np.ndarray], name: str = "live flight",
+                    offsets: dict[str, np.ndarray] | None = None) -> SwarmTrajectory:
+    """`tape_columns` as a trajectory. `offsets`: vehicles' local frames moved into the world frame (ENU m) before
+    the trajectory is made, so its derived velocities are those of the placed samples, as the replay of its MCAP
+    derives them."""
+    from uav_debate_eval.io.flight_mcap import poses_trajectory, stamp_ns
+
+    data, ids = columns
+    pos = data[:, 2:5].copy() if offsets else data[:, 2:5]
     for uav, offset in (offsets or {}).items():
         pos[ids == uav] += offset
     return poses_trajectory(stamp_ns(data[:, 1]), ids, pos, data[:, 5:8], name)  # NaN: not measured

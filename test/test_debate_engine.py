@@ -237,3 +237,33 @@ def test_router_series_over_all_samples_equal_each_tracks_speed_and_course():
         np.testing.assert_array_equal(heading, np.concatenate([tr.heading[tr.horizontal_speed > 0.2]
                                                                for tr in w.tracks.values()]))
         assert speed.size > 1000 and heading.size > 1000
+
+
+def test_router_heading_sectors_hold_a_course_along_an_axis_whatever_the_last_bits():
+    """A swarm flying due east (vy exactly 0, or a last-bit residue of either sign, as two platforms' BLAS kernels
+    leave it) is one heading: entropy 0 either way. With sectors starting at east, a residue of -1e-15 m/s put half
+    the samples in the last sector: 0.33 (as much as two real courses). A real change of course still counts."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from uav_debate_eval.core import SwarmTrajectory, Track
+    from uav_debate_eval.debate.router import route
+
+    t = np.arange(0.0, 30.0, 0.1)
+    residue = np.where(np.arange(t.size) % 2, 1e-15, -1e-15)
+
+    def flight(vy_noise: np.ndarray, turn: bool = False) -> SimpleNamespace:
+        vel = np.column_stack([np.full(t.size, 5.0), vy_noise, np.zeros(t.size)])
+        if turn:  # the second half due north
+            vel[t.size // 2:] = [0.0, 5.0, 0.0]
+        pos = np.cumsum(vel * 0.1, axis=0)
+        tracks = {f"uav{i}": Track(f"uav{i}", t, pos + [0.0, 3.0 * i, 10.0], vel) for i in range(4)}
+        return SimpleNamespace(traj=SwarmTrajectory(tracks), t_start=0.0, t_end=30.0, dsl=None, safety=None)
+
+    weights, thresholds = {"heading_entropy": 1.0}, (0.25, 0.55)
+    exact = route(flight(np.zeros(t.size)), weights, thresholds).terms["heading_entropy"]
+    noisy = route(flight(residue), weights, thresholds).terms["heading_entropy"]
+    turned = route(flight(residue, turn=True), weights, thresholds).terms["heading_entropy"]
+    assert exact == noisy == 0.0
+    assert turned == pytest.approx(np.log(2) / np.log(8))

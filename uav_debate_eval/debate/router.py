@@ -3,8 +3,10 @@
 score = w_e min(1, events per minute / rate_ref) + w_v min(1, violations) + w_s H_speed + w_h H_heading,
 H = normalised Shannon entropy (0..1) of a fixed-bin histogram: speeds in `bins` bins over
 [0, max_speed] (mission limit, else the largest observed speed), headings in `bins` 360/bins-degree
-sectors. Speeds/headings come from the segment's trajectory when the context has one, else from the
-numeric `speed*` / `heading*` values of its DSL items.
+sectors centred on the compass points (east, north-east, ...: a course along an axis, the commonest, would sit on
+a sector's edge, where the sign of a velocity component's last bit decides its sector).
+Speeds/headings come from the segment's trajectory when the context has one, else from the numeric
+`speed*` / `heading*` values of its DSL items.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def entropy(values: np.ndarray, lo: float, hi: float, bins: int) -> float:
         return 0.0
     counts, _ = np.histogram(np.clip(values, lo, hi), bins=bins, range=(lo, hi))
     p = counts[counts > 0] / counts.sum()
-    return float(-(p * np.log(p)).sum() / math.log(bins))
+    return max(0.0, float(-(p * np.log(p)).sum() / math.log(bins)))  # one bin: 0, not -0
 
 
 def _dsl_series(dsl: Any, prefix: str) -> np.ndarray:
@@ -121,7 +123,7 @@ def route(ctx: Any, weights: dict[str, float], thresholds: tuple[float, float], 
         "events": min(1.0, n_events / minutes / rate_ref) if ctx.t_end > ctx.t_start else min(1.0, n_events / 10),
         "violations": min(1.0, float(n_viol)),
         "speed_entropy": entropy(speed, 0.0, v_hi, bins),
-        "heading_entropy": entropy(np.mod(heading, 2 * math.pi), 0.0, 2 * math.pi, bins),
+        "heading_entropy": entropy(np.mod(heading + math.pi / bins, 2 * math.pi), 0.0, 2 * math.pi, bins),
     }
     score = float(sum(weights.get(k, 0.0) * v for k, v in terms.items()))
     layer = 1 if score < thresholds[0] else 2 if score < thresholds[1] else 3

@@ -110,3 +110,32 @@ def test_a_vehicle_whose_topic_sorts_first_anchors_once_it_is_placed():
                 assert out == pytest.approx(tuple(origins[u]), abs=0.02), (k, u)
     assert live.anchor == "a" and sorted(moved) == ["b", "c", "c"]  # c when placed in b's frame; b, c to a's
     assert live.offsets["a"] == pytest.approx([0.0, 0.0, 0.0])
+
+
+def test_measured_velocity_goes_on_the_taped_poses_as_on_a_bags():
+    """The live flight report puts a vehicle's velocity_local on its taped poses (interpolated at each pose's stamp,
+    the stream taken in stamp order, held past its ends), as the bag reader does; a vehicle without one keeps its
+    velocity derived."""
+    from uav_debate_eval.core.stamps import tape_seconds
+    from uav_debate_eval.live.tape import put_measured_velocity, tape_trajectory
+
+    ns = 1_795_462_900_123_456_789 + np.arange(0, 3_000_000_000, 100_000_000)  # 10 Hz for 3 s, unix stamps
+    t = (ns // 1_000_000_000) + (ns % 1_000_000_000) * 1e-9  # as the pose input reads a stamp
+    data = np.full((2 * len(t), 8), np.nan)
+    data[:, 0] = np.repeat([0, 1], len(t))
+    data[:, 1] = np.tile(t, 2)
+    data[:, 2:5] = np.tile(np.column_stack([t - t[0], 0 * t, 0 * t]), (2, 1))
+    ids = np.asarray(["uav1", "uav2"], dtype=object)[data[:, 0].astype(int)]
+    m_ns = ns[::3][::-1] + 40_000_000  # every third pose, 40 ms later, received out of order
+    m_t = (m_ns // 1_000_000_000) + (m_ns % 1_000_000_000) * 1e-9
+    rows = np.column_stack([m_t, 2.0 * (m_t - t[0]), np.ones(len(m_t)), np.zeros(len(m_t))])
+    assert put_measured_velocity((data, ids), {"uav1": rows, "uav3": rows}) == ["uav1"]
+    order = np.argsort(tape_seconds(m_ns))
+    want = np.interp(tape_seconds(ns), tape_seconds(m_ns)[order], rows[order, 1])
+    np.testing.assert_array_equal(data[: len(t), 5], want)  # the bag reader's numbers, to the bit
+    assert want[:2] == pytest.approx([0.08, 0.2], abs=1e-5)  # held before the first measurement, then between two
+    assert want[-2:] == pytest.approx([5.48, 5.48], abs=1e-5)  # held after the last
+    np.testing.assert_array_equal(data[: len(t), 6], 1.0)
+    assert np.isnan(data[len(t):, 5:8]).all()
+    traj = tape_trajectory((data, ids))
+    assert not traj.tracks["uav1"].vel_derived and traj.tracks["uav2"].vel_derived

@@ -1,8 +1,10 @@
 """One flight, one truth for a MAVROS swarm over real DDS: three vehicles publish as MAVROS does (each
-`local_position/pose` from its own EKF origin, `global_position/global`, `state` latched with every heartbeat), parked
+`local_position/pose` from its own EKF origin, `local_position/velocity_local`, `global_position/global`, `state`
+latched with every heartbeat), parked
 and disarmed, then armed, flying a near miss, landing and disarming; the publisher records what it sent as a rosbag2.
 `live` (Ctrl-C at the end) writes the flight report; `evaluate` of the bag gives the same verdict, violations,
-events (arming included), data quality and findings: the frames placed by the fixes, the parked start no pair."""
+events (arming included), data quality and findings: the frames placed by the fixes, the parked start no pair, the
+measured velocity in place of the derived one (uav1's estimator reports a 9.5 m/s glitch its poses do not show)."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ SWARM = textwrap.dedent("""
     import math, shutil, sys, time
     from pathlib import Path
     import rclpy
-    from geometry_msgs.msg import PoseStamped
+    from geometry_msgs.msg import PoseStamped, TwistStamped
     from mavros_msgs.msg import State
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rclpy.serialization import serialize_message
@@ -46,14 +48,17 @@ SWARM = textwrap.dedent("""
     st = {u: node.create_publisher(State, f"/{u}/mavros/state", latched) for u in uavs}
     fx = {u: node.create_publisher(NavSatFix, f"/{u}/mavros/global_position/global", reliable) for u in uavs}
     ps = {u: node.create_publisher(PoseStamped, f"/{u}/mavros/local_position/pose", reliable) for u in uavs}
+    vl = {u: node.create_publisher(TwistStamped, f"/{u}/mavros/local_position/velocity_local", reliable) for u in uavs}
     sent = []
 
     def send(pub, msg, msgtype):
         sent.append((pub.topic_name, msgtype, time.time_ns(), serialize_message(msg)))
         pub.publish(msg)
 
-    # the verifier's poses, and the states and fixes both the verifier and the flight report's input read
-    while any(p.get_subscription_count() < need for pubs, need in ((ps, 1), (st, 2), (fx, 2)) for p in pubs.values()):
+    # the verifier's poses, the states and fixes both the verifier and the flight report's input read, the velocities
+    # the flight report's alone
+    while any(p.get_subscription_count() < need for pubs, need in ((ps, 1), (st, 2), (fx, 2), (vl, 1))
+              for p in pubs.values()):
         time.sleep(0.05)
     time.sleep(1.0)
     lat0, lon0 = 47.397742, 8.545594
@@ -69,8 +74,15 @@ SWARM = textwrap.dedent("""
                 send(st[u], m, "mavros_msgs/msg/State")
         z = max(0.0, min(3.0, (el - 4.0) * 1.5)) if el < 15 else max(0.0, 3.0 - (el - 15.0) * 1.5)
         north = max(0.0, min(8.0, el - 6.0))
+        vz = 1.5 if 4.0 < el < 6.0 else -1.5 if 15.0 < el < 17.0 else 0.0
         for u in uavs:
             dx = 4.2 * max(0.0, 1 - abs(el - 10.0) / 2.0) if u == "uav2" else 0.0  # toward uav3, 0.8 m at 10 s
+            vx = (2.1 if 8.0 < el < 10.0 else -2.1 if 10.0 < el < 12.0 else 0.0) if u == "uav2" else \
+                9.5 if u == "uav1" and 12.0 <= el < 12.5 else 0.0
+            v = TwistStamped()
+            v.header.stamp, v.header.frame_id = stamp, "map"
+            v.twist.linear.x, v.twist.linear.y, v.twist.linear.z = vx, 1.0 if 6.0 < el < 14.0 else 0.0, vz
+            send(vl[u], v, "geometry_msgs/msg/TwistStamped")
             f = NavSatFix(latitude=lat0 + north / 111_132.954, altitude=500.0 + z,
                           longitude=lon0 + (spawn[u] + dx) / (111_319.49 * math.cos(math.radians(lat0))))
             f.header.stamp = stamp
@@ -134,9 +146,14 @@ def test_live_mavros_flight_report_equals_evaluate_of_its_bag(tmp_path: Path):
     flight = json.loads((out / "flight" / "report.json").read_text())
     replay = json.loads((tmp_path / "replay" / "report.json").read_text())
     assert flight["verdict"]["label"] == replay["verdict"]["label"] == "risky"
-    [near] = flight["violations"]
+    glitch, near = sorted(flight["violations"], key=lambda v: v["constraint"])
     assert (near["constraint"], near["uavs"]) == ("min_separation", ["uav2", "uav3"])  # no pair parked at the start
     assert near["worst_value"] == pytest.approx(0.84, abs=0.1)
+    assert (glitch["constraint"], glitch["uavs"]) == ("max_speed", ["uav1"])  # as measured, not as derived
+    assert glitch["worst_value"] == pytest.approx((9.5**2 + 1.0**2) ** 0.5, abs=0.01)  # east 9.5, north 1 m/s
+    for report in (flight, replay):
+        assert {f"{u}: velocity measured by /{u}/mavros/local_position/velocity_local" for u in ("uav1", "uav2", "uav3")
+                } <= set(report["ingest"]["notes"])
     for key in COMPARED:
         assert flight[key] == replay[key], key
     arming = [e["extra"]["label"] for e in flight["events"] if e["type"] == "autopilot_event"]

@@ -2,6 +2,7 @@
 bag and for the live session: each vehicle's `local_position` frame starts at its own EKF origin; its first valid
 fix and where its local position was at that moment give the offset that moves it into the anchor vehicle's local
 frame, the world frame. The anchor is the vehicle whose pose topic sorts first (the bag reader's topic order).
+A vehicle's measured velocity (`local_position/velocity_local`) goes on its poses by one rule too (velocity_at).
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ def fix_offsets(anchor: str, fixes: dict[str, Fix], local_at: Callable[[str, flo
 def track_at(t: np.ndarray, pos: np.ndarray, at: float) -> np.ndarray:
     """A track's position at stamp `at` (interpolated)."""
     return np.array([np.interp(at, t, pos[:, c]) for c in range(3)])
+
+
+def velocity_at(t: np.ndarray, stamps: np.ndarray, vel: np.ndarray) -> np.ndarray:
+    """A measured velocity stream ((n,) stamps s, (n, 3) m/s) at the pose stamps `t`: interpolated between the
+    measurements around each pose, held before the first and after the last; the measurements taken in stamp order."""
+    order = np.argsort(stamps, kind="stable")
+    return np.column_stack([np.interp(t, stamps[order], vel[order, c]) for c in range(3)])
 
 
 def placed_note(uav: str, anchor: str, offset: np.ndarray) -> str:

@@ -99,7 +99,7 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     from uav_debate_eval.core.arming import state_events
     from uav_debate_eval.debate.config import DebateConfig
     from uav_debate_eval.io.mavros_fixes import placed_note, tape_offsets
-    from uav_debate_eval.live.tape import tape_columns, tape_trajectory
+    from uav_debate_eval.live.tape import put_measured_velocity, tape_columns, tape_trajectory
     from uav_debate_eval.quality.frames import LOCAL, PLACED
     from uav_debate_eval.report.schema import validate_report
     from uav_debate_eval.runner.pipeline import evaluate
@@ -107,11 +107,13 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     columns = tape_columns(job.chunks, job.vehicles)
     if columns is None:
         return JobResult(None, None, [("warning", "flight report: no pose was received")])
-    traj = tape_trajectory(columns)
     mavros = job.session.pop("mavros", None) or {}
+    measured = put_measured_velocity(columns, mavros.get("velocities", {}))  # MAVROS velocity_local, as a bag's
+    traj = tape_trajectory(columns)
     if offsets := tape_offsets(traj, mavros.get("fixes", {}), mavros.get("anchor")):  # MAVROS frames by their fixes
         traj = tape_trajectory(columns, offsets=offsets)
-        traj.ingest.notes.extend(placed_note(u, mavros["anchor"], offset) for u, offset in offsets.items())
+    traj.ingest.notes.extend(f"{u}: velocity measured by {mavros['velocity_topics'][u]}" for u in measured)
+    traj.ingest.notes.extend(placed_note(u, mavros["anchor"], offset) for u, offset in offsets.items())
     if px4_status := job.session.pop("px4", None):  # vehicle_status as the bag reader reads it (the vehicle class too)
         from uav_debate_eval.io.px4 import StatusFields, apply_status
 

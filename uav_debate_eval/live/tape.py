@@ -115,6 +115,24 @@ def tape_columns(chunks: list[Path], vehicles: list[str]) -> tuple[np.ndarray, n
     return data, np.asarray(vehicles, dtype=object)[data[:, 0].astype(int)]
 
 
+def put_measured_velocity(columns: tuple[np.ndarray, np.ndarray], measured: dict[str, np.ndarray]) -> list[str]:
+    """Each vehicle's measured velocity ((stamp s, vx, vy, vz) rows as received: MAVROS `velocity_local`) put on its
+    taped poses in place, as the bag reader puts a recorded stream on the recorded poses (io.mavros_fixes.velocity_at,
+    both stamps read as the tape reads them: core.stamps.tape_seconds); the vehicles it was put on."""
+    from uav_debate_eval.core.stamps import stamp_ns, stamp_s
+    from uav_debate_eval.io.mavros_fixes import velocity_at
+
+    data, ids = columns
+    done = []
+    for uav, rows in measured.items():
+        mask = ids == uav
+        if len(rows) < 2 or not mask.any():
+            continue
+        data[mask, 5:8] = velocity_at(stamp_s(stamp_ns(data[mask, 1])), stamp_s(stamp_ns(rows[:, 0])), rows[:, 1:4])
+        done.append(uav)
+    return done
+
+
 def tape_trajectory(columns: tuple[np.ndarray, np.ndarray], name: str = "live flight",
                     offsets: dict[str, np.ndarray] | None = None) -> SwarmTrajectory:
     """`tape_columns` as a trajectory. `offsets`: vehicles' local frames moved into the world frame (ENU m) before

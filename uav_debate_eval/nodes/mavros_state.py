@@ -4,13 +4,19 @@
   mavros_msgs package (make setup generates it) the poses are read alone.
 - `<ns>/mavros/global_position/global` (NavSatFix) beside a `local_position` topic: the fixes that place each
   vehicle's local frame in the world frame (io.mavros_fixes).
+- `<ns>/mavros/local_position/velocity_local` (TwistStamped) beside a `local_position` topic: the velocity the
+  autopilot measured, which the flight report puts on the poses in place of the derived one, as the bag reader does
+  (live.tape.put_measured_velocity).
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+from geometry_msgs.msg import TwistStamped
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import NavSatFix
 
@@ -34,6 +40,12 @@ def fix_topic(pose_topic: str) -> str | None:
     return f"{head}/mavros/global_position/global" if sep and "/local_position/" in pose_topic else None
 
 
+def velocity_topic(pose_topic: str) -> str | None:
+    """`<ns>/mavros/local_position/velocity_local` beside a MAVROS local_position topic, else None."""
+    head, sep, _ = pose_topic.partition("/mavros/")
+    return f"{head}/mavros/local_position/velocity_local" if sep and "/local_position/" in pose_topic else None
+
+
 def state_class() -> Any:
     """mavros_msgs' State, or None when the package is not installed."""
     try:
@@ -44,13 +56,15 @@ def state_class() -> Any:
 
 
 class MavrosState:
-    """Each MAVROS vehicle's first state read and every change of its arming (stamp s, armed), and its first valid
-    global fix (stamp s, lat, lon, alt)."""
+    """Each MAVROS vehicle's first state read and every change of its arming (stamp s, armed), its first valid
+    global fix (stamp s, lat, lon, alt) and its measured velocity (stamp s, vx, vy, vz rows, 32 bytes each)."""
 
     def __init__(self, node: Any, stamp: Callable[[Any], float], on_arming: Callable[[str, bool], None] | None,
-                 callback_group: Any = None, on_fix: Callable[[str, float, float, float, float], None] | None = None):
+                 callback_group: Any = None, on_fix: Callable[[str, float, float, float, float], None] | None = None,
+                 velocities: bool = True):
         """`stamp(header)`: the pose input's clock rule (a zero stamp is the node's clock); `on_arming(uav, armed)`:
-        called on the first state and on each change; `on_fix(uav, t, lat, lon, alt)`: on its first valid fix."""
+        called on the first state and on each change; `on_fix(uav, t, lat, lon, alt)`: on its first valid fix;
+        `velocities`: keep each vehicle's measured velocity."""
         self.node = node
         self.stamp = stamp
         self.on_arming = on_arming
@@ -59,6 +73,8 @@ class MavrosState:
         self.cls = state_class()
         self.states: dict[str, list[tuple[float, bool]]] = {}
         self.fixes: dict[str, tuple[float, float, float, float]] = {}
+        self.velocities: dict[str, tuple[str, array]] = {}  # uav -> (topic, flat rows)
+        self._want_velocities = velocities
         self.pose_topics: dict[str, str] = {}
         self._subs: dict[str, Any] = {}
         self._missing_said = False
@@ -74,6 +90,12 @@ class MavrosState:
             self._subs[fixes] = self.node.create_subscription(NavSatFix, fixes, self._on_fix(uav),
                                                               qos_profile_sensor_data,
                                                               callback_group=self.callback_group)
+        if self._want_velocities and (velocity := velocity_topic(pose_topic)) is not None:
+            rows = array("d")
+            self.velocities[uav] = (velocity, rows)
+            self._subs[velocity] = self.node.create_subscription(TwistStamped, velocity, self._on_velocity(rows),
+                                                                 qos_profile_sensor_data,
+                                                                 callback_group=self.callback_group)
         if self.cls is None:
             if not self._missing_said:
                 self._missing_said = True
@@ -95,6 +117,12 @@ class MavrosState:
                 self.on_fix(uav, t, lat, lon, alt)
         return on_fix
 
+    def _on_velocity(self, rows: array) -> Callable[[Any], None]:
+        def on_velocity(msg: Any) -> None:
+            v = msg.twist.linear
+            rows.extend((self.stamp(msg.header), v.x, v.y, v.z))
+        return on_velocity
+
     def _on_state(self, uav: str, topic: str) -> Callable[[Any], None]:
         rows = self.states.setdefault(uav, [])
 
@@ -110,9 +138,18 @@ class MavrosState:
                 self.on_arming(uav, armed)
         return on_state
 
+    def heard(self) -> bool:
+        """Anything for the flight report: a state, a fix or a measured velocity."""
+        return bool(self.states or self.fixes or any(len(rows) for _, rows in self.velocities.values()))
+
     def flight_status(self) -> dict:
         """What the flight report needs: each vehicle's first state and arming changes; the first valid fixes and
-        the anchor of their placement (the fixed vehicle whose pose topic sorts first)."""
+        the anchor of their placement (the fixed vehicle whose pose topic sorts first); the measured velocities
+        ((n, 4) rows) and their topics."""
         anchor = min(self.fixes, key=self.pose_topics.__getitem__) if self.fixes else None
+        measured = {u: (topic, np.frombuffer(rows[:], dtype=float).reshape(-1, 4))
+                    for u, (topic, rows) in self.velocities.items() if len(rows)}
         return {"states": {u: list(rows) for u, rows in self.states.items() if rows},
-                "fixes": {u: list(fix) for u, fix in self.fixes.items()}, "anchor": anchor}
+                "fixes": {u: list(fix) for u, fix in self.fixes.items()}, "anchor": anchor,
+                "velocities": {u: rows for u, (_, rows) in measured.items()},
+                "velocity_topics": {u: topic for u, (topic, _) in measured.items()}}

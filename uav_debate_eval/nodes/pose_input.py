@@ -104,7 +104,7 @@ class PoseInput:
     def __init__(self, node: Node, callback: PoseCallback, callback_group=None, queue_depth: int = POSE_QUEUE_DEPTH,
                  on_lost: Callable[[str, int], None] | None = None, on_batch: BatchCallback | None = None,
                  on_arming: Callable[[str, bool], None] | None = None, owner_frames: dict | None = None,
-                 on_frame_moved: Callable[[str], None] = lambda uav: None):
+                 on_frame_moved: Callable[[str], None] = lambda uav: None, measured_velocity: bool = True):
         """`queue_depth`: the default of the pose_queue_depth parameter; `on_lost(uav, n)`: DDS reports n samples
         of that vehicle's topic lost on the way (a best-effort gap), so the owner knows what it never saw;
         `on_batch(t, uavs, positions)`: the owner takes a PoseArray whole (else pose by pose); `on_arming(uav,
@@ -112,7 +112,9 @@ class PoseInput:
         `frames:` origins (core.mission.FrameOrigin by vehicle): given, the owner gets per-vehicle topics' poses in
         the world frame, MAVROS local frames placed by their global fixes, then by these origins, as a bag's are
         (the listeners get them as received, as the flight's tape and report take them); `on_frame_moved(uav)`: the
-        owner's next pose of the vehicle is in a frame placed since its last one (no step of motion between)."""
+        owner's next pose of the vehicle is in a frame placed since its last one (no step of motion between);
+        `measured_velocity`: MAVROS, each vehicle's velocity_local kept for the flight report (the verifier, which
+        checks the poses, takes none)."""
         self.node = node
         self.on_lost = on_lost
         self.on_arming = on_arming
@@ -160,7 +162,7 @@ class PoseInput:
             self.callback = self._owner = self._placed(callback, WorldPlacement(owner_frames or {}), self.fixes)
         self._px4 = Px4Input(self, parse_spawn(spawn), shared) if self.pose_type in PX4_KINDS else None
         #: MAVROS pose topics: each vehicle's state topic beside them (arming)
-        self._mavros = MavrosState(node, self._stamp, on_arming, callback_group, self._on_fix) \
+        self._mavros = MavrosState(node, self._stamp, on_arming, callback_group, self._on_fix, measured_velocity) \
             if self.pose_type in RELAYED else None
         if self._px4 is not None:
             self.qos = px4_qos(depth)
@@ -270,10 +272,10 @@ class PoseInput:
         return list(self.uav_names) if self.reports_local_frames else []
 
     def mavros_status(self) -> dict:
-        """MAVROS input: each vehicle's first state and arming changes (the flight report's arming events); empty
-        for the other inputs."""
+        """MAVROS input: each vehicle's first state and arming changes (the flight report's arming events), first fix
+        and measured velocity; empty for the other inputs."""
         mavros = self._mavros
-        return mavros.flight_status() if mavros is not None and (mavros.states or mavros.fixes) else {}
+        return mavros.flight_status() if mavros is not None and mavros.heard() else {}
 
     @staticmethod
     def _placed(callback: PoseCallback, frames: WorldPlacement, fixes: LiveFixes | None) -> PoseCallback:

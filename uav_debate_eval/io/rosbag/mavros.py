@@ -10,7 +10,7 @@ import numpy as np
 
 from uav_debate_eval.core.arming import first_and_changes
 from uav_debate_eval.core.frames import rotate_many
-from uav_debate_eval.io.mavros_fixes import fix_offsets, placed_note, track_at, valid_fix
+from uav_debate_eval.io.mavros_fixes import fix_offsets, placed_note, track_at, valid_fix, velocity_at
 from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
 from uav_debate_eval.io.rosbag.topics import STATE, TF_STATIC, TWIST
 
@@ -58,9 +58,8 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
         elif types[comp] == TWIST:
             if meta.velocity:
                 continue
-            v = np.array([(m.twist.linear.x, m.twist.linear.y, m.twist.linear.z) for m in msgs])
-            order = np.argsort(t, kind="stable")
-            vel = np.column_stack([np.interp(cols.t[k], t[order], v[order, c]) for c in range(3)])
+            vel = velocity_at(cols.t[k], t, np.array([(m.twist.linear.x, m.twist.linear.y, m.twist.linear.z)
+                                                      for m in msgs]))
             if comp.endswith("velocity_body"):
                 vel = rotate_many(cols.quat[k], vel)
             cols.vel[k] = vel

@@ -444,6 +444,33 @@ def test_the_flights_kinematics_are_smoothed_by_the_helper(flight, monkeypatch, 
     assert here
 
 
+def test_the_helpers_kinematics_keep_one_grid_per_stamps_array(monkeypatch):
+    """Issue 35: vehicles sampled at the same instants (one stamps array) get one grid array from the helper, as
+    smooth_tracks gives them here, so the windows' kinematics are cut from the flight's a block of vehicles at a
+    time (each vehicle alone before: 2,048 calls for two windows of a 1,024-vehicle flight), to the same report."""
+    from uav_debate_eval.metrics import kinematics
+
+    sim = simulate("grid", seed=0, n_uavs=12, duration_s=30.0)
+    traj, mission = sim.traj, sim.mission
+    assert len({id(tr.t) for tr in traj.tracks.values()}) == 1
+    windows = {"segment_mode": "window", "window_s": 10.0}
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 10**9)  # one process, no helper
+    serial = _evaluate(traj, mission, **windows)
+    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
+    kinematics.forget_kinematics(list(traj.tracks.values()))
+    parent, blocks, own = os.getpid(), [], kinematics._block_from_flight
+
+    def block_from_flight(tracks, *args, **kwargs):
+        if os.getpid() == parent:
+            blocks.append(len(tracks))
+        return own(tracks, *args, **kwargs)
+
+    monkeypatch.setattr(kinematics, "_block_from_flight", block_from_flight)
+    helped = _evaluate(traj, mission, **windows)
+    assert blocks and set(blocks) == {12}
+    assert _sections(helped) == _sections(serial)
+
+
 @pytest.mark.parametrize("split", [ONE_SEGMENT, {}], ids=["one segment", "segments"])
 def test_a_lost_helper_is_made_up_here(flight, monkeypatch, split):
     traj, mission = flight

@@ -91,8 +91,12 @@ class FlightHelper:
         while not written.wait(POLL_S):
             if not self._forked.alive():
                 return
+        grids: dict[int, np.ndarray] = {}  # per stamps array: its tracks' grid, one array as smooth_tracks makes it
         for tr, (t, pos, vel, acc, jerk, speed, hspeed), dt in zip(traj.tracks.values(), _views(points, floats),
                                                                    steps.tolist(), strict=True):
+            grid = grids.setdefault(id(tr.t), t)
+            if grid is not t and np.array_equal(grid, t):
+                t = grid  # the windows' kinematics are then cut from their flight's a block of vehicles at a time
             kin = Kinematics(tr.uav_id, t, pos, vel, acc, jerk, dt)
             kin.__dict__.update(speed=speed, hspeed=hspeed)
             adopt_kinematics(tr, kin)

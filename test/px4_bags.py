@@ -79,6 +79,8 @@ def write_px4_bag(path: Path, storage: str = "mcap", embed: bool = True, kind: s
                     px4_shape.NAV_LOITER
                 rows.append((recv + 500, inst.topic("vehicle_status"),
                              px4_shape.vehicle_status(make, inst, ti, armed, nav), px4_shape.STATUS))
+                rows.append((recv + 700, inst.topic("vehicle_land_detected"),  # armed on the pad from 3 s to 4 s
+                             px4_shape.land_detected(make, inst, ti, bool(ti < 4.0)), px4_shape.LAND_DETECTED))
     rows.sort(key=lambda r: r[0])
     bag = path.with_suffix("") if path.suffix else path
     with Writer(bag, version=Writer.VERSION_LATEST, storage_plugin=plugin) as writer:

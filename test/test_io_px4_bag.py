@@ -80,6 +80,12 @@ def test_vehicle_status_arming_and_modes(root):
     assert ("flight_mode", "px4_0", "mode=OFFBOARD", 10.0) in events
     assert any("vehicle type rotary wing" in n for n in traj.ingest.notes)
     assert traj.ingest.autopilot["px4_1"] == {"vehicle_class": "multirotor", "firmware": "PX4"}
+    # the land detector, as the ULog reader reads it: armed on the pad (3-4 s) is parked (safety.parked)
+    landing = [(u, label, t, bool(e.extra.get("initial"))) for e, (_, u, label, t) in zip(traj.ingest.log_events,
+                                                                                        events, strict=True)
+               if e.extra.get("source") == "vehicle_land_detected"]
+    assert landing == [(u, label, t, first) for u in ("px4_0", "px4_1", "px4_2")
+                       for label, t, first in (("landed", 1.0, True), ("airborne", 4.0, False))]
 
 
 def test_odometry_placed_by_global_position(root):
@@ -115,6 +121,7 @@ def test_older_px4_msgs_layout_decodes_without_definitions(root):
     traj = read_bag(bag)
     assert traj.uav_ids == ["px4_0", "px4_1", "px4_2"]
     assert traj.tracks["px4_2"].pos[0] == pytest.approx([12.0, 0.0, 0.0], abs=0.02)
+    assert len([e for e in traj.ingest.log_events if e.extra.get("source") == "vehicle_land_detected"]) == 6
 
 
 def test_gazebo_tf_bag_selects_vehicles_by_model_name(root):

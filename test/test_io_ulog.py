@@ -219,3 +219,12 @@ def test_a_real_logs_arming_is_read_as_a_bags_vehicle_status_is():
     traj = read_ulogs([RTL])
     arming = [(e.t, e.extra["label"]) for e in traj.ingest.log_events if e.extra.get("source") == "vehicle_status"]
     assert arming == [(pytest.approx(0.564, abs=1e-3), "armed"), (pytest.approx(39.364, abs=1e-3), "disarmed")]
+
+
+def test_a_real_logs_land_detector_is_read():
+    """Armed on the pad is parked too (safety.parked): vehicle_land_detected's first read (a state, not a change: the
+    log starts at arming, and the vehicle is airborne by its first message) and its landing, 1 s before the disarm."""
+    traj = read_ulogs([RTL])
+    landing = [(e.t, e.extra["label"], bool(e.extra.get("initial")))
+               for e in traj.ingest.log_events if e.extra.get("source") == "vehicle_land_detected"]
+    assert landing == [(0.0, "airborne", True), (pytest.approx(38.360, abs=1e-3), "landed", False)]

@@ -15,15 +15,15 @@ from uav_debate_eval.safety.checker import check_trajectory
 MISSION = parse_mission("constraints: {min_separation_m: 3.0}")
 
 
-def _pad(arming: dict[str, list[tuple[float, str]]]) -> SwarmTrajectory:
+def _pad(arming: dict[str, list[tuple[float, str]]], initial: frozenset = frozenset()) -> SwarmTrajectory:
     """a and b stand 1 m apart for 20 s; a climbs at 1 m/s from 10 s."""
     t = np.arange(0.0, 20.0, 0.1)
     za = np.where(t < 10.0, 0.0, t - 10.0)
     traj = SwarmTrajectory.from_columns(np.concatenate([t, t]), ["a"] * len(t) + ["b"] * len(t),
                                         np.vstack([np.column_stack([0 * t, 0 * t, za]),
                                                    np.column_stack([0 * t + 1.0, 0 * t, 0 * t])]))
-    traj.ingest.log_events = [Event("", "autopilot_event", at, [u], extra={"label": label})
-                              for u, changes in arming.items() for at, label in changes]
+    traj.ingest.log_events = [Event("", "autopilot_event", at, [u], extra={"label": label, **(
+        {"initial": True} if (u, label) in initial else {})}) for u, changes in arming.items() for at, label in changes]
     return traj
 
 
@@ -37,8 +37,36 @@ def test_two_disarmed_vehicles_are_no_pair_an_armed_one_is():
     assert np.isnan(timeline.d_min[before]).all()
     assert all(c is None for c, b in zip(timeline.pairs, before, strict=True) if b)
     assert timeline.d_min[timeline.t > 10.05].min() == pytest.approx(1.0, abs=0.02)
-    assert result.notes == ["min_separation: pairs of disarmed vehicles (parked, as their autopilots logged) are not "
-                            "held to it (a, b at 0.0-10.0 s); each is held to it against an armed vehicle"]
+    assert result.notes == ["min_separation: pairs of parked vehicles (disarmed or landed, as their autopilots logged) "
+                            "are not held to it (a, b at 0.0-10.0 s); each is held to it against a flying vehicle"]
+
+
+@pytest.mark.parametrize("log", ["ardupilot", "px4"])
+def test_two_vehicles_armed_on_their_pads_are_no_pair_until_one_takes_off(log):
+    """A swarm arms on its pads: two vehicles armed side by side and landed by their land detectors (ArduCopter's
+    EV LAND_COMPLETE / NOT_LANDED; PX4's vehicle_land_detected, read first as the log starts) are parked; a takes
+    off at 10 s and is held to the limit from then on. Before, the pair counted from the arming at 2 s."""
+    if log == "ardupilot":
+        pad = {u: [(1.0, "LAND_COMPLETE"), (2.0, "ARMED")] for u in "ab"}
+        pad["a"].append((10.0, "NOT_LANDED"))
+        traj = _pad(pad)
+    else:  # the first vehicle_status and vehicle_land_detected read: states, not changes
+        pad = {u: [(0.0, "disarmed"), (0.0, "landed"), (2.0, "armed")] for u in "ab"}
+        pad["a"].append((10.0, "airborne"))
+        traj = _pad(pad, frozenset((u, w) for u in "ab" for w in ("disarmed", "landed")))
+    result = check_trajectory(traj, MISSION)
+    [v] = result.violations
+    assert v.uavs == ["a", "b"] and v.t_start == pytest.approx(10.0, abs=0.11)
+    assert np.isnan(result.separation.d_min[result.separation.t < 9.95]).all()
+    assert "(a, b at 0.0-10.0 s)" in result.notes[0]
+
+
+def test_a_landed_vehicle_is_held_to_the_limit_against_a_flying_one():
+    """b stands landed (armed) while a, armed and airborne by its land detector, hovers 1 m beside it: a pair."""
+    [v] = check_trajectory(_pad({"a": [(0.0, "ARMED"), (0.5, "NOT_LANDED")], "b": [(0.0, "ARMED"),
+                                                                                   (0.5, "LAND_COMPLETE")]}),
+                           MISSION).violations
+    assert v.t_start == pytest.approx(0.0) and v.uavs == ["a", "b"]
 
 
 @pytest.mark.parametrize("arming", [{}, {"a": [(10.0, "ARMED")]}])

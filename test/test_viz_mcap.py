@@ -116,12 +116,12 @@ def test_an_mcap_without_poses_is_named_for_what_it_holds(tmp_path: Path):
 REAL = Path(__file__).parent / "fixtures" / "real"
 
 
-@pytest.mark.parametrize(("log", "events"), [(REAL / "px4_mission_rtl" / "flight.ulg", 2),
+@pytest.mark.parametrize(("log", "events"), [(REAL / "px4_mission_rtl" / "flight.ulg", 4),
                                              (REAL / "ardupilot" / "plane382_fragment.BIN", 13)])
 def test_the_autopilots_events_ride_in_the_mcap(tmp_path: Path, log: Path, events: int):
-    """A real log's arming (PX4 vehicle_status), modes and mission commands: what the autopilot said comes back from
-    the flight MCAP with the samples, so the replay's report tells the same story (it told none before: poses only,
-    and two parked vehicles were a pair again)."""
+    """A real log's arming and land detector (PX4 vehicle_status, vehicle_land_detected), modes and mission commands:
+    what the autopilot said comes back from the flight MCAP with the samples, so the replay's report tells the same
+    story (it told none before: poses only, and two parked vehicles were a pair again)."""
     from uav_debate_eval.io.flight_mcap import read_flight_mcap
     from uav_debate_eval.io.loader import load_inputs
 
@@ -129,10 +129,11 @@ def test_the_autopilots_events_ride_in_the_mcap(tmp_path: Path, log: Path, event
     main(["evaluate", str(log), "--out", str(tmp_path / "a"), "--mcap-out", str(mcap), "--quiet"])
     original, replayed = load_inputs([log]), read_flight_mcap(mcap)
     assert len(original.ingest.log_events) == events
-    assert [(e.type, e.uavs, e.extra, e.t_end, e.value) for e in replayed.ingest.log_events] == \
-        [(e.type, e.uavs, e.extra, e.t_end, e.value) for e in original.ingest.log_events]
-    assert [e.t for e in replayed.ingest.log_events] == \
-        pytest.approx([e.t for e in original.ingest.log_events], abs=1e-6)
+    back, sent = (sorted(log.ingest.log_events, key=lambda e: (round(e.t, 6), e.extra.get("label", "")))
+                  for log in (replayed, original))  # in time order in the file
+    assert [(e.type, e.uavs, e.extra, e.t_end, e.value) for e in back] == \
+        [(e.type, e.uavs, e.extra, e.t_end, e.value) for e in sent]
+    assert [e.t for e in back] == pytest.approx([e.t for e in sent], abs=1e-6)
     main(["evaluate", str(mcap), "--out", str(tmp_path / "b"), "--quiet"])
     a, b = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("a", "b"))
     assert len(a["events"]) >= events

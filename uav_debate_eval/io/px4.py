@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from uav_debate_eval.core.arming import LANDING_WORDS, first_and_changes, state_events
 from uav_debate_eval.core.frames import yaw_matrix
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.io.ulog import geodetic_to_enu, ned_to_enu
@@ -37,6 +38,7 @@ LOCAL_POSITION = "px4_msgs/msg/VehicleLocalPosition"
 ODOMETRY = "px4_msgs/msg/VehicleOdometry"
 STATUS = "px4_msgs/msg/VehicleStatus"
 GLOBAL_POSITION = "px4_msgs/msg/VehicleGlobalPosition"
+LAND_DETECTED = "px4_msgs/msg/VehicleLandDetected"
 #: Pose message types in the order preferred for one vehicle.
 POSE_TYPES = (LOCAL_POSITION, ODOMETRY)
 _TOPIC = re.compile(r"^(?:/(?P<ns>[^/]+))?/fmu/out/(?P<name>[a-z_]+?)(?:_v\d+)?$")
@@ -286,3 +288,13 @@ def apply_status(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float)
             traj.ingest.log_events.append(Event("", "flight_mode", t, [uav], None, None, None,
                                                 {"label": f"mode={name}", "mode": name,
                                                  **({"initial": True} if first else {})}))
+
+
+def apply_landing(traj: SwarmTrajectory, uav: str, landed: list[tuple[int, bool]], off_s: float) -> None:
+    """vehicle_land_detected ((timestamp µs, landed) of its messages in receive order) as the autopilot's land
+    detector events, as the ULog reader gives them (an armed vehicle standing landed is parked: safety.parked);
+    `off_s` as for apply_status. The bag reader and the live flight both call it."""
+    if uav in traj.tracks and landed:
+        at, on = zip(*landed, strict=True)
+        state_events(traj.ingest.log_events, uav, first_and_changes([t * 1e-6 + off_s for t in at], on), traj.t0,
+                     "vehicle_land_detected", LANDING_WORDS)

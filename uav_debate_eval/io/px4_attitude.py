@@ -18,7 +18,7 @@ from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS
 
 #: Topics this module reads (besides the position ones io.ulog reads).
 ATTITUDE_TOPICS = ["vehicle_attitude", "vehicle_attitude_setpoint", "vehicle_control_mode", "vehicle_status",
-                   "failure_detector_status"]
+                   "failure_detector_status", "vehicle_land_detected"]
 SETPOINT_MAX_AGE_S = 1.0
 ARMING_STATE_ARMED = 2
 NAV_STATE_ACRO = 10
@@ -79,6 +79,14 @@ def px4_arming(data: dict) -> list[tuple[float, bool]]:
     if status is None or "arming_state" not in status or not len(status["timestamp"]):
         return []
     return first_and_changes(status["timestamp"].tolist(), (status["arming_state"] == ARMING_STATE_ARMED).tolist())
+
+
+def px4_landing(data: dict) -> list[tuple[float, bool]]:
+    """(boot µs, landed) at the log's first vehicle_land_detected and at each change of its `landed`."""
+    landed = data.get("vehicle_land_detected")
+    if landed is None or "landed" not in landed or not len(landed["timestamp"]):
+        return []
+    return first_and_changes(landed["timestamp"].tolist(), (landed["landed"] != 0).tolist())
 
 
 def px4_crash(data: dict, attitude: tuple | None) -> tuple[float, str] | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from uav_debate_eval.core.arming import state_events
+from uav_debate_eval.core.arming import LANDING_WORDS, state_events
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
@@ -53,6 +53,8 @@ class LogTrack:
     crash: tuple[float, str] | None = None
     #: PX4: each change of vehicle_status.arming_state (boot µs, armed), the first one as the log starts
     arming: list[tuple[float, bool]] = field(default_factory=list)
+    #: PX4: each change of vehicle_land_detected.landed (boot µs, landed), the first one as the log starts
+    landing: list[tuple[float, bool]] = field(default_factory=list)
     vehicle_class: str = ""
     sitl: bool = False
     #: what the ULog parser skipped in a damaged file (a note), "" for a sound one
@@ -92,6 +94,7 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
         px4_arming,
         px4_attitude,
         px4_crash,
+        px4_landing,
         px4_vehicle_class,
     )
 
@@ -122,6 +125,7 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     track.attitude = px4_attitude(data)
     track.crash = px4_crash(data, track.attitude)
     track.arming = px4_arming(data)
+    track.landing = px4_landing(data)
     track.vehicle_class = px4_vehicle_class(data)
     track.sitl = str(ulog.msg_info_dict.get("ver_hw", "")).upper().endswith("SITL")
     track.damage = _damage(printed.getvalue())
@@ -295,6 +299,8 @@ def _px4_extras(traj: SwarmTrajectory, lg: LogTrack, offset_us: float) -> None:
     # as io.px4.apply_status gives them from a bag's vehicle_status
     state_events(traj.ingest.log_events, u, [((at + offset_us) / 1e6, armed) for at, armed in lg.arming], traj.t0,
                  "vehicle_status", ("armed", "disarmed"))
+    state_events(traj.ingest.log_events, u, [((at + offset_us) / 1e6, on) for at, on in lg.landing], traj.t0,
+                 "vehicle_land_detected", LANDING_WORDS)
     if lg.crash is not None:
         t = max(round((lg.crash[0] + offset_us) / 1e6 - traj.t0, 6), 0.0)
         traj.ingest.log_events.append(Event("", "crash", t, [u], None, None, None,

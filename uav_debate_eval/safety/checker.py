@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from uav_debate_eval.core.arming import arming_changes, disarmed_at
+from uav_debate_eval.core.arming import arming_changes, disarmed_at, landing_changes
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import NotEvaluable, Violation
 from uav_debate_eval.core.trajectory import SwarmTrajectory
@@ -244,7 +244,7 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
                          np.ndarray | None]:
     """Separation timeline, min_separation intervals, CPA warnings, (kd-tree path) the grid with each step's
     closest pair (SafetyResult.nearest) over the common grid, and which vehicles stood parked at each step of it
-    (safety.parked; `arming`: core.arming.arming_changes of the flight).
+    (safety.parked: disarmed or landed; `arming`: core.arming.arming_changes of the flight).
 
     Grid points where a vehicle's separation is not evaluable (estimator invalid) are no data for it;
     `skip_limit` (frames that cannot be one) keeps only the timeline.
@@ -279,8 +279,8 @@ def _pairwise(traj: SwarmTrajectory, mission: Mission, gap: float, quality: Asse
         if not shared:
             pairs_sparse_halves(snaps, limit, horizon, d_min, closest, (hv, ht, hd), (wk, wt, wd, wtp), pair_index)
     hit_keys, hit_t, hit_d = (np.concatenate(h) if h else np.zeros(0) for h in (hv, ht, hd))
-    parked = parked_grid(arming, ids, snaps.t)
-    if parked is not None:  # two disarmed vehicles on the ground: no pair of the constraint (safety.parked)
+    parked = parked_grid(arming, landing_changes(traj.ingest.log_events), ids, snaps.t)
+    if parked is not None:  # two vehicles parked on the ground: no pair of the constraint (safety.parked)
         keep = not_parked_pairs(hit_keys, hit_t, snaps, parked)
         hit_keys, hit_t, hit_d = hit_keys[keep], hit_t[keep], hit_d[keep]
         unpark_nearest(snaps, parked, d_min, closest, pair_index if N > DENSE_MAX_VEHICLES else None)

@@ -1,26 +1,29 @@
-"""Parked pairs: two vehicles both disarmed (standing on the ground, motors stopped) are not held to min_separation
+"""Parked pairs: two vehicles both parked (disarmed: on the ground, motors stopped; or landed, as their land
+detectors said: armed and spinning up on the pad, or not disarmed yet after landing) are not held to min_separation
 between them, as two drones set out 2 m apart before a flight are no near miss at a 3-m limit. Each is still held
-to it against every armed vehicle: a drone landing next to a parked one, or flying into it, counts. Only where the
-autopilots said so (their arming events); a vehicle whose arming is not known is never parked."""
+to it against every flying vehicle: a drone landing next to a parked one, or flying into it, counts. Only where the
+autopilots said so (their arming and land detector events); a vehicle of which neither is known is never parked."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from uav_debate_eval.core.arming import disarmed_at
+from uav_debate_eval.core.arming import disarmed_at, landed_at
 from uav_debate_eval.core.trajectory import Snapshots
 from uav_debate_eval.quality.updates import true_spans
 
 
-def parked_grid(arming: dict, ids: list[str], t: np.ndarray) -> np.ndarray | None:
-    """(T, N): vehicle ids[j] disarmed at step i (`arming`: core.arming.arming_changes of the flight); None when no
-    step has two such vehicles."""
-    if len(arming) < 2:
+def parked_grid(arming: dict, landing: dict, ids: list[str], t: np.ndarray) -> np.ndarray | None:
+    """(T, N): vehicle ids[j] disarmed or landed at step i (`arming`, `landing`: core.arming.arming_changes and
+    landing_changes of the flight); None when no step has two such vehicles."""
+    if len(arming.keys() | landing.keys()) < 2:
         return None
     parked = np.zeros((len(t), len(ids)), dtype=bool)
     for j, u in enumerate(ids):
         if u in arming:
             parked[:, j] = disarmed_at(arming[u], t)
+        if u in landing:
+            parked[:, j] |= landed_at(landing[u], t)
     return parked if (parked.sum(axis=1) >= 2).any() else None
 
 
@@ -34,7 +37,7 @@ def not_parked_pairs(keys: np.ndarray, t: np.ndarray, snaps: Snapshots, parked: 
 
 def unpark_nearest(snaps: Snapshots, parked: np.ndarray, d_min: np.ndarray, closest: list,
                    pair_index: np.ndarray | None) -> None:
-    """Each step whose closest pair is parked takes the closest pair with an armed vehicle in it (none: no pair)."""
+    """Each step whose closest pair is parked takes the closest pair with a flying vehicle in it (none: no pair)."""
     from scipy.spatial import cKDTree
 
     index = {u: j for j, u in enumerate(snaps.uav_ids)}
@@ -57,15 +60,15 @@ def unpark_nearest(snaps: Snapshots, parked: np.ndarray, d_min: np.ndarray, clos
 
 
 def parked_notes(ids: list[str], t: np.ndarray, parked: np.ndarray | None) -> list[str]:
-    """What the report says of it: the spans of the grid `t` where two or more vehicles stood disarmed."""
+    """What the report says of it: the spans of the grid `t` where two or more vehicles stood parked."""
     if parked is None:
         return []
     spans = true_spans(t, parked.sum(axis=1) >= 2)
     who = [u for j, u in enumerate(ids) if parked[:, j].any()]
     said = ", ".join(f"{a:.1f}-{b:.1f} s" for a, b in spans[:4]) + (" ..." if len(spans) > 4 else "")
-    return [f"min_separation: pairs of disarmed vehicles (parked, as their autopilots logged) are not held to it "
-            f"({', '.join(who[:6])}{' ...' if len(who) > 6 else ''} at {said}); each is held to it against an armed "
-            "vehicle"]
+    return [f"min_separation: pairs of parked vehicles (disarmed or landed, as their autopilots logged) are not held "
+            f"to it ({', '.join(who[:6])}{' ...' if len(who) > 6 else ''} at {said}); each is held to it against a "
+            "flying vehicle"]
 
 
 def live_pairs(parked: np.ndarray, i: np.ndarray, j: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, ...]:

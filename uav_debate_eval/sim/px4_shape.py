@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from uav_debate_eval.io.px4 import FRAME_NED, GLOBAL_POSITION, LOCAL_POSITION, ODOMETRY, STATUS
+from uav_debate_eval.io.px4 import FRAME_NED, GLOBAL_POSITION, LAND_DETECTED, LOCAL_POSITION, ODOMETRY, STATUS
 from uav_debate_eval.io.ulog import geodetic_to_enu, ned_to_enu
 
 #: PX4 SITL's default home (PX4_HOME_LAT/LON/ALT): the world frame's origin.
@@ -141,6 +141,11 @@ def odometry(make: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray, vel_en
 def vehicle_status(make: Any, inst: Px4Instance, t: float, armed: bool, nav_state: int) -> Any:
     return make(STATUS, timestamp=inst.boot_us(t), arming_state=ARMED if armed else DISARMED,
                  nav_state=nav_state, nav_state_user_intention=nav_state, vehicle_type=1)
+
+
+def land_detected(make: Any, inst: Px4Instance, t: float, landed: bool) -> Any:
+    return make(LAND_DETECTED, timestamp=inst.boot_us(t), landed=landed, maybe_landed=landed, ground_contact=landed,
+                has_low_throttle=landed)
 
 
 def global_position(make: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray) -> Any:

@@ -33,7 +33,8 @@ MSGS = Path(__file__).resolve().parent.parent.parent / "msgs" / "px4_msgs"
 #: Shipped definitions, tried in this order when the bag carries none.
 SHIPPED = ("main", "v1.16", "v1.15")
 _KINDS = {"vehicle_local_position": px4.LOCAL_POSITION, "vehicle_odometry": px4.ODOMETRY,
-          "vehicle_status": px4.STATUS, "vehicle_global_position": px4.GLOBAL_POSITION}
+          "vehicle_status": px4.STATUS, "vehicle_global_position": px4.GLOBAL_POSITION,
+          "vehicle_land_detected": px4.LAND_DETECTED}
 
 
 def px4_sources(types: dict[str, str], wanted: dict[str, str | None]) -> dict[str, dict[str, str]]:
@@ -56,8 +57,10 @@ def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], 
     topics = [t for kinds in sources.values() for t in kinds.values()]
     notes: list[str] = []
     raws = raw_messages.read_raws(reader, topics, types, notes)
-    decode = _decoder(reader, path, {types[t]: raws[t] for t in topics if len(raws[t])})
-    logs, statuses = [], {}
+    # the land detector is read if it decodes (a companion: it never decides which definitions the poses take)
+    decode = _decoder(reader, path, {types[t]: raws[t] for t in topics
+                                     if len(raws[t]) and types[t] != px4.LAND_DETECTED})
+    logs, statuses, landings = [], {}, {}
     first_ref: dict[str, int | None] = {}
     for uav, kinds in sources.items():
         pose_type = next(k for k in px4.POSE_TYPES if k in kinds)
@@ -82,6 +85,8 @@ def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], 
         if px4.STATUS in kinds and len(raws[kinds[px4.STATUS]]):
             status = raws[kinds[px4.STATUS]]
             statuses[uav] = ([decode(status.message(i), px4.STATUS) for i in range(len(status))], off_s)
+        if px4.LAND_DETECTED in kinds and len(landed := raws[kinds[px4.LAND_DETECTED]]):
+            landings[uav] = (_landing(decode, landed, kinds[px4.LAND_DETECTED], notes), off_s)
     if not logs:
         raise InputError(f"{path}: no PX4 pose messages ({', '.join(px4.POSE_TYPES)})")
     # the world frame: the origin of the vehicle whose referenced position was received first, as live (io.px4)
@@ -92,7 +97,19 @@ def read_px4(reader: AnyReader, path: Path, sources: dict[str, dict[str, str]], 
     traj.ingest.notes.extend(notes)
     for uav, (msgs, off_s) in statuses.items():
         px4.apply_status(traj, uav, msgs, off_s)
+    for uav, (rows, off_s) in landings.items():
+        px4.apply_landing(traj, uav, rows, off_s)
     return traj
+
+
+def _landing(decode: Callable[[bytes, str], Any], raw: Raw, topic: str, notes: list[str]) -> list[tuple[int, bool]]:
+    """(timestamp µs, landed) of each vehicle_land_detected message; none, with a note, when they do not decode."""
+    try:
+        return [(int(m.timestamp), bool(m.landed)) for m in (decode(raw.message(i), px4.LAND_DETECTED)
+                                                             for i in range(len(raw)))]
+    except Exception:  # noqa: BLE001  (another layout: rosbags raises SerdeError, KeyError or struct errors)
+        notes.append(f"{topic}: its messages do not decode with the poses' px4_msgs; the land detector is not read")
+        return []
 
 
 def _decoder(reader: AnyReader, path: Path, samples: dict[str, Raw]) -> Callable[[bytes, str], Any]:

@@ -30,9 +30,9 @@ def ros_context(ros_env):
     rclpy.shutdown()
 
 
-def _fly(tmp_path: Path, pose_params: dict, publish) -> list[tuple[float, bool]]:
-    """Run the verifier on `pose_params`, play the flight through publish(node, i, t_flight), return the veto
-    edges as (flight time, value)."""
+def _fly(tmp_path: Path, pose_params: dict, publish, times=None) -> list[tuple[float, bool]]:
+    """Run the verifier on `pose_params`, play the flight (its `times`, default px4_bags') through
+    publish(node, i, t_flight), return the veto edges as (flight time, value)."""
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
@@ -60,7 +60,7 @@ def _fly(tmp_path: Path, pose_params: dict, publish) -> list[tuple[float, bool]]
     spinning = threading.Thread(target=executor.spin, daemon=True)
     spinning.start()
     try:
-        t, _, _ = flight()
+        t = flight()[0] if times is None else times
         publish(player, -1, 0.0)  # the publishers exist: discovery before the flight
         time.sleep(2.0)
         start[0] = time.time()
@@ -214,3 +214,47 @@ def test_the_session_bag_and_the_flight_tape_end_with_the_same_message(ros_conte
     assert len(taped) == tape.stats.samples == len(recorded) == bag.messages >= 200
     assert list(taped) == recorded
     assert swarm.rows_after({})[0]["x500_0"][-1, 1] > recorded[-1], "messages came after the cut"
+
+
+def test_px4_vehicles_armed_on_their_pads_are_no_pair_until_one_takes_off(ros_context, tmp_path):
+    """A PX4 swarm arms on its pads 1 m apart (a 2-m limit): vehicle_status armed, vehicle_land_detected landed, as
+    PX4 publishes them; no veto while both stand landed (it rose at the first pose before: armed is no parking);
+    px4_1 takes off at 4 s and climbs beside px4_0: the veto rises then."""
+    import numpy as np
+
+    msgs = pytest.importorskip("px4_msgs.msg", reason="px4_msgs not generated (make setup)")
+    if not hasattr(msgs, "VehicleLandDetected"):
+        pytest.skip("px4_msgs generated before VehicleLandDetected was read (make setup)")
+    from uav_debate_eval.nodes.px4_input import px4_qos
+    from uav_debate_eval.sim import px4_shape
+
+    def make(msgtype: str, **fields):
+        return getattr(msgs, msgtype.rsplit("/", 1)[1])(**fields)
+
+    pads = {"px4_0": np.zeros(3), "px4_1": np.array([1.0, 0.0, 0.0])}
+    times = np.arange(0.0, 9.0, 0.05)
+    insts = px4_shape.instances(list(pads), pads)
+    pubs: dict[tuple[str, str], object] = {}
+
+    def publish(node, i: int, t: float) -> None:
+        if i < 0:
+            for inst in insts:
+                for kind, cls in (("vehicle_local_position", msgs.VehicleLocalPosition),
+                                  ("vehicle_status", msgs.VehicleStatus),
+                                  ("vehicle_land_detected", msgs.VehicleLandDetected)):
+                    pubs[inst.uav, kind] = node.create_publisher(cls, inst.topic(kind), px4_qos(10))
+            return
+        for inst in insts:
+            flying = inst.uav == "px4_1" and t >= 4.0
+            pos = pads[inst.uav] + [0.0, 0.0, max(0.0, t - 4.0) if flying else 0.0]
+            if i % 10 == 0:  # twice a second, as PX4 repeats them
+                pubs[inst.uav, "vehicle_status"].publish(px4_shape.vehicle_status(make, inst, t, True,
+                                                                                   px4_shape.NAV_OFFBOARD))
+                pubs[inst.uav, "vehicle_land_detected"].publish(px4_shape.land_detected(make, inst, t, not flying))
+            pubs[inst.uav, "vehicle_local_position"].publish(px4_shape.local_position(
+                make, inst, t, pos, np.array([0.0, 0.0, 1.0 if flying else 0.0])))
+
+    edges = _fly(tmp_path, {"pose_type": "VehicleLocalPosition"}, publish, times)
+    rises = [t for t, v in edges if v]
+    assert rises and 3.5 <= min(rises) <= 6.0, edges
+

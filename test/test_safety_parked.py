@@ -169,3 +169,28 @@ def test_a_first_state_read_says_nothing_of_before():
                               for u in ("a", "b")]
     [v] = check_trajectory(traj, MISSION).violations
     assert v.t_start == pytest.approx(0.0) and v.t_end == pytest.approx(0.9, abs=0.11)  # then parked until a flies
+
+
+def test_the_live_monitor_parks_vehicles_armed_on_their_pads():
+    """Live as offline: two vehicles armed 1 m apart and landed by their land detectors are no pair (no veto, and
+    the pre-check lets their poses pass); a takes off (airborne): the pair counts again. A landed vehicle that is
+    armed is no disarmed one: its silence is stale data as before (offline: safety.checker)."""
+    from uav_debate_eval.safety.monitor import SafetyMonitor
+
+    monitor = SafetyMonitor(parse_mission("constraints: {min_separation_m: 3.0, stale_timeout_s: 1.0}"))
+    for uav in ("a", "b"):
+        monitor.set_armed(uav, True)
+        monitor.set_landed(uav, True)
+    for k in range(30):
+        t = 9.0 + 0.1 * k
+        if k == 20:
+            monitor.set_landed("a", False)
+        state = monitor.update(t, {"a": (t, 0.0, 0.0, 0.0), "b": (t, 1.0, 0.0, 0.0)})
+        assert bool(state.active) == (k >= 20), (k, state.active)
+        assert monitor.would_violate("b", (t, 1.0, 0.0, 0.0)) == (k >= 20)
+    monitor.set_landed("a", True)
+    for k in range(30):  # b falls silent, landed and armed: stale once past the timeout
+        t = 12.0 + 0.1 * k
+        monitor.observe("a", (t, 0.0, 0.0, 0.0))
+        active = {a["constraint"] for a in monitor.update(t).active}
+        assert ("stale_data" in active) == (t - 11.9 > 1.0 + 1e-9), (t, active)

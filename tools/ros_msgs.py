@@ -28,10 +28,11 @@ MSGS = ROOT / "uav_debate_eval" / "msgs"
 #: The px4_msgs the project ships (uav_debate_eval/msgs/px4_msgs); the default is the latest stable release.
 PX4_VERSIONS = ("v1.15", "v1.16", "main")
 DEFAULT_PX4 = "v1.16"
-#: The px4_msgs the monitor reads. All 226 took 3337 s to compile on 2 shared cores (load ~12); these four 254 s
+#: The px4_msgs the monitor reads. All 226 took 3337 s to compile on 2 shared cores (load ~12); four of these 254 s
 #: (tf2_msgs 34 s) on the same machine. uXRCE-DDS matches each type by its own name and layout, so a subset talks
 #: to a full PX4 like the whole package does. `--all-px4` builds every message (for your own nodes).
-PX4_SUBSET = ("VehicleLocalPosition", "VehicleOdometry", "VehicleStatus", "VehicleGlobalPosition")
+PX4_SUBSET = ("VehicleLocalPosition", "VehicleOdometry", "VehicleStatus", "VehicleGlobalPosition",
+              "VehicleLandDetected")
 
 _CMAKE = """cmake_minimum_required(VERSION 3.8)
 project({name})

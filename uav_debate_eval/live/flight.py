@@ -115,11 +115,14 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     traj.ingest.notes.extend(f"{u}: velocity measured by {mavros['velocity_topics'][u]}" for u in measured)
     traj.ingest.notes.extend(placed_note(u, mavros["anchor"], offset) for u, offset in offsets.items())
     if px4_status := job.session.pop("px4", None):  # vehicle_status as the bag reader reads it (the vehicle class too)
-        from uav_debate_eval.io.px4 import StatusFields, apply_status
+        from uav_debate_eval.io.px4 import StatusFields, apply_landing, apply_status
 
         for uav, rows in px4_status["statuses"].items():
             if uav in px4_status["offsets"]:
                 apply_status(traj, uav, [StatusFields(*r) for r in rows], px4_status["offsets"][uav])
+        for uav, rows in px4_status.get("landings", {}).items():
+            if uav in px4_status["offsets"]:
+                apply_landing(traj, uav, rows, px4_status["offsets"][uav])
         for uav in px4_status.get("spawned", []):  # placed at the mission's origin as received: not placed again
             if uav in traj.tracks:
                 traj.tracks[uav].frame = PLACED

@@ -104,7 +104,8 @@ class PoseInput:
     def __init__(self, node: Node, callback: PoseCallback, callback_group=None, queue_depth: int = POSE_QUEUE_DEPTH,
                  on_lost: Callable[[str, int], None] | None = None, on_batch: BatchCallback | None = None,
                  on_arming: Callable[[str, bool], None] | None = None, owner_frames: dict | None = None,
-                 on_frame_moved: Callable[[str], None] = lambda uav: None, measured_velocity: bool = True):
+                 on_frame_moved: Callable[[str], None] = lambda uav: None, measured_velocity: bool = True,
+                 on_landed: Callable[[str, bool], None] | None = None):
         """`queue_depth`: the default of the pose_queue_depth parameter; `on_lost(uav, n)`: DDS reports n samples
         of that vehicle's topic lost on the way (a best-effort gap), so the owner knows what it never saw;
         `on_batch(t, uavs, positions)`: the owner takes a PoseArray whole (else pose by pose); `on_arming(uav,
@@ -114,10 +115,12 @@ class PoseInput:
         (the listeners get them as received, as the flight's tape and report take them); `on_frame_moved(uav)`: the
         owner's next pose of the vehicle is in a frame placed since its last one (no step of motion between);
         `measured_velocity`: MAVROS, each vehicle's velocity_local kept for the flight report (the verifier, which
-        checks the poses, takes none)."""
+        checks the poses, takes none); `on_landed(uav, landed)`: its land detector read or changed (PX4
+        vehicle_land_detected)."""
         self.node = node
         self.on_lost = on_lost
         self.on_arming = on_arming
+        self.on_landed = on_landed
         self.on_batch = on_batch
         self.callback = callback  # until a listener attaches: then `_fan_out`
         self._owner = callback
@@ -328,9 +331,10 @@ class PoseInput:
             self._subs[topic] = self.node.create_subscription(self._px4.cls, topic,
                                                               self.recorded(self._px4.callback(uav, topic)),
                                                               self.qos, callback_group=self.callback_group)
-            status = topic.rsplit("/", 1)[0] + "/vehicle_status"
-            if status not in self._subs and self._px4.reads_status:
-                self._subs[status] = self._px4.status_subscription(uav, status)
+            for kind in self._px4.companions:  # vehicle_status, vehicle_land_detected
+                companion = topic.rsplit("/", 1)[0] + "/" + kind
+                if companion not in self._subs:
+                    self._subs[companion] = self._px4.companion_subscription(uav, companion, kind)
             if uav not in self.uav_names:
                 self.uav_names.append(uav)
             return
@@ -370,9 +374,10 @@ class PoseInput:
             return new
         if self._px4 is not None:
             for topic, types in self.node.get_topic_names_and_types():
-                status_of = self._px4.matches(topic, types, "vehicle_status")
-                if status_of is not None and topic not in self._subs and self._px4.reads_status:
-                    self._subs[topic] = self._px4.status_subscription(status_of, topic)
+                for kind in self._px4.companions:
+                    of = self._px4.matches(topic, types, kind)
+                    if of is not None and topic not in self._subs:
+                        self._subs[topic] = self._px4.companion_subscription(of, topic, kind)
                 uav = self._px4.matches(topic, types)
                 if uav is not None and topic not in self._subs:
                     self._subs[topic] = self.node.create_subscription(

@@ -46,6 +46,14 @@ def message_class(pose_type: str) -> Any:
                          f"generates it; or source a ROS 2 workspace that has it)") from None
 
 
+def optional_class(kind: str) -> Any:
+    """A px4_msgs class read beside the poses, or None when the package was built without it (poses only)."""
+    try:
+        return message_class(kind)
+    except (ValueError, AttributeError):
+        return None
+
+
 def parse_spawn(items: list[str]) -> dict[str, tuple[float, ...]]:
     """`["px4_1=6,0,0", "px4_2=12,0,0,90", ...]` -> {vehicle: (x, y, z[, yaw_deg])} (ENU metres of its local origin in
     the world frame, and the local frame's yaw about z, as the mission's `frames:` give them)."""
@@ -71,10 +79,10 @@ class Px4Input:
         self._said: set[str] = set()
         #: each vehicle's vehicle_status messages as received (a few a second): arming, modes, vehicle class
         self.statuses: dict[str, list[px4.StatusFields]] = {}
-        try:
-            self._status_cls = message_class("VehicleStatus")
-        except ValueError:  # a px4_msgs built without it: poses only
-            self._status_cls = None
+        #: each vehicle's land detector as received: (timestamp µs, landed) of its first message and of each change
+        self.landings: dict[str, list[tuple[int, bool]]] = {}
+        self._status_cls = optional_class("VehicleStatus")
+        self._landed_cls = optional_class("VehicleLandDetected")
 
     def topic_for(self, uav: str) -> str:
         index = uav.removeprefix("px4_")
@@ -89,8 +97,13 @@ class Px4Input:
         return parsed[0] if parsed and parsed[1] == name and want in types else None
 
     @property
-    def reads_status(self) -> bool:
-        return self._status_cls is not None
+    def companions(self) -> list[str]:
+        """The kinds of each instance's output topics read beside its poses (their messages are in px4_msgs)."""
+        return [kind for kind, cls in (("vehicle_status", self._status_cls),
+                                       ("vehicle_land_detected", self._landed_cls)) if cls is not None]
+
+    def companion_subscription(self, uav: str, topic: str, kind: str) -> Any:
+        return (self.status_subscription if kind == "vehicle_status" else self.landing_subscription)(uav, topic)
 
     def status_subscription(self, uav: str, topic: str) -> Any:
         """vehicle_status of one instance (best effort as PX4 publishes it): recorded with the poses, kept for the
@@ -107,9 +120,26 @@ class Px4Input:
         return self.owner.node.create_subscription(self._status_cls, topic, self.owner.recorded(on_status),
                                                    self.owner.qos, callback_group=self.owner.callback_group)
 
+    def landing_subscription(self, uav: str, topic: str) -> Any:
+        """vehicle_land_detected of one instance: recorded with the poses, its first state and changes kept for the
+        flight report (io.px4.apply_landing, as the bag reader does) and passed to the owner's on_landed."""
+        rows = self.landings.setdefault(uav, [])
+
+        def on_landed(msg: Any) -> None:
+            self.owner.record(topic, px4.LAND_DETECTED, msg, self.owner.node.get_clock().now().nanoseconds)
+            landed = bool(msg.landed)
+            if not rows or rows[-1][1] != landed:  # PX4 publishes it on change and once a second
+                rows.append((int(msg.timestamp), landed))
+                if self.owner.on_landed is not None:
+                    self.owner.on_landed(uav, landed)  # the verifier's parked pairs
+        return self.owner.node.create_subscription(self._landed_cls, topic, self.owner.recorded(on_landed),
+                                                   self.owner.qos, callback_group=self.owner.callback_group)
+
     def flight_status(self) -> dict:
-        """What the flight report needs of vehicle_status: the messages and each instance's final clock offset."""
+        """What the flight report needs of vehicle_status and vehicle_land_detected: the messages (the land
+        detector's changes) and each instance's final clock offset."""
         return {"statuses": {u: [tuple(r) for r in rows] for u, rows in self.statuses.items() if rows},
+                "landings": {u: list(rows) for u, rows in self.landings.items() if rows},
                 "offsets": dict(self.frames.clock.offsets), "spawned": sorted(self.frames.placement.spawned)}
 
     def callback(self, uav: str, topic: str):

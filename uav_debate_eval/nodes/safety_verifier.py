@@ -105,7 +105,8 @@ class SafetyVerifierNode(Node):
         self.poses = PoseInput(self, self.verifier.on_pose, callback_group=group, queue_depth=VERIFIER_QUEUE_DEPTH,
                                on_lost=self.verifier.on_lost, on_batch=self.verifier.on_poses,
                                on_arming=monitor.set_armed, owner_frames=mission.frame_origins,
-                               on_frame_moved=monitor.restart, measured_velocity=False)
+                               on_frame_moved=monitor.restart, measured_velocity=False,
+                               on_landed=monitor.set_landed)
         if self.poses.reports_local_frames and not (mission.frame_origins or mission.frames_shared):
             self.get_logger().warning(
                 "pose input: MAVROS local_position gives each vehicle's own local frame: until two vehicles have a "

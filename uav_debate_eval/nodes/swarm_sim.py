@@ -36,11 +36,20 @@ from uav_debate_eval.nodes.run import run_node
 from uav_debate_eval.nodes.topics import SIM_END_TOPIC, TRUTH_TOPIC, latched
 from uav_debate_eval.report.build import jsonable
 from uav_debate_eval.sim.playback import Tick, csv_ticks
-from uav_debate_eval.sim.px4_shape import NAV_OFFBOARD, Px4Instance, instances, local_position, vehicle_status
+from uav_debate_eval.sim.px4_shape import (
+    NAV_OFFBOARD,
+    Px4Instance,
+    instances,
+    land_detected,
+    local_position,
+    vehicle_status,
+)
 
 SIM_POSE_TYPES = ("PoseStamped", "Odometry", "PoseArray", "VehicleLocalPosition", "TFMessage")
 #: Never run the pacing timer faster than this; late ticks are caught up in one callback.
 MAX_TIMER_HZ = 200.0
+#: PX4 mode: a vehicle lower than this above its spawn's ground is landed (its vehicle_land_detected)
+LANDED_HEIGHT_M = 0.2
 #: How long a node with exit_when_done stays up after announcing the end of its flight.
 END_LINGER_S = 1.0
 #: With /clock, at most this many ticks per timer callback (the stream slows down rather than bursts).
@@ -101,6 +110,7 @@ class SwarmSimNode(Node):
         self._pubs: dict[str, Publisher] = {}
         self._px4: dict[str, Px4Instance] = {}
         self._status_pubs: dict[str, Publisher] = {}  # PX4: vehicle_status once a second (armed, offboard)
+        self._landed_pubs: dict[str, Publisher] = {}  # and vehicle_land_detected (landed: on its spawn's ground)
         self._status_due: dict[str, float] = {}
         if self.pose_type == "PoseArray":
             self._array_pub = self.create_publisher(PoseArray, self.pose_array_topic, qos)
@@ -120,6 +130,9 @@ class SwarmSimNode(Node):
                     self._make.cls, inst.topic("vehicle_local_position"), px4_qos(10))
                 self._status_pubs[inst.uav] = self.create_publisher(
                     self._make.status_cls, inst.topic("vehicle_status"), px4_qos(10))
+                if self._make.landed_cls is not None:
+                    self._landed_pubs[inst.uav] = self.create_publisher(
+                        self._make.landed_cls, inst.topic("vehicle_land_detected"), px4_qos(10))
         else:
             msg_type = PoseStamped if self.pose_type == "PoseStamped" else Odometry
             for uav in self.uav_ids:
@@ -243,6 +256,9 @@ class SwarmSimNode(Node):
                 if t >= self._status_due.get(uav, -math.inf):
                     self._status_due[uav] = t + 1.0
                     self._status_pubs[uav].publish(vehicle_status(self._make, self._px4[uav], t, True, NAV_OFFBOARD))
+                    if uav in self._landed_pubs and pos is not None:  # within 0.2 m of its spawn's ground
+                        self._landed_pubs[uav].publish(land_detected(self._make, self._px4[uav], t,
+                                                                     bool(pos[2] < LANDED_HEIGHT_M)))
                 continue
             if self.pose_type == "PoseStamped":
                 msg = PoseStamped()
@@ -285,13 +301,15 @@ class _Px4Maker:
     """`make` for sim.px4_shape with rclpy's px4_msgs (generated at set-up)."""
 
     def __init__(self) -> None:
-        from uav_debate_eval.nodes.px4_input import message_class
+        from uav_debate_eval.nodes.px4_input import message_class, optional_class
 
         self.cls = message_class("VehicleLocalPosition")
         self.status_cls = message_class("VehicleStatus")
+        self.landed_cls = optional_class("VehicleLandDetected")
 
     def __call__(self, msgtype: str, **fields):
-        cls = self.status_cls if msgtype.endswith("VehicleStatus") else self.cls
+        cls = self.status_cls if msgtype.endswith("VehicleStatus") else self.landed_cls \
+            if msgtype.endswith("VehicleLandDetected") else self.cls
         return cls(**{k: v.tolist() if hasattr(v, "tolist") else v for k, v in fields.items()})
 
 

@@ -28,7 +28,7 @@ from uav_debate_eval.quality.jumps import STEP_FACTOR, STEP_SPEED_MPS
 from uav_debate_eval.rules.monitor import RuleMonitor
 from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, time_to_box_exit
 from uav_debate_eval.safety.near_index import CellIndex
-from uav_debate_eval.safety.parked import live_pairs
+from uav_debate_eval.safety.parked import LiveParking, live_pairs
 from uav_debate_eval.safety.periods import SlotPeriods
 from uav_debate_eval.safety.state import SafetyState
 
@@ -62,7 +62,7 @@ class SafetyMonitor:
         separation = mission.constraints.min_separation_m
         #: the stored positions by cell, for the per-pose separation pre-check (None: separation not checked)
         self._near = CellIndex(2 * separation) if separation else None
-        self._disarmed: dict[str, bool] = {}  # the autopilots' arming: no sample, so a reset (a run's start) keeps it
+        self._parking = LiveParking()  # the autopilots' arming and land detectors (safety.parked), kept by a reset
         self.reset()
 
     def reset(self) -> None:
@@ -88,7 +88,7 @@ class SafetyMonitor:
         self._live = np.zeros(0, dtype=bool)  # slot holds a vehicle the monitor currently tracks
         self._jump = np.zeros(0, dtype=bool)  # the newest sample jumped from the one before faster than flight
         self._periods = SlotPeriods()  # each slot's typical interval: a burst's step is no speed
-        self._parked = np.zeros(0, dtype=bool)  # slot's vehicle disarmed, as its autopilot said (safety.parked)
+        self._parking.clear()
         self.rules = RuleMonitor(self.mission.rules, self.rule_period_s, self.mission.constraints.geofence) \
             if self.mission.rules else None
 
@@ -101,17 +101,21 @@ class SafetyMonitor:
             self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
             self._jump = np.concatenate([self._jump, np.zeros(extra, dtype=bool)])
             self._periods.grow(extra)
-            self._parked = np.concatenate([self._parked, np.zeros(extra, dtype=bool)])
+            self._parking.grow(extra)
         self._ids.append(uav)
         self._slot[uav] = k
-        self._parked[k] = self._disarmed.get(uav, False)
+        self._parking.place(k, uav)
         return k
 
     def set_armed(self, uav: str, armed: bool) -> None:
         """A vehicle's arming as its autopilot reports it (two disarmed ones are no pair: safety.parked)."""
-        self._disarmed[uav] = not armed
-        if (k := self._slot.get(uav)) is not None and self._parked[k] == armed:
-            self._parked[k], self._generation = not armed, self._generation + 1  # the standing checks are stale
+        if self._parking.report(uav, self._slot.get(uav), armed=armed):
+            self._generation += 1  # the standing checks are stale
+
+    def set_landed(self, uav: str, landed: bool) -> None:
+        """A vehicle's land detector as its autopilot reports it (armed on its pad it is parked too)."""
+        if self._parking.report(uav, self._slot.get(uav), landed=landed):
+            self._generation += 1
 
     def restart(self, uav: str) -> None:
         """The vehicle's frame moved (placed by its fixes): its next sample is no step from the one before."""
@@ -297,7 +301,7 @@ class SafetyMonitor:
             values["stale_data"] = {"value": float(silence.max() if all_live else silence[live].max()),
                                     "limit": c.stale_timeout_s}
             if not (all_live and fresh.all()):
-                quiet = live & ~fresh & ~self._parked[:n]  # a parked vehicle's silence loses no flight (safety.parked)
+                quiet = live & ~fresh & ~self._parking.off[:n]  # a disarmed one's silence loses no flight
                 if self.close_on_quiet or self.end_announced:
                     # stale only when the others kept reporting past this vehicle's timeout; quiet vehicles
                     # that stopped with the last one have ended their flight once nobody reports any more
@@ -400,7 +404,8 @@ class SafetyMonitor:
                 i, j, d = cpa_candidates(pos, vel, limit, th.prediction_horizon_s)  # violating pairs included
             else:
                 i, j, d = close_pairs(pos, limit)
-            i, j, d = live_pairs(self._parked[:n] if every else self._parked[:n][idx], i, j, d)
+            parked = self._parking.parked[:n]
+            i, j, d = live_pairs(parked if every else parked[idx], i, j, d)
             values["min_separation"] = {"value": float(d.min()) if len(d) else None, "limit": limit}
             close = d < limit
             if close.any():
@@ -487,8 +492,9 @@ class SafetyMonitor:
         if self._near_stale:
             self._rebuild_near()
         near = self._near.within(x, y, z, limit, skip=slot)
-        if self._parked[slot] if slot >= 0 else self._disarmed.get(uav, False):  # (a first pose: its arming may be in)
-            return any(not self._parked[k] for k in near)
+        parked = self._parking.parked
+        if parked[slot] if slot >= 0 else self._parking.is_parked(uav):  # (a first pose: its arming may be in)
+            return any(not parked[k] for k in near)
         return next(near, None) is not None
 
     def _rebuild_near(self) -> None:

@@ -77,3 +77,44 @@ def live_pairs(parked: np.ndarray, i: np.ndarray, j: np.ndarray, d: np.ndarray) 
         return i, j, d
     keep = ~(parked[i] & parked[j])
     return i[keep], j[keep], d[keep]
+
+
+class LiveParking:
+    """The live monitor's parked vehicles. Each vehicle's arming and land detector as its autopilot reported them
+    (kept across the monitor's reset: they come with no sample, and repeat only when they change), and per slot
+    whether its vehicle is parked (disarmed or landed: a pair of two is none) and disarmed (its silence loses no
+    flight, as offline: safety.checker)."""
+
+    def __init__(self) -> None:
+        self.disarmed: dict[str, bool] = {}
+        self.landed: dict[str, bool] = {}
+        self.clear()
+
+    def clear(self) -> None:
+        """No slots (the monitor's reset)."""
+        self.parked = np.zeros(0, dtype=bool)
+        self.off = np.zeros(0, dtype=bool)
+
+    def grow(self, extra: int) -> None:
+        self.parked = np.concatenate([self.parked, np.zeros(extra, dtype=bool)])
+        self.off = np.concatenate([self.off, np.zeros(extra, dtype=bool)])
+
+    def is_parked(self, uav: str) -> bool:
+        return self.disarmed.get(uav, False) or self.landed.get(uav, False)
+
+    def place(self, k: int, uav: str) -> None:
+        """Slot k now holds `uav`."""
+        self.parked[k], self.off[k] = self.is_parked(uav), self.disarmed.get(uav, False)
+
+    def report(self, uav: str, k: int | None, armed: bool | None = None, landed: bool | None = None) -> bool:
+        """The autopilot's arming or land detector of `uav` (in slot k, None: none yet); True when the slot's parking
+        changed (the standing pair checks are stale)."""
+        if armed is not None:
+            self.disarmed[uav] = not armed
+        if landed is not None:
+            self.landed[uav] = landed
+        if k is None:
+            return False
+        before = bool(self.parked[k])
+        self.place(k, uav)
+        return before != bool(self.parked[k])

@@ -149,3 +149,60 @@ def test_mavros_local_frames_placed_by_their_fixes_raise_no_false_veto(tmp_path,
         in verifier_out
     assert msgs[-1][1] is False, (msgs, verifier_out)  # placed 6 m apart: no veto stands
     assert not [t for t, v in msgs if v and t > start + 1.0], (msgs, verifier_out)
+
+
+PAD_PUBLISHER = PRELUDE + textwrap.dedent("""
+    from mavros_msgs.msg import ExtendedState
+    parked_s, flying_s = (float(v) for v in sys.argv[3:5])
+    extended = {u: node.create_publisher(ExtendedState, f"/{u}/mavros/extended_state", 10) for u in uavs}
+
+    def publish_states(landed):
+        stamp = node.get_clock().now().to_msg()
+        for u, on_ground in zip(uavs, landed):
+            m = State(connected=True, armed=True, mode="GUIDED")
+            m.header.stamp = stamp
+            states[u].publish(m)
+            e = ExtendedState(landed_state=ExtendedState.LANDED_STATE_ON_GROUND if on_ground else
+                              ExtendedState.LANDED_STATE_IN_AIR)
+            e.header.stamp = stamp
+            extended[u].publish(e)
+
+    while any(p.get_subscription_count() == 0 for p in (*states.values(), *extended.values(), *poses.values())):
+        time.sleep(0.05)
+    publish_states((True, True))
+    time.sleep(1.0)
+    print("PADS " + repr(time.time()), flush=True)
+    t0, beat, flying = time.time(), 0.0, False
+    while (el := time.time() - t0) < parked_s + flying_s:
+        if el >= parked_s and not flying:
+            flying = True
+            publish_states((False, True))
+            print("AIRBORNE " + repr(time.time()), flush=True)
+        if el >= beat:  # MAVROS repeats both with each heartbeat (1 Hz)
+            beat += 1.0
+            publish_states((not flying, True))
+        for u, x in zip(uavs, (0.0, 1.5)):
+            m = PoseStamped()
+            m.header.stamp = node.get_clock().now().to_msg()
+            m.header.frame_id = "map"
+            m.pose.position.x, m.pose.orientation.w = x, 1.0
+            poses[u].publish(m)
+        time.sleep(0.05)
+    node.destroy_node()
+    rclpy.shutdown()
+""")
+
+
+def test_mavros_vehicles_armed_on_their_pads_raise_no_veto_until_one_is_in_the_air(tmp_path, ros_domain):
+    """Armed 1.5 m apart on their pads, ON_GROUND by `<ns>/mavros/extended_state` (MAVLink's EXTENDED_SYS_STATE): no
+    pair (before, the veto rose at the first pose: armed is no parking); one reports IN_AIR: the veto rises."""
+    pytest.importorskip("mavros_msgs.msg", reason="mavros_msgs not generated (make setup)")
+    import mavros_msgs.msg
+
+    if not hasattr(mavros_msgs.msg, "ExtendedState"):
+        pytest.skip("mavros_msgs generated before ExtendedState was shipped (make setup)")
+    msgs, verifier_out, marks, uavs = _fly(tmp_path, ros_domain, PAD_PUBLISHER, ["4.0", "3.0"])
+    assert set(marks) == {"PADS", "AIRBORNE"}, marks
+    edges = [(t, v) for k, (t, v) in enumerate(msgs) if k == 0 or v != msgs[k - 1][1]]
+    assert [v for _, v in edges] == [False, True], (edges, verifier_out)
+    assert 0.0 <= edges[1][0] - marks["AIRBORNE"] < 2.0, (edges, marks, verifier_out)

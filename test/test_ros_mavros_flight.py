@@ -32,7 +32,7 @@ SWARM = textwrap.dedent("""
     from pathlib import Path
     import rclpy
     from geometry_msgs.msg import PoseStamped, TwistStamped
-    from mavros_msgs.msg import State
+    from mavros_msgs.msg import ExtendedState, State
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rclpy.serialization import serialize_message
     from rosbags.rosbag2 import StoragePlugin, Writer
@@ -46,6 +46,7 @@ SWARM = textwrap.dedent("""
     rclpy.init()
     node = rclpy.create_node("mavros_swarm")
     st = {u: node.create_publisher(State, f"/{u}/mavros/state", latched) for u in uavs}
+    ex = {u: node.create_publisher(ExtendedState, f"/{u}/mavros/extended_state", reliable) for u in uavs}
     fx = {u: node.create_publisher(NavSatFix, f"/{u}/mavros/global_position/global", reliable) for u in uavs}
     ps = {u: node.create_publisher(PoseStamped, f"/{u}/mavros/local_position/pose", reliable) for u in uavs}
     vl = {u: node.create_publisher(TwistStamped, f"/{u}/mavros/local_position/velocity_local", reliable) for u in uavs}
@@ -57,22 +58,26 @@ SWARM = textwrap.dedent("""
 
     # the verifier's poses, the states and fixes both the verifier and the flight report's input read, the velocities
     # the flight report's alone
-    while any(p.get_subscription_count() < need for pubs, need in ((ps, 1), (st, 2), (fx, 2), (vl, 1))
+    while any(p.get_subscription_count() < need for pubs, need in ((ps, 1), (st, 2), (ex, 2), (fx, 2), (vl, 1))
               for p in pubs.values()):
         time.sleep(0.05)
     time.sleep(1.0)
     lat0, lon0 = 47.397742, 8.545594
-    t0, beat, armed = time.time(), 0.0, None
+    t0, beat, armed, grounded = time.time(), 0.0, None, None
     while (el := time.time() - t0) < 20.0:
         now_armed = 3.0 <= el < 18.0
         stamp = node.get_clock().now().to_msg()
-        if el >= beat or now_armed != armed:
-            beat, armed = el + 1.0, now_armed
+        z = max(0.0, min(3.0, (el - 4.0) * 1.5)) if el < 15 else max(0.0, 3.0 - (el - 15.0) * 1.5)
+        if el >= beat or now_armed != armed or (z == 0.0) != grounded:  # armed on the pads from 3 s to 4 s
+            beat, armed, grounded = el + 1.0, now_armed, z == 0.0
             for u in uavs:
                 m = State(connected=True, armed=now_armed, mode="GUIDED")
                 m.header.stamp = stamp
                 send(st[u], m, "mavros_msgs/msg/State")
-        z = max(0.0, min(3.0, (el - 4.0) * 1.5)) if el < 15 else max(0.0, 3.0 - (el - 15.0) * 1.5)
+                e = ExtendedState(landed_state=ExtendedState.LANDED_STATE_ON_GROUND if grounded else
+                                  ExtendedState.LANDED_STATE_IN_AIR)
+                e.header.stamp = stamp
+                send(ex[u], e, "mavros_msgs/msg/ExtendedState")
         north = max(0.0, min(8.0, el - 6.0))
         vz = 1.5 if 4.0 < el < 6.0 else -1.5 if 15.0 < el < 17.0 else 0.0
         for u in uavs:
@@ -96,7 +101,8 @@ SWARM = textwrap.dedent("""
     node.destroy_node()
     rclpy.shutdown()
     ts = get_typestore(Stores.ROS2_JAZZY)
-    ts.register(get_types_from_msg(Path(state_msg).read_text(), "mavros_msgs/msg/State"))
+    for name in ("State", "ExtendedState"):
+        ts.register(get_types_from_msg((Path(state_msg).parent / f"{name}.msg").read_text(), f"mavros_msgs/msg/{name}"))
     with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as w:
         conns = {}
         for topic, msgtype, ns, data in sent:
@@ -156,5 +162,9 @@ def test_live_mavros_flight_report_equals_evaluate_of_its_bag(tmp_path: Path):
                 } <= set(report["ingest"]["notes"])
     for key in COMPARED:
         assert flight[key] == replay[key], key
-    arming = [e["extra"]["label"] for e in flight["events"] if e["type"] == "autopilot_event"]
+    arming = [e["extra"]["label"] for e in flight["events"] if e["type"] == "autopilot_event"
+              and e["extra"]["label"] in ("ARMED", "DISARMED")]
     assert arming == ["DISARMED"] * 3 + ["ARMED"] * 3 + ["DISARMED"] * 3
+    landing = [e["extra"]["label"] for e in flight["events"] if e["type"] == "autopilot_event"
+               and e["extra"]["label"] in ("landed", "airborne")]
+    assert landing == ["landed"] * 3 + ["airborne"] * 3 + ["landed"] * 3

@@ -16,8 +16,11 @@ ARMING_LABELS = {"ARMED": True, "armed": True, "DISARMED": False, "disarmed": Fa
 #: The labels of the land detector's events: landed or not (ArduCopter's EV names, the PX4 reader's words).
 #: ArduCopter's LAND_COMPLETE_MAYBE is no landing yet.
 LANDING_LABELS = {"LAND_COMPLETE": True, "landed": True, "NOT_LANDED": False, "airborne": False}
-#: The words the PX4 reader labels vehicle_land_detected's changes with (landed, not).
+#: The words the PX4 and MAVROS readers label their land detector's changes with (landed, not).
 LANDING_WORDS = ("landed", "airborne")
+#: MAVLink's MAV_LANDED_STATE_ON_GROUND (MAVROS ExtendedState.landed_state); undefined, in air, taking off and
+#: landing are not landed.
+MAV_LANDED_STATE_ON_GROUND = 1
 
 Changes = tuple[np.ndarray, np.ndarray, bool]  #: (times, state after each, whether the first is a change)
 

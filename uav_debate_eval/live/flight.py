@@ -96,7 +96,7 @@ def session_inputs(session: dict) -> list[str]:
 def evaluate_flight(job: FlightJob) -> JobResult:
     """Worker-process side: the whole flight through `evaluate` (rules panel), the live record added, the files
     written (report folder, figures, flight.mcap)."""
-    from uav_debate_eval.core.arming import state_events
+    from uav_debate_eval.core.arming import LANDING_WORDS, state_events
     from uav_debate_eval.debate.config import DebateConfig
     from uav_debate_eval.io.mavros_fixes import placed_note, tape_offsets
     from uav_debate_eval.live.tape import put_measured_velocity, tape_columns, tape_trajectory
@@ -132,6 +132,9 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     for uav, states in mavros.get("states", {}).items():  # MAVROS state: the arming, as the bag reader reads it
         if uav in traj.tracks:
             state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/state")
+    for uav, states in mavros.get("landings", {}).items():  # and the extended state's landed state
+        if uav in traj.tracks:
+            state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/extended_state", LANDING_WORDS)
     write = job.out_dir is not None
     evaluation = evaluate(traj, job.mission, DebateConfig(backend="rules"), inputs=session_inputs(job.session),
                           figures=write)

@@ -4,6 +4,8 @@
   mavros_msgs package (make setup generates it) the poses are read alone.
 - `<ns>/mavros/global_position/global` (NavSatFix) beside a `local_position` topic: the fixes that place each
   vehicle's local frame in the world frame (io.mavros_fixes).
+- `<ns>/mavros/extended_state` (mavros_msgs/ExtendedState): each vehicle's landed state; armed on its pad it is
+  parked too.
 - `<ns>/mavros/local_position/velocity_local` (TwistStamped) beside a `local_position` topic: the velocity the
   autopilot measured, which the flight report puts on the poses in place of the derived one, as the bag reader does
   (live.tape.put_measured_velocity).
@@ -20,6 +22,7 @@ from geometry_msgs.msg import TwistStamped
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import NavSatFix
 
+from uav_debate_eval.core.arming import LANDING_WORDS, MAV_LANDED_STATE_ON_GROUND
 from uav_debate_eval.io.mavros_fixes import valid_fix
 
 #: As MAVROS publishes the state (sys_status: QoS(10).transient_local(), reliable): a reader that joins late still
@@ -46,32 +49,36 @@ def velocity_topic(pose_topic: str) -> str | None:
     return f"{head}/mavros/local_position/velocity_local" if sep and "/local_position/" in pose_topic else None
 
 
-def state_class() -> Any:
-    """mavros_msgs' State, or None when the package is not installed."""
+def state_class(name: str = "State") -> Any:
+    """mavros_msgs' State (or ExtendedState), or None when the package is not installed (or was built without it)."""
     try:
-        from mavros_msgs.msg import State
+        import mavros_msgs.msg
     except ImportError:
         return None
-    return State
+    return getattr(mavros_msgs.msg, name, None)
 
 
 class MavrosState:
-    """Each MAVROS vehicle's first state read and every change of its arming (stamp s, armed), its first valid
-    global fix (stamp s, lat, lon, alt) and its measured velocity (stamp s, vx, vy, vz rows, 32 bytes each)."""
+    """Each MAVROS vehicle's first state read and every change of its arming (stamp s, armed) and of its landed state
+    (stamp s, landed), its first valid global fix (stamp s, lat, lon, alt) and its measured velocity (stamp s, vx, vy,
+    vz rows, 32 bytes each)."""
 
     def __init__(self, node: Any, stamp: Callable[[Any], float], on_arming: Callable[[str, bool], None] | None,
                  callback_group: Any = None, on_fix: Callable[[str, float, float, float, float], None] | None = None,
-                 velocities: bool = True):
+                 velocities: bool = True, on_landed: Callable[[str, bool], None] | None = None):
         """`stamp(header)`: the pose input's clock rule (a zero stamp is the node's clock); `on_arming(uav, armed)`:
-        called on the first state and on each change; `on_fix(uav, t, lat, lon, alt)`: on its first valid fix;
-        `velocities`: keep each vehicle's measured velocity."""
+        called on the first state and on each change, `on_landed(uav, landed)` likewise for the extended state;
+        `on_fix(uav, t, lat, lon, alt)`: on its first valid fix; `velocities`: keep each vehicle's measured
+        velocity."""
         self.node = node
         self.stamp = stamp
         self.on_arming = on_arming
+        self.on_landed = on_landed
         self.on_fix = on_fix
         self.callback_group = callback_group
-        self.cls = state_class()
+        self.cls, self.extended_cls = state_class(), state_class("ExtendedState")
         self.states: dict[str, list[tuple[float, bool]]] = {}
+        self.landings: dict[str, list[tuple[float, bool]]] = {}
         self.fixes: dict[str, tuple[float, float, float, float]] = {}
         self.velocities: dict[str, tuple[str, array]] = {}  # uav -> (topic, flat rows)
         self._want_velocities = velocities
@@ -103,8 +110,18 @@ class MavrosState:
                     "pose input: mavros_msgs is not installed (make setup generates it): MAVROS arming is not "
                     "read, so vehicles parked side by side count as pairs of the separation constraint")
             return
-        self._subs[topic] = self.node.create_subscription(self.cls, topic, self._on_state(uav, topic), STATE_QOS,
-                                                          callback_group=self.callback_group)
+        self._subs[topic] = self.node.create_subscription(
+            self.cls, topic, self._on_change(uav, topic, self.states.setdefault(uav, []), lambda m: bool(m.armed),
+                                             self.on_arming, ("armed", "disarmed")),
+            STATE_QOS, callback_group=self.callback_group)
+        if self.extended_cls is not None:  # (a package generated before it was shipped: arming only)
+            extended = topic.removesuffix("/state") + "/extended_state"
+            self._subs[extended] = self.node.create_subscription(
+                self.extended_cls, extended,
+                self._on_change(uav, extended, self.landings.setdefault(uav, []),
+                                lambda m: int(m.landed_state) == MAV_LANDED_STATE_ON_GROUND, self.on_landed,
+                                LANDING_WORDS),
+                qos_profile_sensor_data, callback_group=self.callback_group)
 
     def _on_fix(self, uav: str) -> Callable[[Any], None]:
         def on_fix(msg: Any) -> None:
@@ -123,24 +140,25 @@ class MavrosState:
             rows.extend((self.stamp(msg.header), v.x, v.y, v.z))
         return on_velocity
 
-    def _on_state(self, uav: str, topic: str) -> Callable[[Any], None]:
-        rows = self.states.setdefault(uav, [])
-
-        def on_state(msg: Any) -> None:
-            armed = bool(msg.armed)
-            if rows and rows[-1][1] == armed:  # MAVROS repeats the state with every heartbeat
+    def _on_change(self, uav: str, topic: str, rows: list[tuple[float, bool]], state_of: Callable[[Any], bool],
+                   notify: Callable[[str, bool], None] | None, words: tuple[str, str]) -> Callable[[Any], None]:
+        """A state message's handler: its first state and each change kept (stamp, state) and passed to `notify`."""
+        def on_message(msg: Any) -> None:
+            now = state_of(msg)
+            if rows and rows[-1][1] == now:  # MAVROS repeats the states with every heartbeat
                 return
             if not rows:
-                self.node.get_logger().info(f"pose input: {uav}: arming from {topic} "
-                                            f"({'armed' if armed else 'disarmed'})")
-            rows.append((self.stamp(msg.header), armed))
-            if self.on_arming is not None:
-                self.on_arming(uav, armed)
-        return on_state
+                self.node.get_logger().info(f"pose input: {uav}: {words[0]}/{words[1]} from {topic} "
+                                            f"({words[0] if now else words[1]})")
+            rows.append((self.stamp(msg.header), now))
+            if notify is not None:
+                notify(uav, now)
+        return on_message
 
     def heard(self) -> bool:
         """Anything for the flight report: a state, a fix or a measured velocity."""
-        return bool(self.states or self.fixes or any(len(rows) for _, rows in self.velocities.values()))
+        return bool(any(self.states.values()) or any(self.landings.values()) or self.fixes
+                    or any(len(rows) for _, rows in self.velocities.values()))
 
     def flight_status(self) -> dict:
         """What the flight report needs: each vehicle's first state and arming changes; the first valid fixes and
@@ -150,6 +168,7 @@ class MavrosState:
         measured = {u: (topic, np.frombuffer(rows[:], dtype=float).reshape(-1, 4))
                     for u, (topic, rows) in self.velocities.items() if len(rows)}
         return {"states": {u: list(rows) for u, rows in self.states.items() if rows},
+                "landings": {u: list(rows) for u, rows in self.landings.items() if rows},
                 "fixes": {u: list(fix) for u, fix in self.fixes.items()}, "anchor": anchor,
                 "velocities": {u: rows for u, (_, rows) in measured.items()},
                 "velocity_topics": {u: topic for u, (topic, _) in measured.items()}}

@@ -116,7 +116,7 @@ class PoseInput:
         owner's next pose of the vehicle is in a frame placed since its last one (no step of motion between);
         `measured_velocity`: MAVROS, each vehicle's velocity_local kept for the flight report (the verifier, which
         checks the poses, takes none); `on_landed(uav, landed)`: its land detector read or changed (PX4
-        vehicle_land_detected)."""
+        vehicle_land_detected, MAVROS extended_state)."""
         self.node = node
         self.on_lost = on_lost
         self.on_arming = on_arming
@@ -165,8 +165,8 @@ class PoseInput:
             self.callback = self._owner = self._placed(callback, WorldPlacement(owner_frames or {}), self.fixes)
         self._px4 = Px4Input(self, parse_spawn(spawn), shared) if self.pose_type in PX4_KINDS else None
         #: MAVROS pose topics: each vehicle's state topic beside them (arming)
-        self._mavros = MavrosState(node, self._stamp, on_arming, callback_group, self._on_fix, measured_velocity) \
-            if self.pose_type in RELAYED else None
+        self._mavros = MavrosState(node, self._stamp, on_arming, callback_group, self._on_fix, measured_velocity,
+                                   on_landed) if self.pose_type in RELAYED else None
         if self._px4 is not None:
             self.qos = px4_qos(depth)
         self.uav_names: list[str] = list(names or [])

@@ -26,6 +26,8 @@ class VehicleMeta:
     fix: tuple[float, np.ndarray] | None = None  #: first global fix (t, lat/lon/alt) of a local frame
     #: the autopilot's arming (t, armed) at its first state and at each change (MAVROS /state)
     arming: list[tuple[float, bool]] = field(default_factory=list)
+    #: its land detector (t, landed) at the first extended state and at each change (MAVROS /extended_state)
+    landing: list[tuple[float, bool]] = field(default_factory=list)
 
 
 @dataclass

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from uav_debate_eval.core.arming import first_and_changes
+from uav_debate_eval.core.arming import MAV_LANDED_STATE_ON_GROUND, first_and_changes
 from uav_debate_eval.core.frames import rotate_many
 from uav_debate_eval.io.mavros_fixes import fix_offsets, placed_note, track_at, valid_fix, velocity_at
 from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
-from uav_debate_eval.io.rosbag.topics import STATE, TF_STATIC, TWIST
+from uav_debate_eval.io.rosbag.topics import EXTENDED_STATE, STATE, TF_STATIC, TWIST
 
 if TYPE_CHECKING:
     from rosbags.highlevel import AnyReader
@@ -20,21 +20,24 @@ if TYPE_CHECKING:
     from uav_debate_eval.io.rosbag.raw_messages import Raw
 
 
-#: mavros_msgs' State as shipped (uav_debate_eval/msgs/mavros_msgs): ROS 2's type store has no mavros_msgs.
-STATE_MSG = Path(__file__).resolve().parent.parent.parent / "msgs" / "mavros_msgs" / "msg" / "State.msg"
+#: mavros_msgs' State and ExtendedState as shipped (uav_debate_eval/msgs/mavros_msgs): ROS 2's type store has none.
+MSG_DIR = Path(__file__).resolve().parent.parent.parent / "msgs" / "mavros_msgs" / "msg"
+STATE_MSG = MSG_DIR / "State.msg"
 
 
 def shipped_types() -> dict:
     """The shipped mavros_msgs types for a rosbags type store (a bag's own definitions take precedence)."""
     from rosbags.typesys import get_types_from_msg
 
-    return get_types_from_msg(STATE_MSG.read_text(), STATE)
+    return {**get_types_from_msg(STATE_MSG.read_text(), STATE),
+            **get_types_from_msg((MSG_DIR / "ExtendedState.msg").read_text(), EXTENDED_STATE)}
 
 
 def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[str, str], raws: dict[str, Raw],
                      cols: Columns, notes: list[str]) -> None:
     """Measured velocity replaces derived velocity (local beats body); a local frame's first global fix is kept
-    for `place_by_fix`; the state's arming for the flight's events (safety.parked)."""
+    for `place_by_fix`; the state's arming and the extended state's landing for the flight's events
+    (safety.parked)."""
     for comp, topic in sorted(companions.items(), key=lambda kv: "velocity_body" in kv[0]):
         if comp == TF_STATIC:
             continue
@@ -55,6 +58,8 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
             continue
         if types[comp] == STATE:
             meta.arming = first_and_changes(t, [bool(m.armed) for m in msgs])
+        elif types[comp] == EXTENDED_STATE:  # on the ground (undefined, taking off, in the air, landing: not)
+            meta.landing = first_and_changes(t, [int(m.landed_state) == MAV_LANDED_STATE_ON_GROUND for m in msgs])
         elif types[comp] == TWIST:
             if meta.velocity:
                 continue

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from uav_debate_eval.core.arming import state_events
+from uav_debate_eval.core.arming import LANDING_WORDS, state_events
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io import px4
@@ -130,7 +130,7 @@ def _open(path: Path, is_ros1: bool) -> AnyReader:
     except ImportError as exc:  # pragma: no cover - rosbags is a hard dependency
         raise InputError(f"{path}: reading bags needs the 'rosbags' package ({exc})") from None
     store = get_typestore(Stores.ROS1_NOETIC if is_ros1 else Stores.ROS2_JAZZY)
-    if not is_ros1:  # a bag before Iron holds no definitions: MAVROS's state decodes with the shipped one
+    if not is_ros1:  # a bag before Iron holds no definitions: MAVROS's states decode with the shipped ones
         store.register(mavros.shipped_types())
     return AnyReader([path], default_typestore=store)
 
@@ -184,5 +184,7 @@ def _trajectory(path: Path, cols: Columns, notes: list[str]) -> SwarmTrajectory:
         tr.frame = meta.frame if meta is not None else ""
         tr.recording_end = end
         tr.drop_redundant_validity()
-        state_events(traj.ingest.log_events, uav, meta.arming if meta is not None else [], traj.t0, "mavros/state")
+        if meta is not None:
+            state_events(traj.ingest.log_events, uav, meta.arming, traj.t0, "mavros/state")
+            state_events(traj.ingest.log_events, uav, meta.landing, traj.t0, "mavros/extended_state", LANDING_WORDS)
     return traj

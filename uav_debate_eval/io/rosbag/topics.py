@@ -18,6 +18,7 @@ TRANSFORM = "geometry_msgs/msg/TransformStamped"
 TWIST = "geometry_msgs/msg/TwistStamped"
 FIX = "sensor_msgs/msg/NavSatFix"
 STATE = "mavros_msgs/msg/State"
+EXTENDED_STATE = "mavros_msgs/msg/ExtendedState"
 #: ROS 1's tf/tfMessage (tf before tf2) has TFMessage's layout, byte for byte: read as one.
 _SAME_LAYOUT = {"tf/msg/tfMessage": TF}
 #: Preferred first when one vehicle has several pose topics.
@@ -28,9 +29,9 @@ WORLD_FRAMES = {"world", "map", "odom", "earth", "enu"}
 _DRIVER_NS = {"mavros", "fmu", "px4"}
 _MOCAP_NS = {"vicon", "vrpn_client_node", "natnet", "optitrack", "qualisys", "mocap", "motion_capture_tracking"}
 #: MAVROS topics beside a pose topic: measured velocity (world frame first, then body frame), the global fix and the
-#: autopilot's state (arming).
+#: autopilot's state (arming) and extended state (landed).
 _MAVROS_COMPANIONS = (("/local_position/velocity_local", TWIST), ("/local_position/velocity_body", TWIST),
-                      ("/global_position/global", FIX), ("/state", STATE))
+                      ("/global_position/global", FIX), ("/state", STATE), ("/extended_state", EXTENDED_STATE))
 
 
 def same_type(msgtype: str) -> str:
@@ -107,8 +108,8 @@ def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | Non
 
 
 def companions(selected: dict[str, str | None], types: dict[str, str]) -> dict[str, str]:
-    """Companion topic -> the pose topic it completes: MAVROS velocity (world or body), global fix and state of the
-    same namespace, and /tf_static (-> itself) when the bag has it and it is not read as poses."""
+    """Companion topic -> the pose topic it completes: MAVROS velocity (world or body), global fix, state and extended
+    state of the same namespace, and /tf_static (-> itself) when the bag has it and it is not read as poses."""
     out = {}
     for topic in selected:
         if "/mavros/" not in topic + "/":

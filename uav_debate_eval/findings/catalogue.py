@@ -334,8 +334,9 @@ def _all_clear(safety: Any, t_range: tuple[float, float]) -> VerifiedFinding:
 
 
 def rank(found: list[VerifiedFinding]) -> list[VerifiedFinding]:
-    """Most important first (severity, then weight, then time); ids F1.. in that order."""
-    out = sorted(found, key=lambda f: (SEVERITY.index(f.severity), -f.weight, f.t_start, f.key))
+    """Most important first (severity, then weight, then time to the microsecond, then key: two findings of one
+    instant rank alike whatever the last bits of its two computations); ids F1.. in that order."""
+    out = sorted(found, key=lambda f: (SEVERITY.index(f.severity), -f.weight, round(f.t_start, 6), f.key))
     for i, f in enumerate(out, 1):
         f.id = f"F{i}"
     return out

@@ -8,7 +8,10 @@ with the `mcap` library: `evaluate flight.mcap` re-evaluates exactly the samples
 autopilot's own events of the flight (arming, modes, errors: what the log or the live session's vehicle_status and
 MAVROS state said) go on `/autopilot_events` as JSON, one event a message, times in the input clock, and come
 back with the samples (two parked vehicles stay parked in the replay). So does each vehicle's frame where it is not
-the world frame (`/vehicle_frames`: MAVROS's local frames, a frame the live input placed already).
+the world frame (`/vehicle_frames`: MAVROS's local frames, a frame the live input placed already), and what an
+autopilot log gives beside its positions (`/autopilot_log`, one JSON message: the limit parameters, the vehicle
+class, the attitude and its targets, the GPS fixes, the estimator's invalid spans, where each log ended, and the
+findings its reader made), so the replay of a log's flight MCAP checks what the log's own evaluation checked.
 
 Messages of the one layout this module writes (frame "map") are encoded and decoded a whole array at a time;
 any other layout of those types goes through rosbags' CDR decoder.
@@ -41,6 +44,13 @@ EVENT_SCHEMA = {"title": "autopilot_event", "type": "object", "required": ["type
 FRAMES_TOPIC = "/vehicle_frames"
 FRAMES_SCHEMA = {"title": "vehicle_frames", "type": "object", "required": ["frames"],
                  "properties": {"frames": {"type": "object", "additionalProperties": {"type": "string"}}}}
+#: What an autopilot log gives beside its positions and events (one JSON message; flight times since `t0`).
+AUTOPILOT_TOPIC = "/autopilot_log"
+AUTOPILOT_SCHEMA = {"title": "autopilot_log", "type": "object", "required": ["t0"], "properties": {
+    "t0": {"type": "number", "description": "the flight's origin (input clock, s): every time here is since it"},
+    "params": {"type": "object"}, "autopilot": {"type": "object"}, "attitude": {"type": "object"},
+    "gnss": {"type": "object"}, "tracks": {"type": "object"}, "findings": {"type": "array"},
+    "not_evaluable": {"type": "array"}}}
 #: The flight MCAP's Foxglove channels (viz.scene.TOPICS) all start so.
 FOXGLOVE_PREFIX = "/swarm/"
 FRAME_ID, CHILD_FRAME_ID = b"map\0", b"base_link\0"
@@ -97,6 +107,62 @@ def frames_message(traj: SwarmTrajectory) -> bytes | None:
     return json.dumps({"frames": frames}).encode() if frames else None
 
 
+def autopilot_message(traj: SwarmTrajectory) -> bytes | None:
+    """What the autopilot log gave beside its positions and events (None when it gave nothing: a pose recording).
+    Times are flight times with the flight's origin `t0` beside them (a unix origin added to each would cost them
+    their last 0.2 microseconds, and a time on a printed boundary its rounding)."""
+    from dataclasses import asdict
+
+    from uav_debate_eval.quality.updates import true_spans
+
+    ing = traj.ingest
+    tracks: dict[str, dict] = {}
+    for u, tr in traj.tracks.items():
+        entry: dict[str, Any] = {name: true_spans(tr.t, ~flags) for name in ("est_valid", "est_z_valid")
+                                 if (flags := getattr(tr, name)) is not None}
+        if tr.recording_end is not None:
+            entry["recording_end"] = tr.recording_end
+        if entry:
+            tracks[u] = entry
+    body = {"params": ing.params, "autopilot": ing.autopilot, "attitude": ing.attitude, "gnss": ing.gnss,
+            "tracks": tracks, "findings": [asdict(f) for f in ing.findings],
+            "not_evaluable": [asdict(n) for n in ing.not_evaluable]}
+    return json.dumps({**body, "t0": traj.t0}, default=_plain).encode() if any(body.values()) else None
+
+
+def _autopilot(traj: SwarmTrajectory, body: dict) -> None:
+    """An autopilot log's context read back onto the replayed flight, its times moved onto the replay's origin."""
+    from uav_debate_eval.core.records import Finding, NotEvaluable
+
+    if not body:
+        return
+    shift, ing = float(body["t0"]) - traj.t0, traj.ingest
+
+    def moved(t: float | None) -> float | None:
+        return None if t is None else float(t) + shift
+
+    ing.params.update(body.get("params") or {})
+    ing.autopilot.update(body.get("autopilot") or {})
+    for into, key in ((ing.attitude, "attitude"), (ing.gnss, "gnss")):
+        into.update({u: (np.asarray(a[0], dtype=float) + shift, *(np.asarray(x) for x in a[1:]))
+                     for u, a in (body.get(key) or {}).items()})
+    for u, entry in (body.get("tracks") or {}).items():
+        if (tr := traj.tracks.get(u)) is None:
+            continue
+        for name in ("est_valid", "est_z_valid"):
+            if name in entry:
+                flags = np.ones(len(tr), dtype=bool)
+                for a, b in entry[name]:  # a run of invalid samples, first and last (the same samples here)
+                    flags[(tr.t >= a + shift - 1e-6) & (tr.t <= b + shift + 1e-6)] = False
+                setattr(tr, name, flags)
+        if "recording_end" in entry:
+            tr.recording_end = moved(entry["recording_end"])
+    ing.findings.extend(Finding(**{**f, "t_start": moved(f["t_start"]), "t_end": moved(f["t_end"])})
+                        for f in body.get("findings") or [])
+    ing.not_evaluable.extend(NotEvaluable(**{**n, "t_start": moved(n["t_start"]), "t_end": moved(n["t_end"])})
+                             for n in body.get("not_evaluable") or [])
+
+
 def _plain(value: Any) -> Any:
     """A numpy scalar or array inside an event as JSON takes it."""
     if isinstance(value, (np.generic, np.ndarray)):
@@ -146,6 +212,7 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
     raw: dict[tuple[str, str], list[bytes]] = {}
     events: list[dict] = []
     frames: dict[str, str] = {}
+    autopilot: dict = {}
     topics: dict[str, str] = {}
     try:
         with path.open("rb") as fh:
@@ -157,6 +224,8 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
                     events.append(json.loads(message.data))
                 elif channel.topic == FRAMES_TOPIC and channel.message_encoding == "json":
                     frames.update(json.loads(message.data)["frames"])
+                elif channel.topic == AUTOPILOT_TOPIC and channel.message_encoding == "json":
+                    autopilot = json.loads(message.data)
     except Exception as exc:  # a truncated or corrupt file
         raise InputError(f"{path}: cannot read MCAP ({type(exc).__name__}: {exc})") from None
     if not raw:
@@ -170,6 +239,7 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
     for vehicle, frame in frames.items():
         if vehicle in traj.tracks:
             traj.tracks[vehicle].frame = str(frame)
+    _autopilot(traj, autopilot)
     return apply_names(traj, names, str(path))
 
 

@@ -69,7 +69,7 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
 
 def _raw_poses(context: foxglove.Context, traj: SwarmTrajectory) -> None:
     """Every sample on its vehicle's pose (or odometry) topic, CDR as a ROS 2 recorder writes it, the autopilot's
-    events of the flight and the vehicles' own frames."""
+    events of the flight, the vehicles' own frames and what an autopilot log gave beside them."""
     schemas: dict[str, foxglove.Schema] = {}
     for topic, msgtype, stamps, rows in flight_mcap.messages(traj):
         if msgtype not in schemas:
@@ -82,10 +82,13 @@ def _raw_poses(context: foxglove.Context, traj: SwarmTrajectory) -> None:
                               context=context)
     for ns_, msg in flight_mcap.event_messages(traj):
         events.log(msg, log_time=ns_)
+    start_ns = max(0, int(flight_mcap.stamp_ns(np.array([traj.t0]))[0]))
     if (frames := flight_mcap.frames_message(traj)) is not None:
-        start_ns = max(0, int(flight_mcap.stamp_ns(np.array([traj.t0]))[0]))
         foxglove.Channel(flight_mcap.FRAMES_TOPIC, schema=flight_mcap.FRAMES_SCHEMA, message_encoding="json",
                          context=context).log(frames, log_time=start_ns)
+    if (autopilot := flight_mcap.autopilot_message(traj)) is not None:
+        foxglove.Channel(flight_mcap.AUTOPILOT_TOPIC, schema=flight_mcap.AUTOPILOT_SCHEMA, message_encoding="json",
+                         context=context).log(autopilot, log_time=start_ns)
 
 
 def _vetoed_uavs(violations: list[dict], t: float) -> list[str]:

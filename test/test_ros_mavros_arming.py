@@ -30,6 +30,15 @@ PRELUDE = textwrap.dedent("""
     states = {u: node.create_publisher(State, f"/{u}/mavros/state", state_qos) for u in uavs}
     poses = {u: node.create_publisher(PoseStamped, f"/{u}/mavros/local_position/pose", qos_profile_sensor_data)
              for u in uavs}
+
+    def publish_poses():
+        # the two vehicles standing 1.5 m apart (x 0 and 1.5)
+        for u, x in zip(uavs, (0.0, 1.5)):
+            m = PoseStamped()
+            m.header.stamp = node.get_clock().now().to_msg()
+            m.header.frame_id = "map"
+            m.pose.position.x, m.pose.orientation.w = x, 1.0
+            poses[u].publish(m)
 """)
 PUBLISHER = PRELUDE + textwrap.dedent("""
     parked_s, armed_s = (float(v) for v in sys.argv[3:5])
@@ -55,12 +64,7 @@ PUBLISHER = PRELUDE + textwrap.dedent("""
             beat += 1.0
             state(uavs[0], armed)
             state(uavs[1], False)
-        for u, x in zip(uavs, (0.0, 1.5)):
-            m = PoseStamped()
-            m.header.stamp = node.get_clock().now().to_msg()
-            m.header.frame_id = "map"
-            m.pose.position.x, m.pose.orientation.w = x, 1.0
-            poses[u].publish(m)
+        publish_poses()
         time.sleep(0.05)
     node.destroy_node()
     rclpy.shutdown()
@@ -181,12 +185,7 @@ PAD_PUBLISHER = PRELUDE + textwrap.dedent("""
         if el >= beat:  # MAVROS repeats both with each heartbeat (1 Hz)
             beat += 1.0
             publish_states((not flying, True))
-        for u, x in zip(uavs, (0.0, 1.5)):
-            m = PoseStamped()
-            m.header.stamp = node.get_clock().now().to_msg()
-            m.header.frame_id = "map"
-            m.pose.position.x, m.pose.orientation.w = x, 1.0
-            poses[u].publish(m)
+        publish_poses()
         time.sleep(0.05)
     node.destroy_node()
     rclpy.shutdown()

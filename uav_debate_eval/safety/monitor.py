@@ -56,9 +56,8 @@ class SafetyMonitor:
         self.history: deque[dict] = deque(maxlen=history)
         self.resets = 0
         self.predict_period_s = predict_period_s
-        limit = mission.constraints.max_speed_mps
         #: an implied speed between two samples above this is a position jump (a glitch, or a real emergency)
-        self.jump_mps = STEP_FACTOR * limit if limit else STEP_SPEED_MPS
+        self.jump_mps = STEP_FACTOR * limit if (limit := mission.constraints.max_speed_mps) else STEP_SPEED_MPS
         separation = mission.constraints.min_separation_m
         #: the stored positions by cell, for the per-pose separation pre-check (None: separation not checked)
         self._near = CellIndex(2 * separation) if separation else None
@@ -98,8 +97,7 @@ class SafetyMonitor:
             extra = max(16, k)
             self._cur = np.concatenate([self._cur, np.full((extra, 7), np.nan)])
             self._vel = np.concatenate([self._vel, np.zeros((extra, 3))])
-            self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
-            self._jump = np.concatenate([self._jump, np.zeros(extra, dtype=bool)])
+            self._live, self._jump = (np.concatenate([a, np.zeros(extra, bool)]) for a in (self._live, self._jump))
             self._periods.grow(extra)
             self._parking.grow(extra)
         self._ids.append(uav)
@@ -109,13 +107,11 @@ class SafetyMonitor:
 
     def set_armed(self, uav: str, armed: bool) -> None:
         """A vehicle's arming as its autopilot reports it (two disarmed ones are no pair: safety.parked)."""
-        if self._parking.report(uav, self._slot.get(uav), armed=armed):
-            self._generation += 1  # the standing checks are stale
+        self._generation += self._parking.report(uav, self._slot.get(uav), armed=armed)  # the checks are stale
 
     def set_landed(self, uav: str, landed: bool) -> None:
         """A vehicle's land detector as its autopilot reports it (armed on its pad it is parked too)."""
-        if self._parking.report(uav, self._slot.get(uav), landed=landed):
-            self._generation += 1
+        self._generation += self._parking.report(uav, self._slot.get(uav), landed=landed)
 
     def restart(self, uav: str) -> None:
         """The vehicle's frame moved (placed by its fixes): its next sample is no step from the one before."""
@@ -404,8 +400,7 @@ class SafetyMonitor:
                 i, j, d = cpa_candidates(pos, vel, limit, th.prediction_horizon_s)  # violating pairs included
             else:
                 i, j, d = close_pairs(pos, limit)
-            parked = self._parking.parked[:n]
-            i, j, d = live_pairs(parked if every else parked[idx], i, j, d)
+            i, j, d = live_pairs(self._parking.parked[:n] if every else self._parking.parked[:n][idx], i, j, d)
             values["min_separation"] = {"value": float(d.min()) if len(d) else None, "limit": limit}
             close = d < limit
             if close.any():
@@ -492,9 +487,8 @@ class SafetyMonitor:
         if self._near_stale:
             self._rebuild_near()
         near = self._near.within(x, y, z, limit, skip=slot)
-        parked = self._parking.parked
-        if parked[slot] if slot >= 0 else self._parking.is_parked(uav):  # (a first pose: its arming may be in)
-            return any(not parked[k] for k in near)
+        if self._parking.parked[slot] if slot >= 0 else self._parking.is_parked(uav):  # (a first pose: known before)
+            return any(not self._parking.parked[k] for k in near)
         return next(near, None) is not None
 
     def _rebuild_near(self) -> None:

@@ -106,15 +106,15 @@ class LiveParking:
         """Slot k now holds `uav`."""
         self.parked[k], self.off[k] = self.is_parked(uav), self.disarmed.get(uav, False)
 
-    def report(self, uav: str, k: int | None, armed: bool | None = None, landed: bool | None = None) -> bool:
-        """The autopilot's arming or land detector of `uav` (in slot k, None: none yet); True when the slot's parking
-        changed (the standing pair checks are stale)."""
+    def report(self, uav: str, k: int | None, armed: bool | None = None, landed: bool | None = None) -> int:
+        """The autopilot's arming or land detector of `uav` (in slot k, None: none yet); 1 when the slot's parking
+        changed (the standing pair checks are stale), else 0."""
         if armed is not None:
             self.disarmed[uav] = not armed
         if landed is not None:
             self.landed[uav] = landed
         if k is None:
-            return False
+            return 0
         before = bool(self.parked[k])
         self.place(k, uav)
-        return before != bool(self.parked[k])
+        return int(before != bool(self.parked[k]))

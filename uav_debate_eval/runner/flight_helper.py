@@ -50,7 +50,10 @@ class FlightHelper:
             points = [grid_length(tr) for tr in traj.tracks.values()]
             self._kinematics = (points, shared_array((KIN_FLOATS * sum(points),)),
                                 shared_array((len(points),)), multiprocessing.get_context("fork").Event())
-        self._forked = Forked(_helper_child, self.snap, mission, self.errors, traj, self._counts, self._kinematics)
+        #: set once the helper has written the formation errors (the events wait for them; its token counts follow)
+        self._errors_written = multiprocessing.get_context("fork").Event()
+        self._forked = Forked(_helper_child, self.snap, mission, self.errors, traj, self._counts, self._errors_written,
+                              self._kinematics)
         self._answer: list[tuple | None] = []  # the helper's, taken once (by whichever thread asks first)
         self._lock = threading.Lock()
 
@@ -60,14 +63,16 @@ class FlightHelper:
         Called after any other child is forked: a child must not inherit the waits (only this process reads the
         helper's answer)."""
         from uav_debate_eval.dsl.tokens import defer_number_prefixes
-        from uav_debate_eval.metrics.swarm import defer_formation_error
+        from uav_debate_eval.metrics.swarm import defer_formation_error, formation_reference
 
         bounds = np.cumsum([0, *self._lengths]).tolist()
         cut: list[np.ndarray] = []  # every track's prefix, cut once (each track's Deferred asks)
 
         def formation() -> tuple[np.ndarray, str | None] | None:
-            got = self._reference()
-            return None if got is None else (self.errors, got[0])
+            while not self._errors_written.wait(POLL_S):  # not the whole helper: its token counts come after
+                if not self._forked.alive() and not self._errors_written.is_set():
+                    return None  # lost before it wrote them: computed here
+            return self.errors, formation_reference(mission, self.snap.uav_ids)
 
         def prefixes() -> list[np.ndarray] | None:
             if self._reference() is None:
@@ -145,10 +150,10 @@ def _write_kinematics(traj: SwarmTrajectory, points: list[int], floats: np.ndarr
 
 
 def _helper_child(inbox: Any, snap: Any, mission: Mission, errors: np.ndarray, traj: SwarmTrajectory,
-                  counts: np.ndarray, kinematics: tuple | None = None) -> tuple[str | None]:
+                  counts: np.ndarray, errors_written: Any, kinematics: tuple | None = None) -> tuple[str | None]:
     """Child side: the flight's smoothed kinematics first if asked (`kinematics`: FlightHelper's), then its
-    formation errors into `errors`, every track's raw-token prefix into `counts` (one after the other); returns
-    (the formation reference,)."""
+    formation errors into `errors` (`errors_written` set then), every track's raw-token prefix into `counts` (one
+    after the other); returns (the formation reference,)."""
     from uav_debate_eval.dsl.tokens import number_prefixes
     from uav_debate_eval.metrics.swarm import formation_error
 
@@ -157,6 +162,7 @@ def _helper_child(inbox: Any, snap: Any, mission: Mission, errors: np.ndarray, t
 
     err, ref = formation_error(snap, mission)
     errors[:] = err
+    errors_written.set()
     a = 0
     for prefix in number_prefixes(traj):
         counts[a:a + len(prefix)] = prefix

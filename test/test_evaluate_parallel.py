@@ -446,29 +446,39 @@ def test_the_flights_kinematics_are_smoothed_by_the_helper(flight, monkeypatch, 
 
 def test_the_helpers_kinematics_keep_one_grid_per_stamps_array(monkeypatch):
     """Issue 35: vehicles sampled at the same instants (one stamps array) get one grid array from the helper, as
-    smooth_tracks gives them here, so the windows' kinematics are cut from the flight's a block of vehicles at a
-    time (each vehicle alone before: 2,048 calls for two windows of a 1,024-vehicle flight), to the same report."""
+    smooth_tracks gives them here, so a window's kinematics are cut from the flight's a block of vehicles at a time
+    (each vehicle alone before: 2,048 calls for two windows of a 1,024-vehicle flight), to the numbers the window
+    gives filtered on its own."""
+    import numpy as np
+
     from uav_debate_eval.metrics import kinematics
+    from uav_debate_eval.runner.flight_helper import FlightHelper
 
     sim = simulate("grid", seed=0, n_uavs=12, duration_s=30.0)
     traj, mission = sim.traj, sim.mission
     assert len({id(tr.t) for tr in traj.tracks.values()}) == 1
-    windows = {"segment_mode": "window", "window_s": 10.0}
-    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 10**9)  # one process, no helper
-    serial = _evaluate(traj, mission, **windows)
-    monkeypatch.setattr(segment_work, "PARALLEL_MIN_SAMPLES", 0)
-    kinematics.forget_kinematics(list(traj.tracks.values()))
-    parent, blocks, own = os.getpid(), [], kinematics._block_from_flight
+    helper = FlightHelper(traj, mission, kinematics=True)
+    try:
+        helper.adopt_kinematics(traj)
+    finally:
+        helper.cancel()
+    adopted = [tr.__dict__["_smoothed"][(kinematics.SMOOTH_WINDOW_S, None)] for tr in traj.tracks.values()]
+    assert len({id(k.t) for k in adopted}) == 1
+    blocks, own = [], kinematics._block_from_flight
 
     def block_from_flight(tracks, *args, **kwargs):
-        if os.getpid() == parent:
-            blocks.append(len(tracks))
+        blocks.append(len(tracks))
         return own(tracks, *args, **kwargs)
 
     monkeypatch.setattr(kinematics, "_block_from_flight", block_from_flight)
-    helped = _evaluate(traj, mission, **windows)
-    assert blocks and set(blocks) == {12}
-    assert _sections(helped) == _sections(serial)
+    cut = kinematics.smooth_tracks(list(traj.window(10.0, 20.0).tracks.values()))
+    assert blocks == [12]
+    kinematics.forget_kinematics(list(traj.tracks.values()))  # now the window is filtered from its own samples
+    alone = kinematics.smooth_tracks(list(traj.window(10.0, 20.0).tracks.values()))
+    assert blocks == [12]
+    for a, b in zip(cut, alone, strict=True):
+        for name in ("t", "pos", "vel", "acc", "jerk"):
+            np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0, atol=1e-9, err_msg=name)
 
 
 @pytest.mark.parametrize("split", [ONE_SEGMENT, {}], ids=["one segment", "segments"])

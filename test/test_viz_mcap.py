@@ -194,3 +194,30 @@ def test_an_autopilot_logs_flight_mcap_replays_to_its_report(tmp_path: Path, log
         assert a[key] == b[key], key
     assert a["safety"]["margins"], "the log's limits were checked"
 
+
+def test_a_flight_mcap_carries_its_mission(tmp_path: Path):
+    """The flight MCAP carries the mission its flight was evaluated against: replayed from another folder without
+    --mission, it gives the same report (the motion-capture bag's mission.yaml lies beside the bag only; before, the
+    replay had no constraints: "safe" became "inconclusive"). --mission still wins."""
+    import shutil
+
+    flight = tmp_path / "flight"
+    flight.mkdir()
+    for name in ("crazyflie_vrpn_sine.bag", "mission.yaml"):
+        shutil.copyfile(REAL / "mocap_vrpn" / name, flight / name)
+    mcap = tmp_path / "elsewhere" / "flight.mcap"
+    mcap.parent.mkdir()
+    main(["evaluate", str(flight / "crazyflie_vrpn_sine.bag"), "--out", str(tmp_path / "a"), "--mcap-out", str(mcap),
+          "--quiet"])
+    main(["evaluate", str(mcap), "--out", str(tmp_path / "b"), "--quiet"])
+    a, b = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("a", "b"))
+    assert a["mission"]["constraints"], "the bag's mission gave constraints"
+    for key in ("verdict", "violations", "data_quality", "findings", "safety", "mission"):
+        assert a[key] == b[key], key
+    assert any("mission carried by the flight MCAP" in n for n in b["notes"])
+    other = tmp_path / "other.yaml"
+    other.write_text("constraints: {max_speed_mps: 0.1}\n")
+    main(["evaluate", str(mcap), "--out", str(tmp_path / "c"), "--mission", str(other), "--quiet"])
+    c = json.loads((tmp_path / "c" / "report.json").read_text())
+    assert c["verdict"]["label"] == "risky" and {v["constraint"] for v in c["violations"]} == {"max_speed"}
+

@@ -51,6 +51,12 @@ AUTOPILOT_SCHEMA = {"title": "autopilot_log", "type": "object", "required": ["t0
     "params": {"type": "object"}, "autopilot": {"type": "object"}, "attitude": {"type": "object"},
     "gnss": {"type": "object"}, "tracks": {"type": "object"}, "findings": {"type": "array"},
     "not_evaluable": {"type": "array"}}}
+#: The mission the flight was evaluated against (one JSON message: the mission file's text and where it was read), so
+#: `evaluate flight.mcap` without --mission checks what the flight was checked against.
+MISSION_TOPIC = "/mission"
+MISSION_SCHEMA = {"title": "mission", "type": "object", "required": ["yaml"], "properties": {
+    "yaml": {"type": "string", "description": "the mission file's text"},
+    "source": {"type": "string", "description": "the file it was read from"}}}
 #: The flight MCAP's Foxglove channels (viz.scene.TOPICS) all start so.
 FOXGLOVE_PREFIX = "/swarm/"
 FRAME_ID, CHILD_FRAME_ID = b"map\0", b"base_link\0"
@@ -161,6 +167,34 @@ def _autopilot(traj: SwarmTrajectory, body: dict) -> None:
                         for f in body.get("findings") or [])
     ing.not_evaluable.extend(NotEvaluable(**{**n, "t_start": moved(n["t_start"]), "t_end": moved(n["t_end"])})
                              for n in body.get("not_evaluable") or [])
+
+
+def mission_message(source: str) -> bytes | None:
+    """The mission file `source` as the flight MCAP carries it (None: no file, a default mission)."""
+    path = Path(source) if source else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return json.dumps({"yaml": path.read_text(encoding="utf-8"), "source": str(path)}).encode()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def flight_mission(path: Path) -> tuple[str, str] | None:
+    """(mission text, where it was read) carried by a flight MCAP, or None (none carried, or not a flight MCAP)."""
+    if not is_flight_mcap(path):
+        return None
+    from mcap.reader import make_reader
+
+    try:
+        with path.open("rb") as fh:
+            for _, channel, message in make_reader(fh).iter_messages(topics=[MISSION_TOPIC]):
+                if channel.message_encoding == "json":
+                    body = json.loads(message.data)
+                    return str(body["yaml"]), str(body.get("source", ""))
+    except Exception:  # noqa: BLE001  (a damaged file: its reader says why when it is read)
+        return None
+    return None
 
 
 def _plain(value: Any) -> Any:

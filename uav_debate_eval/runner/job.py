@@ -85,15 +85,21 @@ def _folders_up(path: Path) -> Iterator[Path]:
 def load_mission_for(inputs: list[str | Path], mission_path: str | Path | None) -> tuple[Mission, list[str]]:
     """The mission to evaluate against and notes on where it came from.
 
-    --mission wins; else the mission.yaml nearest to the (first) input (the simulator writes one beside its
-    recordings, operators keep one per flight folder or per campaign); else a default mission with no
-    constraints, so nothing is checked, which the report says.
+    --mission wins; else the mission a flight MCAP carries (the one it was evaluated against); else the
+    mission.yaml nearest to the (first) input (the simulator writes one beside its recordings, operators keep one
+    per flight folder or per campaign); else a default mission with no constraints, so nothing is checked, which
+    the report says.
     """
     from uav_debate_eval.core.mission import Mission
-    from uav_debate_eval.core.mission_file import load_mission
+    from uav_debate_eval.core.mission_file import load_mission, parse_mission
+    from uav_debate_eval.io.flight_mcap import flight_mission
 
     if mission_path:
         return load_mission(mission_path), []
+    if inputs and (carried := flight_mission(Path(inputs[0]))) is not None:
+        text, source = carried
+        return parse_mission(text, source), [
+            f"mission carried by the flight MCAP (the one it was evaluated against: {source})"]
     found = nearest_mission(Path(inputs[0])) if inputs else None
     if found is not None:
         beside = found.parent == _start_folder(Path(inputs[0]))

@@ -62,6 +62,9 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
         ch.log_json("report", shown, log_time=ns(traj.t_end))
         ch.log_json("verdict", scene.verdict(shown), log_time=ns(traj.t_end))
         _raw_poses(context, poses if poses is not None else traj)
+        if (carried := flight_mcap.mission_message(mission.source)) is not None:  # the replay's mission
+            foxglove.Channel(flight_mcap.MISSION_TOPIC, schema=flight_mcap.MISSION_SCHEMA, message_encoding="json",
+                             context=context).log(carried, log_time=ns(traj.t_start))
     finally:
         writer.close()
     return path

@@ -164,8 +164,10 @@ def write_swarm_bins(folder: Path, overspeed: bool = True) -> list[Path]:
     return [write_bin(v, folder / f"{v.sysid:02d}.BIN") for v in swarm(overspeed)]
 
 
-def write_tlog(vehicles: list[Vehicle], path: Path) -> Path:
-    """One ground-station telemetry log holding every vehicle (each under its own MAVLink system id)."""
+def write_tlog(vehicles: list[Vehicle], path: Path, landed_until: float | None = None) -> Path:
+    """One ground-station telemetry log holding every vehicle (each under its own MAVLink system id); with
+    `landed_until`, EXTENDED_SYS_STATE once a second: undefined in the first second, on the ground until then, in the
+    air after."""
     from pymavlink.dialects.v20 import ardupilotmega as mavlink
 
     rows: list[tuple[float, int, object]] = []
@@ -183,6 +185,9 @@ def write_tlog(vehicles: list[Vehicle], path: Path) -> Path:
             week, ms = v.gps_time(t)
             unix_us = int(round((GPS_EPOCH_UTC_S + week * 604800 + ms / 1000) * 1e6))
             add(t, mavlink.MAVLink_system_time_message(unix_us, int(round((t + v.boot_s) * 1000))))
+            if landed_until is not None:
+                landed = 0 if t < 1.0 else 1 if t < landed_until else 2
+                add(t, mavlink.MAVLink_extended_sys_state_message(0, landed))
         lat, lon = offset_latlon(lat0, lon0, v.pos[:, 0], v.pos[:, 1])
         for i, t in enumerate(v.t):
             if v.gap and 50.0 <= t < 51.5:

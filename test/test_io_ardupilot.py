@@ -449,3 +449,14 @@ def test_one_vehicle_given_twice_is_read_once(logs):
         f"swarm.tlog holds {first} (01.BIN) again: the same system id 1, 0.00 m apart horizontally")
     assert len([e for e in both.ingest.log_events if e.uavs == [first] and e.type == "flight_mode"]) == len(
         [e for e in bins.ingest.log_events if e.uavs == [first] and e.type == "flight_mode"])  # the .bin's only
+
+
+def test_a_tlogs_extended_sys_state_gives_the_land_detector(logs):
+    """EXTENDED_SYS_STATE (PX4 and ArduPilot stream it): on the ground until 3 s, in the air after, as the autopilot's
+    landed/airborne events (armed on its pad a vehicle is parked: safety.parked); an undefined state says nothing."""
+    t = load_inputs([write_tlog(swarm(), logs["root"] / "landed.tlog", landed_until=3.0)])
+    landing = [(e.uavs[0], e.extra["label"], e.t, bool(e.extra.get("initial"))) for e in t.ingest.log_events
+               if e.extra.get("label") in ("landed", "airborne")]
+    assert landing == [(u, label, pytest.approx(at, abs=0.1), first) for u in t.uav_ids
+                       for label, at, first in (("landed", 1.0, True), ("airborne", 3.0, False))]
+    assert not [e for e in load_inputs([logs["tlog"]]).ingest.log_events if e.extra.get("label") == "landed"]

@@ -396,7 +396,7 @@ def test_mavros_state_gives_a_vehicles_arming(tmp_path, fmt):
 @pytest.mark.parametrize("fmt", ["mcap", "sqlite3 without definitions"])
 def test_mavros_extended_state_gives_a_vehicles_landed_state(tmp_path, fmt):
     """/<ns>/mavros/extended_state beside its pose: ON_GROUND is landed (armed on its pad, a vehicle is parked:
-    safety.parked), taking off / in the air / landing / undefined are not; the first message is a state read, not a
+    safety.parked), taking off / in the air / landing are not, undefined says nothing; the first state read is no
     change. Without definitions it decodes with the shipped ExtendedState."""
     import sqlite3
 
@@ -408,7 +408,7 @@ def test_mavros_extended_state_gives_a_vehicles_landed_state(tmp_path, fmt):
     ts.register(get_types_from_msg((MSG_DIR / "ExtendedState.msg").read_text(), "mavros_msgs/msg/ExtendedState"))
     Extended = ts.types["mavros_msgs/msg/ExtendedState"]
     msgs = two_vehicle_msgs(ts)
-    landed_states = [1, 1, 3, 2, 2, 4, 1, 1]  # on the ground, taking off, in the air, landing, on the ground
+    landed_states = [0, 1, 3, 2, 2, 4, 1, 1]  # undefined, on the ground, taking off, in the air, landing, on the ground
     msgs += [("/uav2/mavros/extended_state", "mavros_msgs/msg/ExtendedState", int((100.5 + k / 2) * 1e9),
               Extended(_header(ts, 100 + k // 2, (k % 2) * 5 * 10**8, ""), 0, state))
              for k, state in enumerate(landed_states)]
@@ -418,5 +418,5 @@ def test_mavros_extended_state_gives_a_vehicles_landed_state(tmp_path, fmt):
             db.execute("DELETE FROM message_definitions")
     traj = read_bag(bag)
     landing = [(e.t, e.uavs, e.extra["label"], bool(e.extra.get("initial"))) for e in traj.ingest.log_events]
-    assert landing == [(0.0, ["uav2"], "landed", True), (pytest.approx(1.0), ["uav2"], "airborne", False),
+    assert landing == [(0.5, ["uav2"], "landed", True), (pytest.approx(1.0), ["uav2"], "airborne", False),
                        (pytest.approx(3.0), ["uav2"], "landed", False)]

@@ -18,9 +18,14 @@ ARMING_LABELS = {"ARMED": True, "armed": True, "DISARMED": False, "disarmed": Fa
 LANDING_LABELS = {"LAND_COMPLETE": True, "landed": True, "NOT_LANDED": False, "airborne": False}
 #: The words the PX4 and MAVROS readers label their land detector's changes with (landed, not).
 LANDING_WORDS = ("landed", "airborne")
-#: MAVLink's MAV_LANDED_STATE_ON_GROUND (MAVROS ExtendedState.landed_state); undefined, in air, taking off and
-#: landing are not landed.
-MAV_LANDED_STATE_ON_GROUND = 1
+#: MAVLink's MAV_LANDED_STATE (EXTENDED_SYS_STATE, MAVROS ExtendedState.landed_state): undefined, on the ground;
+#: in the air, taking off and landing are not landed.
+MAV_LANDED_STATE_UNDEFINED, MAV_LANDED_STATE_ON_GROUND = 0, 1
+
+
+def landed_state(value: int) -> bool | None:
+    """A MAVLink landed state as landed or not; None for undefined (the autopilot does not know: no state)."""
+    return None if int(value) == MAV_LANDED_STATE_UNDEFINED else int(value) == MAV_LANDED_STATE_ON_GROUND
 
 Changes = tuple[np.ndarray, np.ndarray, bool]  #: (times, state after each, whether the first is a change)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from uav_debate_eval.core.arming import LANDING_WORDS, landed_state
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.vehicle_limits import limit_params
 from uav_debate_eval.io import ardupilot_codes as codes
@@ -31,7 +32,7 @@ from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS, describe_vehicle
 
 TLOG_TYPES = ["HEARTBEAT", "SYSTEM_TIME", "LOCAL_POSITION_NED", "GLOBAL_POSITION_INT", "GPS_RAW_INT",
               "EKF_STATUS_REPORT", "GPS_GLOBAL_ORIGIN", "HOME_POSITION", "STATUSTEXT", "MISSION_ITEM_REACHED",
-              "MISSION_ITEM_INT", "MISSION_ITEM", "PARAM_VALUE", *ATTITUDE_TYPES]
+              "MISSION_ITEM_INT", "MISSION_ITEM", "PARAM_VALUE", "EXTENDED_SYS_STATE", *ATTITUDE_TYPES]
 #: STATUSTEXT severities up to MAV_SEVERITY_ERROR are errors; failsafes are announced up to MAV_SEVERITY_WARNING.
 SEVERITY_ERROR, SEVERITY_WARNING = 3, 4
 #: A home or origin moved by less than this (m) is the autopilot refining it, not a reset.
@@ -357,6 +358,12 @@ def _events(log: VehicleLog, msgs: dict[str, list], boot) -> None:
             log.events.append(LogEvent("autopilot_event", boot(m), "ARMED" if now_armed else "DISARMED",
                                        extra={"initial": True} if armed is None else {}))
             armed = now_armed
+    landed = None
+    for m in msgs.get("EXTENDED_SYS_STATE", []):  # the land detector: armed on its pad a vehicle is parked
+        if (now_landed := landed_state(m.landed_state)) is not None and now_landed != landed:
+            log.events.append(LogEvent("autopilot_event", boot(m), LANDING_WORDS[0] if now_landed else LANDING_WORDS[1],
+                                       extra={"initial": True} if landed is None else {}))
+            landed = now_landed
     glitch_at, glitch_text = None, ""
     failsafe: dict[str, LogEvent] = {}
     for m in msgs.get("STATUSTEXT", []):

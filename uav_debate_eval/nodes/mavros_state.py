@@ -22,7 +22,7 @@ from geometry_msgs.msg import TwistStamped
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import NavSatFix
 
-from uav_debate_eval.core.arming import LANDING_WORDS, MAV_LANDED_STATE_ON_GROUND
+from uav_debate_eval.core.arming import LANDING_WORDS, landed_state
 from uav_debate_eval.io.mavros_fixes import valid_fix
 
 #: As MAVROS publishes the state (sys_status: QoS(10).transient_local(), reliable): a reader that joins late still
@@ -119,8 +119,7 @@ class MavrosState:
             self._subs[extended] = self.node.create_subscription(
                 self.extended_cls, extended,
                 self._on_change(uav, extended, self.landings.setdefault(uav, []),
-                                lambda m: int(m.landed_state) == MAV_LANDED_STATE_ON_GROUND, self.on_landed,
-                                LANDING_WORDS),
+                                lambda m: landed_state(m.landed_state), self.on_landed, LANDING_WORDS),
                 qos_profile_sensor_data, callback_group=self.callback_group)
 
     def _on_fix(self, uav: str) -> Callable[[Any], None]:
@@ -140,12 +139,14 @@ class MavrosState:
             rows.extend((self.stamp(msg.header), v.x, v.y, v.z))
         return on_velocity
 
-    def _on_change(self, uav: str, topic: str, rows: list[tuple[float, bool]], state_of: Callable[[Any], bool],
-                   notify: Callable[[str, bool], None] | None, words: tuple[str, str]) -> Callable[[Any], None]:
-        """A state message's handler: its first state and each change kept (stamp, state) and passed to `notify`."""
+    def _on_change(self, uav: str, topic: str, rows: list[tuple[float, bool]],
+                   state_of: Callable[[Any], bool | None], notify: Callable[[str, bool], None] | None,
+                   words: tuple[str, str]) -> Callable[[Any], None]:
+        """A state message's handler: its first state and each change kept (stamp, state) and passed to `notify`
+        (a message whose state is None says nothing)."""
         def on_message(msg: Any) -> None:
             now = state_of(msg)
-            if rows and rows[-1][1] == now:  # MAVROS repeats the states with every heartbeat
+            if now is None or (rows and rows[-1][1] == now):  # MAVROS repeats the states with every heartbeat
                 return
             if not rows:
                 self.node.get_logger().info(f"pose input: {uav}: {words[0]}/{words[1]} from {topic} "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from uav_debate_eval.core.arming import MAV_LANDED_STATE_ON_GROUND, first_and_changes
+from uav_debate_eval.core.arming import first_and_changes, landed_state
 from uav_debate_eval.core.frames import rotate_many
 from uav_debate_eval.io.mavros_fixes import fix_offsets, placed_note, track_at, valid_fix, velocity_at
 from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
@@ -58,8 +58,10 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
             continue
         if types[comp] == STATE:
             meta.arming = first_and_changes(t, [bool(m.armed) for m in msgs])
-        elif types[comp] == EXTENDED_STATE:  # on the ground (undefined, taking off, in the air, landing: not)
-            meta.landing = first_and_changes(t, [int(m.landed_state) == MAV_LANDED_STATE_ON_GROUND for m in msgs])
+        elif types[comp] == EXTENDED_STATE:  # on the ground or not; undefined says nothing
+            known = [(at, state) for at, m in zip(t, msgs, strict=True)
+                     if (state := landed_state(m.landed_state)) is not None]
+            meta.landing = first_and_changes([at for at, _ in known], [state for _, state in known])
         elif types[comp] == TWIST:
             if meta.velocity:
                 continue

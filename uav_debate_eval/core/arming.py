@@ -27,6 +27,7 @@ def landed_state(value: int) -> bool | None:
     """A MAVLink landed state as landed or not; None for undefined (the autopilot does not know: no state)."""
     return None if int(value) == MAV_LANDED_STATE_UNDEFINED else int(value) == MAV_LANDED_STATE_ON_GROUND
 
+
 Changes = tuple[np.ndarray, np.ndarray, bool]  #: (times, state after each, whether the first is a change)
 
 
@@ -73,9 +74,10 @@ def _state_at(changes: Changes, t: np.ndarray, unknown: bool) -> np.ndarray:
     return np.where(k >= 0, state[np.clip(k, 0, None)], before)
 
 
-def first_and_changes(t: Sequence[float], armed: Sequence[bool]) -> list[tuple[float, bool]]:
-    """(t, armed) of the first state read and of each change: state messages repeat the state they hold."""
-    return [(float(t[i]), bool(armed[i])) for i in range(len(armed)) if i == 0 or armed[i] != armed[i - 1]]
+def first_and_changes(t: Sequence[float], state: Sequence[bool]) -> list[tuple[float, bool]]:
+    """(t, state) of the first state read and of each change (armed, landed): state messages repeat the state they
+    hold."""
+    return [(float(t[i]), bool(state[i])) for i in range(len(state)) if i == 0 or state[i] != state[i - 1]]
 
 
 def state_events(log_events: list, uav: str, states: list[tuple[float, bool]], t0: float, source: str,

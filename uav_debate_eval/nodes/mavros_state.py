@@ -31,22 +31,16 @@ STATE_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=Re
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
+def mavros_topic(pose_topic: str, suffix: str, local_only: bool = False) -> str | None:
+    """`<ns>/mavros/<suffix>` beside a MAVROS pose or odometry topic (`<ns>/mavros/local_position/pose`; with
+    `local_only`, beside a local_position topic only: a local frame to place, its measured velocity), else None."""
+    head, sep, _ = pose_topic.partition("/mavros/")
+    return f"{head}/mavros/{suffix}" if sep and (not local_only or "/local_position/" in pose_topic) else None
+
+
 def state_topic(pose_topic: str) -> str | None:
-    """`<ns>/mavros/state` of a MAVROS pose or odometry topic (`<ns>/mavros/local_position/pose`), else None."""
-    head, sep, _ = pose_topic.partition("/mavros/")
-    return f"{head}/mavros/state" if sep else None
-
-
-def fix_topic(pose_topic: str) -> str | None:
-    """`<ns>/mavros/global_position/global` beside a MAVROS local_position topic (a local frame to place), else None."""
-    head, sep, _ = pose_topic.partition("/mavros/")
-    return f"{head}/mavros/global_position/global" if sep and "/local_position/" in pose_topic else None
-
-
-def velocity_topic(pose_topic: str) -> str | None:
-    """`<ns>/mavros/local_position/velocity_local` beside a MAVROS local_position topic, else None."""
-    head, sep, _ = pose_topic.partition("/mavros/")
-    return f"{head}/mavros/local_position/velocity_local" if sep and "/local_position/" in pose_topic else None
+    """`<ns>/mavros/state` of a MAVROS pose or odometry topic, else None."""
+    return mavros_topic(pose_topic, "state")
 
 
 def state_class(name: str = "State") -> Any:
@@ -93,11 +87,12 @@ class MavrosState:
         if topic is None or uav in self.pose_topics:
             return
         self.pose_topics[uav] = pose_topic
-        if (fixes := fix_topic(pose_topic)) is not None:
+        if (fixes := mavros_topic(pose_topic, "global_position/global", local_only=True)) is not None:
             self._subs[fixes] = self.node.create_subscription(NavSatFix, fixes, self._on_fix(uav),
                                                               qos_profile_sensor_data,
                                                               callback_group=self.callback_group)
-        if self._want_velocities and (velocity := velocity_topic(pose_topic)) is not None:
+        if self._want_velocities and (velocity := mavros_topic(pose_topic, "local_position/velocity_local",
+                                                               local_only=True)) is not None:
             rows = array("d")
             self.velocities[uav] = (velocity, rows)
             self._subs[velocity] = self.node.create_subscription(TwistStamped, velocity, self._on_velocity(rows),
@@ -114,8 +109,8 @@ class MavrosState:
             self.cls, topic, self._on_change(uav, topic, self.states.setdefault(uav, []), lambda m: bool(m.armed),
                                              self.on_arming, ("armed", "disarmed")),
             STATE_QOS, callback_group=self.callback_group)
-        if self.extended_cls is not None:  # (a package generated before it was shipped: arming only)
-            extended = topic.removesuffix("/state") + "/extended_state"
+        # (a package generated before ExtendedState was shipped: arming only)
+        if self.extended_cls is not None and (extended := mavros_topic(pose_topic, "extended_state")) is not None:
             self._subs[extended] = self.node.create_subscription(
                 self.extended_cls, extended,
                 self._on_change(uav, extended, self.landings.setdefault(uav, []),

@@ -28,6 +28,7 @@ from std_msgs.msg import String
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.mission_file import mission_to_yaml
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.px4 import LAND_DETECTED, STATUS
 from uav_debate_eval.live.segments import end_message
 from uav_debate_eval.nodes.params import declare
 from uav_debate_eval.nodes.pose_input import pose_qos
@@ -308,8 +309,7 @@ class _Px4Maker:
         self.landed_cls = optional_class("VehicleLandDetected")
 
     def __call__(self, msgtype: str, **fields):
-        cls = self.status_cls if msgtype.endswith("VehicleStatus") else self.landed_cls \
-            if msgtype.endswith("VehicleLandDetected") else self.cls
+        cls = {STATUS: self.status_cls, LAND_DETECTED: self.landed_cls}.get(msgtype, self.cls)
         return cls(**{k: v.tolist() if hasattr(v, "tolist") else v for k, v in fields.items()})
 
 

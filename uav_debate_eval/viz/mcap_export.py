@@ -62,9 +62,8 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
         ch.log_json("report", shown, log_time=ns(traj.t_end))
         ch.log_json("verdict", scene.verdict(shown), log_time=ns(traj.t_end))
         _raw_poses(context, poses if poses is not None else traj)
-        if (carried := flight_mcap.mission_message(mission.source)) is not None:  # the replay's mission
-            foxglove.Channel(flight_mcap.MISSION_TOPIC, schema=flight_mcap.MISSION_SCHEMA, message_encoding="json",
-                             context=context).log(carried, log_time=ns(traj.t_start))
+        _log_once(context, flight_mcap.MISSION_TOPIC, flight_mcap.MISSION_SCHEMA,  # the replay's mission
+                  flight_mcap.mission_message(mission.source), ns(traj.t_start))
     finally:
         writer.close()
     return path
@@ -86,12 +85,16 @@ def _raw_poses(context: foxglove.Context, traj: SwarmTrajectory) -> None:
     for ns_, msg in flight_mcap.event_messages(traj):
         events.log(msg, log_time=ns_)
     start_ns = max(0, int(flight_mcap.stamp_ns(np.array([traj.t0]))[0]))
-    if (frames := flight_mcap.frames_message(traj)) is not None:
-        foxglove.Channel(flight_mcap.FRAMES_TOPIC, schema=flight_mcap.FRAMES_SCHEMA, message_encoding="json",
-                         context=context).log(frames, log_time=start_ns)
-    if (autopilot := flight_mcap.autopilot_message(traj)) is not None:
-        foxglove.Channel(flight_mcap.AUTOPILOT_TOPIC, schema=flight_mcap.AUTOPILOT_SCHEMA, message_encoding="json",
-                         context=context).log(autopilot, log_time=start_ns)
+    _log_once(context, flight_mcap.FRAMES_TOPIC, flight_mcap.FRAMES_SCHEMA, flight_mcap.frames_message(traj), start_ns)
+    _log_once(context, flight_mcap.AUTOPILOT_TOPIC, flight_mcap.AUTOPILOT_SCHEMA,
+              flight_mcap.autopilot_message(traj), start_ns)
+
+
+def _log_once(context: foxglove.Context, topic: str, schema: dict, message: bytes | None, log_time: int) -> None:
+    """A JSON channel of one message (none when there is nothing to say)."""
+    if message is not None:
+        foxglove.Channel(topic, schema=schema, message_encoding="json", context=context).log(message,
+                                                                                          log_time=log_time)
 
 
 def _vetoed_uavs(violations: list[dict], t: float) -> list[str]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 
 from uav_debate_eval import __version__
+from uav_debate_eval.core import numeric_env
 from uav_debate_eval.core.errors import InputError
 
 #: Sub-command modules, in the order `--help` lists them.
@@ -36,11 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: numpy advises the kernel to back every array of 4 MB or more with huge pages. Where transparent huge pages are
-#: defragmented on advice (the Debian and Ubuntu default), each such array, mostly short-lived temporaries here,
-#: waits for the kernel to compact memory: 0.4-0.7 s of system time in a 4 s evaluation of 1,024 vehicles. numpy
-#: reads this setting when it loads (after this, since every command imports it lazily); a user's value stands.
-os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+numeric_env.apply()  # before any command imports numpy (each imports it lazily)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -420,3 +420,48 @@ def test_mavros_extended_state_gives_a_vehicles_landed_state(tmp_path, fmt):
     landing = [(e.t, e.uavs, e.extra["label"], bool(e.extra.get("initial"))) for e in traj.ingest.log_events]
     assert landing == [(0.5, ["uav2"], "landed", True), (pytest.approx(1.0), ["uav2"], "airborne", False),
                        (pytest.approx(3.0), ["uav2"], "landed", False)]
+
+
+def _point_stamped(ts, t, xyz, frame="leica"):
+    sec = int(math.floor(t))
+    return ts.types["geometry_msgs/msg/PointStamped"](_header(ts, sec, int(round((t - sec) * 1e9)), frame),
+                                                      ts.types["geometry_msgs/msg/Point"](*xyz))
+
+
+def test_a_position_only_tracker_is_read_as_the_vehicle(tmp_path):
+    """The EuRoC MAV datasets' machine-hall bags (ROS 1) hold the vehicle's position as a laser tracker measured it,
+    `/leica/position` (PointStamped, 20 Hz), beside the IMU (200 Hz): such a bag was refused ("no pose topic").
+    The points are the positions now (velocity derived, a lost point a dropped row); beside a pose, a point (an
+    RViz click, a target) is no vehicle unless --topics names it."""
+    imu = TS1.types["sensor_msgs/msg/Imu"]
+    vec, quat = TS1.types["geometry_msgs/msg/Vector3"], TS1.types["geometry_msgs/msg/Quaternion"]
+    msgs = []
+    for k in range(2000):  # 10 s of IMU
+        t = 1403636579.0 + k / 200
+        msgs.append(("/imu0", "sensor_msgs/msg/Imu", int(t * 1e9),
+                     imu(_header(TS1, int(t), int(round((t - int(t)) * 1e9)), "imu4"), quat(0.0, 0.0, 0.0, 1.0),
+                         np.full(9, -1.0), vec(0.0, 0.0, 0.0), np.zeros(9), vec(0.0, 0.0, 9.81), np.zeros(9))))
+    for k in range(200):  # the tracker at 20 Hz: 1.5 m/s along x, a climb of 0.5 m/s
+        t = 1403636579.0 + k / 20
+        xyz = (float("nan"),) * 3 if k == 100 else (4.7 + 1.5 * k / 20, -1.8, 0.8 + 0.5 * k / 20)
+        msgs.append(("/leica/position", "geometry_msgs/msg/PointStamped", int((t + 0.004) * 1e9),
+                     _point_stamped(TS1, t, xyz)))
+    msgs.sort(key=lambda m: m[2])
+    bag = write_bag(tmp_path / "MH_01_easy.bag", msgs, "ros1")
+    traj = read_bag(bag)
+    assert traj.uav_ids == ["leica"]
+    tr = traj.tracks["leica"]
+    assert len(tr) == 199 and tr.t[1] - tr.t[0] == pytest.approx(0.05, abs=1e-6)
+    assert traj.ingest.dropped == {"nan": 1}
+    assert tr.pos[-1] == pytest.approx([4.7 + 1.5 * 199 / 20, -1.8, 0.8 + 0.5 * 199 / 20])
+    assert tr.vel[50] == pytest.approx([1.5, 0.0, 0.5], abs=1e-4)  # derived from the points (stamps to 0.1 us)
+    assert any("/leica/position (PointStamped" in n for n in traj.ingest.notes)
+    assert read_bag(bag, topics=["/leica/position=mav"]).uav_ids == ["mav"]
+
+    beside = [("/uav1/pose", "geometry_msgs/msg/PoseStamped", (50 + k) * 10**9,
+               pose_stamped(TS2, 50.0 + k, (float(k), 0.0, 2.0))) for k in range(10)]
+    beside.append(("/clicked_point", "geometry_msgs/msg/PointStamped", 55 * 10**9,
+                   _point_stamped(TS2, 55.0, (3.0, 0.5, 2.0), "map")))
+    both = write_bag(tmp_path / "click.mcap", beside)
+    assert read_bag(both).uav_ids == ["uav1"]
+    assert read_bag(both, topics=["/uav1/pose", "/clicked_point"]).uav_ids == ["clicked_point", "uav1"]

@@ -21,6 +21,7 @@ from uav_debate_eval.io.names import apply_names
 from uav_debate_eval.io.rosbag import mavros, raw_messages
 from uav_debate_eval.io.rosbag.columns import Columns
 from uav_debate_eval.io.rosbag.fix import decode_fix
+from uav_debate_eval.io.rosbag.point import decode_point
 from uav_debate_eval.io.rosbag.pose_array import decode_pose_array
 from uav_debate_eval.io.rosbag.px4 import px4_sources, read_px4
 from uav_debate_eval.io.rosbag.recover import cut_short, recovered_copy
@@ -28,6 +29,7 @@ from uav_debate_eval.io.rosbag.stamped import decode_stamped
 from uav_debate_eval.io.rosbag.topics import (
     FIX,
     ODOM,
+    POINT,
     POSE,
     POSE_ARRAY,
     POSE_COV,
@@ -147,6 +149,8 @@ def _decode_topic(reader: AnyReader, topic: str, msgtype: str, explicit: str | N
         decode_tf(reader, topic, raw, cols, notes)
     elif msgtype == FIX:
         decode_fix(reader, topic, explicit, raw, cols, notes)
+    elif msgtype == POINT:
+        decode_point(reader, topic, explicit, raw, cols, notes)
 
 
 def _without_a_pose(path: Path, cols: Columns, types: dict[str, str], notes: list[str]) -> None:

@@ -17,12 +17,16 @@ TF_STATIC = "/tf_static"
 TRANSFORM = "geometry_msgs/msg/TransformStamped"
 TWIST = "geometry_msgs/msg/TwistStamped"
 FIX = "sensor_msgs/msg/NavSatFix"
+POINT = "geometry_msgs/msg/PointStamped"
 STATE = "mavros_msgs/msg/State"
 EXTENDED_STATE = "mavros_msgs/msg/ExtendedState"
 #: ROS 1's tf/tfMessage (tf before tf2) has TFMessage's layout, byte for byte: read as one.
 _SAME_LAYOUT = {"tf/msg/tfMessage": TF}
 #: Preferred first when one vehicle has several pose topics.
 SUPPORTED = (POSE, ODOM, POSE_COV, TRANSFORM, POSE_ARRAY, TF)
+#: Positions without attitude, read only from a bag that has no pose (or as `--topics` names them), in this order:
+#: GPS fixes, then a position-only tracker's points (beside a pose, a point is more often a target or a click).
+POSITION_ONLY = (FIX, POINT)
 WORLD_FRAMES = {"world", "map", "odom", "earth", "enu"}
 #: Namespaces of autopilot drivers (`/mavros/local_position/pose` alone is one unnamed vehicle) and of
 #: motion-capture bridges (`/vicon/cf3/cf3`: the next level names the body).
@@ -80,19 +84,19 @@ def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | Non
         missing = [t for t in wanted if t not in types]
         if missing:
             raise InputError(f"{path}: topic(s) not in bag: {', '.join(missing)} (has: {', '.join(sorted(types))})")
-        bad = [f"{t} ({types[t]})" for t in wanted if types[t] not in (*SUPPORTED, FIX)]
+        bad = [f"{t} ({types[t]})" for t in wanted if types[t] not in (*SUPPORTED, *POSITION_ONLY)]
         if bad:
             raise InputError(f"{path}: unsupported pose topic type: {', '.join(bad)}; expected one of "
-                             f"{', '.join(SUPPORTED)}")
+                             f"{', '.join((*SUPPORTED, *POSITION_ONLY))}")
         return dict(wanted)
     found = {t: ty for t, ty in types.items() if ty in SUPPORTED}
-    fixes = sorted(t for t, ty in types.items() if ty == FIX)
-    if not found and fixes:  # no pose at all: the GPS fixes are the positions (beside a pose, a fix is a sensor)
-        return {t: None for t in fixes}
+    for kind in POSITION_ONLY:  # no pose at all: the positions (beside a pose, a fix is a sensor, a point a target)
+        if not found and (positions := sorted(t for t, ty in types.items() if ty == kind)):
+            return {t: None for t in positions}
     if not found:
         listed = ", ".join(f"{t} ({ty})" for t, ty in sorted(types.items())[:8]) or "none"
         raise InputError(f"{path}: no pose topic (PoseStamped, Odometry, PoseWithCovarianceStamped, PoseArray, "
-                         "TFMessage, NavSatFix or px4_msgs VehicleLocalPosition/VehicleOdometry on "
+                         "TFMessage, NavSatFix, PointStamped or px4_msgs VehicleLocalPosition/VehicleOdometry on "
                          f"[/px4_N]/fmu/out/...); topics: {listed}")
     direct = {t: ty for t, ty in found.items() if ty in (POSE, ODOM, POSE_COV)}
     if direct:

@@ -76,3 +76,26 @@ def test_scene_pairs_by_margin_and_every_part_drawn():
     full = scene(1_000_000_000, latest, {"a": [(-1.0, 0.0, 2.0), (0.0, 0.0, 2.0)]}, MISSION, vetoed=["a"],
                  cpa=[((0.0, 0.0, 2.0), (0.4, 0.0, 2.0))]).encode()
     assert len(full) > len(plain) > 200  # trails and CPA lines add to the protobuf SceneUpdate
+
+
+def test_a_show_scale_scene_labels_and_trails_only_the_vehicles_that_matter():
+    """Past DETAIL_MAX_VEHICLES every vehicle keeps its sphere, but only those in the veto, in a drawn close pair or
+    at a CPA warning's ends carry a label and a trail (1,024 labels and trails were 30 of the 48 s an MCAP export
+    of 1,024 vehicles x 120 s took, and 670 of its 817 MB); a smaller swarm is labelled and trailed whole."""
+    import numpy as np
+
+    from uav_debate_eval.viz.scene import DETAIL_MAX_VEHICLES, scene
+
+    def names_drawn(n: int, **kw) -> set[str]:
+        names = [f"v{k:04d}x" for k in range(n)]  # no name inside another
+        grid = np.array([[3.0 * (k % 40), 3.0 * (k // 40), 10.0] for k in range(n)])
+        grid[7] = grid[6] + [0.3, 0.0, 0.0]  # one close pair: v0006x, v0007x
+        latest = {u: (1.0, *p, 0.0, 0.0, 0.0) for u, p in zip(names, grid.tolist(), strict=True)}
+        trails = {u: [tuple(p), tuple(p)] for u, p in zip(names, grid.tolist(), strict=True)}
+        cpa = [(latest[names[20]][1:4], latest[names[21]][1:4])]
+        encoded = scene(1_000_000_000, latest, trails, MISSION, cpa=cpa, **kw).encode()
+        return {u for u in names if u.encode() in encoded}
+
+    big = names_drawn(DETAIL_MAX_VEHICLES + 1, vetoed=["v0050x"])
+    assert big == {"v0006x", "v0007x", "v0020x", "v0021x", "v0050x"}
+    assert len(names_drawn(DETAIL_MAX_VEHICLES)) == DETAIL_MAX_VEHICLES

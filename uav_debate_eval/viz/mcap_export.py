@@ -44,11 +44,14 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
         ch = Channels(context)
         snaps = traj.resample(dt=1.0 / RATE_HZ)
         trails: dict[str, deque] = {u: deque(maxlen=TRAIL_STEPS) for u in snaps.uav_ids}
+        samples = np.concatenate([np.broadcast_to(snaps.t[:, None, None], (*snaps.pos.shape[:2], 1)), snaps.pos,
+                                  snaps.vel], axis=2)  # (step, vehicle, t x y z vx vy vz)
         for k, t in enumerate(snaps.t.tolist()):
-            latest = {u: (t, *snaps.pos[k, j], *snaps.vel[k, j]) for j, u in enumerate(snaps.uav_ids)
-                      if snaps.valid[k, j]}
-            for u in latest:
-                trails[u].append(latest[u][1:4])
+            seen = np.flatnonzero(snaps.valid[k])
+            latest = {snaps.uav_ids[j]: tuple(row) for j, row in zip(seen.tolist(), samples[k, seen].tolist(),
+                                                                     strict=True)}
+            for u, row in latest.items():
+                trails[u].append(row[1:4])
             if not latest:
                 continue
             hot = _vetoed_uavs(report["violations"], t)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 _RECORD = struct.Struct("<BQ")  # opcode, content length
 _MESSAGE = struct.Struct("<HIQ")  # channel id, sequence, log time (then publish time, data)
+_INDEX_HEAD = struct.Struct("<BQHI")  # message index: opcode, record length, channel id, entries' bytes
 
 
 @dataclass
@@ -181,24 +182,36 @@ def _indexed_messages(bio: BinaryIO, chunk: Any, data: bytes) -> np.ndarray | No
 
     if not chunk.message_index_offsets:
         return None
-    buf = np.frombuffer(data, dtype=np.uint8)
-    parts = []
+    # the chunk's message indexes follow it as one run of records: read at once, checked record by record, their
+    # entries then checked against the chunk's records all together (a chunk of a show's 1,024 per-vehicle topics
+    # holds 1,024 indexes: a read and a check of each alone took 5.6 of a 7.6-s evaluation)
+    first = min(chunk.message_index_offsets.values())
+    bio.seek(first)
+    try:
+        blob = read_exact(bio, chunk.message_index_length)
+    except Exception:  # noqa: BLE001  (a summary that says more than the file holds: walking decides)
+        return None
+    cids, entries = [], []
     for cid, offset in chunk.message_index_offsets.items():
-        bio.seek(offset)
-        op, length, rec_cid, nbytes = struct.unpack("<BQHI", read_exact(bio, 15))
-        if op != 0x07 or rec_cid != cid or nbytes % 16 or length != 6 + nbytes:
+        at = offset - first
+        if at + 15 > len(blob):
             return None
-        index = np.frombuffer(read_exact(bio, nbytes), dtype="<u8").reshape(-1, 2).astype(np.int64)
-        pos = index[:, 1]
-        if len(pos) and (pos.min() < 0 or pos.max() + 31 > len(data)):
+        op, length, rec_cid, nbytes = _INDEX_HEAD.unpack_from(blob, at)
+        if op != 0x07 or rec_cid != cid or nbytes % 16 or length != 6 + nbytes or at + 15 + nbytes > len(blob):
             return None
-        head = np.lib.stride_tricks.sliding_window_view(buf, 31)[pos]
-        size = head[:, 1:9].copy().view("<u8").ravel().astype(np.int64)
-        ok = (head[:, 0] == 0x05) & (size >= 22) & (head[:, 9:11].copy().view("<u2").ravel() == cid)
-        if not (ok & (head[:, 15:23].copy().view("<u8").ravel().astype(np.int64) == index[:, 0])).all():
-            return None
-        parts.append(np.column_stack([np.full(len(pos), cid), index[:, 0], pos + 31, pos + 9 + size]))
-    rows = np.concatenate(parts)
+        cids.append((cid, nbytes // 16))
+        entries.append(np.frombuffer(blob, dtype="<u8", count=nbytes // 8, offset=at + 15))
+    index = np.concatenate(entries).reshape(-1, 2).astype(np.int64)
+    cid = np.repeat(np.array([c for c, _ in cids], dtype=np.int64), [n for _, n in cids])
+    pos = index[:, 1]
+    if len(pos) and (pos.min() < 0 or pos.max() + 31 > len(data)):
+        return None
+    head = np.lib.stride_tricks.sliding_window_view(np.frombuffer(data, dtype=np.uint8), 31)[pos]
+    size = head[:, 1:9].copy().view("<u8").ravel().astype(np.int64)
+    ok = (head[:, 0] == 0x05) & (size >= 22) & (head[:, 9:11].copy().view("<u2").ravel() == cid)
+    if not (ok & (head[:, 15:23].copy().view("<u8").ravel().astype(np.int64) == index[:, 0])).all():
+        return None
+    rows = np.column_stack([cid, index[:, 0], pos + 31, pos + 9 + size])
     rows = rows[np.argsort(rows[:, 2], kind="stable")]
     gap_start, gap_end = np.concatenate([[0], rows[:, 3]]), np.concatenate([rows[:, 2] - 31, [len(data)]])
     if (gap_end < gap_start).any():

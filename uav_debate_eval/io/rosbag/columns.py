@@ -66,6 +66,16 @@ def stamp_ns(stamp: Any) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(nsec if nsec is not None else stamp.nsec)
 
 
+def stamped_messages(reader: Any, raw: Any, msgtype: str, topic: str, notes: list[str]
+                     ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
+    """A topic's messages decoded one by one (rosbags), their header stamps (ns), and `stamps` of them: (messages,
+    header ns, seconds, keep mask)."""
+    msgs: list[Any] = [reader.deserialize(raw.message(i), msgtype) for i in range(len(raw))]
+    header = np.array([stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
+    t, keep = stamps(notes, topic, header, raw.recv)
+    return msgs, header, t, keep
+
+
 def stamps(notes: list[str], topic: str, header_ns: np.ndarray, recv_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Seconds from header stamps, or receive time when they are unset; returns (t, keep mask). The seconds the
     live flight's tape holds (core.stamps.tape_seconds): a recorded session replays as it was evaluated live."""

@@ -4,11 +4,11 @@ a fix without a fix (status -1), or one spread over MAX_POSITION_STD_M, is no va
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
+from uav_debate_eval.io.rosbag.columns import Columns, stamped_messages
 from uav_debate_eval.io.rosbag.stamped import MAX_POSITION_STD_M
 from uav_debate_eval.io.rosbag.topics import FIX, vehicle_from_topic
 
@@ -25,9 +25,7 @@ def decode_fix(reader: AnyReader, topic: str, explicit: str | None, raw: Raw, co
                notes: list[str]) -> None:
     from uav_debate_eval.io.ulog import geodetic_to_enu
 
-    msgs: list[Any] = [reader.deserialize(raw.message(i), FIX) for i in range(len(raw))]
-    header = np.array([stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
-    t, keep = stamps(notes, topic, header, raw.recv)
+    msgs, header, t, keep = stamped_messages(reader, raw, FIX, topic, notes)
     lla = np.array([(m.latitude, m.longitude, m.altitude) for m in msgs], dtype=float).reshape(-1, 3)
     placed = np.isfinite(lla).all(axis=1) & (np.abs(lla[:, 0]) > 1e-6)
     if not placed.any():

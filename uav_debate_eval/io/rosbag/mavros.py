@@ -4,14 +4,14 @@ global position fixes put several vehicles' local frames into one world frame.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from uav_debate_eval.core.arming import first_and_changes, landed_state
 from uav_debate_eval.core.frames import rotate_many
 from uav_debate_eval.io.mavros_fixes import fix_offsets, placed_note, track_at, valid_fix, velocity_at
-from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
+from uav_debate_eval.io.rosbag.columns import Columns, stamped_messages
 from uav_debate_eval.io.rosbag.topics import EXTENDED_STATE, STATE, TF_STATIC, TWIST
 
 if TYPE_CHECKING:
@@ -49,9 +49,7 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
             continue
         k, uav = cols.block_of[topic]
         meta = cols.meta[uav]
-        msgs: list[Any] = [reader.deserialize(raw.message(i), types[comp]) for i in range(len(raw))]
-        header = np.array([stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
-        t, keep = stamps(notes, comp, header, raw.recv)
+        msgs, header, t, keep = stamped_messages(reader, raw, types[comp], comp, notes)
         t = t[keep]
         msgs = [m for m, ok in zip(msgs, keep, strict=True) if ok]
         if len(t) < 2:

@@ -5,11 +5,11 @@ tracker lost (NaN) is a dropped row, counted."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from uav_debate_eval.io.rosbag.columns import Columns, stamp_ns, stamps
+from uav_debate_eval.io.rosbag.columns import Columns, stamped_messages
 from uav_debate_eval.io.rosbag.topics import POINT, vehicle_from_topic
 
 if TYPE_CHECKING:
@@ -20,9 +20,7 @@ if TYPE_CHECKING:
 
 def decode_point(reader: AnyReader, topic: str, explicit: str | None, raw: Raw, cols: Columns,
                  notes: list[str]) -> None:
-    msgs: list[Any] = [reader.deserialize(raw.message(i), POINT) for i in range(len(raw))]
-    header = np.array([stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
-    t, keep = stamps(notes, topic, header, raw.recv)
+    msgs, header, t, keep = stamped_messages(reader, raw, POINT, topic, notes)
     pos = np.array([(m.point.x, m.point.y, m.point.z) for m in msgs], dtype=float).reshape(-1, 3)
     uav = explicit or vehicle_from_topic(topic)
     quat = np.tile([0.0, 0.0, 0.0, 1.0], (len(msgs), 1))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from uav_debate_eval.core.frames import rotate_many
-from uav_debate_eval.io.rosbag.columns import Columns, VehicleMeta, stamp_ns, stamps
+from uav_debate_eval.io.rosbag.columns import Columns, VehicleMeta, stamp_ns, stamped_messages, stamps
 from uav_debate_eval.io.rosbag.tf_tree import TfPoses
 from uav_debate_eval.io.rosbag.topics import (
     TF,
@@ -28,9 +28,7 @@ if TYPE_CHECKING:
 def decode_transform(reader: AnyReader, topic: str, explicit: str | None, raw: Raw, cols: Columns,
                      notes: list[str]) -> None:
     """geometry_msgs/TransformStamped: the vehicle `explicit` names, else the namespace, else the child frame."""
-    msgs: list[Any] = [reader.deserialize(raw.message(i), TRANSFORM) for i in range(len(raw))]
-    header = np.array([stamp_ns(m.header.stamp) for m in msgs], dtype=np.int64)
-    t, keep = stamps(notes, topic, header, raw.recv)
+    msgs, header, t, keep = stamped_messages(reader, raw, TRANSFORM, topic, notes)
     pos = np.array([(m.transform.translation.x, m.transform.translation.y, m.transform.translation.z) for m in msgs])
     quat = np.array([(m.transform.rotation.x, m.transform.rotation.y, m.transform.rotation.z, m.transform.rotation.w)
                      for m in msgs])

@@ -19,6 +19,7 @@ any other layout of those types goes through rosbags' CDR decoder.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -257,12 +258,13 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
             summary = reader.get_summary()
             side: list[tuple[str, bytes]] = []  # (topic, JSON) of the side channels, in file order
             if summary is None or not summary.chunk_indexes:  # no index: record by record
-                raw, topics = _walk_messages(reader, side)
+                walked, topics = _walk_messages(reader, side)
+                samples = {key: _decode(key[1], data) for key, data in walked.items()}
             else:
                 schemas = {c.id: summary.schemas[c.schema_id].name if c.schema_id in summary.schemas else ""
                            for c in summary.channels.values()}
                 topics = {c.topic: schemas[c.id] or c.message_encoding for c in summary.channels.values()}
-                raw = _raw_poses(fh, summary, schemas)
+                samples = _raw_poses(fh, summary, schemas)
                 side = [(channel.topic, message.data) for _, channel, message in reader.iter_messages(
                     topics=list(_SIDE_TOPICS), log_time_order=False) if channel.message_encoding == "json"]
             for topic, data in side:
@@ -274,14 +276,11 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
                     autopilot = json.loads(data)
     except Exception as exc:  # a truncated or corrupt file
         raise InputError(f"{path}: cannot read MCAP ({type(exc).__name__}: {exc})") from None
-    if not raw:
+    samples = {key: got for key, got in samples.items() if len(got[0])}
+    if not samples:
         raise InputError(_no_poses(path, topics))
-    raw = {key: data for key, data in raw.items() if len(data)}
-    parts = [_decode(msgtype, data) for (_, msgtype), data in raw.items()]
-    uav = np.concatenate([np.full(len(p[0]), vehicle_from_topic(topic)) for (topic, _), p in zip(raw, parts,
-                                                                                                   strict=True)])
-    del raw  # the messages (their chunks' buffer)
-    ns, pos, vel = (np.concatenate([p[k] for p in parts]) for k in range(3))
+    uav = np.concatenate([np.full(len(got[0]), vehicle_from_topic(topic)) for (topic, _), got in samples.items()])
+    ns, pos, vel = (np.concatenate([got[k] for got in samples.values()]) for k in range(3))
     traj = poses_trajectory(ns, uav, pos, vel, path.name.split(".")[0] or path.name)
     _events(traj, events)
     for vehicle, frame in frames.items():
@@ -291,21 +290,36 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
     return apply_names(traj, names, str(path))
 
 
-def _raw_poses(fh: Any, summary: Any, schemas: dict[int, str]) -> dict[tuple[str, str], Raw]:
-    """Each raw pose channel's messages, located with numpy through the chunks' message indexes (a Python object
-    per message in the mcap library, whose time-ordered merge of the chunks also held the whole file in memory:
-    36 s and 2.8 GB for 1,024 vehicles x 120 s)."""
-    from uav_debate_eval.io.rosbag.raw_messages import chunked_raws
+def _raw_poses(fh: Any, summary: Any, schemas: dict[int, str]
+               ) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each raw pose channel's samples (stamps ns, positions, velocities), decoded chunk by chunk as the chunks'
+    message indexes locate them with numpy. The mcap library's time-ordered merge held the whole file (37 s and
+    3.4 GB for 1,024 vehicles x 120 s); keeping the messages until the end held 700 bytes per Odometry sample."""
+    from uav_debate_eval.io.rosbag.raw_messages import Raw, chunk_messages
 
     channels = [c for c in summary.channels.values() if schemas[c.id] in LAYOUTS and c.message_encoding == "cdr"]
-    keys = [(c.topic, schemas[c.id]) for c in channels]
-    wanted = {c.id: k for k, c in enumerate(channels)}
-    chunks = [chunk for chunk in summary.chunk_indexes if wanted.keys() & chunk.message_index_offsets.keys()]
+    keys = {c.id: (c.topic, schemas[c.id]) for c in channels}
+    chunks = [chunk for chunk in summary.chunk_indexes if keys.keys() & chunk.message_index_offsets.keys()]
     lost: list[tuple[int, int]] = []
-    raws = chunked_raws([(fh, chunks, wanted)], [c.topic for c in channels], lost)
+    pieces: dict[tuple[str, str], list[tuple[np.ndarray, ...]]] = {key: [] for key in keys.values()}
+    for _, chunk, data, cid, log, start, end in chunk_messages([(fh, chunks, dict.fromkeys(keys, 0))], lost):
+        buf = np.frombuffer(data, dtype=np.uint8)
+        by_channel = np.argsort(cid, kind="stable")
+        cid, log, start, end = cid[by_channel], log[by_channel], start[by_channel], end[by_channel]
+        bounds = np.flatnonzero(np.diff(cid)) + 1
+        for a, b in zip([0, *bounds.tolist()], [*bounds.tolist(), len(cid)], strict=True):
+            key = keys[int(cid[a])]
+            ns, pos, vel = _decode(key[1], Raw(log[a:b], buf, start[a:b], end[a:b]))
+            pieces[key].append((log[a:b], np.full(b - a, chunk.chunk_start_offset), start[a:b], ns, pos, vel))
     if lost:
         raise ValueError(f"{len(lost)} damaged chunk(s)")
-    return {key: raws[key[0]] for key in keys}
+    out = {}
+    for key, got in pieces.items():
+        log, offset, start_, ns, pos, vel = (np.concatenate([p[k] for p in got]) if got else
+                                             np.zeros((0, 3) if k > 3 else 0) for k in range(6))
+        order = np.lexsort((start_, offset, log))  # the order of the file's log times, as the bag reader's
+        out[key] = (ns[order], pos[order], vel[order])
+    return out
 
 
 def _walk_messages(reader: Any, side: list[tuple[str, bytes]]) -> tuple[dict[tuple[str, str], Raw], dict[str, str]]:
@@ -338,6 +352,14 @@ def _no_poses(path: Path, topics: dict[str, str]) -> str:
             f"({listed}{more}); record ROS 2 topics with `ros2 bag record -s mcap`")
 
 
+@functools.cache
+def _typestore() -> Any:
+    """rosbags' ROS 2 types, built once (a file of another writer's layout is decoded a chunk at a time)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    return get_typestore(Stores.ROS2_JAZZY)
+
+
 def _decode(msgtype: str, data: Raw) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(stamps ns, positions, velocities NaN for poses) of one topic's messages."""
     layout = LAYOUTS[msgtype]
@@ -347,9 +369,7 @@ def _decode(msgtype: str, data: Raw) -> tuple[np.ndarray, np.ndarray, np.ndarray
             ns = rows["sec"].astype(np.int64) * 1_000_000_000 + rows["nanosec"]
             vel = rows["vel"] if msgtype == ODOM else np.full((len(rows), 3), np.nan)
             return ns, rows["pos"].astype(float), vel.astype(float)  # copies: no view keeps the messages alive
-    from rosbags.typesys import Stores, get_typestore
-
-    store = get_typestore(Stores.ROS2_JAZZY)
+    store = _typestore()
     msgs: list[Any] = [store.deserialize_cdr(data.message(i), msgtype) for i in range(len(data))]
     ns = np.array([m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec for m in msgs], dtype=np.int64)
     poses = [m.pose.pose if msgtype == ODOM else m.pose for m in msgs]

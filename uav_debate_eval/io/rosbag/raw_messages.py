@@ -9,7 +9,7 @@ flight MCAP's raw poses (io.flight_mcap: an MCAP that is no rosbag2) are read th
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -124,24 +124,17 @@ def chunked_raws(files: Sequence[tuple[BinaryIO, Sequence[Any], dict[int, int]]]
     buf = np.empty(sum(int(chunk.uncompressed_size) for _, chunks, _ in files for chunk in chunks), dtype=np.uint8)
     parts: list[np.ndarray] = []  # rows (topic, file, log time, chunk, start, end)
     base = 0
-    for k, (bio, chunks, wanted) in enumerate(files):
+    for k, chunk, data, cid, log, start, end in chunk_messages(files, lost):
+        wanted = files[k][2]
         ids = np.array(sorted(wanted), dtype=np.int64)
         topic_of = np.array([wanted[c] for c in ids.tolist()], dtype=np.int64)
-        for chunk in chunks:
-            try:
-                data = _chunk_data(bio, chunk)
-                cid, log, start, end = _chunk_messages(bio, chunk, data, wanted)
-            except Exception:  # noqa: BLE001  (rosbags' CRC and size errors, records that do not fit: damage)
-                lost.append((chunk.message_start_time, chunk.message_end_time))
-                continue
-            n = len(cid)
-            parts.append(np.column_stack([topic_of[np.searchsorted(ids, cid)], np.full(n, k), log,
-                                          np.full(n, chunk.chunk_start_offset), start + base, end + base]))
-            if base + len(data) > len(buf):  # a chunk larger than its index said
-                buf = np.concatenate([buf[:base], np.empty(base + len(data) - len(buf), dtype=np.uint8),
-                                      buf[base:]])
-            buf[base:base + len(data)] = np.frombuffer(data, dtype=np.uint8)
-            base += len(data)
+        n = len(cid)
+        parts.append(np.column_stack([topic_of[np.searchsorted(ids, cid)], np.full(n, k), log,
+                                      np.full(n, chunk.chunk_start_offset), start + base, end + base]))
+        if base + len(data) > len(buf):  # a chunk larger than its index said
+            buf = np.concatenate([buf[:base], np.empty(base + len(data) - len(buf), dtype=np.uint8), buf[base:]])
+        buf[base:base + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        base += len(data)
     if lost and not parts:
         raise ValueError(f"every MCAP chunk holding the selected topics is damaged ({len(lost)})")
     rows = np.concatenate(parts) if parts else np.zeros((0, 6), dtype=np.int64)
@@ -150,6 +143,22 @@ def chunked_raws(files: Sequence[tuple[BinaryIO, Sequence[Any], dict[int, int]]]
     buf = buf[:base]
     return {t: Raw(rows[a:b, 2].copy(), buf, rows[a:b, 4].copy(), rows[a:b, 5].copy())
             for t, a, b in zip(topics, bounds[:-1], bounds[1:], strict=True)}
+
+
+def chunk_messages(files: Sequence[tuple[BinaryIO, Sequence[Any], dict[int, int]]], lost: list[tuple[int, int]]
+                   ) -> Iterator[tuple[int, Any, bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Chunk by chunk (files as `chunked_raws` takes them): (file index, chunk index, its decompressed records,
+    channel id, log time, data start and end of each message on a wanted channel). A chunk that cannot be read
+    adds its log-time span to `lost`."""
+    for k, (bio, chunks, wanted) in enumerate(files):
+        for chunk in chunks:
+            try:
+                data = _chunk_data(bio, chunk)
+                cid, log, start, end = _chunk_messages(bio, chunk, data, wanted)
+            except Exception:  # noqa: BLE001  (rosbags' CRC and size errors, records that do not fit: damage)
+                lost.append((chunk.message_start_time, chunk.message_end_time))
+                continue
+            yield k, chunk, data, cid, log, start, end
 
 
 def _chunk_data(bio: BinaryIO, chunk: Any) -> bytes:

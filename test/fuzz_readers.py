@@ -1,4 +1,5 @@
-"""Seeded fuzzing of every reader (CSV, rosbag2 MCAP and SQLite, ROS 1 bag, ULog, DataFlash .bin, MAVLink .tlog):
+"""Seeded fuzzing of every reader (CSV, rosbag2 MCAP and SQLite, ROS 1 bag, ULog, DataFlash .bin, MAVLink .tlog,
+the flight MCAP `evaluate --mcap-out` writes):
 mutants of small real or written recordings (cut, flipped bytes, zeroed and duplicated blocks), each read in
 process with a time limit. A mutant must be read (perhaps with notes) or rejected with InputError: any other
 exception is a reader bug, a read past the limit a hang.
@@ -58,8 +59,20 @@ def seeds(folder: Path) -> dict[str, Path]:
            "ulg": HERE / "fixtures" / "px4" / "sample_log_small.ulg",
            "bin": write_bin(vehicles[1], folder / "copter.bin"),
            "bin_real": HERE / "fixtures" / "real" / "ardupilot" / "plane382_fragment.BIN",
-           "tlog": write_tlog(vehicles[:2], folder / "swarm.tlog")}
+           "tlog": write_tlog(vehicles[:2], folder / "swarm.tlog"),
+           "flight_mcap": _flight_mcap(csv, folder)}
     return out
+
+
+def _flight_mcap(csv: Path, folder: Path) -> Path:
+    """The CSV's flight as `evaluate --mcap-out` writes it (Foxglove channels and the raw poses)."""
+    from uav_debate_eval.cli import main
+
+    path = folder / "flight_foxglove.mcap"
+    with quiet_fds():
+        main(["evaluate", str(csv), "--out", str(folder / "evaluated"), "--mcap-out", str(path), "--quiet",
+              "--llm", "rules"])
+    return path
 
 
 def mutate(data: bytes, rng: random.Random) -> tuple[bytes, str]:

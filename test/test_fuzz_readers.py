@@ -5,14 +5,14 @@ from fuzz_readers import fuzz
 
 from uav_debate_eval.cli import main
 
-MUTANTS = 320  # 40 per seed file, about 30 s
+MUTANTS = 360  # 40 per seed file, about 35 s
 
 
 def test_mutants_are_read_or_rejected_in_one_line(tmp_path, capsys):
     counts, failures, rejected = fuzz(tmp_path, MUTANTS, seed=0)
     assert not failures, "\n".join(failures[:3])
     formats = {fmt for fmt, _ in counts}
-    assert formats == {"csv", "mcap", "db3", "bag", "ulg", "bin", "bin_real", "tlog"}
+    assert formats == {"csv", "mcap", "db3", "bag", "ulg", "bin", "bin_real", "tlog", "flight_mcap"}
     assert sum(counts.values()) == MUTANTS
     assert sum(v for (_, k), v in counts.items() if k == "rejected") > 20  # the mutants do bite
     capsys.readouterr()

@@ -279,3 +279,28 @@ def test_a_flight_mcap_reads_alike_however_its_chunks_and_indexes_lie(tmp_path: 
         got = json.loads((tmp_path / name / "report.json").read_text())
         for key in ("verdict", "violations", "data_quality", "findings", "events", "safety"):
             assert got[key] == expected[key], (name, key)
+
+
+def test_a_damaged_chunk_of_a_flight_mcap_costs_its_own_samples(tmp_path: Path):
+    """As in a bag: a chunk whose checksum fails is skipped and said in a note; the rest of the flight is read."""
+    from mcap.writer import CompressionType
+
+    from uav_debate_eval.io.flight_mcap import read_flight_mcap
+
+    mcap = tmp_path / "flight.mcap"
+    main(["evaluate", str(REAL / "ardupilot" / "plane382_fragment.BIN"), "--out", str(tmp_path / "a"), "--mcap-out",
+          str(mcap), "--quiet"])
+    small = _rewrite(mcap, tmp_path / "small.mcap", chunk_size=2048, compression=CompressionType.NONE)
+    whole = read_flight_mcap(small)
+    with small.open("rb") as fh:
+        summary = make_reader(fh).get_summary()
+    raw = {c.id for c in summary.channels.values() if c.topic.endswith(("/pose", "/odom"))}
+    chunk = [c for c in summary.chunk_indexes if raw & c.message_index_offsets.keys()][5]
+    data = bytearray(small.read_bytes())
+    data[chunk.chunk_start_offset + chunk.chunk_length - 40] ^= 0xFF  # inside the chunk's last record
+    damaged = tmp_path / "damaged.mcap"
+    damaged.write_bytes(bytes(data))
+    got = read_flight_mcap(damaged)
+    lost = sum(len(tr) for tr in whole.tracks.values()) - sum(len(tr) for tr in got.tracks.values())
+    assert 0 < lost < 200
+    assert any(n.startswith("1 damaged MCAP chunk(s) skipped") and "(the input clock)" in n for n in got.ingest.notes)

@@ -252,6 +252,7 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
     events: list[dict] = []
     frames: dict[str, str] = {}
     autopilot: dict = {}
+    notes: list[str] = []
     try:
         with path.open("rb") as fh:
             reader = make_reader(fh)
@@ -264,9 +265,8 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
                 schemas = {c.id: summary.schemas[c.schema_id].name if c.schema_id in summary.schemas else ""
                            for c in summary.channels.values()}
                 topics = {c.topic: schemas[c.id] or c.message_encoding for c in summary.channels.values()}
-                samples = _raw_poses(fh, summary, schemas)
-                side = [(channel.topic, message.data) for _, channel, message in reader.iter_messages(
-                    topics=list(_SIDE_TOPICS), log_time_order=False) if channel.message_encoding == "json"]
+                samples = _raw_poses(fh, summary, schemas, notes)
+                side = _side_messages(reader, notes)
             for topic, data in side:
                 if topic == EVENTS_TOPIC:
                     events.append(json.loads(data))
@@ -287,15 +287,28 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
         if vehicle in traj.tracks:
             traj.tracks[vehicle].frame = str(frame)
     _autopilot(traj, autopilot)
+    traj.ingest.notes.extend(notes)
     return apply_names(traj, names, str(path))
 
 
-def _raw_poses(fh: Any, summary: Any, schemas: dict[int, str]
+def _side_messages(reader: Any, notes: list[str]) -> list[tuple[str, bytes]]:
+    """(topic, JSON) of the side channels in file order; a damaged chunk among them loses them, said in `notes`."""
+    try:
+        return [(channel.topic, message.data) for _, channel, message in reader.iter_messages(
+            topics=list(_SIDE_TOPICS), log_time_order=False) if channel.message_encoding == "json"]
+    except Exception as exc:  # noqa: BLE001  (the mcap library's many damage errors)
+        notes.append(f"the autopilot's events, the vehicles' frames and the autopilot log could not be read "
+                     f"({type(exc).__name__}): the replay goes without them")
+        return []
+
+
+def _raw_poses(fh: Any, summary: Any, schemas: dict[int, str], notes: list[str]
                ) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Each raw pose channel's samples (stamps ns, positions, velocities), decoded chunk by chunk as the chunks'
     message indexes locate them with numpy. The mcap library's time-ordered merge held the whole file (37 s and
-    3.4 GB for 1,024 vehicles x 120 s); keeping the messages until the end held 700 bytes per Odometry sample."""
-    from uav_debate_eval.io.rosbag.raw_messages import Raw, chunk_messages
+    3.4 GB for 1,024 vehicles x 120 s); keeping the messages until the end held 700 bytes per Odometry sample. A
+    damaged chunk costs its own samples, said in `notes`, as in a bag."""
+    from uav_debate_eval.io.rosbag.raw_messages import Raw, chunk_messages, lost_note
 
     channels = [c for c in summary.channels.values() if schemas[c.id] in LAYOUTS and c.message_encoding == "cdr"]
     keys = {c.id: (c.topic, schemas[c.id]) for c in channels}
@@ -311,8 +324,10 @@ def _raw_poses(fh: Any, summary: Any, schemas: dict[int, str]
             key = keys[int(cid[a])]
             ns, pos, vel = _decode(key[1], Raw(log[a:b], buf, start[a:b], end[a:b]))
             pieces[key].append((log[a:b], np.full(b - a, chunk.chunk_start_offset), start[a:b], ns, pos, vel))
+    if lost and not any(pieces.values()):
+        raise ValueError(f"every chunk of the raw poses is damaged ({len(lost)})")
     if lost:
-        raise ValueError(f"{len(lost)} damaged chunk(s)")
+        notes.append(lost_note(lost, "the input clock"))
     out = {}
     for key, got in pieces.items():
         log, offset, start_, ns, pos, vel = (np.concatenate([p[k] for p in got]) if got else

@@ -58,10 +58,14 @@ def read_raws(reader: AnyReader, topics: list[str], types: dict[str, str], notes
     lost: list[tuple[int, int]] = []
     raws = _mcap_raws(reader, selected, types, lost)
     if lost:
-        spans = ", ".join(f"{a / 1e9:.3f}-{b / 1e9:.3f} s" for a, b in lost[:5]) + (" ..." if len(lost) > 5 else "")
-        notes.append(f"{len(lost)} damaged MCAP chunk(s) skipped: the messages logged in {spans} (the bag's clock) "
-                     "are lost")
+        notes.append(lost_note(lost, "the bag's clock"))
     return raws if raws is not None else _library_raws(reader, selected)
+
+
+def lost_note(lost: list[tuple[int, int]], clock: str) -> str:
+    """What skipping damaged chunks (their log-time spans, ns) cost, for the reader's notes."""
+    spans = ", ".join(f"{a / 1e9:.3f}-{b / 1e9:.3f} s" for a, b in lost[:5]) + (" ..." if len(lost) > 5 else "")
+    return f"{len(lost)} damaged MCAP chunk(s) skipped: the messages logged in {spans} ({clock}) are lost"
 
 
 def _library_raws(reader: AnyReader, selected: dict[str, None]) -> dict[str, Raw]:

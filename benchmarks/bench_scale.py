@@ -181,7 +181,7 @@ def parse_seconds(csv_path: Path) -> float:
 
 
 #: The libraries every `evaluate` imports before or while it reads (matplotlib loads in the figure child).
-FLOOR_IMPORTS = ("numpy", "scipy.ndimage", "scipy.spatial", "scipy.linalg", "pyarrow.csv", "pyarrow.compute", "yaml",
+FLOOR_IMPORTS = ("numpy", "scipy.ndimage", "scipy.spatial", "scipy.linalg", "pyarrow.csv", "yaml",
                  "jsonschema")
 
 

@@ -87,13 +87,14 @@ def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray | Vehi
     """Known columns as float64 arrays (empty cells NaN) and the stripped uav_id as VehicleCodes; None if any row
     is irregular."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
     if len(set(header)) != len(header):
         return None
     known = [h for h in header if h in REQUIRED + OPTIONAL]
-    types = {h: pa.string() if h == "uav_id" else pa.float64() for h in known}
+    # uav_id parsed as a dictionary (few distinct names, decoded once each; the rows keep integer codes, which
+    # from_columns groups by): no pass of pyarrow.compute over the column, nor its import (~45 ms at 1.2M rows)
+    types = {h: pa.dictionary(pa.int32(), pa.string()) if h == "uav_id" else pa.float64() for h in known}
     try:
         table = pacsv.read_csv(
             path, read_options=pacsv.ReadOptions(column_names=header, skip_rows=1),
@@ -104,10 +105,12 @@ def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray | Vehi
     out = {h: table[h].to_numpy(zero_copy_only=False) for h in known if h != "uav_id"}
     for h, values in out.items():
         out[h] = np.asarray(values, dtype=float)  # nulls (empty cells) come back as NaN
-    # few distinct names: decoded once each; the rows keep integer codes (from_columns groups by them)
-    ids = pc.dictionary_encode(pc.utf8_trim_whitespace(table["uav_id"])).combine_chunks()
-    names = np.asarray(ids.dictionary.to_pylist(), dtype=str)
-    out["uav_id"] = VehicleCodes(names, np.asarray(ids.indices.to_numpy(zero_copy_only=False), dtype=np.intp))
+    ids = table["uav_id"].combine_chunks()  # one dictionary for the file
+    stripped = [str(name).strip() for name in ids.dictionary.to_pylist()]  # as the row reader strips them
+    first: dict[str, int] = {}
+    code_of = np.array([first.setdefault(name, len(first)) for name in stripped], dtype=np.intp)
+    codes = code_of[np.asarray(ids.indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+    out["uav_id"] = VehicleCodes(np.asarray(list(first), dtype=str), codes)
     del table, ids
     pa.default_memory_pool().release_unused()  # the parse buffers (~0.2 GB per million rows) go back to the OS now
     return out

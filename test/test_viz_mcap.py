@@ -304,3 +304,19 @@ def test_a_damaged_chunk_of_a_flight_mcap_costs_its_own_samples(tmp_path: Path):
     lost = sum(len(tr) for tr in whole.tracks.values()) - sum(len(tr) for tr in got.tracks.values())
     assert 0 < lost < 200
     assert any(n.startswith("1 damaged MCAP chunk(s) skipped") and "(the input clock)" in n for n in got.ingest.notes)
+
+
+def test_mcap_out_makes_its_folder_and_refuses_what_it_cannot_write(tmp_path: Path, capsys):
+    """`--mcap-out new/folder/flight.mcap` makes the folder, as --out does (it was a traceback: FileNotFoundError);
+    a directory, or a file where its folder should be, is one line and exit 2."""
+    log = str(REAL / "ardupilot" / "plane382_fragment.BIN")
+    nested = tmp_path / "new" / "folder" / "flight.mcap"
+    assert main(["evaluate", log, "--out", str(tmp_path / "a"), "--mcap-out", str(nested), "--quiet"]) == 0
+    assert nested.stat().st_size > 0
+    capsys.readouterr()
+    (tmp_path / "blocker").write_text("x")
+    for target, words in ((tmp_path / "new", "--mcap-out is a directory"),
+                          (tmp_path / "blocker" / "flight.mcap", "a file is in the way of its folder")):
+        assert main(["evaluate", log, "--out", str(tmp_path / "b"), "--mcap-out", str(target), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err, err

@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: --out exists and is not a directory")
+    if args.mcap_out and Path(args.mcap_out).is_dir():
+        raise InputError(f"{args.mcap_out}: --mcap-out is a directory; give the file to write (e.g. flight.mcap)")
     plan = plan_flights(args.inputs, each=args.each, one_flight=args.one_flight, mission=args.mission, out=out)
     if not args.quiet:
         for line in plan.messages:

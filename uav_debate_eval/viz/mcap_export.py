@@ -17,6 +17,7 @@ import foxglove
 import numpy as np
 from foxglove.messages import Log, LogLevel
 
+from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io import flight_mcap
 from uav_debate_eval.report.precision import rounded
@@ -39,7 +40,12 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
         return max(0, int(round((origin + t) * 1e9)))
 
     context = foxglove.Context()
-    writer = foxglove.open_mcap(path, allow_overwrite=True, context=context)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # as --out's folder is made
+        writer = foxglove.open_mcap(path, allow_overwrite=True, context=context)
+    except OSError as exc:
+        why = "a file is in the way of its folder" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+        raise InputError(f"{path}: cannot write the MCAP ({why})") from None
     try:
         ch = Channels(context)
         snaps = traj.resample(dt=1.0 / RATE_HZ)

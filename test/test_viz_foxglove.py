@@ -80,7 +80,7 @@ def test_scene_pairs_by_margin_and_every_part_drawn():
 
 def test_a_show_scale_scene_labels_and_trails_only_the_vehicles_that_matter():
     """Past DETAIL_MAX_VEHICLES every vehicle keeps its sphere, but only those in the veto, in a drawn close pair or
-    at a CPA warning's ends carry a label and a trail (1,024 labels and trails were 30 of the 48 s an MCAP export
+    at a CPA warning's ends carry a label and a trail (1,024 labels and trails were most of the 50 s an MCAP export
     of 1,024 vehicles x 120 s took, and 670 of its 817 MB); a smaller swarm is labelled and trailed whole."""
     import numpy as np
 

@@ -48,7 +48,7 @@ TOPICS = {
 PAIRS_SHOWN = 10
 PAIR_RANGE = 3.0
 #: Every vehicle is labelled and trailed up to this many; beyond, only those that matter (a thousand labels and
-#: trails are clutter on screen, and were 30 of the 48 s an MCAP export of 1,024 vehicles x 120 s took).
+#: trails are clutter on screen, and were most of the 50 s an MCAP export of 1,024 vehicles x 120 s took).
 DETAIL_MAX_VEHICLES = 100
 GREEN, AMBER, RED, BLUE, GREY = (Color(r=0.1, g=0.8, b=0.2, a=1.0), Color(r=1.0, g=0.65, b=0.0, a=1.0),
                                  Color(r=0.95, g=0.1, b=0.1, a=1.0), Color(r=0.2, g=0.6, b=1.0, a=0.9),

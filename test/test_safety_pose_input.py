@@ -86,6 +86,29 @@ def test_discovery_and_odometry_in_world_frame(ctx):
     ex.shutdown()
 
 
+def test_a_position_only_trackers_points_are_discovered_and_read(ctx):
+    """PointStamped topics (a laser tracker, an ultra-wideband tag: io.rosbag.point offline) are discovered by type
+    and read as positions without a velocity (derived downstream, as offline); a PoseStamped on a matching name is
+    not taken (pose_type PointStamped was refused before: "expected one of ...")."""
+    from geometry_msgs.msg import PointStamped
+
+    got = []
+    node = rclpy.create_node("pi_point", context=ctx, parameter_overrides=[
+        Parameter("pose_topic_pattern", value="/{uav}/position"), Parameter("pose_type", value="PointStamped"),
+        Parameter("pose_discovery_period_s", value=0.2)])
+    inp = PoseInput(node, lambda *a: got.append(a))
+    pub, ex = _publishing(ctx, node, PointStamped, "/tag3/position")
+    pose_node = rclpy.create_node("pi_point_pose", context=ctx)
+    pose_node.create_publisher(PoseStamped, "/tag4/position", qos_profile_sensor_data)
+    ex.add_node(pose_node)
+    msg = _stamped(PointStamped(), 40.25)
+    msg.point.x, msg.point.y, msg.point.z = 4.7, -1.8, 0.8
+    assert _spin_until(ex, lambda: got, publish=lambda: pub.publish(msg))
+    assert got[0] == ("tag3", 40.25, (4.7, -1.8, 0.8), None)
+    assert inp.uav_names == ["tag3"]
+    ex.shutdown()
+
+
 def test_pose_array_names_and_zero_stamp_fallback(ctx):
     got = []
     node = rclpy.create_node("pi_array", context=ctx, parameter_overrides=[

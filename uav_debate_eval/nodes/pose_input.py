@@ -1,4 +1,5 @@
-"""The one pose-ingest path shared by every node: per-vehicle PoseStamped / Odometry topics or one PoseArray.
+"""The one pose-ingest path shared by every node: per-vehicle PoseStamped / Odometry / PointStamped topics (the last
+a position-only tracker's) or one PoseArray.
 
 Topic patterns cover MAVROS (``/{uav}/mavros/local_position/pose``), Crazyswarm2 (``/{uav}/pose``)
 and Gazebo (``/world/<w>/pose/info`` bridged as PoseArray, names by index). With ``uav_names``
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from geometry_msgs.msg import PoseArray, PoseStamped
+from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -40,12 +41,13 @@ if TYPE_CHECKING:
 PoseCallback = Callable[[str, float, tuple[float, float, float], "tuple[float, float, float] | None"], None]
 BatchCallback = Callable[[float, list[str], np.ndarray], None]
 
-POSE_TYPES = {"PoseStamped": PoseStamped, "Odometry": Odometry, "PoseArray": PoseArray}
+POSE_TYPES = {"PoseStamped": PoseStamped, "Odometry": Odometry, "PointStamped": PointStamped, "PoseArray": PoseArray}
 #: a topic per vehicle: what pose_relay passes on (the others are one topic, or recorded as received)
 RELAYED = ("PoseStamped", "Odometry")
 #: message kinds whose packages may be missing (imported only when chosen): PX4 and Gazebo
 EXTRA_TYPES = (*PX4_KINDS, TF_KIND)
-_TYPE_NAMES = {"PoseStamped": "geometry_msgs/msg/PoseStamped", "Odometry": "nav_msgs/msg/Odometry"}
+_TYPE_NAMES = {"PoseStamped": "geometry_msgs/msg/PoseStamped", "Odometry": "nav_msgs/msg/Odometry",
+               "PointStamped": "geometry_msgs/msg/PointStamped"}
 
 
 #: Default per-topic queue of the pose subscriptions: 1 s at 50 Hz. The sensor-data profile keeps 5,
@@ -131,8 +133,9 @@ class PoseInput:
                              "vehicle names; empty: discover the topics matching pose_topic_pattern and pose_type")
         self.pattern = p("pose_topic_pattern", "/{uav}/pose",
                          "per-vehicle topic, {uav} = vehicle name (MAVROS: /{uav}/mavros/local_position/pose)")
-        self.pose_type = p("pose_type", "PoseStamped", "PoseStamped, Odometry, PoseArray, VehicleLocalPosition, "
-                           "VehicleOdometry (PX4 [/px4_N]/fmu/out/..., discovered) or TFMessage (Gazebo)")
+        self.pose_type = p("pose_type", "PoseStamped", "PoseStamped, Odometry, PointStamped, PoseArray, "
+                           "VehicleLocalPosition, VehicleOdometry (PX4 [/px4_N]/fmu/out/..., discovered) or "
+                           "TFMessage (Gazebo)")
         self.array_topic = p("pose_array_topic", "/world/default/pose/info",
                              "PoseArray topic (pose_type PoseArray), e.g. Gazebo pose/info via ros_gz_bridge")
         array_names = declare_list(node, "pose_array_names",
@@ -341,6 +344,8 @@ class PoseInput:
         raw = self.pose_type == "PoseStamped"  # read with struct (core.cdr): a show streams 10,000 of them a second
         if raw:
             cb = lambda data, u=uav: self._on_pose(u, data)  # noqa: E731
+        elif self.pose_type == "PointStamped":
+            cb = lambda msg, u=uav: self._on_point(u, msg)  # noqa: E731
         else:
             cb = lambda msg, u=uav: self._on_odom(u, msg)  # noqa: E731
         self._subs[topic] = self.node.create_subscription(POSE_TYPES[self.pose_type], topic, cb, self.qos,
@@ -446,6 +451,10 @@ class PoseInput:
         p, q, v = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist.linear
         vel = odometry_velocity(msg.child_frame_id, msg.header.frame_id, (q.x, q.y, q.z, q.w), (v.x, v.y, v.z))
         self.callback(uav, self._stamp(msg.header), (p.x, p.y, p.z), vel)
+
+    def _on_point(self, uav: str, msg: PointStamped) -> None:
+        """A position-only tracker's point (io.rosbag.point offline): the velocity is derived from the positions."""
+        self.callback(uav, self._stamp(msg.header), (msg.point.x, msg.point.y, msg.point.z), None)
 
     def _on_array(self, data: bytes) -> None:
         try:

@@ -276,8 +276,7 @@ def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmT
                     autopilot = json.loads(data)
     except Exception as exc:  # a truncated or corrupt file
         raise InputError(f"{path}: cannot read MCAP ({type(exc).__name__}: {exc})") from None
-    samples = {key: got for key, got in samples.items() if len(got[0])}
-    if not samples:
+    if not samples:  # both ways keep only the channels that hold a sample
         raise InputError(_no_poses(path, topics))
     uav = np.concatenate([np.full(len(got[0]), vehicle_from_topic(topic)) for (topic, _), got in samples.items()])
     ns, pos, vel = (np.concatenate([got[k] for got in samples.values()]) for k in range(3))
@@ -315,7 +314,8 @@ def _raw_poses(fh: Any, summary: Any, schemas: dict[int, str], notes: list[str]
     chunks = [chunk for chunk in summary.chunk_indexes if keys.keys() & chunk.message_index_offsets.keys()]
     lost: list[tuple[int, int]] = []
     pieces: dict[tuple[str, str], list[tuple[np.ndarray, ...]]] = {key: [] for key in keys.values()}
-    for _, chunk, data, cid, log, start, end in chunk_messages([(fh, chunks, dict.fromkeys(keys, 0))], lost):
+    wanted = {cid: k for k, cid in enumerate(keys)}  # channel id -> its index among the raw channels
+    for _, chunk, data, cid, log, start, end in chunk_messages([(fh, chunks, wanted)], lost):
         buf = np.frombuffer(data, dtype=np.uint8)
         by_channel = np.argsort(cid, kind="stable")
         cid, log, start, end = cid[by_channel], log[by_channel], start[by_channel], end[by_channel]
@@ -330,10 +330,10 @@ def _raw_poses(fh: Any, summary: Any, schemas: dict[int, str], notes: list[str]
         notes.append(lost_note(lost, "the input clock"))
     out = {}
     for key, got in pieces.items():
-        log, offset, start_, ns, pos, vel = (np.concatenate([p[k] for p in got]) if got else
-                                             np.zeros((0, 3) if k > 3 else 0) for k in range(6))
-        order = np.lexsort((start_, offset, log))  # the order of the file's log times, as the bag reader's
-        out[key] = (ns[order], pos[order], vel[order])
+        if got:  # a channel of no message in any readable chunk holds no sample
+            log, offset, start_, ns, pos, vel = (np.concatenate([p[k] for p in got]) for k in range(6))
+            order = np.lexsort((start_, offset, log))  # the order of the file's log times, as the bag reader's
+            out[key] = (ns[order], pos[order], vel[order])
     return out
 
 

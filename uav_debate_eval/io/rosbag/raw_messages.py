@@ -124,19 +124,18 @@ def chunked_raws(files: Sequence[tuple[BinaryIO, Sequence[Any], dict[int, int]]]
     ChunkInfo or the mcap library's ChunkIndex), {channel id: index in `topics`}); per topic in file order, then
     by (log time, chunk, position). A chunk that cannot be read adds its log-time span to `lost`."""
     # one buffer for every chunk's records, filled as each is decompressed (a list of chunks joined at the end
-    # held them twice: 1.7 GB for a flight MCAP of 1,024 vehicles x 120 s)
+    # held them twice: 1.7 GB for a flight MCAP of 1,024 vehicles x 120 s); a chunk holds exactly the size its
+    # index gives (rosbags' decompress checks it)
     buf = np.empty(sum(int(chunk.uncompressed_size) for _, chunks, _ in files for chunk in chunks), dtype=np.uint8)
+    ids = [np.array(sorted(wanted), dtype=np.int64) for _, _, wanted in files]  # each file's channel ids
+    topic_of = [np.array([wanted[c] for c in got.tolist()], dtype=np.int64)
+                for (_, _, wanted), got in zip(files, ids, strict=True)]
     parts: list[np.ndarray] = []  # rows (topic, file, log time, chunk, start, end)
     base = 0
     for k, chunk, data, cid, log, start, end in chunk_messages(files, lost):
-        wanted = files[k][2]
-        ids = np.array(sorted(wanted), dtype=np.int64)
-        topic_of = np.array([wanted[c] for c in ids.tolist()], dtype=np.int64)
         n = len(cid)
-        parts.append(np.column_stack([topic_of[np.searchsorted(ids, cid)], np.full(n, k), log,
+        parts.append(np.column_stack([topic_of[k][np.searchsorted(ids[k], cid)], np.full(n, k), log,
                                       np.full(n, chunk.chunk_start_offset), start + base, end + base]))
-        if base + len(data) > len(buf):  # a chunk larger than its index said
-            buf = np.concatenate([buf[:base], np.empty(base + len(data) - len(buf), dtype=np.uint8), buf[base:]])
         buf[base:base + len(data)] = np.frombuffer(data, dtype=np.uint8)
         base += len(data)
     if lost and not parts:
@@ -151,9 +150,9 @@ def chunked_raws(files: Sequence[tuple[BinaryIO, Sequence[Any], dict[int, int]]]
 
 def chunk_messages(files: Sequence[tuple[BinaryIO, Sequence[Any], dict[int, int]]], lost: list[tuple[int, int]]
                    ) -> Iterator[tuple[int, Any, bytes, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """Chunk by chunk (files as `chunked_raws` takes them): (file index, chunk index, its decompressed records,
-    channel id, log time, data start and end of each message on a wanted channel). A chunk that cannot be read
-    adds its log-time span to `lost`."""
+    """Chunk by chunk (files as `chunked_raws` takes them): (file index, the chunk's index record, its decompressed
+    records, channel id, log time, data start and end of each message on a wanted channel). A chunk that cannot be
+    read adds its log-time span to `lost`."""
     for k, (bio, chunks, wanted) in enumerate(files):
         for chunk in chunks:
             try:

@@ -88,6 +88,7 @@ def options(args: argparse.Namespace) -> JobOptions:
 
 
 def run(args: argparse.Namespace) -> int:
+    from uav_debate_eval.io import kept_reads
     from uav_debate_eval.runner.discover import plan_flights
 
     if args.jobs < 0:
@@ -98,16 +99,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{out}: --out exists and is not a directory")
     if args.mcap_out and Path(args.mcap_out).is_dir():
         raise InputError(f"{args.mcap_out}: --mcap-out is a directory; give the file to write (e.g. flight.mcap)")
-    plan = plan_flights(args.inputs, each=args.each, one_flight=args.one_flight, mission=args.mission, out=out)
-    if not args.quiet:
-        for line in plan.messages:
-            print(line, file=sys.stderr)
-    if plan.batch:
-        if args.mcap_out:
-            raise InputError("--mcap-out: takes one flight, not a batch")
-        return _run_batch(plan.flights, out, opts, args)
-    return _run_one(plan.flights[0], out, opts, show_progress=not args.quiet and sys.stderr.isatty(),
-                    quiet=args.quiet)
+    with kept_reads.keeping():  # files parsed for their time spans while planning are not parsed again
+        plan = plan_flights(args.inputs, each=args.each, one_flight=args.one_flight, mission=args.mission, out=out)
+        if not args.quiet:
+            for line in plan.messages:
+                print(line, file=sys.stderr)
+        if plan.batch:
+            if args.mcap_out:
+                raise InputError("--mcap-out: takes one flight, not a batch")
+            kept_reads.drop()  # each worker reads its own flight; the parent holds none of them
+            return _run_batch(plan.flights, out, opts, args)
+        return _run_one(plan.flights[0], out, opts, show_progress=not args.quiet and sys.stderr.isatty(),
+                        quiet=args.quiet)
 
 
 def _run_one(flight: FlightInputs, out: Path, opts: JobOptions, *, show_progress: bool, quiet: bool) -> int:

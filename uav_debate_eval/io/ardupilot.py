@@ -21,6 +21,7 @@ import numpy as np
 from uav_debate_eval.core.records import Event, Finding
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.ardupilot_log import VehicleLog
+from uav_debate_eval.io.kept_reads import parsed
 from uav_debate_eval.io.names import apply_names
 from uav_debate_eval.io.ulog import anchor_of, clock_offsets, combine, geodetic_to_enu, read_ulog
 
@@ -42,14 +43,16 @@ def read_vehicle_logs(path: str | Path) -> list[VehicleLog]:
     return [read_dataflash(path, path.stem)]
 
 
-def read_ardupilot_logs(paths: Sequence[str | Path], names: list[str] | None = None) -> SwarmTrajectory:
+def read_ardupilot_logs(paths: Sequence[str | Path], names: list[str] | None = None, *,
+                        keep: bool = False) -> SwarmTrajectory:
     """Several logs of vehicles flown together -> one SwarmTrajectory. `names` (the mission's uavs): one per
-    vehicle names them in the order of the logs; otherwise they select vehicles by id (io.names.apply_names)."""
+    vehicle names them in the order of the logs; otherwise they select vehicles by id (io.names.apply_names).
+    `keep`: keep each file's parse for the flight's read (io.kept_reads)."""
     files_in = [Path(p) for p in paths]
     logs: list[VehicleLog] = []
     files: list[Path] = []
     for p in files_in:
-        found = read_vehicle_logs(p)
+        found = parsed(p, read_vehicle_logs, keep=keep)
         logs += found
         files += [p] * len(found)
     twice = _recorded_twice(logs, files)

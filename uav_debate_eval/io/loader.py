@@ -14,6 +14,7 @@ import numpy as np
 from uav_debate_eval.core.errors import InputError, reading
 from uav_debate_eval.core.records import IngestReport
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.kept_reads import parsed
 from uav_debate_eval.io.log_end import mark_ends_in_flight
 from uav_debate_eval.io.names import apply_names
 
@@ -82,11 +83,13 @@ def _read_all(files: list[Path], kinds: list[str], topics: list[str] | None,
     return apply_names(traj, names, "inputs")
 
 
-def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] | None) -> SwarmTrajectory:
+def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] | None, *,
+              keep: bool = False) -> SwarmTrajectory:
+    """One input's flight; `keep`: keep what was parsed for the flight's read (io.kept_reads)."""
     if kind == "csv":
         from uav_debate_eval.io.csv_io import read_csv
 
-        return apply_names(read_csv(path), names, str(path))
+        return apply_names(parsed(path, read_csv, keep=keep), names, str(path))
     if kind == "ulog":
         from uav_debate_eval.io.ulog import read_ulogs
 
@@ -94,7 +97,7 @@ def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] 
     if kind == "ardupilot":
         from uav_debate_eval.io.ardupilot import read_ardupilot_logs
 
-        return read_ardupilot_logs([path], names=names)
+        return read_ardupilot_logs([path], names=names, keep=keep)
     from uav_debate_eval.io.flight_mcap import is_flight_mcap, read_flight_mcap
 
     if is_flight_mcap(path):  # the annotated MCAP of `evaluate --mcap-out` or `live` (OUT/flight/flight.mcap)
@@ -238,5 +241,5 @@ def _span(path: Path) -> tuple[float, float, list[str]]:
 
         return bag_span(path)
     with reading(str(path)):
-        traj = _read_one(path, kind, None, None)
+        traj = _read_one(path, kind, None, None, keep=True)
     return traj.t0, traj.t0 + traj.t_end, traj.uav_ids

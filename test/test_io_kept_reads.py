@@ -1,0 +1,95 @@
+"""Several per-drone logs or CSVs given together are parsed once: planning reads each for its time span (are they
+one flight?) and the flight's read takes that parse (io.kept_reads). Before, every file was parsed twice (three
+.bin files: six DataFlash parses), a drone show's per-drone logs twice the read time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ardupilot_logs import write_mission, write_swarm_bins
+
+from uav_debate_eval.cli import main
+from uav_debate_eval.io import csv_io, dataflash, kept_reads
+
+VOLATILE = ("timing", "generated_at", "run")
+
+
+def _counting(monkeypatch, module, name: str) -> list[str]:
+    calls: list[str] = []
+    real = getattr(module, name)
+
+    def counted(path, *args, **kwargs):
+        calls.append(Path(path).name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def _report(args: list[str], out: Path) -> dict:
+    assert main(["evaluate", *args, "--out", str(out), "--llm", "rules", "--quiet"]) in (0, 3, 4)
+    report = json.loads((out / "report.json").read_text())
+    report["debate"].pop("elapsed_s")
+    return {k: v for k, v in report.items() if k not in VOLATILE}
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kept_bins")
+    return write_swarm_bins(root / "swarm"), write_mission(root)
+
+
+def test_three_bins_of_one_flight_are_each_parsed_once_into_the_same_report(bins, tmp_path, monkeypatch):
+    paths, mission = bins
+    args = [*map(str, paths), "--mission", str(mission)]
+    calls = _counting(monkeypatch, dataflash, "read_dataflash")
+    kept = _report(args, tmp_path / "kept")
+    assert sorted(calls) == sorted(p.name for p in paths)  # before: each twice
+    calls.clear()
+    monkeypatch.setattr(kept_reads, "_kept", None)
+    monkeypatch.setattr(kept_reads, "keeping", lambda: __import__("contextlib").nullcontext())
+    parsed_twice = _report(args, tmp_path / "twice")
+    assert len(calls) == 2 * len(paths)
+    assert kept == parsed_twice and kept["verdict"]["label"] == "risky"
+
+
+def test_per_drone_csvs_are_parsed_once_and_a_batch_keeps_nothing(tmp_path, monkeypatch):
+    t = np.arange(0.0, 20.0, 0.1)
+    paths = []
+    for k, u in enumerate(("a", "b")):
+        rows = "".join(f"{ti:.2f},{u},{ti:.2f},{5.0 * k},10\n" for ti in t)
+        paths.append(tmp_path / f"drone_{u}.csv")
+        paths[-1].write_text("t,uav_id,x,y,z\n" + rows)
+    calls = _counting(monkeypatch, csv_io, "read_csv")
+    report = _report(list(map(str, paths)), tmp_path / "one")
+    assert sorted(calls) == ["drone_a.csv", "drone_b.csv"] and report["mission"]["uavs"] == ["a", "b"]
+    later = tmp_path / "later.csv"  # 100 s after: two flights, a batch whose workers read their own
+    later.write_text("t,uav_id,x,y,z\n" + "".join(f"{ti + 100:.2f},a,{ti:.2f},0,10\n" for ti in t))
+    calls.clear()
+    assert main(["evaluate", str(paths[0]), str(later), "--out", str(tmp_path / "batch"), "--llm", "rules",
+                 "--quiet", "--jobs", "1"]) in (0, 3, 4)
+    assert sorted(calls) == ["drone_a.csv", "drone_a.csv", "later.csv", "later.csv"]  # spans, then each flight
+
+
+def test_a_kept_parse_is_the_file_as_read_before_any_change(tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_text("one")
+    reads: list[str] = []
+
+    def parse(p: Path) -> dict:
+        reads.append(p.read_text())
+        return {"text": reads[-1], "names": []}
+
+    with kept_reads.keeping():
+        first = kept_reads.parsed(path, parse, keep=True)
+        first["names"].append("renamed by its reader")
+        assert kept_reads.parsed(path, parse) == {"text": "one", "names": []}  # the copy, untouched
+        assert kept_reads.parsed(path, parse) == {"text": "one", "names": []} and reads == ["one", "one"]  # once
+        kept_reads.parsed(path, parse, keep=True)
+        path.write_text("changed")  # another size: another file
+        assert kept_reads.parsed(path, parse)["text"] == "changed"
+    kept_reads.parsed(path, parse, keep=True)  # outside keeping(): nothing kept
+    assert kept_reads.parsed(path, parse)["text"] == "changed" and len(reads) == 6

@@ -135,9 +135,12 @@ def test_a_sigkilled_panel_leaves_no_worker_behind(tmp_path: Path, ros_domain: i
     assert not left, f"orphan worker(s) {left} after the panel was SIGKILLed"
 
 
-def test_a_sigkilled_live_leaves_no_simulator_or_worker_behind(tmp_path: Path, ros_domain: int):
+def test_a_sigkilled_live_leaves_no_simulator_or_worker_behind_and_its_flight_on_the_tape(tmp_path: Path,
+                                                                                         ros_domain: int):
+    """SIGKILL: no flight report, but the poses taped as the segments closed are a flight `evaluate` reads, and the
+    next session on the same OUT keeps them (before: the tape named no vehicle and the next session deleted it)."""
     env = _env(ros_domain)
-    config, _ = _write_config(tmp_path, [], 40.0)
+    config, scenario = _write_config(tmp_path, [], 40.0)
     out, log = tmp_path / "out", tmp_path / "live.log"
     live = _live_sim(config, out, env, log)
     try:
@@ -154,3 +157,23 @@ def test_a_sigkilled_live_leaves_no_simulator_or_worker_behind(tmp_path: Path, r
             os.killpg(live.pid, signal.SIGKILL)
             live.wait()
     assert not left, f"processes left after live was SIGKILLed: {left}"
+    assert not (out / "flight" / "report.json").exists()
+    from uav_debate_eval.cli import main
+    from uav_debate_eval.core.streaming import StreamingSwarm
+    from uav_debate_eval.live.evaluator import SegmentEvaluator
+    from uav_debate_eval.live.segment_job import PanelSettings
+    from uav_debate_eval.live.veto_history import VetoHistory
+
+    logs: list[tuple[str, str]] = []
+    ev = SegmentEvaluator(PanelSettings(output_dir=str(out)), scenario["mission"], VetoHistory(), max_pending=2,
+                          publish=lambda report: None, log=lambda level, text: logs.append((level, text)),
+                          clock_jumps=lambda: 0, swarm=StreamingSwarm(capacity=10))
+    assert ev.close() is None  # the next session: it received nothing
+    [kept] = list(out.glob("unfinished-*"))
+    assert ("warning", f"the previous session in {out} ended without its flight report: its poses are kept in "
+                       f"{kept} (uav-debate-eval evaluate {kept / 'tape'})") in logs
+    assert main(["evaluate", str(kept / "tape"), "--out", str(tmp_path / "kept"), "--llm", "rules", "--quiet"]) == 0
+    report = json.loads((tmp_path / "kept" / "report.json").read_text())
+    validate_report(report)
+    assert report["mission"]["uavs"] == scenario["names"] and report["mission"]["t_end"] >= 9.0
+    assert report["mission"]["name"] == scenario["mission"].name  # the session's mission, kept with its tape

@@ -70,13 +70,13 @@ def read_ardupilot_logs(paths: Sequence[str | Path], names: list[str] | None = N
     anchor = anchor_of(tracks)
     for lg, off in zip(logs, offsets, strict=True):
         _flight_time(traj, lg, off, anchor)
-    for keep, left_out, apart in twice:
-        tr = traj.tracks[keep.track.name]
+    for lg, left_out, apart in twice:
+        tr = traj.tracks[lg.track.name]
         traj.ingest.findings.append(Finding(
-            "duplicate_vehicle", [keep.track.name], float(tr.t[0]), float(tr.t[-1]),
-            f"{left_out.name} holds {keep.track.name} ({Path(keep.track.source).name}) again: the same system id "
-            f"{keep.sysid}, {apart:.2f} m apart horizontally (median) over their common time; one vehicle, read "
-            f"once, from {Path(keep.track.source).name}", ["min_separation"], {"median_m": apart}))
+            "duplicate_vehicle", [lg.track.name], float(tr.t[0]), float(tr.t[-1]),
+            f"{left_out.name} holds {lg.track.name} ({Path(lg.track.source).name}) again: the same system id "
+            f"{lg.sysid}, {apart:.2f} m apart horizontally (median) over their common time; one vehicle, read "
+            f"once, from {Path(lg.track.source).name}", ["min_separation"], {"median_m": apart}))
     return apply_names(traj, names, ", ".join(p.name for p in files_in)) if names else traj
 
 

@@ -1,5 +1,5 @@
 """Pick the reader for each input: contract CSV, rosbag2 (dir, .mcap, .db3), ROS 1 .bag, PX4 .ulg, ArduPilot
-.bin / .tlog."""
+.bin / .tlog, a live session's tape (dir)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from uav_debate_eval.core.errors import InputError, reading
 from uav_debate_eval.core.records import IngestReport
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.kept_reads import parsed
+from uav_debate_eval.io.live_tape import is_tape, read_tape
 from uav_debate_eval.io.log_end import mark_ends_in_flight
 from uav_debate_eval.io.names import apply_names
 
@@ -25,9 +26,12 @@ def input_kind(path: Path) -> str:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     if path.is_dir():
+        if is_tape(path):  # a live session's tape (io.live_tape)
+            return "tape"
         if (path / "metadata.yaml").exists() or len(list(path.glob("*.mcap"))) == 1:  # a recorder killed: no metadata
             return "rosbag2"
-        raise InputError(f"{path}: directory is not a rosbag2 (no metadata.yaml inside)")
+        raise InputError(f"{path}: directory is not a rosbag2 (no metadata.yaml inside) nor a live session's tape "
+                         "(no tape.json)")
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return "csv"
@@ -46,7 +50,7 @@ def input_kind(path: Path) -> str:
             return "ardupilot"
         raise InputError(f"{path}: a .log that is not an ArduPilot DataFlash text log (no FMT line near its start)")
     raise InputError(f"{path}: unknown input type '{suffix or 'no suffix'}' (expected .csv, .mcap, .db3, .bag, "
-                     ".ulg, .bin, .log, .tlog or a rosbag2 directory)")
+                     ".ulg, .bin, .log, .tlog, a rosbag2 directory or a live session's tape)")
 
 
 def load_inputs(paths: list[str | Path], topics: list[str] | None = None, names: list[str] | None = None,
@@ -98,6 +102,8 @@ def _read_one(path: Path, kind: str, topics: list[str] | None, names: list[str] 
         from uav_debate_eval.io.ardupilot import read_ardupilot_logs
 
         return read_ardupilot_logs([path], names=names, keep=keep)
+    if kind == "tape":
+        return apply_names(read_tape(path), names, str(path))
     from uav_debate_eval.io.flight_mcap import is_flight_mcap, read_flight_mcap
 
     if is_flight_mcap(path):  # the annotated MCAP of `evaluate --mcap-out` or `live` (OUT/flight/flight.mcap)

@@ -55,7 +55,11 @@ class SegmentEvaluator:
         #: Every evaluated segment, for the live record of the flight report written by `close_flight`.
         self.flight = FlightRecord()
         self.tape = FlightTape(self.output_dir / "flight" / ".tape" if settings.write_files
-                               else Path(tempfile.mkdtemp(prefix="uav_debate_eval_tape_")))
+                               else Path(tempfile.mkdtemp(prefix="uav_debate_eval_tape_")), mission.source or None)
+        if (kept := self.tape.kept) is not None:
+            recording = kept / "tape" if (kept / "tape").is_dir() else kept / "rosbag2"
+            log("warning", f"the previous session in {self.output_dir} ended without its flight report: its poses "
+                           f"are kept in {kept} (uav-debate-eval evaluate {recording})")
         #: The flight report (None until `close_flight` made it) and its folder (None: files are off).
         self.flight_report: dict | None = None
         self._flight_written: Path | None = None

@@ -98,8 +98,9 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     written (report folder, figures, flight.mcap)."""
     from uav_debate_eval.core.arming import LANDING_WORDS, state_events
     from uav_debate_eval.debate.config import DebateConfig
+    from uav_debate_eval.io.live_tape import tape_columns, tape_trajectory
     from uav_debate_eval.io.mavros_fixes import placed_note, tape_offsets
-    from uav_debate_eval.live.tape import put_measured_velocity, tape_columns, tape_trajectory
+    from uav_debate_eval.live.tape import put_measured_velocity
     from uav_debate_eval.quality.frames import LOCAL, PLACED
     from uav_debate_eval.report.schema import validate_report
     from uav_debate_eval.runner.pipeline import evaluate

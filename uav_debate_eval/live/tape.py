@@ -5,6 +5,11 @@ so each closed segment (and the end of the session) copies the samples newer tha
 one `.npy` chunk. Memory stays flat however long the flight; the pose callbacks do nothing more. At the end
 `load_tape` turns the chunks into the trajectory `evaluate` would read from the recorded OUT/flight/flight.mcap
 (io.flight_mcap.poses_trajectory: same stamps, same samples).
+
+The tape is readable on its own (io.live_tape: a manifest names the vehicles, chunks are written whole, the
+mission file is kept beside them): a session that never made its flight report (killed, a third Ctrl-C) leaves a
+flight `evaluate` reads, and the next session on the same OUT keeps it in OUT/unfinished-<time>/ (with the session
+bag) instead of overwriting it.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import math
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +25,11 @@ import numpy as np
 
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.live_tape import chunk_paths, is_tape, save_chunk, tape_columns, tape_trajectory, write_manifest
+from uav_debate_eval.io.rosbag_record import SESSION_BAG
+
+#: The tape's copy of the session's mission file: `evaluate` of the tape finds it inside the folder.
+MISSION_COPY = "mission.yaml"
 
 
 @dataclass
@@ -37,10 +48,16 @@ class TapeStats:
 class FlightTape:
     """Spills a StreamingSwarm to `folder` (call `take` at each closed segment and at the end)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, mission_file: str | Path | None = None):
+        """`mission_file`: the session's mission, copied beside the chunks. A previous session's tape in `folder`
+        is not this flight: kept aside when it never reached a flight report (`kept`), else removed."""
         self.folder = folder
-        shutil.rmtree(folder, ignore_errors=True)  # a previous session's chunks are not this flight
+        self.kept = keep_unfinished(folder)
+        shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True, exist_ok=True)
+        if mission_file and Path(mission_file).is_file():
+            shutil.copyfile(mission_file, folder / MISSION_COPY)
+        write_manifest(folder, [])
         self.vehicles: list[str] = []
         self._index: dict[str, int] = {}
         self.chunks: list[Path] = []
@@ -72,7 +89,7 @@ class FlightTape:
         if not rows:
             return 0
         data = np.empty((sum(len(b) for b in rows.values()), 8))  # vehicle index, then the ring's 7 columns
-        at = 0
+        at, joined = 0, False
         for u, block in rows.items():
             cursor = self._cursors.get(u, -math.inf)
             if math.isfinite(cursor) and oldest[u] > cursor:  # the ring overwrote samples not taped yet
@@ -80,12 +97,15 @@ class FlightTape:
             if u not in self._index:
                 self._index[u] = len(self.vehicles)
                 self.vehicles.append(u)
+                joined = True
             data[at: at + len(block), 0] = self._index[u]
             data[at: at + len(block), 1:] = block
             at += len(block)
             self._cursors[u] = float(block[-1, 0])
+        if joined:  # the manifest names every vehicle of a chunk before the chunk exists
+            write_manifest(self.folder, self.vehicles)
         chunk = self.folder / f"{len(self.chunks):05d}.npy"
-        np.save(chunk, data)
+        save_chunk(chunk, data)
         self.chunks.append(chunk)
         self.stats.samples += len(data)
         return len(data)
@@ -95,6 +115,7 @@ class FlightTape:
             chunk.unlink(missing_ok=True)
         self.chunks, self.vehicles, self._index, self._cursors = [], [], {}, {}
         self.stats = TapeStats(restarts=self.stats.restarts + 1)
+        write_manifest(self.folder, [])
 
     def discard(self) -> None:
         """Remove the chunks (the flight is evaluated and recorded)."""
@@ -105,14 +126,6 @@ def load_tape(chunks: list[Path], vehicles: list[str], name: str = "live flight"
     """The taped samples as a trajectory (None when the tape is empty); runs in the worker process."""
     columns = tape_columns(chunks, vehicles)
     return None if columns is None else tape_trajectory(columns, name)
-
-
-def tape_columns(chunks: list[Path], vehicles: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
-    """The taped rows (vehicle index, t, x, y, z, vx, vy, vz) and each row's vehicle; None when the tape is empty."""
-    if not chunks:
-        return None
-    data = np.concatenate([np.load(c) for c in chunks])
-    return data, np.asarray(vehicles, dtype=object)[data[:, 0].astype(int)]
 
 
 def put_measured_velocity(columns: tuple[np.ndarray, np.ndarray], measured: dict[str, np.ndarray]) -> list[str]:
@@ -133,15 +146,31 @@ def put_measured_velocity(columns: tuple[np.ndarray, np.ndarray], measured: dict
     return done
 
 
-def tape_trajectory(columns: tuple[np.ndarray, np.ndarray], name: str = "live flight",
-                    offsets: dict[str, np.ndarray] | None = None) -> SwarmTrajectory:
-    """`tape_columns` as a trajectory. `offsets`: vehicles' local frames moved into the world frame (ENU m) before
-    the trajectory is made, so its derived velocities are those of the placed samples, as the replay of its MCAP
-    derives them."""
-    from uav_debate_eval.io.flight_mcap import poses_trajectory, stamp_ns
-
-    data, ids = columns
-    pos = data[:, 2:5].copy() if offsets else data[:, 2:5]
-    for uav, offset in (offsets or {}).items():
-        pos[ids == uav] += offset
-    return poses_trajectory(stamp_ns(data[:, 1]), ids, pos, data[:, 5:8], name)  # NaN: not measured
+def keep_unfinished(tape_folder: Path) -> Path | None:
+    """A previous session's records that never reached a flight report, moved to OUT/unfinished-<UTC time of its
+    last chunk>/: its tape (with at least one chunk) as `tape/`, the session bag (OUT/flight/rosbag2) beside it, and
+    the mission file; returns that folder (None: nothing unfinished). A cut bag alone is unfinished too. Only a
+    session's tape folder (its manifest is written first) says a session ran here."""
+    if not is_tape(tape_folder):
+        return None
+    flight = tape_folder.parent
+    bag = flight / SESSION_BAG
+    chunks = chunk_paths(tape_folder)
+    cut_bag = bag.is_dir() and not (bag / "metadata.yaml").is_file()
+    if not chunks and not cut_bag:
+        return None
+    last = max([c.stat().st_mtime for c in chunks] or [bag.stat().st_mtime])
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(last))
+    kept = flight.parent / f"unfinished-{stamp}"
+    n = 1
+    while kept.exists():
+        n += 1
+        kept = flight.parent / f"unfinished-{stamp}-{n}"
+    kept.mkdir(parents=True)
+    if chunks:
+        tape_folder.rename(kept / "tape")
+        if (kept / "tape" / MISSION_COPY).is_file():
+            shutil.copyfile(kept / "tape" / MISSION_COPY, kept / MISSION_COPY)
+    if bag.is_dir():
+        bag.rename(kept / SESSION_BAG)
+    return kept

@@ -1,9 +1,9 @@
 """Which flights the command line names (CONTRACT.md §4), and where each one's report goes.
 
-An input is a recording (a file `evaluate` reads, or a rosbag2 folder), a glob, or a folder of flights as
-operators keep them: recordings at its top are one flight each, and any folder below that holds recordings is
-one flight when they overlap in time (per-vehicle bags recorded together; io.loader.one_flight), else one
-flight per recording; to any depth. Each flight is evaluated against its nearest mission.yaml (runner.job).
+An input is a recording (a file `evaluate` reads, a rosbag2 folder or a live session's tape), a glob, or a folder
+of flights as operators keep them: recordings at its top are one flight each, and any folder below that holds
+recordings is one flight when they overlap in time (per-vehicle bags recorded together; io.loader.one_flight), else
+one flight per recording; to any depth. Each flight is evaluated against its nearest mission.yaml (runner.job).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.io.live_tape import is_tape
 from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind
 from uav_debate_eval.io.loader import one_flight as overlap
 from uav_debate_eval.runner.job import nearest_mission
@@ -53,9 +54,9 @@ class _Group:
 
 
 def is_recording(path: Path) -> bool:
-    """A file of a kind `evaluate` reads, or a rosbag2 folder (it always has metadata.yaml)."""
+    """A file of a kind `evaluate` reads, a rosbag2 folder (it always has metadata.yaml) or a live session's tape."""
     if path.is_dir():
-        return (path / "metadata.yaml").is_file()
+        return (path / "metadata.yaml").is_file() or is_tape(path)
     try:
         input_kind(path)
     except InputError:
@@ -91,14 +92,14 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
         if folder:
             found = _folder_groups(path, out, path.name if several else "")
             if not found and named:
-                raise InputError(f"{path}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg, .bin, .log, .tlog or "
-                                 "rosbag2 folder, at any depth)")
+                raise InputError(f"{path}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg, .bin, .log, .tlog, "
+                                 "rosbag2 folder or live tape, at any depth)")
             groups.extend(found)
         else:
             groups.append(_Group([path], [str(path)], [path.name]))
     if not groups:
-        raise InputError(f"{' '.join(raw)}: no input found (.csv, .mcap, .db3, .bag, .ulg, .bin, .log, .tlog or "
-                         "rosbag2 folder)")
+        raise InputError(f"{' '.join(raw)}: no input found (.csv, .mcap, .db3, .bag, .ulg, .bin, .log, .tlog, "
+                         "rosbag2 folder or live tape)")
     messages: list[str] = []
     every = [p for g in groups for p in g.paths]
     if one_flight:

@@ -320,3 +320,35 @@ def test_mcap_out_makes_its_folder_and_refuses_what_it_cannot_write(tmp_path: Pa
         assert main(["evaluate", log, "--out", str(tmp_path / "b"), "--mcap-out", str(target), "--quiet"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err, err
+
+
+def test_a_flight_mcap_cut_short_replays_from_the_poses_it_kept(tmp_path: Path):
+    """A flight MCAP cut short (a kill while it was written, a full disk, a copy cut off) has no footer: it was
+    refused ("cannot read MCAP"). Its whole records are now read as a cut bag's are, and the writer logs the replay's
+    data (mission, raw poses, events) before the scene, so a file cut anywhere in the scene replays to the same
+    report, with a note."""
+    from uav_debate_eval.core.mission_file import mission_to_yaml
+    from uav_debate_eval.io.csv_io import write_csv
+
+    sim = simulate("formation", seed=0, faults=["near_miss"], duration_s=40.0)
+    write_csv(sim.traj, tmp_path / "flight.csv")
+    (tmp_path / "m.yaml").write_text(mission_to_yaml(sim.mission))
+    mcap = tmp_path / "elsewhere" / "flight.mcap"
+    main(["evaluate", str(tmp_path / "flight.csv"), "--mission", str(tmp_path / "m.yaml"), "--out",
+          str(tmp_path / "a"), "--mcap-out", str(mcap), "--quiet"])
+    with mcap.open("rb") as fh:
+        summary = make_reader(fh).get_summary()
+    topics = {c.id: c.topic for c in summary.channels.values()}
+    raw_end = max(c.chunk_start_offset + c.chunk_length for c in summary.chunk_indexes
+                  if any(topics[k].endswith("/pose") or topics[k] == "/mission" for k in c.message_index_offsets))
+    assert raw_end < 0.6 * mcap.stat().st_size  # the scene comes after
+    cut = mcap.with_name("cut.mcap")
+    cut.write_bytes(mcap.read_bytes()[:raw_end + (mcap.stat().st_size - raw_end) // 2])
+    assert main(["evaluate", str(mcap), "--out", str(tmp_path / "whole"), "--quiet"]) == 3
+    assert main(["evaluate", str(cut), "--out", str(tmp_path / "cut"), "--quiet"]) == 3
+    whole, got = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("whole", "cut"))
+    for key in ("verdict", "violations", "data_quality", "findings", "safety", "mission"):
+        assert got[key] == whole[key], key
+    assert got["violations"] and any("mission carried by the flight MCAP" in n for n in got["notes"])
+    assert any(n.startswith("cut.mcap: an MCAP without its footer (a recording cut short)")
+               for n in got["ingest"]["notes"])

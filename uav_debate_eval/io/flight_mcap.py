@@ -190,11 +190,15 @@ def flight_mission(path: Path) -> tuple[str, str] | None:
     """(mission text, where it was read) carried by a flight MCAP, or None (none carried, or not a flight MCAP)."""
     if not is_flight_mcap(path):
         return None
-    from mcap.reader import make_reader
+    from mcap.reader import NonSeekingReader, make_reader
 
+    from uav_debate_eval.io.rosbag.recover import cut_short
+
+    cut = cut_short(path) == ".mcap"  # no footer to seek from: read from the start (the mission is logged first)
     try:
         with path.open("rb") as fh:
-            for _, channel, message in make_reader(fh).iter_messages(topics=[MISSION_TOPIC]):
+            reader = NonSeekingReader(fh) if cut else make_reader(fh)
+            for _, channel, message in reader.iter_messages(topics=[MISSION_TOPIC], log_time_order=False):
                 if channel.message_encoding == "json":
                     body = json.loads(message.data)
                     return str(body["yaml"]), str(body.get("source", ""))
@@ -242,19 +246,34 @@ def is_flight_mcap(path: Path) -> bool:
 
 
 def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmTrajectory:
-    """The raw poses of an annotated flight MCAP as a trajectory (InputError when it has none)."""
+    """The raw poses of an annotated flight MCAP as a trajectory (InputError when it has none). A file cut short (no
+    footer: a copy cut off, a disk full) is read as far as it goes, as a cut bag is (io.rosbag.recover)."""
+    from uav_debate_eval.io.rosbag.recover import cut_short, recovered_copy
+
+    path = Path(path)
+    kind = cut_short(path)
+    recovered = recovered_copy(path, kind) if kind else None
+    if recovered is None:  # whole (or nothing whole in it: the reader says what is wrong)
+        return _read_flight_mcap(path, path, names, [])
+    copy, note = recovered
+    try:
+        return _read_flight_mcap(copy, path, names, [note])
+    finally:
+        copy.unlink(missing_ok=True)
+
+
+def _read_flight_mcap(source: Path, path: Path, names: list[str] | None, notes: list[str]) -> SwarmTrajectory:
+    """read_flight_mcap of the file `source` (the flight MCAP, or its recovered copy), named `path` in what it says."""
     from mcap.reader import make_reader
 
     from uav_debate_eval.io.names import apply_names
     from uav_debate_eval.io.rosbag import vehicle_from_topic
 
-    path = Path(path)
     events: list[dict] = []
     frames: dict[str, str] = {}
     autopilot: dict = {}
-    notes: list[str] = []
     try:
-        with path.open("rb") as fh:
+        with source.open("rb") as fh:
             reader = make_reader(fh)
             summary = reader.get_summary()
             side: list[tuple[str, bytes]] = []  # (topic, JSON) of the side channels, in file order

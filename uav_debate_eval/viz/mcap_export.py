@@ -47,6 +47,10 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
         why = "a file is in the way of its folder" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
         raise InputError(f"{path}: cannot write the MCAP ({why})") from None
     try:
+        # the replay's data first: a file cut short (a kill, a full disk) keeps it whatever of the scene it loses
+        _log_once(context, flight_mcap.MISSION_TOPIC, flight_mcap.MISSION_SCHEMA,  # the replay's mission
+                  flight_mcap.mission_message(mission.source), ns(traj.t_start))
+        _raw_poses(context, poses if poses is not None else traj)
         ch = Channels(context)
         snaps = traj.resample(dt=1.0 / RATE_HZ)
         trails: dict[str, deque] = {u: deque(maxlen=TRAIL_STEPS) for u in snaps.uav_ids}
@@ -70,9 +74,6 @@ def write_mcap(evaluation: Evaluation, path: Path, poses: SwarmTrajectory | None
         shown = rounded(report)  # as report.json shows it; the intervals above are matched at full precision
         ch.log_json("report", shown, log_time=ns(traj.t_end))
         ch.log_json("verdict", scene.verdict(shown), log_time=ns(traj.t_end))
-        _raw_poses(context, poses if poses is not None else traj)
-        _log_once(context, flight_mcap.MISSION_TOPIC, flight_mcap.MISSION_SCHEMA,  # the replay's mission
-                  flight_mcap.mission_message(mission.source), ns(traj.t_start))
     finally:
         writer.close()
     return path

@@ -37,9 +37,9 @@ REGULAR = """t, uav_id ,x,y,z,vx,vy,vz,link_ok,battery_pct,comment
 def test_regular_file_takes_the_columnar_path_and_matches_the_row_reader(tmp_path, monkeypatch):
     path = tmp_path / "f.csv"
     path.write_text(REGULAR, encoding="utf-8")
-    assert csv_io._read_columnar(path, csv_io._header(path)) is not None
+    assert csv_io._read_columnar(path, *csv_io._header(path)) is not None
     fast = csv_io.read_csv(path)
-    slow = csv_io._read_rows(path, None)
+    slow = csv_io._read_rows(path, None, csv_io.Dialect())
     _same(fast, slow)
     assert fast.ingest.dropped.get("duplicate") == 1
     assert any("no uav_id" in n for n in fast.ingest.notes)
@@ -50,8 +50,8 @@ def test_regular_file_takes_the_columnar_path_and_matches_the_row_reader(tmp_pat
 def test_irregular_rows_fall_back_and_are_reported(tmp_path, row):
     path = tmp_path / "f.csv"
     path.write_text(REGULAR + row + "\n", encoding="utf-8")
-    assert csv_io._read_columnar(path, csv_io._header(path)) is None
-    _same(csv_io.read_csv(path), csv_io._read_rows(path, None))
+    assert csv_io._read_columnar(path, *csv_io._header(path)) is None
+    _same(csv_io.read_csv(path), csv_io._read_rows(path, None, csv_io.Dialect()))
 
 
 def test_unparsable_and_short_rows_are_counted(tmp_path):
@@ -88,3 +88,42 @@ def test_vehicle_codes_group_as_strings_do():
     by_strings = SwarmTrajectory.from_columns(t, names[codes], pos)
     assert "ghost" not in by_codes.uav_ids and len(by_codes.uav_ids) == 4
     _same(by_codes, by_strings)
+
+
+def _dialect(text: str, delimiter: str, decimal_comma: bool) -> str:
+    """REGULAR's table as a spreadsheet writes it in another dialect (a cell with the separator in it quoted)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=delimiter, lineterminator="\r\n")
+    for row in csv.reader(io.StringIO(text)):
+        writer.writerow([c.replace(".", ",") if decimal_comma and c.strip() and c.strip()[0] in "0123456789-+"
+                         else c for c in row] if row else [])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("delimiter,decimal_comma,bom", [(",", False, True), (";", False, False), (";", True, True),
+                                                         ("\t", False, False), ("\t", True, False)])
+def test_a_spreadsheets_dialect_reads_as_the_plain_file(tmp_path, delimiter, decimal_comma, bom):
+    """Excel's "CSV UTF-8" starts with a byte-order mark (read as part of the first column: "missing required
+    column(s): t"); a regional Excel separates cells with ';' and writes decimal commas; other tools write tabs.
+    Each was refused ("missing required column(s): t, uav_id, x, y, z"); each reads as the plain file, both ways
+    (columnar, and row by row when a cell is irregular), and the notes say how."""
+    plain = tmp_path / "plain.csv"
+    plain.write_text(REGULAR, encoding="utf-8")
+    path = tmp_path / "dialect.csv"
+    path.write_text(_dialect(REGULAR, delimiter, decimal_comma), encoding="utf-8-sig" if bom else "utf-8")
+    header, dialect = csv_io._header(path)
+    assert dialect == csv_io.Dialect(delimiter, decimal_comma) and header[0] == "t"
+    assert csv_io._read_columnar(path, header, dialect) is not None
+    got, expected = csv_io.read_csv(path), csv_io.read_csv(plain)
+    note = dialect.note()
+    assert (note is None) == (delimiter == ",") and got.ingest.notes == expected.ingest.notes + ([note] if note else [])
+    got.ingest.notes = expected.ingest.notes
+    _same(got, expected)
+    irregular = path.read_text(encoding="utf-8-sig") + delimiter.join(["0,6" if decimal_comma else "0.6", "uav1", "x"])
+    path.write_text(irregular + "\n", encoding="utf-8")
+    rows = csv_io.read_csv(path)
+    assert csv_io._read_columnar(path, *csv_io._header(path)) is None
+    assert rows.uav_ids == expected.uav_ids and (rows.tracks["uav2"].pos == expected.tracks["uav2"].pos).all()

@@ -1,10 +1,18 @@
-"""The contract trajectory CSV (CONTRACT.md §1): long format, any row order, messy rows reported."""
+"""The contract trajectory CSV (CONTRACT.md §1): long format, any row order, messy rows reported.
+
+Spreadsheets write the same table in their own dialects, all read alike: a UTF-8 byte-order mark (Excel's "CSV
+UTF-8", PowerShell), cells separated by ';' (a regional Excel, where ',' is the decimal point) or by tabs; the
+separator is the one that splits the header into the contract's columns, decimal commas are taken in a ';' or
+tab-separated file whose numbers have them, and the report's notes say how the file was read.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +33,26 @@ MAX_SAMPLE_PERIOD_S = 60.0
 #: millimetres: a 0.3-m near miss reads as 300 m apart): the 90th percentile of the speeds between samples.
 MAX_TYPICAL_SPEED_MPS = 343.0
 _SPEED_TRACKS = 64  # tracks the typical speed is taken on (evenly spaced): a threshold, not a result
+
+
+#: Data lines looked at for decimal commas.
+_SNIFF_LINES = 20
+_DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+(?:[eE][+-]?\d+)?\s*$")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How the file separates its cells and writes its decimal point."""
+
+    delimiter: str = ","
+    decimal_comma: bool = False
+
+    def note(self) -> str | None:
+        if self.delimiter == "," and not self.decimal_comma:
+            return None
+        kind = "tabs (a tab-separated export)" if self.delimiter == "\t" else f"'{self.delimiter}'"
+        return (f"cells separated by {kind}" + (" with decimal commas" if self.decimal_comma else "")
+                + " read as the contract's columns")
 
 
 def _floats(values: list[str]) -> tuple[np.ndarray, int]:
@@ -48,13 +76,17 @@ def read_csv(path: str | Path, name: str | None = None) -> SwarmTrajectory:
     (short or long rows, cells that are not numbers) falls back to the row-by-row reader, which keeps
     every row and says what it repaired. Both give the same trajectory for a regular file."""
     path = Path(path)
-    header = _header(path)
-    columns = _read_columnar(path, header)
+    header, dialect = _header(path)
+    columns = _read_columnar(path, header, dialect)
     if columns is None:
-        return _read_rows(path, name)
-    ids = columns.pop("uav_id")
-    arrays = {k: v for k, v in columns.items() if isinstance(v, np.ndarray)}  # every column but uav_id
-    return _trajectory(path, name, arrays, ids, rows=len(ids), unparsable=0, short=0)
+        traj = _read_rows(path, name, dialect)
+    else:
+        ids = columns.pop("uav_id")
+        arrays = {k: v for k, v in columns.items() if isinstance(v, np.ndarray)}  # every column but uav_id
+        traj = _trajectory(path, name, arrays, ids, rows=len(ids), unparsable=0, short=0)
+    if (note := dialect.note()) is not None:
+        traj.ingest.notes.append(note)
+    return traj
 
 
 @contextlib.contextmanager
@@ -70,20 +102,28 @@ def _read_errors(path: Path) -> Iterator[None]:
         raise InputError(f"{path}: malformed CSV: {exc}") from None
 
 
-def _header(path: Path) -> list[str]:
-    """The stripped header names; InputError for unreadable, empty or incomplete files."""
-    with _read_errors(path), path.open(newline="", encoding="utf-8") as fh:
-        try:
-            header = [h.strip() for h in next(csv.reader(fh))]
-        except StopIteration:
-            raise InputError(f"{path}: empty file, expected a header with {', '.join(REQUIRED)}") from None
+def _header(path: Path) -> tuple[list[str], Dialect]:
+    """The stripped header names (a byte-order mark dropped) and the file's dialect; InputError for unreadable,
+    empty or incomplete files."""
+    with _read_errors(path), path.open(newline="", encoding="utf-8-sig") as fh:
+        first = fh.readline()
+        if not first.strip():
+            raise InputError(f"{path}: empty file, expected a header with {', '.join(REQUIRED)}")
+        delimiter = next((d for d in (",", ";", "\t") if set(REQUIRED) <= set(_split(first, d))), ",")
+        header = _split(first, delimiter)
+        sample = [fh.readline() for _ in range(_SNIFF_LINES)] if delimiter != "," else []
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise InputError(f"{path}: missing required column(s): {', '.join(missing)}")
-    return header
+    decimal_comma = any(_DECIMAL_COMMA.match(cell) for line in sample for cell in line.split(delimiter))
+    return header, Dialect(delimiter, decimal_comma)
 
 
-def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray | VehicleCodes] | None:
+def _split(line: str, delimiter: str) -> list[str]:
+    return [h.strip() for h in next(csv.reader([line], delimiter=delimiter), [])]
+
+
+def _read_columnar(path: Path, header: list[str], dialect: Dialect) -> dict[str, np.ndarray | VehicleCodes] | None:
     """Known columns as float64 arrays (empty cells NaN) and the stripped uav_id as VehicleCodes; None if any row
     is irregular."""
     import pyarrow as pa
@@ -98,8 +138,10 @@ def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray | Vehi
     try:
         table = pacsv.read_csv(
             path, read_options=pacsv.ReadOptions(column_names=header, skip_rows=1),
+            parse_options=pacsv.ParseOptions(delimiter=dialect.delimiter),
             convert_options=pacsv.ConvertOptions(column_types=types, include_columns=known, null_values=[""],
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                                 decimal_point="," if dialect.decimal_comma else "."))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
     out = {h: table[h].to_numpy(zero_copy_only=False) for h in known if h != "uav_id"}
@@ -116,10 +158,10 @@ def _read_columnar(path: Path, header: list[str]) -> dict[str, np.ndarray | Vehi
     return out
 
 
-def _read_rows(path: Path, name: str | None) -> SwarmTrajectory:
+def _read_rows(path: Path, name: str | None, dialect: Dialect) -> SwarmTrajectory:
     """The row-by-row reader for irregular files: short rows padded, unparsable cells NaN, both counted."""
-    with _read_errors(path), path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
+    with _read_errors(path), path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh, delimiter=dialect.delimiter)
         header = [h.strip() for h in next(reader)]
         rows = [r for r in reader if r]
 
@@ -133,7 +175,7 @@ def _read_rows(path: Path, name: str | None) -> SwarmTrajectory:
     for h, values in cols.items():
         if h == "uav_id":
             continue
-        parsed[h], bad = _floats(values)
+        parsed[h], bad = _floats([v.replace(",", ".") for v in values] if dialect.decimal_comma else values)
         if h == "t" and 2 * bad > len(values) and (iso := _iso_seconds(values)) is not None:
             (parsed[h], clock), bad = iso, 0  # date-times (an exporter's ISO 8601 column), not seconds
         unparsable += bad

@@ -72,6 +72,14 @@ def test_per_drone_csvs_are_parsed_once_and_a_batch_keeps_nothing(tmp_path, monk
     assert main(["evaluate", str(paths[0]), str(later), "--out", str(tmp_path / "batch"), "--llm", "rules",
                  "--quiet", "--jobs", "1"]) in (0, 3, 4)
     assert sorted(calls) == ["drone_a.csv", "drone_a.csv", "later.csv", "later.csv"]  # spans, then each flight
+    folder = tmp_path / "show" / "drones"  # a folder of flights holding one flight: a batch of one, read here
+    folder.mkdir(parents=True)
+    for p in paths:
+        (folder / p.name).write_bytes(p.read_bytes())
+    calls.clear()
+    assert main(["evaluate", str(tmp_path / "show"), "--out", str(tmp_path / "folder"), "--llm", "rules",
+                 "--quiet"]) in (0, 3, 4)
+    assert sorted(calls) == ["drone_a.csv", "drone_b.csv"]
 
 
 def test_a_kept_parse_is_the_file_as_read_before_any_change(tmp_path):

@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
         if plan.batch:
             if args.mcap_out:
                 raise InputError("--mcap-out: takes one flight, not a batch")
-            kept_reads.drop()  # each worker reads its own flight; the parent holds none of them
+            if len(plan.flights) > 1:  # each worker reads its own flight; the parent holds none of them
+                kept_reads.drop()
             return _run_batch(plan.flights, out, opts, args)
         return _run_one(plan.flights[0], out, opts, show_progress=not args.quiet and sys.stderr.isatty(),
                         quiet=args.quiet)

@@ -460,3 +460,23 @@ def test_a_tlogs_extended_sys_state_gives_the_land_detector(logs):
     assert landing == [(u, label, pytest.approx(at, abs=0.1), first) for u in t.uav_ids
                        for label, at, first in (("landed", 1.0, True), ("airborne", 3.0, False))]
     assert not [e for e in load_inputs([logs["tlog"]]).ingest.log_events if e.extra.get("label") == "landed"]
+
+
+def test_a_show_of_one_system_id_pairs_only_the_logs_its_fixes_cannot_tell_apart(tmp_path):
+    """Show drones left on the default SYSID_THISMAV 1: every pair of logs was placed and compared (500 logs of a
+    2-min flight: 7.0 s of a 11.1-s evaluation, quadratic). A k-d tree of the median GPS fixes keeps the pairs within
+    3 x TWICE_M; the log recorded twice is still found; a log without fixes is compared with every log of its id."""
+    from uav_debate_eval.io.ardupilot import _same_id_pairs, read_vehicle_logs
+
+    paths = [write_bin(Vehicle(1, 100.0 + k, 5.0 * k), tmp_path / f"d{k:02d}.BIN") for k in range(30)]
+    paths.append(write_bin(Vehicle(1, 150.0, 5.0 * 7), tmp_path / "again.BIN"))  # d07 once more
+    logs = [lg for p in paths for lg in read_vehicle_logs(p)]
+    files = [p for p in paths for _ in read_vehicle_logs(p)]
+    assert _same_id_pairs(logs, files) == [(7, 30)]
+    logs[3].gps_t_us = logs[3].gps_t_us[:0]  # no fix: told apart by nothing
+    assert _same_id_pairs(logs, files) == sorted([(3, k) for k in range(31) if k > 3] + [(k, 3) for k in range(3)]
+                                                 + [(7, 30)])
+    traj = read_ardupilot_logs(paths)
+    [twice] = [f for f in traj.ingest.findings if f.kind == "duplicate_vehicle"]
+    assert len(traj.uav_ids) == 30 and twice.detail.startswith("again.BIN holds d07 (d07.BIN) again: the same system "
+                                                               "id 1, 0.00 m apart")

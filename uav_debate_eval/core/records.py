@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
 
 #: Violation `constraint` values fixed by the contract (CONTRACT.md §3).
@@ -43,9 +44,12 @@ class Event:
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        if not d["extra"]:
-            d.pop("extra")
+        """As `asdict` (the fields in order, `extra` a deep copy; left out when empty), without its recursion over
+        every field: a show's per-drone logs hold ten thousand events (0.3 s)."""
+        d = {"id": self.id, "type": self.type, "t": self.t, "uavs": list(self.uavs), "t_end": self.t_end,
+             "value": self.value, "unit": self.unit}
+        if self.extra:
+            d["extra"] = copy.deepcopy(self.extra)
         return d
 
 

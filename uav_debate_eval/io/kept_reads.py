@@ -32,17 +32,34 @@ def keeping() -> Iterator[None]:
         _kept = outer
 
 
+def active() -> bool:
+    """Whether parses are kept now (inside `keeping()`)."""
+    return _kept is not None
+
+
 def drop() -> None:
     """Forget what was kept (the inputs became a batch: each worker reads its own)."""
     if _kept is not None:
         _kept.clear()
 
 
+def held() -> dict:
+    """What is kept (a forked worker's parses, sent to the planning process: `adopt`)."""
+    return dict(_kept or {})
+
+
+def adopt(parses: dict) -> None:
+    """Keep parses made in another process (`held` there) for this one's reads; nothing outside `keeping()`."""
+    if _kept is not None:
+        _kept.update(parses)
+
+
 def parsed(path: Path, parse: Callable[[Path], T], *, keep: bool = False) -> T:
-    """`parse(path)`, or the result kept for this very file; `keep`: keep a copy for the next read of it."""
+    """`parse(path)`, or the result kept for this very file (taken, or a copy of it when `keep`: a later read takes
+    it); `keep`: keep a copy of a new parse for the next read of the file."""
     key = _identity(path, parse)
     if _kept is not None and key is not None and key in _kept:
-        return _kept.pop(key)
+        return copy.deepcopy(_kept[key]) if keep else _kept.pop(key)
     result = parse(path)
     if keep and _kept is not None and key is not None:
         _kept[key] = copy.deepcopy(result)

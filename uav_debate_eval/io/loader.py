@@ -210,15 +210,19 @@ def select_vehicles(traj: SwarmTrajectory, patterns: list[str], regex: str | Non
 ABSOLUTE_CLOCK_S = 1e8
 
 
-def one_flight(paths: list[Path]) -> tuple[bool, str]:
+Span = tuple[float, float, list[str]]
+
+
+def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tuple[bool, str]:
     """Whether several inputs are one flight (CONTRACT.md §4): their time spans overlap and they hold different
-    vehicles (or share an absolute clock); returns the answer and the reason the terminal shows."""
+    vehicles (or share an absolute clock); returns the answer and the reason the terminal shows. `known`: spans
+    already read (runner.spans: many logs on every core)."""
     if all(p.suffix.lower() == ".ulg" for p in paths):
         return True, "PX4 logs are one vehicle each"
     spans = []
     for p in paths:
         try:
-            t0, t1, ids = _span(p)
+            t0, t1, ids = known[p] if known and p in known else span(p)
         except InputError as exc:  # the batch reports it for this input alone
             return False, f"{p.name} cannot be read ({exc})"
         spans.append((t0, t1, set(ids), p.name))
@@ -239,7 +243,7 @@ def one_flight(paths: list[Path]) -> tuple[bool, str]:
     return True, "their time spans overlap" + (" on one absolute clock" if absolute else " with different vehicles")
 
 
-def _span(path: Path) -> tuple[float, float, list[str]]:
+def span(path: Path) -> Span:
     """(first, last stamp on the input's own clock, vehicle ids), as cheaply as the format allows."""
     kind = input_kind(path)
     if kind in ("rosbag2", "ros1"):

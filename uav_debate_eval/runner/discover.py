@@ -19,6 +19,7 @@ from uav_debate_eval.io.live_tape import is_tape
 from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind
 from uav_debate_eval.io.loader import one_flight as overlap
 from uav_debate_eval.runner.job import nearest_mission
+from uav_debate_eval.runner.spans import spans_ahead
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     if not shaped and not each:
         if len(explicit) == 1:
             return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
-        together, why = overlap(explicit)
+        together, why = overlap(explicit, spans_ahead(explicit))
         messages.append(f"{len(explicit)} inputs: {'one flight' if together else 'evaluated one by one'} ({why}); "
                         f"{'--each' if together else '--one-flight'} overrides")
         if together:
@@ -115,7 +116,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     flights: list[tuple[list[Path], str, str]] = []  # (recordings, name, report folder)
     for g in groups:
         if not (g.each or each):
-            together, why = (True, "") if len(g.paths) == 1 else overlap(g.paths)
+            together, why = (True, "") if len(g.paths) == 1 else overlap(g.paths, spans_ahead(g.paths))
             if together:
                 flights.append((g.paths, g.name, g.name))
                 continue

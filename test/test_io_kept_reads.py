@@ -130,3 +130,20 @@ def test_many_logs_spans_are_read_on_every_core_and_each_log_still_parsed_once(b
     assert main(["evaluate", *map(str, paths), str(broken), "--mission", str(mission), "--out", str(out), "--llm",
                  "rules", "--quiet"]) == 2
     assert "broken.BIN" in (out / "summary.md").read_text()
+
+
+def test_a_shows_names_that_do_not_match_say_so_in_one_short_line(tmp_path):
+    """A mission naming 500 vehicles the logs do not hold: the error listed every name and every file (5 kB on one
+    line); now the first few of each and how many more."""
+    from uav_debate_eval.core.errors import InputError
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.io.names import apply_names
+
+    n = 500
+    t = np.repeat(np.arange(3) * 0.1, n)
+    ids = np.tile([f"sysid{k}" for k in range(n)], 3)
+    traj = SwarmTrajectory.from_columns(t, ids, np.zeros((3 * n, 3)))
+    with pytest.raises(InputError) as err:
+        apply_names(traj, [f"uav{k}" for k in range(n + 1)], "500 logs")
+    text = str(err.value)
+    assert len(text) < 300 and "and 493 more not found in the input" in text and text.endswith("and 492 more)")

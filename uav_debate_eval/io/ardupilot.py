@@ -22,7 +22,7 @@ from uav_debate_eval.core.records import Event, Finding
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.ardupilot_log import VehicleLog
 from uav_debate_eval.io.kept_reads import parsed
-from uav_debate_eval.io.names import apply_names
+from uav_debate_eval.io.names import apply_names, few
 from uav_debate_eval.io.ulog import anchor_of, clock_offsets, combine, geodetic_to_enu, read_ulog
 
 #: Two logs of one system id whose horizontal positions stay this close (m, median) are one vehicle twice.
@@ -77,7 +77,7 @@ def read_ardupilot_logs(paths: Sequence[str | Path], names: list[str] | None = N
             f"{left_out.name} holds {lg.track.name} ({Path(lg.track.source).name}) again: the same system id "
             f"{lg.sysid}, {apart:.2f} m apart horizontally (median) over their common time; one vehicle, read "
             f"once, from {Path(lg.track.source).name}", ["min_separation"], {"median_m": apart}))
-    return apply_names(traj, names, ", ".join(p.name for p in files_in)) if names else traj
+    return apply_names(traj, names, few([p.name for p in files_in])) if names else traj
 
 
 def _recorded_twice(logs: list[VehicleLog], files: list[Path]) -> list[tuple[VehicleLog, Path, float]]:

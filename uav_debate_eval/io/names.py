@@ -23,7 +23,13 @@ def apply_names(traj: SwarmTrajectory, names: list[str] | None, source: str) -> 
                                  + ", ".join(f"{o}->{n}" for o, n in zip(have, names, strict=True)))
         return traj
     missing = [u for u in names if u not in have]
-    raise InputError(f"{source}: mission uavs {', '.join(missing)} not found in the input (has: {', '.join(have)})")
+    raise InputError(f"{source}: mission uavs {few(missing)} not found in the input (has: {few(have)})")
+
+
+def few(items: list[str], limit: int = 8) -> str:
+    """The first `limit` items and how many more: a show's 500 names would make a one-line error a page long."""
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
 
 
 def _renamed(track, name: str):

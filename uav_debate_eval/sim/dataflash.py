@@ -122,9 +122,11 @@ def gps_week_ms(utc_s: float) -> tuple[int, int]:
     return ms // 604_800_000, ms % 604_800_000
 
 
-def write_dataflash_logs(traj: SwarmTrajectory, out_dir: str | Path, epoch_utc: float) -> list[Path]:
+def write_dataflash_logs(traj: SwarmTrajectory, out_dir: str | Path, epoch_utc: float,
+                         sysid: int | None = None) -> list[Path]:
     """One `<uav>.bin` per vehicle; flight time 0 is `epoch_utc`. Samples with gps_ok = 0 are logged with the EKF's
-    status flags lost (an invalid estimate, as the vehicle's estimator would report it)."""
+    status flags lost (an invalid estimate, as the vehicle's estimator would report it). `sysid`: every vehicle's
+    SYSID_THISMAV (SITL's default 1, a show's drones left on it); by default each its own (1, 2, ...)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -137,7 +139,7 @@ def write_dataflash_logs(traj: SwarmTrajectory, out_dir: str | Path, epoch_utc: 
             return int(round((t + boot) * 1e6))
 
         w.write("MSG", us(-boot + 1.0), "ArduCopter V4.5.7 (simulated)")
-        w.write("PARM", us(-boot + 1.0), "SYSID_THISMAV", k + 1, 1)
+        w.write("PARM", us(-boot + 1.0), "SYSID_THISMAV", k + 1 if sysid is None else sysid, 1)
         w.write("ORGN", us(-1.0), 0, *SITL_HOME)
         w.write("MODE", us(0.0), GUIDED, GUIDED, RSN_GCS_COMMAND)
         ok = np.ones(len(tr), bool) if tr.gps_ok is None else np.nan_to_num(tr.gps_ok, nan=1.0) >= 0.5

@@ -130,6 +130,11 @@ def test_many_logs_spans_are_read_on_every_core_and_each_log_still_parsed_once(b
     assert main(["evaluate", *map(str, paths), str(broken), "--mission", str(mission), "--out", str(out), "--llm",
                  "rules", "--quiet"]) == 2
     assert "broken.BIN" in (out / "summary.md").read_text()
+    from uav_debate_eval.runner.discover import plan_flights
+
+    [said] = plan_flights([*map(str, paths), str(broken)]).messages  # the others are one flight: say so
+    assert said.startswith("4 inputs: evaluated one by one (broken.BIN cannot be read (")
+    assert said.endswith("; the other 3 are one flight: give them without it)")  # --one-flight would fail
 
 
 def test_a_shows_names_that_do_not_match_say_so_in_one_short_line(tmp_path):

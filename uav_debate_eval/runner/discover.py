@@ -109,8 +109,9 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
         if len(explicit) == 1:
             return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
         together, why = overlap(explicit, spans_ahead(explicit))
-        messages.append(f"{len(explicit)} inputs: {'one flight' if together else 'evaluated one by one'} ({why}); "
-                        f"{'--each' if together else '--one-flight'} overrides")
+        override = "" if "cannot be read" in why else f"; {'--each' if together else '--one-flight'} overrides"
+        messages.append(f"{len(explicit)} inputs: {'one flight' if together else 'evaluated one by one'} ({why})"
+                        f"{override}")
         if together:
             return Plan([_flight(explicit, " ".join(map(str, explicit)), "", mission)], False, messages)
     flights: list[tuple[list[Path], str, str]] = []  # (recordings, name, report folder)

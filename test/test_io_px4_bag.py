@@ -179,6 +179,10 @@ def test_live_frames_place_and_clock_like_the_bag():
     spawned.local_position("px4_9", 3.0, no_ref)
     no_ref.timestamp_sample = 4_000_005
     assert spawned.local_position("px4_9", 5.0, no_ref)[1] == pytest.approx((3.0, 4.0, 0.0))
+    no_ref.xy_valid, no_ref.timestamp_sample = False, 4_100_005  # the estimate lost: named, so the node says why
+    assert spawned.local_position("px4_9", 5.1, no_ref) is None and spawned.invalid == {"px4_9"}
+    no_ref.xy_valid, no_ref.timestamp_sample = True, 4_200_005
+    assert spawned.local_position("px4_9", 5.2, no_ref) is not None and not spawned.invalid
 
 
 def _stalled_stream(seed: int = 4) -> tuple[np.ndarray, np.ndarray, float]:

@@ -216,11 +216,18 @@ class LiveFrames:
     placement: Placement = field(default_factory=Placement)
     clock: BootClock = field(default_factory=BootClock)
     unplaced: set[str] = field(default_factory=set)
+    #: vehicles whose last vehicle_local_position its estimator flagged invalid (xy_valid or z_valid false): not
+    #: checked live (the verifier calls them stale after its timeout), an `estimator_invalid` span offline
+    invalid: set[str] = field(default_factory=set)
 
     def local_position(self, uav: str, received_s: float, m) -> Sample | None:
         t = self.clock.to_receive(uav, float(m.timestamp_sample or m.timestamp), received_s)  # every message, as
-        if t is None or not (m.xy_valid and m.z_valid):  # the recorded path's receive_stamps
+        if t is None:  # the recorded path's receive_stamps
             return None
+        if not (m.xy_valid and m.z_valid):
+            self.invalid.add(uav)
+            return None
+        self.invalid.discard(uav)
         ref = reference_of(m.xy_global, m.z_global, m.ref_lat, m.ref_lon, m.ref_alt)
         return self._sample(uav, t, ref, (m.x, m.y, m.z), (m.vx, m.vy, m.vz))
 

@@ -149,7 +149,13 @@ class Px4Input:
         def on_message(msg: Any) -> None:
             received_ns = self.owner.node.get_clock().now().nanoseconds
             self.owner.record(topic, msgtype, msg, received_ns)  # the session's bag: the message as received
+            was_invalid = uav in self.frames.invalid
             sample = convert(uav, received_ns * 1e-9, msg)
+            if (uav in self.frames.invalid) != was_invalid:  # said when the estimate is lost and when it is back
+                self.owner.node.get_logger().warning(
+                    f"pose input: {uav}'s estimator flags its position invalid (xy_valid/z_valid false): its poses "
+                    "are not checked (the verifier calls it stale after stale_timeout_s)" if not was_invalid else
+                    f"pose input: {uav}'s position is valid again: its poses are checked")
             if sample is None:
                 if uav in self.frames.unplaced and uav not in self._said:
                     self._said.add(uav)

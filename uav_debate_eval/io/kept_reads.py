@@ -54,6 +54,14 @@ def adopt(parses: dict) -> None:
         _kept.update(parses)
 
 
+def ahead(path: Path, parse: Callable[[Path], T]) -> None:
+    """Parse now for the next read of the file (a run reading many logs on every core); nothing outside
+    `keeping()`, no copy (nothing else holds the result)."""
+    key = _identity(path, parse)
+    if _kept is not None and key is not None and key not in _kept:
+        _kept[key] = parse(path)
+
+
 def parsed(path: Path, parse: Callable[[Path], T], *, keep: bool = False) -> T:
     """`parse(path)`, or the result kept for this very file (taken, or a copy of it when `keep`: a later read takes
     it); `keep`: keep a copy of a new parse for the next read of the file."""

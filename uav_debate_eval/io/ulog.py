@@ -21,6 +21,7 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.core.vehicle_limits import limit_params
+from uav_debate_eval.io.kept_reads import parsed
 
 _TOPICS = ["vehicle_local_position", "vehicle_global_position", "vehicle_gps_position", "sensor_gps"]
 _WGS84_A = 6378137.0
@@ -318,5 +319,12 @@ def read_ulogs(paths: Sequence[str | Path], names: list[str] | None = None) -> S
     if names is None:
         stems = [f.stem for f in files]
         names = [s if stems.count(s) == 1 else f"{s}_{i + 1}" for i, s in enumerate(stems)]
-    logs = [read_ulog(f, n) for f, n in zip(files, names, strict=True)]
+    logs = [parsed(f, ulog_track) for f in files]  # parsed ahead on every core by a run (runner.spans)
+    for log, name in zip(logs, names, strict=True):
+        log.name = name
     return combine(logs)
+
+
+def ulog_track(path: Path) -> LogTrack:
+    """read_ulog named after the file (read_ulogs names it)."""
+    return read_ulog(path, path.stem)

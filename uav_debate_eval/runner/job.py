@@ -198,10 +198,12 @@ def evaluate_flight(paths: list[Path], out: Path, options: JobOptions,
     from uav_debate_eval.report.figure_job import start_figure_job
     from uav_debate_eval.runner.pipeline import evaluate
     from uav_debate_eval.runner.preload import preload_stages
+    from uav_debate_eval.runner.spans import parse_ahead
 
     tick = progress or _silent
     t0 = time.perf_counter()
     tick("read", 0, 1)
+    parse_ahead(paths)  # many PX4 logs on every core, before the preload thread starts
     preload = preload_stages(paths)  # joined once the input is read (or failed), before anything forks
     # a small input: the figures' child loads matplotlib while this process reads it and loads the stages (a
     # large one's child is forked with the flight as read: no copy of it)

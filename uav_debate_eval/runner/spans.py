@@ -1,11 +1,11 @@
-"""The time spans of many per-drone autopilot logs, read on every core.
+"""Many per-drone autopilot logs read on every core: a show's drones each write their own log.
 
 Several ArduPilot logs given together are one flight when their spans overlap (io.loader.one_flight), and a span
-comes only from parsing the log and placing its clock. A show's drones each write their own log: 500 two-minute
-logs took 1.9 s of planning on one core. The logs are shared out between this process and forked workers (one
-per further core); each worker sends back its spans and its parses, which this process keeps for the flight's
-read (io.kept_reads), so every log is still parsed once. A log a worker cannot read is read again here, where its
-error is reported as before.
+comes only from parsing the log and placing its clock: 500 two-minute logs took 1.9 s of planning on one core.
+PX4 logs are one flight without a span (one vehicle each) and are parsed when the flight is read. Either way the
+logs are shared out between this process and forked workers (one per further core); each worker sends back its
+parses (and spans), which this process keeps for the flight's read (io.kept_reads), so every log is still parsed
+once. A log a worker cannot read is read again here, where its error is reported as before.
 """
 
 from __future__ import annotations
@@ -25,11 +25,9 @@ MIN_BYTES = 16_000_000
 def spans_ahead(paths: list[Path]) -> dict[Path, Span]:
     """The spans of the ArduPilot logs among `paths`, read on every core (with their parses kept, inside
     `kept_reads.keeping()`); empty when there is one core, one log, little to read or nothing kept to share."""
-    logs = [p for p in paths if _kind(p) == "ardupilot"]
-    workers = min(cores(), len(logs))
-    if workers < 2 or not can_fork() or not kept_reads.active() or sum(p.stat().st_size for p in logs) < MIN_BYTES:
+    shares = _shares([p for p in paths if _kind(p) == "ardupilot"])
+    if not shares:
         return {}
-    shares = [logs[k::workers] for k in range(workers)]
     children = [Forked(_worker, share) for share in shares[1:]]
     try:
         spans = _spans_of(shares[0])  # this process's share: its parses are kept here directly
@@ -41,6 +39,50 @@ def spans_ahead(paths: list[Path]) -> dict[Path, Span]:
         for child in children:
             child.cancel()
     return spans
+
+
+def parse_ahead(paths: list[Path]) -> None:
+    """Parse the PX4 logs among `paths` on every core for the flight's read (inside `kept_reads.keeping()`); call
+    it before any thread starts (a forked child must not inherit a held lock)."""
+    from uav_debate_eval.io.ulog import ulog_track
+
+    shares = _shares([p for p in paths if _kind(p) == "ulog"])
+    if not shares:
+        return
+    children = [Forked(_parse_worker, share) for share in shares[1:]]
+    try:
+        for path in shares[0]:
+            _ahead(path, ulog_track)
+        for child in children:
+            kept_reads.adopt(child.result())
+    finally:
+        for child in children:
+            child.cancel()
+
+
+def _shares(logs: list[Path]) -> list[list[Path]]:
+    """The logs dealt out to this process and one worker per further core; empty when there is one core, one
+    log, little to read or nothing kept to share."""
+    workers = min(cores(), len(logs))
+    if workers < 2 or not can_fork() or not kept_reads.active() or sum(p.stat().st_size for p in logs) < MIN_BYTES:
+        return []
+    return [logs[k::workers] for k in range(workers)]
+
+
+def _parse_worker(_inbox: Any, share: list[Path]) -> dict:
+    from uav_debate_eval.io.ulog import ulog_track
+
+    with kept_reads.keeping():
+        for path in share:
+            _ahead(path, ulog_track)
+        return kept_reads.held()
+
+
+def _ahead(path: Path, parse: Any) -> None:
+    try:
+        kept_reads.ahead(path, parse)
+    except InputError:  # read again by the flight's reader, which says why
+        return
 
 
 def _worker(_inbox: Any, share: list[Path]) -> tuple[dict[Path, Span], dict]:

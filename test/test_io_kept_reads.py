@@ -80,6 +80,12 @@ def test_per_drone_csvs_are_parsed_once_and_a_batch_keeps_nothing(tmp_path, monk
     assert main(["evaluate", str(tmp_path / "show"), "--out", str(tmp_path / "folder"), "--llm", "rules",
                  "--quiet"]) in (0, 3, 4)
     assert sorted(calls) == ["drone_a.csv", "drone_b.csv"]
+    from uav_debate_eval.runner import spans
+
+    monkeypatch.setattr(spans, "MIN_BYTES", 0)  # per-drone CSVs read on two cores: one here, one in a worker
+    monkeypatch.setattr(spans, "cores", lambda: 2)
+    calls.clear()
+    assert _report(list(map(str, paths)), tmp_path / "two_cores") == report and calls == ["drone_a.csv"]
 
 
 def test_a_kept_parse_is_the_file_as_read_before_any_change(tmp_path):

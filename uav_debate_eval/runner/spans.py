@@ -1,7 +1,8 @@
 """Many per-drone autopilot logs read on every core: a show's drones each write their own log.
 
-Several ArduPilot logs given together are one flight when their spans overlap (io.loader.one_flight), and a span
-comes only from parsing the log and placing its clock: 500 two-minute logs took 1.9 s of planning on one core.
+Several ArduPilot logs (or per-drone CSVs) given together are one flight when their spans overlap
+(io.loader.one_flight), and a span comes only from parsing the file (and placing a log's clock): 500 two-minute
+logs took 1.9 s of planning on one core.
 PX4 logs are one flight without a span (one vehicle each) and are parsed when the flight is read. Either way the
 logs are shared out between this process and forked workers (one per further core); each worker sends back its
 parses (and spans), which this process keeps for the flight's read (io.kept_reads), so every log is still parsed
@@ -23,9 +24,9 @@ MIN_BYTES = 16_000_000
 
 
 def spans_ahead(paths: list[Path]) -> dict[Path, Span]:
-    """The spans of the ArduPilot logs among `paths`, read on every core (with their parses kept, inside
+    """The spans of the ArduPilot logs and CSVs among `paths`, read on every core (with their parses kept, inside
     `kept_reads.keeping()`); empty when there is one core, one log, little to read or nothing kept to share."""
-    shares = _shares([p for p in paths if _kind(p) == "ardupilot"])
+    shares = _shares([p for p in paths if _kind(p) in ("ardupilot", "csv")])
     if not shares:
         return {}
     children = [Forked(_worker, share) for share in shares[1:]]

@@ -130,17 +130,35 @@ def test_many_logs_spans_are_read_on_every_core_and_each_log_still_parsed_once(b
     calls.clear()
     assert _report(args, tmp_path / "serial") == shared and sorted(calls) == sorted(p.name for p in paths)
     monkeypatch.setattr(spans, "can_fork", lambda: True)
+    _broken_log_among_them(paths, mission, tmp_path, shared)
+
+
+def _broken_log_among_them(paths: list[Path], mission: Path, tmp_path: Path, whole: dict) -> None:
+    """One log that cannot be read among a flight's: the others are the flight (before: every log its own flight,
+    a show's 499 reports), the bad one named in the report's notes, on stderr and in the terminal's plan; exit 2,
+    as a batch with a failed flight. --one-flight still refuses the unreadable input."""
+    import io
+    from contextlib import redirect_stderr
+
+    from uav_debate_eval.runner.discover import plan_flights
+
     broken = tmp_path / "broken.BIN"
     broken.write_bytes(b"\xa3\x95" + b"\x00" * 64)
     out = tmp_path / "with_broken"
-    assert main(["evaluate", *map(str, paths), str(broken), "--mission", str(mission), "--out", str(out), "--llm",
-                 "rules", "--quiet"]) == 2
-    assert "broken.BIN" in (out / "summary.md").read_text()
-    from uav_debate_eval.runner.discover import plan_flights
-
-    [said] = plan_flights([*map(str, paths), str(broken)]).messages  # the others are one flight: say so
-    assert said.startswith("4 inputs: evaluated one by one (broken.BIN cannot be read (")
-    assert said.endswith("; the other 3 are one flight: give them without it)")  # --one-flight would fail
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert main(["evaluate", *map(str, paths), str(broken), "--mission", str(mission), "--out", str(out), "--llm",
+                     "rules", "--quiet"]) == 2
+    [line] = err.getvalue().splitlines()
+    assert line.startswith("uav-debate-eval evaluate: failed: broken.BIN cannot be read (") and line.endswith(
+        ": left out of the flight")
+    report = json.loads((out / "report.json").read_text())
+    assert report["mission"]["uavs"] == whole["mission"]["uavs"] and report["violations"] == whole["violations"]
+    assert line.removeprefix("uav-debate-eval evaluate: failed: ") in report["notes"]
+    [said] = plan_flights([*map(str, paths), str(broken)]).messages
+    assert said.startswith("4 inputs: one flight of 3 (their time spans overlap") and "; left out: broken.BIN" in said
+    assert main(["evaluate", *map(str, paths), str(broken), "--one-flight", "--out", str(tmp_path / "forced"),
+                 "--quiet"]) == 2
 
 
 def test_a_shows_names_that_do_not_match_say_so_in_one_short_line(tmp_path):

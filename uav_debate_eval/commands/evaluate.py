@@ -119,8 +119,9 @@ def _run_one(flight: FlightInputs, out: Path, opts: JobOptions, *, show_progress
     from uav_debate_eval.runner.summary import flight_row, fmt
 
     t0 = time.perf_counter()
+    left_out = [f"{why}: left out of the flight" for why in flight.left_out]
     with _Progress(show_progress) as bar:
-        ev = evaluate_flight(list(flight.paths), out, opts, progress=bar)
+        ev = evaluate_flight(list(flight.paths), out, opts, progress=bar, notes=left_out)
     row = flight_row(flight, ev.report, out, time.perf_counter() - t0)
     if not quiet:
         spend = f"; {row['budget']}" if row.get("budget") else ""
@@ -128,7 +129,9 @@ def _run_one(flight: FlightInputs, out: Path, opts: JobOptions, *, show_progress
               f"reports in {out}")
         for line in row["words"]:
             print(line)
-    return flight_exit_status([row])
+    for line in left_out:  # bad input, as a batch's failed flight is: the report stands, the status says it
+        print(f"uav-debate-eval evaluate: failed: {line}", file=sys.stderr)
+    return EXIT_BAD_INPUT if left_out else flight_exit_status([row])
 
 
 def _run_batch(flights: list[FlightInputs], out: Path, opts: JobOptions, args: argparse.Namespace) -> int:

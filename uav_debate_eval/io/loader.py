@@ -219,20 +219,13 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
     already read (runner.spans: many logs on every core)."""
     if all(p.suffix.lower() == ".ulg" for p in paths):
         return True, "PX4 logs are one vehicle each"
-    spans, unread = [], []
-    known = dict(known or {})
-    for p in paths:
-        try:
-            t0, t1, ids = known[p] = known[p] if p in known else span(p)
-        except InputError as exc:  # the batch reports it for this input alone
-            unread.append(f"{p.name} cannot be read ({exc})")
-            continue
-        spans.append((t0, t1, set(ids), p.name))
+    known, unread = readable_spans(paths, known)
     if unread:  # say whether the others are one flight: a show's 499 logs are not 499 flights to the operator
         readable = [p for p in paths if p in known]
         rest = len(readable) > 1 and one_flight(readable, known)[0]
         return False, "; ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else "") + (
             f"; the other {len(readable)} are one flight: give them without it" if rest else "")
+    spans = [(t0, t1, set(ids), p.name) for p, (t0, t1, ids) in known.items() if p in paths]
     spans.sort()
     reach = spans[0][1]
     for t0, t1, _, name in spans[1:]:
@@ -248,6 +241,17 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
     if shared and not absolute:
         return False, f"they overlap in time but each holds {', '.join(sorted(shared))}: separate flights"
     return True, "their time spans overlap" + (" on one absolute clock" if absolute else " with different vehicles")
+
+
+def readable_spans(paths: list[Path], known: dict[Path, Span] | None = None) -> tuple[dict[Path, Span], list[str]]:
+    """The spans of the inputs that can be read (`known` ones not read again) and, for the others, why not."""
+    spans, unread = {}, []
+    for p in paths:
+        try:
+            spans[p] = known[p] if known and p in known else span(p)
+        except InputError as exc:  # the batch reports it for this input alone
+            unread.append(f"{p.name} cannot be read ({exc})")
+    return spans, unread
 
 
 def span(path: Path) -> Span:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io.live_tape import is_tape
-from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind
+from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind, readable_spans
 from uav_debate_eval.io.loader import one_flight as overlap
 from uav_debate_eval.runner.job import nearest_mission
 from uav_debate_eval.runner.spans import spans_ahead
@@ -31,6 +31,8 @@ class FlightInputs:
     paths: tuple[Path, ...]
     folder: str
     mission: Path | None = None
+    #: given inputs of this flight that cannot be read (each its one-line reason): the flight is the others'
+    left_out: tuple[str, ...] = ()
 
 
 @dataclass
@@ -108,8 +110,17 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     if not shaped and not each:
         if len(explicit) == 1:
             return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
-        together, why = overlap(explicit, spans_ahead(explicit))
-        override = "" if "cannot be read" in why else f"; {'--each' if together else '--one-flight'} overrides"
+        px4_only = all(p.suffix.lower() == ".ulg" for p in explicit)  # one flight without a span read
+        spans, unread = ({}, []) if px4_only else readable_spans(explicit, spans_ahead(explicit))
+        readable = [p for p in explicit if p in spans]
+        if unread and len(readable) > 1 and (rest := overlap(readable, spans))[0]:
+            # a show's one bad log among 500: the others are the flight (the bad one said, exit 2), not 499 flights
+            messages.append(f"{len(explicit)} inputs: one flight of {len(readable)} ({rest[1]}); left out: "
+                            + "; ".join(unread))
+            return Plan([_flight(readable, " ".join(map(str, readable)), "", mission, tuple(unread))], False,
+                        messages)
+        together, why = overlap(explicit, spans)
+        override = "" if unread else f"; {'--each' if together else '--one-flight'} overrides"
         messages.append(f"{len(explicit)} inputs: {'one flight' if together else 'evaluated one by one'} ({why})"
                         f"{override}")
         if together:
@@ -175,8 +186,9 @@ def _walk(folder: Path, skip: set[str], seen: set[str]) -> Iterator[tuple[Path, 
         yield from _walk(sub, skip, seen)
 
 
-def _flight(paths: list[Path], name: str, folder: str, mission: str | None) -> FlightInputs:
-    return FlightInputs(name, tuple(paths), folder, Path(mission) if mission else nearest_mission(paths[0]))
+def _flight(paths: list[Path], name: str, folder: str, mission: str | None,
+            left_out: tuple[str, ...] = ()) -> FlightInputs:
+    return FlightInputs(name, tuple(paths), folder, Path(mission) if mission else nearest_mission(paths[0]), left_out)
 
 
 def folder_names(folders: list[str]) -> list[str]:

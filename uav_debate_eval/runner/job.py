@@ -191,10 +191,10 @@ def debate_config(options: JobOptions) -> DebateConfig:
     return DebateConfig(backend=options.llm, model=options.model, llm=llm)
 
 
-def evaluate_flight(paths: list[Path], out: Path, options: JobOptions,
-                    progress: ProgressFn | None = None) -> Evaluation:
+def evaluate_flight(paths: list[Path], out: Path, options: JobOptions, progress: ProgressFn | None = None,
+                    notes: list[str] | None = None) -> Evaluation:
     """Read, evaluate and write one flight into `out`; returns the pipeline's Evaluation. Raises InputError for
-    bad input. `progress(stage, done, total)` also hears "read" and "write"."""
+    bad input. `progress(stage, done, total)` also hears "read" and "write"; `notes` go into the report's."""
     from uav_debate_eval.report.figure_job import start_figure_job
     from uav_debate_eval.runner.pipeline import evaluate
     from uav_debate_eval.runner.preload import preload_stages
@@ -221,7 +221,7 @@ def evaluate_flight(paths: list[Path], out: Path, options: JobOptions,
     read_s = time.perf_counter() - t0
     ev = evaluate(flight.traj, flight.mission, debate_config(options), segment_mode=options.segment_mode,
                   window_s=options.window_s, progress=progress, inputs=[str(p) for p in paths],
-                  notes=flight.notes, figures=True, figure_job=figure_job)
+                  notes=[*(notes or []), *flight.notes], figures=True, figure_job=figure_job)
     ev.report["timing"] = {"read": round(read_s, 4), **ev.report.get("timing", {})}
     tick("write", 0, 1)
     from uav_debate_eval.report.writer import write_reports  # matplotlib loads once there is a flight to draw

@@ -299,6 +299,39 @@ def test_a_damaged_format_of_a_type_not_read_loses_only_that_type(tmp_path, caps
     assert err.count("\n") == 1 and "Unsupported format char: '\\n' in message UNIT" in err, err
 
 
+def _zero_length_type(src: Path, dst: Path, name: str, type_id: int) -> Path:
+    """`src` with one more FMT record, declaring `name` of length 0 and no format (a flipped byte), and one
+    message of that type right after it, before the flight's messages."""
+    import struct
+
+    data = src.read_bytes()
+    fmt = b"\xa3\x95\x80" + struct.pack("<BB4s16s64s", type_id, 0, name.encode(), b"", b"")
+    dst.write_bytes(data[:89] + fmt + bytes([0xA3, 0x95, type_id]) + data[89:])
+    return dst
+
+
+def test_a_format_of_length_zero_is_lengthened_not_read_for_ever(tmp_path):
+    """A type of length 0 sent pymavlink's DFReader back to the same message for ever (its offset moves by the
+    length minus the 3-byte header it read): `evaluate` hung on a flipped byte (found by the fuzzer; its alarm
+    could not stop a loop that catches every exception). The type is given a length that holds its header and
+    skipped with a note; a type the evaluation reads is a one-line error. Run in a child with a time limit, so a
+    regression fails here instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    src = REAL / "plane423_center_0003.bin"
+    code = ("import sys; from pathlib import Path; from uav_debate_eval.io.dataflash import read_dataflash; "
+            "log = read_dataflash(Path(sys.argv[1]), 'p'); print(len(log.track.t_us)); print(*log.notes, sep='\\n')")
+    ok = subprocess.run([sys.executable, "-c", code, str(_zero_length_type(src, tmp_path / "zero.bin", "ZZZZ", 250))],
+                        capture_output=True, text=True, timeout=120)
+    count, note = ok.stdout.splitlines()[:2]
+    assert int(count) == len(read_dataflash(src, "p").track.t_us)
+    assert note == ("zero.bin: the format table is damaged for ZZZZ (types the evaluation does not read): their "
+                    "messages were skipped, the rest read as logged")
+    with pytest.raises(InputError, match=r"needed.bin: the format of XKF1 is damaged \(a length shorter than its "):
+        read_dataflash(_zero_length_type(src, tmp_path / "needed.bin", "XKF1", 250), "p")
+
+
 def test_the_mode_a_log_starts_in_is_no_switch(tmp_path):
     """A real ArduPlane log was in RTL from its first record, disarmed, and read "sysid1 switched to RTL at 0 s"
     with advice to review why; the first MODE is written when logging starts."""

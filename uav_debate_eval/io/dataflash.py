@@ -40,7 +40,13 @@ from uav_debate_eval.io.dataflash_columns import (
     message_time_us,
     pick_estimator,
 )
-from uav_debate_eval.io.dataflash_repair import READER_TYPES, damaged_type, repaired_copy, write_temporary
+from uav_debate_eval.io.dataflash_repair import (
+    READER_TYPES,
+    damaged_type,
+    lengthened,
+    repaired_copy,
+    write_temporary,
+)
 from uav_debate_eval.io.log_series import hold_last
 from uav_debate_eval.io.ulog import LogTrack, geodetic_to_enu, origin_from_fixes
 from uav_debate_eval.io.vehicle import describe_vehicle
@@ -90,9 +96,8 @@ def open_dataflash(path: Path, shown: Path | None = None):
         raise InputError(f"{label}: cannot read ({exc.strerror})") from None
     if len(head) < 3 or head[0] != 0xA3 or head[1] != 0x95:
         raise InputError(f"{label}: not an ArduPilot DataFlash log (no 0xA3 0x95 message header at the start)")
-    data: bytearray | None = None
-    repaired: list[str] = []
-    source = path
+    data, repaired = lengthened(path, label, set(NEEDED_TYPES))  # a type of length 0 kept DFReader on one message
+    source = path if data is None else write_temporary(data)
     while True:
         tried = source
         try:

@@ -9,6 +9,7 @@ stays an error: its values cannot be trusted.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import tempfile
@@ -58,6 +59,63 @@ def repaired_copy(data: bytearray, name: str, known: set[str]) -> bool:
                 changed = True
         at = data.find(_FMT_HEAD, at + 1)
     return changed
+
+
+def lengthened(path: Path, label: Path, needed: set[str]) -> tuple[bytearray | None, list[str]]:
+    """The log with its too-short format lengths given lengths that hold their headers (`lengthened_copy`) and the
+    types lengthened, or (None, []) when none is; InputError when one is a type the evaluation (or DFReader
+    itself) reads: its messages cannot be trusted."""
+    import struct
+
+    from pymavlink.DFReader import FORMAT_TO_STRUCT
+
+    from uav_debate_eval.core.errors import InputError
+
+    if not has_short_format(path):
+        return None, []
+    data = bytearray(path.read_bytes())
+    names = lengthened_copy(data, {c: struct.calcsize(code[0]) for c, code in FORMAT_TO_STRUCT.items()})
+    if bad := sorted(set(names) & (needed | READER_TYPES)):
+        raise InputError(f"{label}: the format of {bad[0]} is damaged (a length shorter than its header): its "
+                         "messages cannot be read")
+    return data, names
+
+
+def has_short_format(path: Path) -> bool:
+    """Whether the log holds an FMT record whose length cannot hold its own header (the file mapped, not read)."""
+    with path.open("rb") as f:
+        if os.fstat(f.fileno()).st_size < _FMT_LEN:
+            return False
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            at = view.find(_FMT_HEAD)
+            while at >= 0:
+                if at + _FMT_LEN <= len(view) and view[at + 4] < 3 and _named(view[at:at + _FMT_LEN]):
+                    return True
+                at = view.find(_FMT_HEAD, at + 1)
+    return False
+
+
+def lengthened_copy(data: bytearray, sizes: dict[str, int]) -> list[str]:
+    """Give, in `data`, every FMT record whose length cannot hold its own 3-byte header a length that can: 3 plus
+    its format's size (`sizes`: format character -> bytes; an unknown one counts 0). A type of length 0 sent
+    DFReader back to the same message for ever (its offset advances by the length minus the header it read):
+    `evaluate` hung on a flipped byte. Returns the names of the types lengthened."""
+    names = []
+    at = data.find(_FMT_HEAD)
+    while at >= 0:
+        record = data[at:at + _FMT_LEN]
+        if len(record) == _FMT_LEN and record[4] < 3 and _named(record):
+            fmt = bytes(record[_FORMAT_AT:_COLUMNS_AT]).split(b"\0")[0].decode("latin-1")
+            data[at + 4] = min(255, 3 + sum(sizes.get(c, 0) for c in fmt))
+            names.append(bytes(record[_NAME_AT:_FORMAT_AT]).split(b"\0")[0].decode("latin-1") or f"#{record[3]}")
+        at = data.find(_FMT_HEAD, at + 1)
+    return names
+
+
+def _named(record: bytes | bytearray) -> bool:
+    """An FMT record, not the header's three bytes met inside another message: a name of letters and digits."""
+    name = bytes(record[_NAME_AT:_FORMAT_AT]).rstrip(b"\0")
+    return bool(name) and name.isalnum() and name.isascii()
 
 
 def write_temporary(data: bytearray) -> Path:

@@ -332,6 +332,16 @@ def test_a_format_of_length_zero_is_lengthened_not_read_for_ever(tmp_path):
         read_dataflash(_zero_length_type(src, tmp_path / "needed.bin", "XKF1", 250), "p")
 
 
+def test_a_log_cut_before_its_first_whole_status_message_reads_without_it(tmp_path):
+    """A real ArduPlane log cut 16 kB in holds an NKF1 message but no whole NKF4 (the estimator's status): an
+    IndexError (fuzz seeds 1 and 2). The position is read; its validity is not known, said in a note."""
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes((REAL / "plane382_fragment.BIN").read_bytes()[:15972])
+    log = read_dataflash(cut, "p")
+    assert len(log.track.t_us) == 1 and log.track.valid is None
+    assert "cut.bin: NKF4 holds no whole timed message: the estimator's own validity is not known" in log.notes
+
+
 def test_the_mode_a_log_starts_in_is_no_switch(tmp_path):
     """A real ArduPlane log was in RTL from its first record, disarmed, and read "sysid1 switched to RTL at 0 s"
     with advice to review why; the first MODE is written when logging starts."""

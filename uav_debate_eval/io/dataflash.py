@@ -173,6 +173,10 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     if pos_type:
         ekf = columns(reader, pos_type, ["C", "PN", "PE", "PD", "VN", "VE", "VD"])
         status = columns(reader, status_type, ["C", "SS", "SV", "SP", "SM", "SMX", "FS", "PI"])
+        if status is not None and not len(status.get("TimeUS", ())):  # cut before its first whole message
+            log.notes.append(f"{path.name}: {status_type} holds no whole timed message: the estimator's own "
+                             "validity is not known")
+            status = None
         if ekf is None or not len(ekf.get("PN", ())) or "TimeUS" not in ekf:
             raise InputError(f"{path}: {pos_type} holds no whole timed message (the log is cut inside it)")
         lacking = [k for k in ("PN", "PE", "PD", "VN", "VE", "VD") if k not in ekf]

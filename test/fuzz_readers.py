@@ -143,7 +143,6 @@ def read_one(path: Path) -> str:
 def fuzz(folder: Path, mutants: int, seed: int) -> tuple[Counter, list[str], dict[str, Path]]:
     """Mutants spread over the formats; (outcome counts by format, failures with their traceback, one rejected
     mutant per format kept in `folder`)."""
-    rng = random.Random(seed)
     files = seeds(folder / "seeds")
     counts: Counter = Counter()
     failures: list[str] = []
@@ -152,7 +151,9 @@ def fuzz(folder: Path, mutants: int, seed: int) -> tuple[Counter, list[str], dic
     for i in range(mutants):
         fmt = names[i % len(names)]
         src = files[fmt]
-        data, how = mutate(src.read_bytes(), rng)
+        # each mutant from (seed, i) alone: the flight MCAP seed holds its temporary folder's path, whose length
+        # would shift a shared generator for every later mutant (a failure would not come back on a rerun)
+        data, how = mutate(src.read_bytes(), random.Random(f"{seed}/{i}"))
         path = folder / f"m{i}{src.suffix}"
         path.write_bytes(data)
         try:

@@ -64,7 +64,8 @@ def columns(reader, name: str, fields: list[str]) -> dict[str, np.ndarray] | Non
         dt = np.dtype(_NP[ch])
         if col in want and dt.kind != "S":
             block = np.stack([raw[offs + start + j] for j in range(dt.itemsize)], axis=1)
-            out[col] = block.view(dt)[:, 0].astype(np.float64) * _SCALE.get(ch, 1.0)
+            with np.errstate(invalid="ignore"):  # a flipped bit's signalling NaN stays a NaN, without a warning
+                out[col] = block.view(dt)[:, 0].astype(np.float64) * _SCALE.get(ch, 1.0)
         start += dt.itemsize
     del raw  # the mmap closes only once no array looks into it
     out["offset"] = (offs - 3).astype(np.float64)  # where each message starts (orders untimed messages)

@@ -32,8 +32,9 @@ MUTATIONS = ("cut", "flip", "zero", "duplicate")
 TIME_LIMIT_S = 20
 
 
-class Hang(Exception):
-    """The reader took longer than TIME_LIMIT_S on one mutant."""
+class Hang(BaseException):
+    """The reader took longer than TIME_LIMIT_S on one mutant. Not an Exception: a reader's loop that catches
+    every Exception (pymavlink's DFReader skipping a bad message) must not swallow it and run on for ever."""
 
 
 def seeds(folder: Path) -> dict[str, Path]:
@@ -161,7 +162,7 @@ def fuzz(folder: Path, mutants: int, seed: int) -> tuple[Counter, list[str], dic
             counts[(fmt, outcome)] += 1
             if outcome == "rejected" and fmt not in rejected:
                 rejected[fmt] = path.rename(folder / f"rejected_{fmt}{src.suffix}")
-        except Exception as exc:  # a reader bug or a hang: the point of the fuzzing
+        except (Exception, Hang) as exc:  # a reader bug or a hang: the point of the fuzzing
             counts[(fmt, "hang" if isinstance(exc, Hang) else "traceback")] += 1
             failures.append(f"{fmt} mutant {i} ({how}, seed {seed}): {type(exc).__name__}: {exc}\n"
                             + "".join(traceback.format_exc(limit=-4)))

@@ -148,20 +148,13 @@ def fuzz(folder: Path, mutants: int, seed: int) -> tuple[Counter, list[str], dic
     counts: Counter = Counter()
     failures: list[str] = []
     rejected: dict[str, Path] = {}
-    names = sorted(files)
     for i in range(mutants):
-        fmt = names[i % len(names)]
-        src = files[fmt]
-        # each mutant from (seed, i) alone: the flight MCAP seed holds its temporary folder's path, whose length
-        # would shift a shared generator for every later mutant (a failure would not come back on a rerun)
-        data, how = mutate(src.read_bytes(), random.Random(f"{seed}/{i}"))
-        path = folder / f"m{i}{src.suffix}"
-        path.write_bytes(data)
+        fmt, path, how = mutant(files, folder, seed, i)
         try:
             outcome = read_one(path)
             counts[(fmt, outcome)] += 1
             if outcome == "rejected" and fmt not in rejected:
-                rejected[fmt] = path.rename(folder / f"rejected_{fmt}{src.suffix}")
+                rejected[fmt] = path.rename(folder / f"rejected_{fmt}{path.suffix}")
         except (Exception, Hang) as exc:  # a reader bug or a hang: the point of the fuzzing
             counts[(fmt, "hang" if isinstance(exc, Hang) else "traceback")] += 1
             failures.append(f"{fmt} mutant {i} ({how}, seed {seed}): {type(exc).__name__}: {exc}\n"
@@ -169,6 +162,19 @@ def fuzz(folder: Path, mutants: int, seed: int) -> tuple[Counter, list[str], dic
         finally:
             path.unlink(missing_ok=True)
     return counts, failures, rejected
+
+
+def mutant(files: dict[str, Path], folder: Path, seed: int, i: int) -> tuple[str, Path, str]:
+    """(format, file, what was done) of mutant `i` of run `seed`, written into `folder`. Each mutant comes from
+    (seed, i) alone: the flight MCAP seed holds its temporary folder's path, whose length shifted a shared
+    generator for every later mutant (a failure did not come back on a rerun)."""
+    names = sorted(files)
+    fmt = names[i % len(names)]
+    src = files[fmt]
+    data, how = mutate(src.read_bytes(), random.Random(f"{seed}/{i}"))
+    path = folder / f"m{i}{src.suffix}"
+    path.write_bytes(data)
+    return fmt, path, how
 
 
 def main() -> int:

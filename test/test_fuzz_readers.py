@@ -1,7 +1,8 @@
 """Every reader on a few hundred seeded mutants (test/fuzz_readers.py; `make fuzz` runs thousands): each is read
 or rejected with one line, never a traceback or a hang; a rejected input leaves no report behind."""
 
-from fuzz_readers import fuzz
+import pytest
+from fuzz_readers import fuzz, mutant, read_one, seeds
 
 from uav_debate_eval.cli import main
 
@@ -22,3 +23,14 @@ def test_mutants_are_read_or_rejected_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and path.name in err, err
         assert not (out / "report.json").exists()
+
+
+#: Mutants of `make fuzz` runs that failed once (seed, index: their format): each now read or rejected.
+FAILED_ONCE = [(8, 685, "bin"), (8, 1199, "bin_real")]  # IndexError from a damaged format table's MSG, ORGN
+
+
+@pytest.mark.parametrize("seed,index,fmt", FAILED_ONCE)
+def test_mutants_that_failed_once_are_read_or_rejected(tmp_path, seed, index, fmt):
+    got, path, _ = mutant(seeds(tmp_path / "seeds"), tmp_path, seed, index)
+    assert got == fmt
+    assert read_one(path) in ("read", "rejected")

@@ -378,8 +378,9 @@ def _sparse(reader) -> list:
         m = reader.recv_match(type=SPARSE_TYPES, strict=True)
         if m is None:
             return out
-        if not all(f in m._fieldnames for f in SPARSE_FIELDS.get(m.get_type(), ())):
-            continue  # its format lost a field the reader needs (a damaged format table): left out
+        if not all(f in m._fieldnames for f in SPARSE_FIELDS.get(m.get_type(), ())) or len(m.fmt.columns) > min(
+                len(m.fmt.msg_fmts), len(m._elements)):
+            continue  # its format lost a field the reader needs, or names more columns than it holds: left out
         if m.get_type() == "MODE":
             m.mode_name = reader.flightmode  # DFReader names the mode from the vehicle type it read in MSG/VER
         elif m.get_type() == "ERR" and int(m.Subsys) == codes.ERR_FLIGHT_MODE:  # its code is the mode refused

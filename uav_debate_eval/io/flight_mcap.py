@@ -248,18 +248,11 @@ def is_flight_mcap(path: Path) -> bool:
 def read_flight_mcap(path: str | Path, names: list[str] | None = None) -> SwarmTrajectory:
     """The raw poses of an annotated flight MCAP as a trajectory (InputError when it has none). A file cut short (no
     footer: a copy cut off, a disk full) is read as far as it goes, as a cut bag is (io.rosbag.recover)."""
-    from uav_debate_eval.io.rosbag.recover import cut_short, recovered_copy
+    from uav_debate_eval.io.rosbag.recover import whole_part
 
     path = Path(path)
-    kind = cut_short(path)
-    recovered = recovered_copy(path, kind) if kind else None
-    if recovered is None:  # whole (or nothing whole in it: the reader says what is wrong)
-        return _read_flight_mcap(path, path, names, [])
-    copy, note = recovered
-    try:
-        return _read_flight_mcap(copy, path, names, [note])
-    finally:
-        copy.unlink(missing_ok=True)
+    with whole_part(path) as (source, notes):
+        return _read_flight_mcap(source, path, names, notes)
 
 
 def _read_flight_mcap(source: Path, path: Path, names: list[str] | None, notes: list[str]) -> SwarmTrajectory:

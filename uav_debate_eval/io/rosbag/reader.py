@@ -24,7 +24,7 @@ from uav_debate_eval.io.rosbag.fix import decode_fix
 from uav_debate_eval.io.rosbag.point import decode_point
 from uav_debate_eval.io.rosbag.pose_array import decode_pose_array
 from uav_debate_eval.io.rosbag.px4 import px4_sources, read_px4
-from uav_debate_eval.io.rosbag.recover import cut_short, recovered_copy
+from uav_debate_eval.io.rosbag.recover import whole_part
 from uav_debate_eval.io.rosbag.stamped import decode_stamped
 from uav_debate_eval.io.rosbag.topics import (
     FIX,
@@ -63,15 +63,8 @@ def read_bag(path: str | Path, topics: list[str] | None = None, names: list[str]
         notes.append(f"{path.name}: a rosbag2 folder without metadata.yaml (its recorder did not close it): read its "
                      f"storage file {files[0].name}")
         path = files[0]
-    kind = cut_short(path) if path.is_file() else ""
-    recovered = recovered_copy(path, kind) if kind else None
-    if recovered is None:  # a whole recording (or nothing whole in a cut one: the reader says what is wrong)
-        return _read(path, path, topics, names, notes)
-    copy, note = recovered
-    try:
-        return _read(copy, path, topics, names, [*notes, note])
-    finally:
-        copy.unlink(missing_ok=True)
+    with whole_part(path) as (source, cut):
+        return _read(source, path, topics, names, [*notes, *cut])
 
 
 def _read(source: Path, path: Path, topics: list[str] | None, names: list[str] | None,

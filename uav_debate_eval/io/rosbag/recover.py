@@ -7,6 +7,7 @@ messages are copied, in order, into an indexed temporary file that the usual rea
 from __future__ import annotations
 
 import bz2
+import contextlib
 import io
 import os
 import struct
@@ -38,6 +39,23 @@ def cut_short(path: Path) -> str:
         index = first[1].get(b"index_pos", b"") if first is not None and first[0] == _BAG_HEADER else b""
         return ".bag" if len(index) == 8 and not 0 < struct.unpack("<Q", index)[0] < size else ""
     return ".mcap" if head.startswith(_MCAP_MAGIC) and tail != _MCAP_MAGIC else ""
+
+
+@contextlib.contextmanager
+def whole_part(path: Path) -> Iterator[tuple[Path, list[str]]]:
+    """(the file to read, its notes): the recording itself, or, when it was cut short, an indexed copy of what it
+    holds whole (deleted after the block) with the note that says so. Nothing whole in a cut file: the file itself,
+    whose reader says what is wrong."""
+    kind = cut_short(path) if path.is_file() else ""
+    recovered = recovered_copy(path, kind) if kind else None
+    if recovered is None:
+        yield path, []
+        return
+    copy, note = recovered
+    try:
+        yield copy, [note]
+    finally:
+        copy.unlink(missing_ok=True)
 
 
 def recovered_copy(path: Path, kind: str) -> tuple[Path, str] | None:

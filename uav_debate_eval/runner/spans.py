@@ -11,12 +11,13 @@ once. A log a worker cannot read is read again here, where its error is reported
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io import kept_reads
-from uav_debate_eval.io.loader import Span, input_kind, span
+from uav_debate_eval.io.loader import Span, input_kind, readable_spans
 from uav_debate_eval.runner.forked import Forked, can_fork, cores
 
 #: Logs (bytes, together) worth sharing out: below, a fork and its pickled answer cost more than they save.
@@ -26,79 +27,54 @@ MIN_BYTES = 16_000_000
 def spans_ahead(paths: list[Path]) -> dict[Path, Span]:
     """The spans of the ArduPilot logs and CSVs among `paths`, read on every core (with their parses kept, inside
     `kept_reads.keeping()`); empty when there is one core, one log, little to read or nothing kept to share."""
-    shares = _shares([p for p in paths if _kind(p) in ("ardupilot", "csv")])
-    if not shares:
-        return {}
-    children = [Forked(_worker, share) for share in shares[1:]]
-    try:
-        spans = _spans_of(shares[0])  # this process's share: its parses are kept here directly
-        for child in children:
-            theirs, parses = child.result()
-            spans.update(theirs)
-            kept_reads.adopt(parses)
-    finally:
-        for child in children:
-            child.cancel()
-    return spans
+    return _on_every_core([p for p in paths if _kind(p) in ("ardupilot", "csv")], _spans)
 
 
 def parse_ahead(paths: list[Path]) -> None:
     """Parse the PX4 logs among `paths` on every core for the flight's read (inside `kept_reads.keeping()`); call
     it before any thread starts (a forked child must not inherit a held lock)."""
-    from uav_debate_eval.io.ulog import ulog_track
+    _on_every_core([p for p in paths if _kind(p) == "ulog"], _ulog_parses)
 
-    shares = _shares([p for p in paths if _kind(p) == "ulog"])
-    if not shares:
-        return
-    children = [Forked(_parse_worker, share) for share in shares[1:]]
+
+def _on_every_core(logs: list[Path], work: Callable[[list[Path]], dict[Path, Span]]) -> dict[Path, Span]:
+    """`work` on the logs dealt out to this process and one forked worker per further core (nothing when there is
+    one core, one log, little to read or nothing kept to share); the workers' answers merged, their parses kept
+    here."""
+    workers = min(cores(), len(logs))
+    if workers < 2 or not can_fork() or not kept_reads.active() or sum(p.stat().st_size for p in logs) < MIN_BYTES:
+        return {}
+    shares = [logs[k::workers] for k in range(workers)]
+    children = [Forked(_worker, work, share) for share in shares[1:]]
     try:
-        for path in shares[0]:
-            _ahead(path, ulog_track)
+        answer = work(shares[0])  # this process's share: its parses are kept here directly
         for child in children:
-            kept_reads.adopt(child.result())
+            theirs, parses = child.result()
+            answer.update(theirs)
+            kept_reads.adopt(parses)
     finally:
         for child in children:
             child.cancel()
+    return answer
 
 
-def _shares(logs: list[Path]) -> list[list[Path]]:
-    """The logs dealt out to this process and one worker per further core; empty when there is one core, one
-    log, little to read or nothing kept to share."""
-    workers = min(cores(), len(logs))
-    if workers < 2 or not can_fork() or not kept_reads.active() or sum(p.stat().st_size for p in logs) < MIN_BYTES:
-        return []
-    return [logs[k::workers] for k in range(workers)]
+def _worker(_inbox: Any, work: Callable[[list[Path]], dict[Path, Span]], share: list[Path]) -> tuple[dict, dict]:
+    with kept_reads.keeping():
+        return work(share), kept_reads.held()
 
 
-def _parse_worker(_inbox: Any, share: list[Path]) -> dict:
+def _spans(share: list[Path]) -> dict[Path, Span]:
+    return readable_spans(share)[0]  # a file that cannot be read is read again by the planner, which says why
+
+
+def _ulog_parses(share: list[Path]) -> dict[Path, Span]:
     from uav_debate_eval.io.ulog import ulog_track
 
-    with kept_reads.keeping():
-        for path in share:
-            _ahead(path, ulog_track)
-        return kept_reads.held()
-
-
-def _ahead(path: Path, parse: Any) -> None:
-    try:
-        kept_reads.ahead(path, parse)
-    except InputError:  # read again by the flight's reader, which says why
-        return
-
-
-def _worker(_inbox: Any, share: list[Path]) -> tuple[dict[Path, Span], dict]:
-    with kept_reads.keeping():
-        return _spans_of(share), kept_reads.held()
-
-
-def _spans_of(share: list[Path]) -> dict[Path, Span]:
-    out = {}
     for path in share:
         try:
-            out[path] = span(path)
-        except InputError:  # read again by the planner, which says why
+            kept_reads.ahead(path, ulog_track)
+        except InputError:  # read again by the flight's reader, which says why
             continue
-    return out
+    return {}
 
 
 def _kind(path: Path) -> str:

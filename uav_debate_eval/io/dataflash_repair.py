@@ -13,6 +13,7 @@ import mmap
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 #: Types DFReader itself interprets while indexing (units, multipliers, formats): never replaced by filler.
@@ -46,18 +47,13 @@ def repaired_copy(data: bytearray, name: str, known: set[str]) -> bool:
     filler of its length (columns c0, c1, ...). False when there is none to replace."""
     key = name.encode("ascii", "replace")[:4].ljust(4, b"\0")
     changed = False
-    at = data.find(_FMT_HEAD)
-    while at >= 0:
-        record = data[at:at + _FMT_LEN]
-        if len(record) == _FMT_LEN and bytes(record[_NAME_AT:_FORMAT_AT]) == key:
-            fmt = bytes(record[_FORMAT_AT:_COLUMNS_AT]).split(b"\0")[0].decode("latin-1")
-            if any(c not in known for c in fmt):
-                fill = filler(record[4] - 3)
-                columns = ",".join(f"c{k}" for k in range(len(fill))).encode()
-                data[at + _FORMAT_AT:at + _COLUMNS_AT] = fill.encode().ljust(16, b"\0")
-                data[at + _COLUMNS_AT:at + _FMT_LEN] = columns[:64].ljust(64, b"\0")
-                changed = True
-        at = data.find(_FMT_HEAD, at + 1)
+    for at in _fmt_records(data):
+        if bytes(data[at + _NAME_AT:at + _FORMAT_AT]) == key and any(c not in known for c in _format(data, at)):
+            fill = filler(data[at + 4] - 3)
+            columns = ",".join(f"c{k}" for k in range(len(fill))).encode()
+            data[at + _FORMAT_AT:at + _COLUMNS_AT] = fill.encode().ljust(16, b"\0")
+            data[at + _COLUMNS_AT:at + _FMT_LEN] = columns[:64].ljust(64, b"\0")
+            changed = True
     return changed
 
 
@@ -87,12 +83,7 @@ def has_short_format(path: Path) -> bool:
         if os.fstat(f.fileno()).st_size < _FMT_LEN:
             return False
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            at = view.find(_FMT_HEAD)
-            while at >= 0:
-                if at + _FMT_LEN <= len(view) and view[at + 4] < 3 and _named(view[at:at + _FMT_LEN]):
-                    return True
-                at = view.find(_FMT_HEAD, at + 1)
-    return False
+            return any(view[at + 4] < 3 and _named(view, at) for at in _fmt_records(view))
 
 
 def lengthened_copy(data: bytearray, sizes: dict[str, int]) -> list[str]:
@@ -101,20 +92,29 @@ def lengthened_copy(data: bytearray, sizes: dict[str, int]) -> list[str]:
     DFReader back to the same message for ever (its offset advances by the length minus the header it read):
     `evaluate` hung on a flipped byte. Returns the names of the types lengthened."""
     names = []
-    at = data.find(_FMT_HEAD)
-    while at >= 0:
-        record = data[at:at + _FMT_LEN]
-        if len(record) == _FMT_LEN and record[4] < 3 and _named(record):
-            fmt = bytes(record[_FORMAT_AT:_COLUMNS_AT]).split(b"\0")[0].decode("latin-1")
-            data[at + 4] = min(255, 3 + sum(sizes.get(c, 0) for c in fmt))
-            names.append(bytes(record[_NAME_AT:_FORMAT_AT]).split(b"\0")[0].decode("latin-1") or f"#{record[3]}")
-        at = data.find(_FMT_HEAD, at + 1)
+    for at in _fmt_records(data):
+        if data[at + 4] < 3 and _named(data, at):
+            data[at + 4] = min(255, 3 + sum(sizes.get(c, 0) for c in _format(data, at)))
+            names.append(bytes(data[at + _NAME_AT:at + _FORMAT_AT]).rstrip(b"\0").decode("latin-1"))
     return names
 
 
-def _named(record: bytes | bytearray) -> bool:
+def _fmt_records(buf: bytearray | mmap.mmap) -> Iterator[int]:
+    """Where each whole FMT record starts in `buf` (its header found; `buf` may change inside a record meanwhile)."""
+    at = buf.find(_FMT_HEAD)
+    while at >= 0 and at + _FMT_LEN <= len(buf):
+        yield at
+        at = buf.find(_FMT_HEAD, at + 1)
+
+
+def _format(buf: bytearray | mmap.mmap, at: int) -> str:
+    """The format characters of the FMT record at `at`."""
+    return bytes(buf[at + _FORMAT_AT:at + _COLUMNS_AT]).split(b"\0")[0].decode("latin-1")
+
+
+def _named(buf: bytearray | mmap.mmap, at: int) -> bool:
     """An FMT record, not the header's three bytes met inside another message: a name of letters and digits."""
-    name = bytes(record[_NAME_AT:_FORMAT_AT]).rstrip(b"\0")
+    name = bytes(buf[at + _NAME_AT:at + _FORMAT_AT]).rstrip(b"\0")
     return bool(name) and name.isalnum() and name.isascii()
 
 

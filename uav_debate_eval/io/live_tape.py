@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -31,17 +33,21 @@ def is_tape(path: Path) -> bool:
 
 
 def write_manifest(folder: Path, vehicles: list[str]) -> None:
-    """The vehicles as the chunks index them, replaced atomically (a kill leaves the old manifest or the new)."""
-    part = folder / f".{MANIFEST}.part"
-    part.write_text(json.dumps({"format": FORMAT, "version": VERSION, "vehicles": vehicles}))
-    os.replace(part, folder / MANIFEST)
+    """The vehicles as the chunks index them, replaced whole (a kill leaves the old manifest or the new)."""
+    body = json.dumps({"format": FORMAT, "version": VERSION, "vehicles": vehicles}).encode()
+    _whole(folder / MANIFEST, lambda fh: fh.write(body))
 
 
 def save_chunk(path: Path, data: np.ndarray) -> None:
-    """One chunk, written whole or not at all (renamed into place)."""
+    """One chunk, written whole or not at all."""
+    _whole(path, lambda fh: np.save(fh, data))
+
+
+def _whole(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """`write` into a hidden file beside `path`, then renamed into place."""
     part = path.with_name(f".{path.name}.part")
     with part.open("wb") as fh:
-        np.save(fh, data)
+        write(fh)
     os.replace(part, path)
 
 

@@ -217,7 +217,7 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
     """Whether several inputs are one flight (CONTRACT.md §4): their time spans overlap and they hold different
     vehicles (or share an absolute clock); returns the answer and the reason the terminal shows. `known`: spans
     already read (runner.spans: many logs on every core)."""
-    if all(p.suffix.lower() == ".ulg" for p in paths):
+    if px4_logs_only(paths):
         return True, "PX4 logs are one vehicle each"
     known, unread = readable_spans(paths, known)
     if unread:  # say whether the others are one flight: a show's 499 logs are not 499 flights to the operator
@@ -241,6 +241,11 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
     if shared and not absolute:
         return False, f"they overlap in time but each holds {', '.join(sorted(shared))}: separate flights"
     return True, "their time spans overlap" + (" on one absolute clock" if absolute else " with different vehicles")
+
+
+def px4_logs_only(paths: list[Path]) -> bool:
+    """PX4 logs, one vehicle each: one flight without reading their spans."""
+    return all(p.suffix.lower() == ".ulg" for p in paths)
 
 
 def readable_spans(paths: list[Path], known: dict[Path, Span] | None = None) -> tuple[dict[Path, Span], list[str]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io.live_tape import is_tape
-from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind, readable_spans
+from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind, px4_logs_only, readable_spans
 from uav_debate_eval.io.loader import one_flight as overlap
 from uav_debate_eval.runner.job import nearest_mission
 from uav_debate_eval.runner.spans import spans_ahead
@@ -110,8 +110,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     if not shaped and not each:
         if len(explicit) == 1:
             return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
-        px4_only = all(p.suffix.lower() == ".ulg" for p in explicit)  # one flight without a span read
-        spans, unread = ({}, []) if px4_only else readable_spans(explicit, spans_ahead(explicit))
+        spans, unread = ({}, []) if px4_logs_only(explicit) else readable_spans(explicit, spans_ahead(explicit))
         readable = [p for p in explicit if p in spans]
         if unread and len(readable) > 1 and (rest := overlap(readable, spans))[0]:
             # a show's one bad log among 500: the others are the flight (the bad one said, exit 2), not 499 flights

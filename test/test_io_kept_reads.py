@@ -4,6 +4,7 @@ one flight?) and the flight's read takes that parse (io.kept_reads). Before, eve
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def test_three_bins_of_one_flight_are_each_parsed_once_into_the_same_report(bins
     assert sorted(calls) == sorted(p.name for p in paths)  # before: each twice
     calls.clear()
     monkeypatch.setattr(kept_reads, "_kept", None)
-    monkeypatch.setattr(kept_reads, "keeping", lambda: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(kept_reads, "keeping", contextlib.nullcontext)
     parsed_twice = _report(args, tmp_path / "twice")
     assert len(calls) == 2 * len(paths)
     assert kept == parsed_twice and kept["verdict"]["label"] == "risky"

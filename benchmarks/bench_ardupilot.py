@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT / "test"))
 from ardupilot_logs import Vehicle, write_tlog  # noqa: E402
 
 from uav_debate_eval.io import tlog as tlog_reader  # noqa: E402
-from uav_debate_eval.io.dataflash import NEEDED_TYPES, open_dataflash, read_dataflash  # noqa: E402
+from uav_debate_eval.io.dataflash import read_dataflash  # noqa: E402
+from uav_debate_eval.io.dataflash_columns import NEEDED_TYPES  # noqa: E402
+from uav_debate_eval.io.dataflash_open import open_dataflash  # noqa: E402
 from uav_debate_eval.io.tlog import read_tlog  # noqa: E402
 from uav_debate_eval.sim.dataflash import DataFlashWriter  # noqa: E402
 

@@ -23,8 +23,8 @@ from ardupilot_logs import (
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.mission_file import load_mission
 from uav_debate_eval.io.ardupilot import read_ardupilot_logs
-from uav_debate_eval.io.dataflash import open_dataflash
 from uav_debate_eval.io.dataflash_columns import columns
+from uav_debate_eval.io.dataflash_open import open_dataflash
 from uav_debate_eval.io.loader import load_inputs, one_flight
 from uav_debate_eval.quality.assessment import assess
 from uav_debate_eval.quality.gnss import jumps

@@ -9,8 +9,9 @@ import pytest
 from contract import SHARED_SPEC
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.io.dataflash import open_dataflash, read_dataflash
+from uav_debate_eval.io.dataflash import read_dataflash
 from uav_debate_eval.io.dataflash_columns import columns, field_names
+from uav_debate_eval.io.dataflash_open import open_dataflash
 from uav_debate_eval.sim.dataflash import COPTER33_FORMATS, EKF2_FORMATS, GOOD_FLAGS, DataFlashWriter, gps_week_ms
 
 LAT0, LON0 = -35.36, 149.16

@@ -22,6 +22,10 @@ _OLD_GPS = {"TimeMS": "GMS", "Week": "GWk", "T": "TimeMS"}
 #: EKF position messages by preference (EKF3, EKF2, the first EKF) and their status companions.
 POSITION_TYPES = (("XKF1", "XKF4"), ("NKF1", "NKF4"), ("EKF1", "EKF4"))
 ESTIMATOR_NAMES = {"XKF1": "EKF3", "NKF1": "EKF2", "EKF1": "EKF1"}
+#: The sparse messages (read through DFReader's type-filtered loop) and every type the reader needs at all (the
+#: benchmark's type filter; a damaged format of one of them is an error, not a repair).
+SPARSE_TYPES = ["PARM", "MODE", "ERR", "EV", "CMD", "ORGN", "MSG", "VER"]
+NEEDED_TYPES = sorted({t for pair in POSITION_TYPES for t in pair} | {"GPS", "POS", "AHR2"} | set(SPARSE_TYPES))
 #: AHRS_EKF_TYPE values: the EKF whose position the autopilot used, or a source without EKF flags.
 EKF_BY_TYPE = {2: "NKF1", 3: "XKF1"}
 EKF_TYPE_SOURCES = {0: "the DCM attitude estimator (no EKF)", 10: "the simulator's own state (SITL)",

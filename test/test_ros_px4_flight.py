@@ -27,14 +27,17 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 END_S = 31.0
 #: test/px4_bags.py's climb starts at 4 s of flight
 TAKE_OFF_S = 4.0
+#: px4_0's GPS lost in flight (s): its estimator flags the horizontal position invalid, live and in the bag
+GPS_LOST = (9.0, 12.0)
 #: Not compared: what only live knows, how long things took and where the input came from (the live flight is read
 #: from its tape, the replay from the bag: the ingest notes and source list describe each reader).
 NOT_COMPARED = {"live", "timing", "inputs", "generated_at", "elapsed_s", "tool"}
 NOT_COMPARED_PATHS = {"/ingest/notes", "/ingest/vehicles"}
 
 
-def _config(tmp: Path, names: list[str]) -> tuple[Path, Path]:
-    """The flight as a contract CSV under `names` (swarm_sim plays it), the mission, the parameter file."""
+def _config(tmp: Path, names: list[str], gps_lost: tuple[float, float] | None = None) -> tuple[Path, Path]:
+    """The flight as a contract CSV under `names` (swarm_sim plays it), the mission, the parameter file. `gps_lost`:
+    the first vehicle's GPS lost from [0] to [1] s (gps_ok 0: swarm_sim's PX4 flags its xy_valid false)."""
     from uav_debate_eval.core.trajectory import SwarmTrajectory
     from uav_debate_eval.io.csv_io import write_csv
 
@@ -42,9 +45,12 @@ def _config(tmp: Path, names: list[str]) -> tuple[Path, Path]:
     keep = t < END_S
     rows = [(t[keep], np.full(keep.sum(), name, dtype=object), pos[u][keep], vel[u][keep])
             for name, u in zip(names, SPAWN, strict=True)]
+    lost = [(r[0] >= gps_lost[0]) & (r[0] <= gps_lost[1]) & (k == 0) if gps_lost else np.zeros(len(r[0]), bool)
+            for k, r in enumerate(rows)]
     traj = SwarmTrajectory.from_columns(np.concatenate([r[0] for r in rows]),
                                         np.concatenate([r[1] for r in rows]).astype(str),
-                                        np.concatenate([r[2] for r in rows]), vel=np.concatenate([r[3] for r in rows]))
+                                        np.concatenate([r[2] for r in rows]), vel=np.concatenate([r[3] for r in rows]),
+                                        gps_ok=None if gps_lost is None else (~np.concatenate(lost)).astype(float))
     write_csv(traj, tmp / "flight.csv")
     mission = tmp / "mission.yaml"
     mission.write_text(MISSION_YAML)
@@ -64,8 +70,9 @@ def _config(tmp: Path, names: list[str]) -> tuple[Path, Path]:
     return path, mission
 
 
-def _fly(tmp: Path, source: list[str], names: list[str]) -> SimpleNamespace:
-    config, mission = _config(tmp, names)
+def _fly(tmp: Path, source: list[str], names: list[str], gps_lost: tuple[float, float] | None = None
+         ) -> SimpleNamespace:
+    config, mission = _config(tmp, names, gps_lost)
     out, log = tmp / "out", tmp / "live.log"
     with leased_domain() as domain:
         rc = run_live(["--config", str(config), "--out", str(out), "--llm", "rules", "--sim", "--quiet", *source],
@@ -123,8 +130,10 @@ def _only_the_near_miss(report: dict, pair: set[str]) -> dict:
 
 
 def _veto_only_on_the_near_miss(report: dict, near_miss: dict) -> None:
-    """Hazard vetoes only for the near miss: none before it (take-off), the first within it."""
-    episodes = [e for e in report["live"]["veto_episodes"] if e["kind"] == "hazard"]
+    """Hazard vetoes only for the near miss: none before it (take-off), the first within it (a vehicle whose
+    estimate was lost live is stale: checked apart)."""
+    episodes = [e for e in report["live"]["veto_episodes"] if e["kind"] == "hazard"
+                and e["constraints"] != ["stale_data"]]
     assert episodes, f"no veto on the near miss: {report['live']['veto_episodes']}"
     assert all(e["constraints"] == ["min_separation"] for e in episodes), episodes
     rises = [e["t_rise"] for e in episodes]
@@ -140,9 +149,23 @@ def test_live_flight_report_equals_evaluate_on_the_session_bag(tmp_path, kind):
     else:
         pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not generated (make setup)")
         names, source = [f"x500_{k}" for k in range(len(SPAWN))], ["--gazebo"]
-    flown = _fly(tmp_path, source, names)
+    flown = _fly(tmp_path, source, names, GPS_LOST if kind == "px4" else None)
     near_miss = _only_the_near_miss(flown.flight, {names[1], names[2]})
     _veto_only_on_the_near_miss(flown.flight, near_miss)
+    if kind == "px4":
+        # the estimate flagged invalid live (not checked by the verifier) is in the flight report as in the bag's:
+        # px4_0's horizontal position not evaluable over the GPS loss, its altitude (barometer) still checked
+        spans = [f for f in flown.flight["data_quality"]["findings"] if f["kind"] == "estimator_invalid"]
+        assert [f["uavs"] for f in spans] == [[names[0]]], spans
+        offset = near_miss["t_start"] - NEAR_MISS[0]  # the report's t = 0 is the first pose received
+        assert spans[0]["t_start"] - offset == pytest.approx(GPS_LOST[0], abs=0.25), spans
+        assert spans[0]["t_end"] - offset == pytest.approx(GPS_LOST[1], abs=0.25), spans
+        assert "horizontal position invalid" in spans[0]["detail"] and "max_speed" in spans[0]["affects"], spans
+        # live the verifier gets no position of it meanwhile: stale, vetoed (fail-safe) until its estimate is back
+        stale = [e for e in flown.flight["live"]["veto_episodes"] if e["constraints"] == ["stale_data"]]
+        assert [e["uavs"] for e in stale] == [[names[0]]], stale
+        assert GPS_LOST[0] < stale[0]["t_rise"] - offset < GPS_LOST[1], stale
+        assert stale[0]["t_violating_until"] - offset == pytest.approx(GPS_LOST[1], abs=0.3), stale
     if kind == "px4":  # vehicle_status live: the vehicle class and the arming/mode events, as the bag gives them
         assert {u: a["vehicle_class"] for u, a in flown.flight["ingest"]["autopilot"].items()} == \
             dict.fromkeys(names, "multirotor")

@@ -78,10 +78,13 @@ LAYOUTS = {
 
 
 def poses_trajectory(ns: np.ndarray, uav: np.ndarray, pos: np.ndarray, vel: np.ndarray | None,
-                     name: str) -> SwarmTrajectory:
-    """The trajectory of raw samples (stamps in ns, velocity NaN where not measured): the one way both the live
-    flight and its replay from the MCAP become a trajectory, so both are the same to the last bit."""
-    return SwarmTrajectory.from_columns(stamp_s(ns), uav, pos, vel=vel, name=name)
+                     name: str, validity: tuple[np.ndarray, np.ndarray] | None = None) -> SwarmTrajectory:
+    """The trajectory of raw samples (stamps in ns, velocity NaN where not measured; `validity`: the estimator's
+    (position, altitude) flags): the one way both the live flight and its replay from the MCAP become a trajectory,
+    so both are the same to the last bit."""
+    valid, altitude = validity if validity is not None else (None, None)
+    return SwarmTrajectory.from_columns(stamp_s(ns), uav, pos, vel=vel, est_valid=valid, est_z_valid=altitude,
+                                        name=name)
 
 
 def encode(msgtype: str, ns: np.ndarray, pos: np.ndarray, vel: np.ndarray | None = None) -> np.ndarray:

@@ -5,8 +5,8 @@ manifest names the vehicles (the chunks hold their indexes), and the session's m
 `evaluate` finds it as it finds a mission.yaml beside any input.
 
 What only the session knew at its end is not on the tape: the poses received after its last closed segment, and
-its side streams (MAVROS velocities, fixes and states, PX4 status); the reading notes say so. A PX4 or Gazebo
-session's bag (OUT/flight/rosbag2) holds those messages and is recovered when cut.
+its side streams (MAVROS velocities, fixes and states, PX4 status and estimates flagged invalid); the reading notes
+say so. A PX4 or Gazebo session's bag (OUT/flight/rosbag2) holds those messages and is recovered when cut.
 """
 
 from __future__ import annotations
@@ -65,17 +65,42 @@ def tape_columns(chunks: list[Path], vehicles: list[str]) -> tuple[np.ndarray, n
 
 
 def tape_trajectory(columns: tuple[np.ndarray, np.ndarray], name: str = "live flight",
-                    offsets: dict[str, np.ndarray] | None = None) -> SwarmTrajectory:
+                    offsets: dict[str, np.ndarray] | None = None,
+                    validity: tuple[np.ndarray, np.ndarray] | None = None) -> SwarmTrajectory:
     """`tape_columns` as a trajectory. `offsets`: vehicles' local frames moved into the world frame (ENU m) before
     the trajectory is made, so its derived velocities are those of the placed samples, as the replay of its MCAP
-    derives them."""
+    derives them. `validity`: each row's (position valid, altitude valid) flags (`with_invalid_rows`)."""
     from uav_debate_eval.io.flight_mcap import poses_trajectory, stamp_ns
 
     data, ids = columns
     pos = data[:, 2:5].copy() if offsets else data[:, 2:5]
     for uav, offset in (offsets or {}).items():
         pos[ids == uav] += offset
-    return poses_trajectory(stamp_ns(data[:, 1]), ids, pos, data[:, 5:8], name)  # NaN: not measured
+    traj = poses_trajectory(stamp_ns(data[:, 1]), ids, pos, data[:, 5:8], name,  # NaN: not measured
+                            validity=validity)
+    for tr in traj.tracks.values() if validity is not None else ():
+        tr.drop_redundant_validity()
+    return traj
+
+
+def with_invalid_rows(columns: tuple[np.ndarray, np.ndarray], invalid: dict[str, list[tuple[float, ...]]]
+                      ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None]:
+    """The taped rows with the samples an estimator flagged invalid put among them, and each row's (position valid,
+    altitude valid) flags, as the bag reader gives a PX4 flight's (io.ulog.combine); (columns, None) without such
+    samples. `invalid`: (t, x, y, z, vx, vy, vz, altitude valid) rows per vehicle (io.px4.LiveFrames.invalid_rows:
+    never taped, the verifier does not check them). Each vehicle's rows end in time order (a PX4 instance's stamps
+    only grow, invalid samples' too); their vehicle index is -1 (not on the tape)."""
+    parts = [(u, np.asarray(r, dtype=float).reshape(-1, 8)) for u, r in invalid.items() if len(r)]
+    if not parts:
+        return columns, None
+    data, ids = columns
+    extra = np.concatenate([r for _, r in parts])
+    rows = np.concatenate([data, np.column_stack([np.full(len(extra), -1.0), extra[:, :7]])])
+    names = np.concatenate([ids, np.concatenate([np.full(len(r), u, dtype=object) for u, r in parts])])
+    valid = np.concatenate([np.ones(len(data), dtype=bool), np.zeros(len(extra), dtype=bool)])
+    altitude = np.concatenate([np.ones(len(data), dtype=bool), extra[:, 7] > 0.5])
+    order = np.lexsort((rows[:, 1], np.unique(names.astype(str), return_inverse=True)[1]))  # stable
+    return (rows[order], names[order]), (valid[order], altitude[order])
 
 
 def read_tape(folder: Path) -> SwarmTrajectory:
@@ -106,8 +131,8 @@ def read_tape(folder: Path) -> SwarmTrajectory:
     traj.ingest.notes.append(
         f"a live session's tape ({len(good)} chunk(s), {len(columns[0])} poses of {len(set(columns[1]))} "
         "vehicle(s), taped as its segments closed): the session ended without its flight report, so the poses "
-        "after its last closed segment and its side streams (MAVROS velocity, fixes and state, PX4 status) are "
-        "not in this flight")
+        "after its last closed segment and its side streams (MAVROS velocity, fixes and state, PX4 status and "
+        "estimates flagged invalid) are not in this flight")
     if lost:
         traj.ingest.notes.append(f"{len(lost)} tape chunk(s) unreadable (cut when the session was killed) and left "
                                  f"out: {', '.join(c.name for c in lost)}")

@@ -202,6 +202,9 @@ CLOCK_NOTE = ("clocks: each PX4 instance's timestamp_sample (boot clock, us) mov
 
 
 Sample = tuple[float, tuple[float, float, float], tuple[float, float, float] | None]
+#: Invalid samples held per vehicle until it can be placed (LiveFrames.held_invalid): ten minutes of PX4's
+#: vehicle_local_position at 100 Hz; a vehicle never placed is never in the flight report.
+MAX_HELD = 60_000
 
 
 @dataclass
@@ -216,9 +219,15 @@ class LiveFrames:
     placement: Placement = field(default_factory=Placement)
     clock: BootClock = field(default_factory=BootClock)
     unplaced: set[str] = field(default_factory=set)
-    #: vehicles whose last vehicle_local_position its estimator flagged invalid (xy_valid or z_valid false): not
+    #: vehicles whose last pose its estimator flagged invalid (xy_valid or z_valid false; odometry: NaN): not
     #: checked live (the verifier calls them stale after its timeout), an `estimator_invalid` span offline
     invalid: set[str] = field(default_factory=set)
+    #: those samples, placed as the valid ones are: (t, x, y, z, vx, vy, vz, altitude valid) rows the flight report
+    #: holds as the bag reader holds them (Track.est_valid false), so both find the same estimator_invalid spans
+    invalid_rows: dict[str, list[tuple[float, ...]]] = field(default_factory=dict)
+    #: invalid samples that came before their vehicle could be placed: (t, NED position, NED velocity, altitude
+    #: valid), placed with it (an estimator is not valid yet at boot); at most MAX_HELD each
+    held_invalid: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
 
     def local_position(self, uav: str, received_s: float, m) -> Sample | None:
         t = self.clock.to_receive(uav, float(m.timestamp_sample or m.timestamp), received_s)  # every message, as
@@ -226,19 +235,36 @@ class LiveFrames:
             return None
         if not (m.xy_valid and m.z_valid):
             self.invalid.add(uav)
+            altitude_ok = bool(m.z_valid and getattr(m, "v_z_valid", True))  # as the bag reader reads the flags
+            self._keep_invalid(uav, (t, (m.x, m.y, m.z), (m.vx, m.vy, m.vz), altitude_ok))
             return None
         self.invalid.discard(uav)
         ref = reference_of(m.xy_global, m.z_global, m.ref_lat, m.ref_lon, m.ref_alt)
         return self._sample(uav, t, ref, (m.x, m.y, m.z), (m.vx, m.vy, m.vz))
 
+    def _keep_invalid(self, uav: str, sample: tuple[Any, ...]) -> None:
+        if uav in self.placement.origins:
+            self.invalid_rows.setdefault(uav, []).append(self._invalid_row(uav, *sample))
+        elif len(held := self.held_invalid.setdefault(uav, [])) < MAX_HELD:
+            held.append(sample)
+
+    def _invalid_row(self, uav: str, t: float, pos_ned, vel_ned, z_ok: bool) -> tuple[float, ...]:
+        p, v = self._world(uav, self.placement.origins[uav], pos_ned, vel_ned)
+        return (t, *p, *(v if v is not None else (math.nan,) * 3), float(z_ok))
+
     def odometry(self, uav: str, received_s: float, m) -> Sample | None:
         t = self.clock.to_receive(uav, float(m.timestamp_sample or m.timestamp), received_s)
-        pos = tuple(float(x) for x in m.position)
-        if t is None or not all(math.isfinite(x) for x in pos):
+        if t is None:
             return None
-        vel = odometry_velocity_ned(np.array([m.velocity_frame]), np.array([tuple(m.q)], dtype=float),
-                                    np.array([tuple(m.velocity)], dtype=float))[0]
-        return self._sample(uav, t, None, pos, tuple(vel))
+        pos = tuple(float(x) for x in m.position)
+        vel = tuple(odometry_velocity_ned(np.array([m.velocity_frame]), np.array([tuple(m.q)], dtype=float),
+                                          np.array([tuple(m.velocity)], dtype=float))[0])
+        if not all(math.isfinite(x) for x in pos):  # no estimate: the bag reader's invalid sample at 0 (nan_to_num)
+            self.invalid.add(uav)
+            self._keep_invalid(uav, (t, tuple(x if math.isfinite(x) else 0.0 for x in pos), vel, False))
+            return None
+        self.invalid.discard(uav)
+        return self._sample(uav, t, None, pos, vel)
 
     def _sample(self, uav: str, t: float, ref: Reference | None, pos_ned, vel_ned) -> Sample | None:
         origin = self.placement.place(uav, ref, self.spawn.get(uav, (0.0, 0.0, 0.0) if self.shared else None))
@@ -246,6 +272,13 @@ class LiveFrames:
             self.unplaced.add(uav)
             return None
         self.unplaced.discard(uav)
+        if held := self.held_invalid.pop(uav, None):  # placed now: so are its invalid samples before
+            self.invalid_rows.setdefault(uav, []).extend(self._invalid_row(uav, *sample) for sample in held)
+        return (t, *self._world(uav, origin, pos_ned, vel_ned))
+
+    def _world(self, uav: str, origin: np.ndarray, pos_ned, vel_ned
+               ) -> tuple[tuple[float, float, float], tuple[float, float, float] | None]:
+        """An instance's NED position and velocity in the world frame (ENU; velocity None when not finite)."""
         p = ned_to_enu(np.asarray(pos_ned, dtype=float).reshape(1, 3))[0]
         v = ned_to_enu(np.asarray(vel_ned, dtype=float).reshape(1, 3))[0]
         if uav in self.placement.spawned and len(spawn := self.spawn.get(uav, ())) == 4:  # the frame's yaw
@@ -253,7 +286,7 @@ class LiveFrames:
             p, v = rot @ p, rot @ v
         p = p + origin
         vel = (float(v[0]), float(v[1]), float(v[2])) if np.isfinite(v).all() else None
-        return t, (float(p[0]), float(p[1]), float(p[2])), vel
+        return (float(p[0]), float(p[1]), float(p[2])), vel
 
 
 class StatusFields(NamedTuple):

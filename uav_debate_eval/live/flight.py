@@ -98,7 +98,7 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     written (report folder, figures, flight.mcap)."""
     from uav_debate_eval.core.arming import LANDING_WORDS, state_events
     from uav_debate_eval.debate.config import DebateConfig
-    from uav_debate_eval.io.live_tape import tape_columns, tape_trajectory
+    from uav_debate_eval.io.live_tape import tape_columns, tape_trajectory, with_invalid_rows
     from uav_debate_eval.io.mavros_fixes import placed_note, tape_offsets
     from uav_debate_eval.live.tape import put_measured_velocity
     from uav_debate_eval.quality.frames import LOCAL, PLACED
@@ -109,13 +109,18 @@ def evaluate_flight(job: FlightJob) -> JobResult:
     if columns is None:
         return JobResult(None, None, [("warning", "flight report: no pose was received")])
     mavros = job.session.pop("mavros", None) or {}
+    px4_status = job.session.pop("px4", None)
+    invalid = (px4_status or {}).get("invalid") or {}
+    columns, validity = with_invalid_rows(columns, invalid)  # PX4's invalid estimates: the bag reader holds them
     measured = put_measured_velocity(columns, mavros.get("velocities", {}))  # MAVROS velocity_local, as a bag's
-    traj = tape_trajectory(columns)
+    traj = tape_trajectory(columns, validity=validity)
     if offsets := tape_offsets(traj, mavros.get("fixes", {}), mavros.get("anchor")):  # MAVROS frames by their fixes
-        traj = tape_trajectory(columns, offsets=offsets)
+        traj = tape_trajectory(columns, offsets=offsets, validity=validity)
     traj.ingest.notes.extend(f"{u}: velocity measured by {mavros['velocity_topics'][u]}" for u in measured)
     traj.ingest.notes.extend(placed_note(u, mavros["anchor"], offset) for u, offset in offsets.items())
-    if px4_status := job.session.pop("px4", None):  # vehicle_status as the bag reader reads it (the vehicle class too)
+    traj.ingest.notes.extend(f"{u}: {len(rows)} samples flagged not valid by the estimator, received live and not "
+                             "checked by the verifier" for u, rows in invalid.items() if rows)
+    if px4_status:  # vehicle_status as the bag reader reads it (the vehicle class too)
         from uav_debate_eval.io.px4 import StatusFields, apply_landing, apply_status
 
         for uav, rows in px4_status["statuses"].items():

@@ -136,11 +136,12 @@ class Px4Input:
                                                    self.owner.qos, callback_group=self.owner.callback_group)
 
     def flight_status(self) -> dict:
-        """What the flight report needs of vehicle_status and vehicle_land_detected: the messages (the land
-        detector's changes) and each instance's final clock offset."""
+        """What the flight report needs of vehicle_status and vehicle_land_detected (the messages, the land
+        detector's changes), each instance's final clock offset and the samples its estimator flagged invalid."""
         return {"statuses": {u: [tuple(r) for r in rows] for u, rows in self.statuses.items() if rows},
                 "landings": {u: list(rows) for u, rows in self.landings.items() if rows},
-                "offsets": dict(self.frames.clock.offsets), "spawned": sorted(self.frames.placement.spawned)}
+                "offsets": dict(self.frames.clock.offsets), "spawned": sorted(self.frames.placement.spawned),
+                "invalid": {u: list(rows) for u, rows in self.frames.invalid_rows.items() if rows}}
 
     def callback(self, uav: str, topic: str):
         convert = self.frames.local_position if self.topic_name == "vehicle_local_position" else self.frames.odometry
@@ -153,8 +154,9 @@ class Px4Input:
             sample = convert(uav, received_ns * 1e-9, msg)
             if (uav in self.frames.invalid) != was_invalid:  # said when the estimate is lost and when it is back
                 self.owner.node.get_logger().warning(
-                    f"pose input: {uav}'s estimator flags its position invalid (xy_valid/z_valid false): its poses "
-                    "are not checked (the verifier calls it stale after stale_timeout_s)" if not was_invalid else
+                    f"pose input: {uav}'s estimator flags its position invalid (xy_valid/z_valid false, or NaN): its "
+                    "poses are not checked (the verifier calls it stale after stale_timeout_s); the flight report "
+                    "holds them as an estimator_invalid span" if not was_invalid else
                     f"pose input: {uav}'s position is valid again: its poses are checked")
             if sample is None:
                 if uav in self.frames.unplaced and uav not in self._said:

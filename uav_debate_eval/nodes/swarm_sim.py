@@ -113,6 +113,9 @@ class SwarmSimNode(Node):
         self._status_pubs: dict[str, Publisher] = {}  # PX4: vehicle_status once a second (armed, offboard)
         self._landed_pubs: dict[str, Publisher] = {}  # and vehicle_land_detected (landed: on its spawn's ground)
         self._status_due: dict[str, float] = {}
+        #: PX4: the sample times each vehicle's estimator reports without a horizontal position (a CSV's gps_ok = 0)
+        self._gps_lost = {u: {t for t, ok in zip(tr.t.tolist(), tr.gps_ok.tolist(), strict=True) if ok < 0.5}
+                          for u, tr in self.traj.tracks.items() if tr.gps_ok is not None}  # (NaN: not lost)
         if self.pose_type == "PoseArray":
             self._array_pub = self.create_publisher(PoseArray, self.pose_array_topic, qos)
         elif self.pose_type == "TFMessage":
@@ -252,7 +255,8 @@ class SwarmSimNode(Node):
             if self._px4:
                 if pos is not None:
                     self._pubs[uav].publish(local_position(self._make, self._px4[uav], t, pos,
-                                                           vel if vel is not None else (0.0, 0.0, 0.0)))
+                                                           vel if vel is not None else (0.0, 0.0, 0.0),
+                                                           xy_valid=t not in self._gps_lost.get(uav, ())))
                     self.published += 1
                 if t >= self._status_due.get(uav, -math.inf):
                     self._status_due[uav] = t + 1.0

@@ -114,16 +114,17 @@ def _dtype(kind: str) -> Any:
 
 
 def local_position(make: Any, inst: Px4Instance, t: float, pos_enu: np.ndarray, vel_enu: Any,
-                   with_ref: bool = True) -> Any:
-    """px4_msgs/VehicleLocalPosition of one sample (NED from the spawn point, the instance's boot clock).
+                   with_ref: bool = True, xy_valid: bool = True) -> Any:
+    """px4_msgs/VehicleLocalPosition of one sample (NED from the spawn point, the instance's boot clock); without
+    `xy_valid` its horizontal position and velocity are flagged invalid (GPS lost: the barometer keeps z_valid).
 
     `make(msgtype, **fields)` builds the message: rosbags' (`bag_maker`) or rclpy's classes (the simulator node)."""
     n, e, d = inst.ned(pos_enu)[0]
     vn, ve, vd = ned_to_enu(np.asarray(vel_enu, dtype=float).reshape(1, 3))[0]
     lat, lon, alt = inst.ref
     stamp = inst.boot_us(t)
-    return make(LOCAL_POSITION, timestamp=stamp + 300, timestamp_sample=stamp, xy_valid=True,
-                 z_valid=True, v_xy_valid=True, v_z_valid=True, x=float(n), y=float(e), z=float(d), vx=float(vn),
+    return make(LOCAL_POSITION, timestamp=stamp + 300, timestamp_sample=stamp, xy_valid=xy_valid,
+                 z_valid=True, v_xy_valid=xy_valid, v_z_valid=True, x=float(n), y=float(e), z=float(d), vx=float(vn),
                  vy=float(ve), vz=float(vd), xy_global=with_ref, z_global=with_ref,
                  ref_timestamp=inst.boot_us(-5.0), ref_lat=lat if with_ref else 0.0,
                  ref_lon=lon if with_ref else 0.0, ref_alt=alt if with_ref else 0.0, eph=0.5, epv=0.8)

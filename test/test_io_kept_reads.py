@@ -199,3 +199,32 @@ def test_many_px4_logs_are_parsed_on_every_core_into_the_serial_report(tmp_path,
     calls.clear()
     assert _report(list(map(str, paths)), tmp_path / "serial") == shared and len(calls) == 3
     assert shared["mission"]["uavs"] == ["px4_0", "px4_1", "px4_2"]
+
+
+def test_a_folder_of_flights_with_a_bad_log_among_a_flights_logs(bins, tmp_path, capsys):
+    """A folder of flights whose sub-folder holds a flight's logs and one that cannot be read (a damaged SD card):
+    the others are that flight, as given inputs are (before: every log evaluated one by one, the bad one failed);
+    its summary row is `partial`, naming the input left out, the batch exits 2; the other flight is `ok`."""
+    import csv
+    import shutil
+
+    paths, mission = bins
+    root = tmp_path / "flights"
+    for name in ("show", "rehearsal"):
+        (root / name).mkdir(parents=True)
+        for p in paths:
+            shutil.copyfile(p, root / name / p.name)
+    shutil.copyfile(mission, root / "mission.yaml")
+    (root / "show" / "broken.BIN").write_bytes(b"\xa3\x95" + b"\x00" * 64)
+    out = tmp_path / "out"
+    assert main(["evaluate", str(root), "--out", str(out), "--llm", "rules"]) == 2
+    err = capsys.readouterr().err
+    assert "show: one flight of 3 of its 4 recordings (their time spans overlap" in err and "left out: broken.BIN" in err
+    assert "uav-debate-eval evaluate: failed: broken.BIN cannot be read (" in err
+    rows = {r["flight"]: r for r in csv.DictReader((out / "summary.csv").open())}
+    assert {k: r["status"] for k, r in rows.items()} == {"rehearsal": "ok", "show": "partial"}
+    assert rows["show"]["error"].startswith("broken.BIN cannot be read (") and not rows["rehearsal"]["error"]
+    show, rehearsal = (json.loads((out / k / "report.json").read_text()) for k in ("show", "rehearsal"))
+    assert show["mission"]["uavs"] == rehearsal["mission"]["uavs"] and len(show["mission"]["uavs"]) == len(paths)
+    assert show["violations"] == rehearsal["violations"] and rows["show"]["violations"] == str(len(show["violations"]))
+    assert rows["show"]["error"] in show["notes"]

@@ -119,7 +119,7 @@ def _run_one(flight: FlightInputs, out: Path, opts: JobOptions, *, show_progress
     from uav_debate_eval.runner.summary import flight_row, fmt
 
     t0 = time.perf_counter()
-    left_out = [f"{why}: left out of the flight" for why in flight.left_out]
+    left_out = flight.left_out_notes()
     with _Progress(show_progress) as bar:
         ev = evaluate_flight(list(flight.paths), out, opts, progress=bar, notes=left_out)
     row = flight_row(flight, ev.report, out, time.perf_counter() - t0)
@@ -141,18 +141,23 @@ def _run_batch(flights: list[FlightInputs], out: Path, opts: JobOptions, args: a
     with _Progress(not args.quiet and sys.stderr.isatty()) as bar:
         rows = run_batch(flights, out, opts, jobs=args.jobs, scheduler=args.scheduler,
                          progress=lambda done, total: bar("flights", done, total))
-    failed = [r for r in rows if r["status"] != "ok"]
-    for r in failed:
-        print(f"uav-debate-eval evaluate: {r['status']}: {r['error']}", file=sys.stderr)
+    failed = [r for r in rows if r["status"] in ("failed", "error")]
+    evaluated = [r for r in rows if r["status"] in ("ok", "partial")]
+    for r in rows:
+        if r["status"] != "ok":  # a partial flight's inputs left out are bad input too (its report stands)
+            print(f"uav-debate-eval evaluate: {'failed' if r['status'] == 'partial' else r['status']}: {r['error']}",
+                  file=sys.stderr)
     if not args.quiet:
-        n_viol = sum(1 for r in rows if r["status"] == "ok" and r["violations"])
-        print(f"batch: {len(rows)} flight(s), {len(rows) - len(failed)} evaluated, {n_viol} with violations, "
-              f"{len(failed)} failed; summary in {out / 'summary.md'}")
+        n_viol = sum(1 for r in evaluated if r["violations"])
+        partial = sum(r["status"] == "partial" for r in rows)
+        print(f"batch: {len(rows)} flight(s), {len(evaluated)} evaluated"
+              + (f" ({partial} with an input left out)" if partial else "")
+              + f", {n_viol} with violations, {len(failed)} failed; summary in {out / 'summary.md'}")
     if any(r["status"] == "error" for r in rows):
         return EXIT_INTERNAL
-    if failed:
+    if any(r["status"] != "ok" for r in rows):
         return EXIT_BAD_INPUT
-    return flight_exit_status([r for r in rows if r["status"] == "ok"])
+    return flight_exit_status(evaluated)
 
 
 def flight_exit_status(rows: list[dict[str, Any]]) -> int:

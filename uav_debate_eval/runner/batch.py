@@ -44,7 +44,7 @@ def evaluate_one(flight: FlightInputs, out: Path, options: JobOptions) -> Row:
     """Worker: one flight's job and its row; never raises (the row says what failed)."""
     t0 = time.perf_counter()
     try:
-        ev = evaluate_flight(list(flight.paths), out, options)
+        ev = evaluate_flight(list(flight.paths), out, options, notes=flight.left_out_notes())
         return flight_row(flight, ev.report, out, time.perf_counter() - t0)
     except InputError as exc:
         status, error = "failed", str(exc)

@@ -34,6 +34,10 @@ class FlightInputs:
     #: given inputs of this flight that cannot be read (each its one-line reason): the flight is the others'
     left_out: tuple[str, ...] = ()
 
+    def left_out_notes(self) -> list[str]:
+        """The report's notes (and the terminal's lines) on the inputs left out."""
+        return [f"{why}: left out of the flight" for why in self.left_out]
+
 
 @dataclass
 class Plan:
@@ -110,8 +114,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     if not shaped and not each:
         if len(explicit) == 1:
             return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
-        spans, unread = ({}, []) if px4_logs_only(explicit) else readable_spans(explicit, spans_ahead(explicit))
-        readable = [p for p in explicit if p in spans]
+        readable, spans, unread = _readable(explicit)
         if unread and len(readable) > 1 and (rest := overlap(readable, spans))[0]:
             # a show's one bad log among 500: the others are the flight (the bad one said, exit 2), not 499 flights
             messages.append(f"{len(explicit)} inputs: one flight of {len(readable)} ({rest[1]}); left out: "
@@ -124,22 +127,38 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                         f"{override}")
         if together:
             return Plan([_flight(explicit, " ".join(map(str, explicit)), "", mission)], False, messages)
-    flights: list[tuple[list[Path], str, str]] = []  # (recordings, name, report folder)
+    flights: list[tuple[list[Path], str, str, tuple[str, ...]]] = []  # (recordings, name, report folder, left out)
     for g in groups:
         if not (g.each or each):
-            together, why = (True, "") if len(g.paths) == 1 else overlap(g.paths, spans_ahead(g.paths))
-            if together:
-                flights.append((g.paths, g.name, g.name))
+            readable, spans, unread = _readable(g.paths) if len(g.paths) > 1 else (g.paths, {}, [])
+            together, why = overlap(readable, spans) if len(readable) > 1 else (len(g.paths) == 1, "")
+            if together and not unread:
+                flights.append((g.paths, g.name, g.name, ()))
                 continue
-            messages.append(f"{g.name}: {len(g.paths)} recordings evaluated one by one ({why})")
+            if together:  # one bad recording among a flight's: the others are the flight, the bad one said (exit 2)
+                messages.append(f"{g.name}: one flight of {len(readable)} of its {len(g.paths)} recordings ({why}); "
+                                "left out: " + "; ".join(unread))
+                flights.append((readable, g.name, g.name, tuple(unread)))
+                continue
+            messages.append(f"{g.name}: {len(g.paths)} recordings evaluated one by one ("
+                            + "; ".join([*unread, *([why] if why else [])]) + ")")
         elif g.top and not each and _one_flight_of_bags(g.paths):
             messages.append(f"{g.top}: its {len(g.paths)} bags overlap in time like one flight's (one per vehicle), "
                             "but the top of a folder of flights holds one flight per recording: --one-flight reads "
                             "them as one flight")
-        flights.extend(([p], name, folder) for p, name, folder in zip(g.paths, g.names, g.folders, strict=True))
-    folders = folder_names([folder for _, _, folder in flights])
-    return Plan([_flight(paths, name, folder, mission)
-                 for (paths, name, _), folder in zip(flights, folders, strict=True)], True, messages)
+        flights.extend(([p], name, folder, ()) for p, name, folder in zip(g.paths, g.names, g.folders, strict=True))
+    folders = folder_names([folder for _, _, folder, _ in flights])
+    return Plan([_flight(paths, name, folder, mission, left_out)
+                 for (paths, name, _, left_out), folder in zip(flights, folders, strict=True)], True, messages)
+
+
+def _readable(paths: list[Path]) -> tuple[list[Path], dict, list[str]]:
+    """(the recordings whose time spans read, those spans, why each other one cannot be read), the spans of many
+    logs read on every core; PX4 logs are one flight without spans."""
+    if px4_logs_only(paths):
+        return paths, {}, []
+    spans, unread = readable_spans(paths, spans_ahead(paths))
+    return [p for p in paths if p in spans], spans, unread
 
 
 def _one_flight_of_bags(paths: list[Path]) -> bool:

@@ -16,16 +16,18 @@ Row = dict[str, Any]
 
 
 def flight_row(flight: FlightInputs, report: dict[str, Any], out: Path, seconds: float) -> Row:
-    """The row of an evaluated flight."""
+    """The row of an evaluated flight: status `ok`, or `partial` when inputs of it could not be read (the flight is
+    the others'; `error` says which and why)."""
     from uav_debate_eval.findings import top_findings, verdict_sentence
     from uav_debate_eval.report.precision import rounded
 
     scores = rounded(report["scores"])  # as report.json gives them
-    return {**_names(flight), "status": "ok", "label": report["verdict"]["label"],
+    return {**_names(flight), "status": "partial" if flight.left_out else "ok", "label": report["verdict"]["label"],
             "violations": len(report["violations"]), **{k: scores.get(k) for k in SCORES},
             "dsl_tokens": report["dsl"]["tokens"],
             "debate_tokens": report["debate"]["tokens"]["prompt"] + report["debate"]["tokens"]["completion"],
-            "time_s": round(seconds, 3), "report": str(out), "error": "", "budget": budget_words(report),
+            "time_s": round(seconds, 3), "report": str(out), "error": "; ".join(flight.left_out_notes()),
+            "budget": budget_words(report),
             "words": [verdict_sentence(report), *("  " + line for line in top_findings(report, 3))]}
 
 

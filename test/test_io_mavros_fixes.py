@@ -117,7 +117,7 @@ def test_measured_velocity_goes_on_the_taped_poses_as_on_a_bags():
     the stream taken in stamp order, held past its ends), as the bag reader does; a vehicle without one keeps its
     velocity derived."""
     from uav_debate_eval.core.stamps import tape_seconds
-    from uav_debate_eval.live.tape import put_measured_velocity, tape_trajectory
+    from uav_debate_eval.io.live_tape import put_measured_velocity, tape_trajectory
 
     ns = 1_795_462_900_123_456_789 + np.arange(0, 3_000_000_000, 100_000_000)  # 10 Hz for 3 s, unix stamps
     t = (ns // 1_000_000_000) + (ns % 1_000_000_000) * 1e-9  # as the pose input reads a stamp

@@ -99,3 +99,63 @@ def test_a_folder_that_is_neither_a_bag_nor_a_tape_is_one_line(tmp_path, capsys)
     assert "rosbag2 folder or live tape, at any depth" in capsys.readouterr().err
     with pytest.raises(Exception, match="not a rosbag2 .no metadata.yaml inside. nor a live session's tape"):
         load_inputs([tmp_path / "x"])
+
+
+def _mavros_session(t: np.ndarray) -> dict:
+    """Two MAVROS vehicles' side streams: each frame at its own EKF origin, first fixes 5 m apart east, the arming,
+    the landed state, a measured velocity (north 1 m/s, as the poses move)."""
+    lat, lon = 47.397742, 8.545594
+    east = 5.0 / (111_319.49 * np.cos(np.radians(lat)))
+    vel = np.column_stack([t, np.zeros(len(t)), np.ones(len(t)), np.zeros(len(t))])
+    return {"mavros": {"states": {u: [(BASE, False), (BASE + 2.0, True)] for u in ("uav1", "uav2")},
+                       "landings": {u: [(BASE, True), (BASE + 3.0, False)] for u in ("uav1", "uav2")},
+                       "fixes": {"uav1": [BASE + 1.0, lat, lon, 500.0], "uav2": [BASE + 1.0, lat, lon + east, 500.0]},
+                       "anchor": "uav1", "velocities": {"uav1": vel, "uav2": vel},
+                       "velocity_topics": {u: f"/{u}/mavros/local_position/velocity_local" for u in ("uav1", "uav2")}},
+            "local_frames": ["uav1", "uav2"], "topics": ["/uav1/mavros/local_position/pose"], "clock": "system clock"}
+
+
+def test_a_killed_mavros_sessions_tape_keeps_its_side_streams_and_places_its_frames(tmp_path):
+    """The side streams (fixes, arming, landed state, measured velocity) are kept beside the chunks, so a killed
+    MAVROS session's tape reads as its flight report would have: the two local frames placed 5 m apart by their
+    fixes. Before, the tape held the poses alone: two vehicles at their own origins read as one spot, a false near
+    miss over the whole flight."""
+    from uav_debate_eval.io.live_tape import load_side, read_tape, save_side, session_trajectory, tape_columns
+
+    t = BASE + np.arange(0.0, 10.0, 0.1)
+    swarm = StreamingSwarm(capacity=2000)
+    tape = FlightTape(tmp_path / ".tape", None)
+    for u in ("uav1", "uav2"):
+        for k, ti in enumerate(t.tolist()):
+            swarm.add(u, ti, (0.0, 0.1 * k, 2.0))  # north at 1 m/s, each from its own origin
+    tape.take(swarm)
+    session = _mavros_session(t)
+    tape.keep_side(session)
+    side = load_side(tape.folder)
+    assert sorted(side) == ["local_frames", "mavros"]  # the session's inputs are not side streams
+    np.testing.assert_array_equal(side["mavros"]["velocities"]["uav2"], session["mavros"]["velocities"]["uav2"])
+    traj = read_tape(tape.folder)
+    live = session_trajectory(tape_columns(tape.chunks, tape.vehicles), session)  # the flight report's way
+    for u in ("uav1", "uav2"):
+        np.testing.assert_array_equal(traj.tracks[u].pos, live.tracks[u].pos)
+        np.testing.assert_array_equal(traj.tracks[u].vel, live.tracks[u].vel)
+    assert traj.tracks["uav2"].pos[0] - traj.tracks["uav1"].pos[0] == pytest.approx([5.0, 0.0, 0.0], abs=0.01)
+    assert [(e.uavs, e.extra["label"]) for e in traj.ingest.log_events] == [
+        (e.uavs, e.extra["label"]) for e in live.ingest.log_events]
+    assert {e.extra["label"] for e in traj.ingest.log_events} == {"ARMED", "DISARMED", "landed", "airborne"}
+    assert any("nor what its side streams (local_frames, mavros) received after it" in n for n in traj.ingest.notes)
+    mission = tmp_path / "mission.yaml"
+    mission.write_text("mission: {name: m, type: formation}\nconstraints: {min_separation_m: 2.0}\n")
+    assert main(["evaluate", str(tape.folder), "--mission", str(mission), "--out", str(tmp_path / "r"), "--llm",
+                 "rules", "--quiet"]) in (0, 4)
+    assert not json.loads((tmp_path / "r" / "report.json").read_text())["violations"]
+    (tape.folder / "session.npz").write_bytes(b"cut")  # a side file cut by the kill: the poses alone, said
+    assert load_side(tape.folder) is None
+    assert any("its side streams (PX4 status, MAVROS state and fixes), if it had any, were not kept" in n
+               for n in read_tape(tape.folder).ingest.notes)
+    save_side(tape.folder, {"topics": ["/uav1/pose"]})  # a session without side streams: nothing to say
+    assert load_side(tape.folder) == {} and not any("side streams" in n for n in read_tape(tape.folder).ingest.notes)
+    save_side(tape.folder, {"px4": {"statuses": {}, "landings": {}, "offsets": {"px4_1": 0.5}, "spawned": [],
+                                    "invalid": {"px4_1": [(BASE + 1.0, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0)]}}})
+    np.testing.assert_array_equal(load_side(tape.folder)["px4"]["invalid"]["px4_1"],
+                                  [[BASE + 1.0, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]])

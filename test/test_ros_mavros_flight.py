@@ -139,7 +139,7 @@ def test_live_mavros_flight_report_equals_evaluate_of_its_bag(tmp_path: Path):
             swarm = subprocess.run([sys.executable, str(tmp_path / "swarm.py"), str(bag), str(STATE_MSG)],
                                    env=_env(domain), capture_output=True, text=True, timeout=120)
             assert swarm.returncode == 0 and "SENT" in swarm.stdout, swarm.stderr[-3000:]
-            time.sleep(2.0)  # the last poses reach the tape
+            killed = _tape_after(out / "flight" / ".tape", time.time(), tmp_path / "killed_tape")
             live.send_signal(signal.SIGINT)  # Ctrl-C: the open segment, then the flight report
             rc = live.wait(timeout=180)
         finally:
@@ -162,9 +162,30 @@ def test_live_mavros_flight_report_equals_evaluate_of_its_bag(tmp_path: Path):
                 } <= set(report["ingest"]["notes"])
     for key in COMPARED:
         assert flight[key] == replay[key], key
+    # the tape as a SIGKILL after the idle flush would have left it: with its side streams, the same flight
+    main(["evaluate", str(killed), "--mission", str(mission), "--out", str(tmp_path / "tape"), "--quiet"])
+    from_tape = json.loads((tmp_path / "tape" / "report.json").read_text())
+    for key in COMPARED:
+        assert from_tape[key] == flight[key], key
     arming = [e["extra"]["label"] for e in flight["events"] if e["type"] == "autopilot_event"
               and e["extra"]["label"] in ("ARMED", "DISARMED")]
     assert arming == ["DISARMED"] * 3 + ["ARMED"] * 3 + ["DISARMED"] * 3
     landing = [e["extra"]["label"] for e in flight["events"] if e["type"] == "autopilot_event"
                and e["extra"]["label"] in ("landed", "airborne")]
     assert landing == ["landed"] * 3 + ["airborne"] * 3 + ["landed"] * 3
+
+
+def _tape_after(tape: Path, since: float, copy: Path, timeout_s: float = 20.0) -> Path:
+    """The live tape once its segment closed after `since` (the idle flush: the flight's last poses and its side
+    streams on disk), copied as a SIGKILL would leave it."""
+    import shutil
+
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        side = tape / "session.npz"
+        if side.is_file() and side.stat().st_mtime > since:
+            time.sleep(0.2)  # (the side file is the last written of a take)
+            shutil.copytree(tape, copy)
+            return copy
+        time.sleep(0.1)
+    raise AssertionError(f"no segment closed after the flight: {sorted(p.name for p in tape.iterdir())}")

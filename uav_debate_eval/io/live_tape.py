@@ -4,9 +4,12 @@ Ctrl-C). The tape is the poses as the verifier received them, spilled as each se
 manifest names the vehicles (the chunks hold their indexes), and the session's mission file is kept beside it, so
 `evaluate` finds it as it finds a mission.yaml beside any input.
 
-What only the session knew at its end is not on the tape: the poses received after its last closed segment, and
-its side streams (MAVROS velocities, fixes and states, PX4 status and estimates flagged invalid); the reading notes
-say so. A PX4 or Gazebo session's bag (OUT/flight/rosbag2) holds those messages and is recovered when cut.
+What the session received beside the poses (its side streams: PX4 status and estimates flagged invalid, MAVROS
+state, fixes and measured velocity, which vehicles report local frames) is kept beside the chunks as each one is
+written (`session.npz`), and put on the taped poses as the live flight report puts
+them (`session_trajectory`, the one code for both): a killed MAVROS session's frames are still placed by their fixes,
+its pads still disarmed. Only the poses and side messages received after the last closed segment are not on the
+tape; the reading notes say so. A PX4 or Gazebo session's bag (OUT/flight/rosbag2) holds every message.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -24,6 +27,11 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 #: The manifest: format, version, the vehicles in index order.
 MANIFEST = "tape.json"
+#: The session's side streams (the live session dict's keys below).
+SIDE = "session.npz"
+SIDE_KEYS = ("px4", "mavros", "local_frames")
+#: (side stream, key) of the arrays: MAVROS measured velocities, PX4 estimates flagged invalid (rows per vehicle)
+_ARRAYS = (("mavros", "velocities"), ("px4", "invalid"))
 FORMAT = "uav_debate_eval live tape"
 VERSION = 1
 
@@ -41,6 +49,37 @@ def write_manifest(folder: Path, vehicles: list[str]) -> None:
 def save_chunk(path: Path, data: np.ndarray) -> None:
     """One chunk, written whole or not at all."""
     _whole(path, lambda fh: np.save(fh, data))
+
+
+def save_side(folder: Path, session: dict) -> None:
+    """The session's side streams so far (SIDE_KEYS of the live session dict), replaced whole: one file, its
+    arrays as themselves and the rest as JSON."""
+    side = {k: session[k] for k in SIDE_KEYS if session.get(k)}
+    arrays: dict[str, Any] = {}  # (np.savez: keyword arrays)
+    names: dict[str, dict[str, str]] = {}
+    for stream, key in _ARRAYS:
+        if by_uav := (side.get(stream) or {}).get(key):
+            side[stream] = {k: v for k, v in side[stream].items() if k != key}
+            names[f"{stream}.{key}"] = by_name = {}
+            for uav, rows in by_uav.items():
+                by_name[uav] = name = f"a{len(arrays)}"
+                arrays[name] = np.asarray(rows, dtype=float)
+    text = json.dumps({**side, "arrays": names}, default=lambda o: o.item() if hasattr(o, "item") else str(o))
+    _whole(folder / SIDE, lambda fh: np.savez(fh, side=np.array(text), **arrays))
+
+
+def load_side(folder: Path) -> dict | None:
+    """The side streams `save_side` kept ({} for a session without any; None when none are kept or they cannot be
+    read: a tape of an older version, or the file cut by the kill)."""
+    try:
+        with np.load(folder / SIDE) as stored:
+            side = json.loads(str(stored["side"]))
+            for path, by_uav in side.pop("arrays", {}).items():
+                stream, key = path.split(".", 1)
+                side.setdefault(stream, {})[key] = {uav: stored[name] for uav, name in by_uav.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError):
+        return None
+    return side
 
 
 def _whole(path: Path, write: Callable[[BinaryIO], object]) -> None:
@@ -103,6 +142,71 @@ def with_invalid_rows(columns: tuple[np.ndarray, np.ndarray], invalid: dict[str,
     return (rows[order], names[order]), (valid[order], altitude[order])
 
 
+def session_trajectory(columns: tuple[np.ndarray, np.ndarray], side: dict, name: str = "live flight"
+                       ) -> SwarmTrajectory:
+    """The taped poses with what the session received beside them, put on as the bag reader puts the recorded
+    streams: PX4's estimates flagged invalid among the poses and its vehicle_status / land detector as events;
+    MAVROS's measured velocity on the poses, its local frames placed by their fixes (else marked local), its state
+    and extended state as events. `side`: the live session's SIDE_KEYS (save_side / load_side give them back)."""
+    from uav_debate_eval.core.arming import LANDING_WORDS, state_events
+    from uav_debate_eval.io.mavros_fixes import placed_note, tape_offsets
+    from uav_debate_eval.quality.frames import LOCAL, PLACED
+
+    mavros, px4_status = side.get("mavros") or {}, side.get("px4") or {}
+    invalid = px4_status.get("invalid") or {}
+    columns, validity = with_invalid_rows(columns, invalid)  # PX4's invalid estimates: the bag reader holds them
+    measured = put_measured_velocity(columns, mavros.get("velocities", {}))  # MAVROS velocity_local, as a bag's
+    traj = tape_trajectory(columns, name, validity=validity)
+    if offsets := tape_offsets(traj, mavros.get("fixes", {}), mavros.get("anchor")):  # MAVROS frames by their fixes
+        traj = tape_trajectory(columns, name, offsets=offsets, validity=validity)
+    notes = traj.ingest.notes
+    notes.extend(f"{u}: velocity measured by {mavros['velocity_topics'][u]}" for u in measured)
+    notes.extend(placed_note(u, mavros["anchor"], offset) for u, offset in offsets.items())
+    notes.extend(f"{u}: {len(rows)} samples flagged not valid by the estimator, received live and not checked by the "
+                 "verifier" for u, rows in invalid.items() if len(rows))
+    if px4_status:  # vehicle_status as the bag reader reads it (the vehicle class too)
+        from uav_debate_eval.io.px4 import StatusFields, apply_landing, apply_status
+
+        for uav, rows in px4_status.get("statuses", {}).items():
+            if uav in px4_status["offsets"]:
+                apply_status(traj, uav, [StatusFields(*r) for r in rows], px4_status["offsets"][uav])
+        for uav, rows in px4_status.get("landings", {}).items():
+            if uav in px4_status["offsets"]:
+                apply_landing(traj, uav, rows, px4_status["offsets"][uav])
+        for uav in px4_status.get("spawned", []):  # placed at the mission's origin as received: not placed again
+            if uav in traj.tracks:
+                traj.tracks[uav].frame = PLACED
+    for uav in side.get("local_frames") or []:  # MAVROS local_position: each vehicle's own frame, as a bag's
+        if uav in traj.tracks and uav not in offsets:
+            traj.tracks[uav].frame = LOCAL
+    for uav, states in mavros.get("states", {}).items():  # MAVROS state: the arming, as the bag reader reads it
+        if uav in traj.tracks:
+            state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/state")
+    for uav, states in mavros.get("landings", {}).items():  # and the extended state's landed state
+        if uav in traj.tracks:
+            state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/extended_state", LANDING_WORDS)
+    return traj
+
+
+def put_measured_velocity(columns: tuple[np.ndarray, np.ndarray], measured: dict[str, np.ndarray]) -> list[str]:
+    """Each vehicle's measured velocity ((stamp s, vx, vy, vz) rows as received: MAVROS `velocity_local`) put on its
+    taped poses in place, as the bag reader puts a recorded stream on the recorded poses (io.mavros_fixes.velocity_at,
+    both stamps read as the tape reads them: core.stamps.tape_seconds); the vehicles it was put on."""
+    from uav_debate_eval.core.stamps import stamp_ns, stamp_s
+    from uav_debate_eval.io.mavros_fixes import velocity_at
+
+    data, ids = columns
+    done = []
+    for uav, rows in measured.items():
+        mask = ids == uav
+        rows = np.asarray(rows, dtype=float).reshape(-1, 4)
+        if len(rows) < 2 or not mask.any():
+            continue
+        data[mask, 5:8] = velocity_at(stamp_s(stamp_ns(data[mask, 1])), stamp_s(stamp_ns(rows[:, 0])), rows[:, 1:4])
+        done.append(uav)
+    return done
+
+
 def read_tape(folder: Path) -> SwarmTrajectory:
     """The tape's poses as a flight; a chunk that cannot be read (cut by a kill) costs its own rows, said in a
     note; InputError when the manifest is not a tape's or no chunk holds a pose."""
@@ -127,12 +231,15 @@ def read_tape(folder: Path) -> SwarmTrajectory:
     if columns is None or not len(columns[0]):
         raise InputError(f"{folder}: the live tape holds no pose" + (f" ({len(lost)} unreadable chunk(s))"
                                                                       if lost else ""))
-    traj = tape_trajectory(columns, name="live tape")
+    side = load_side(folder)
+    traj = session_trajectory(columns, side or {}, name="live tape")
     traj.ingest.notes.append(
         f"a live session's tape ({len(good)} chunk(s), {len(columns[0])} poses of {len(set(columns[1]))} "
         "vehicle(s), taped as its segments closed): the session ended without its flight report, so the poses "
-        "after its last closed segment and its side streams (MAVROS velocity, fixes and state, PX4 status and "
-        "estimates flagged invalid) are not in this flight")
+        "received after its last closed segment are not in this flight" + (
+            f", nor what its side streams ({', '.join(sorted(side))}) received after it" if side else
+            "; its side streams (PX4 status, MAVROS state and fixes), if it had any, were not kept with it"
+            if side is None else ""))
     if lost:
         traj.ingest.notes.append(f"{len(lost)} tape chunk(s) unreadable (cut when the session was killed) and left "
                                  f"out: {', '.join(c.name for c in lost)}")

@@ -64,6 +64,7 @@ class SegmentEvaluator:
         self.flight_report: dict | None = None
         self._flight_written: Path | None = None
         self._flight_done = False
+        self._side_failed = False
 
     def clock_jumped(self) -> None:
         """After a backwards time jump the last segment end and the route so far mean nothing."""
@@ -79,7 +80,8 @@ class SegmentEvaluator:
         """Whether a closed segment is evaluated: not seen before (a latched segment after a restart) and
         not too many waiting (then it is skipped, said once and named in later reports). Either way its poses go
         on the flight's tape."""
-        self.tape.take(self.swarm)
+        if self.tape.take(self.swarm):
+            self._keep_side()
         key = f"{seg_id}@{t0:.3f}"
         if key in self._seen:
             return False
@@ -166,7 +168,18 @@ class SegmentEvaluator:
 
     def end_tape(self) -> None:
         """The flight's last poses onto its tape: later ones are not this flight's (idempotent)."""
-        self.tape.end(self.swarm)
+        if self.tape.end(self.swarm):
+            self._keep_side()
+
+    def _keep_side(self) -> None:
+        """The session's side streams so far beside the tape: a killed session's tape reads as the flight report
+        would (MAVROS frames placed by their fixes, the arming, PX4's invalid estimates)."""
+        try:
+            self.tape.keep_side(self._session())
+        except (OSError, TypeError, ValueError) as exc:  # the tape's poses stand; say once what it lacks
+            if not self._side_failed:
+                self._side_failed = True
+                self._log("warning", f"flight tape: the side streams are not kept with it ({exc!r})")
 
     def close_flight(self, stop: threading.Event | None = None) -> Path | None:
         """Evaluate the whole flight (its tape, in the worker process) and write OUTPUT_DIR/flight/ (once; None when

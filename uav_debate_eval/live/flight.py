@@ -96,51 +96,16 @@ def session_inputs(session: dict) -> list[str]:
 def evaluate_flight(job: FlightJob) -> JobResult:
     """Worker-process side: the whole flight through `evaluate` (rules panel), the live record added, the files
     written (report folder, figures, flight.mcap)."""
-    from uav_debate_eval.core.arming import LANDING_WORDS, state_events
     from uav_debate_eval.debate.config import DebateConfig
-    from uav_debate_eval.io.live_tape import tape_columns, tape_trajectory, with_invalid_rows
-    from uav_debate_eval.io.mavros_fixes import placed_note, tape_offsets
-    from uav_debate_eval.live.tape import put_measured_velocity
-    from uav_debate_eval.quality.frames import LOCAL, PLACED
+    from uav_debate_eval.io.live_tape import SIDE_KEYS, session_trajectory, tape_columns
     from uav_debate_eval.report.schema import validate_report
     from uav_debate_eval.runner.pipeline import evaluate
 
     columns = tape_columns(job.chunks, job.vehicles)
     if columns is None:
         return JobResult(None, None, [("warning", "flight report: no pose was received")])
-    mavros = job.session.pop("mavros", None) or {}
-    px4_status = job.session.pop("px4", None)
-    invalid = (px4_status or {}).get("invalid") or {}
-    columns, validity = with_invalid_rows(columns, invalid)  # PX4's invalid estimates: the bag reader holds them
-    measured = put_measured_velocity(columns, mavros.get("velocities", {}))  # MAVROS velocity_local, as a bag's
-    traj = tape_trajectory(columns, validity=validity)
-    if offsets := tape_offsets(traj, mavros.get("fixes", {}), mavros.get("anchor")):  # MAVROS frames by their fixes
-        traj = tape_trajectory(columns, offsets=offsets, validity=validity)
-    traj.ingest.notes.extend(f"{u}: velocity measured by {mavros['velocity_topics'][u]}" for u in measured)
-    traj.ingest.notes.extend(placed_note(u, mavros["anchor"], offset) for u, offset in offsets.items())
-    traj.ingest.notes.extend(f"{u}: {len(rows)} samples flagged not valid by the estimator, received live and not "
-                             "checked by the verifier" for u, rows in invalid.items() if rows)
-    if px4_status:  # vehicle_status as the bag reader reads it (the vehicle class too)
-        from uav_debate_eval.io.px4 import StatusFields, apply_landing, apply_status
-
-        for uav, rows in px4_status["statuses"].items():
-            if uav in px4_status["offsets"]:
-                apply_status(traj, uav, [StatusFields(*r) for r in rows], px4_status["offsets"][uav])
-        for uav, rows in px4_status.get("landings", {}).items():
-            if uav in px4_status["offsets"]:
-                apply_landing(traj, uav, rows, px4_status["offsets"][uav])
-        for uav in px4_status.get("spawned", []):  # placed at the mission's origin as received: not placed again
-            if uav in traj.tracks:
-                traj.tracks[uav].frame = PLACED
-    for uav in job.session.pop("local_frames", []):  # MAVROS local_position: each vehicle's own frame, as a bag's
-        if uav in traj.tracks and uav not in offsets:
-            traj.tracks[uav].frame = LOCAL
-    for uav, states in mavros.get("states", {}).items():  # MAVROS state: the arming, as the bag reader reads it
-        if uav in traj.tracks:
-            state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/state")
-    for uav, states in mavros.get("landings", {}).items():  # and the extended state's landed state
-        if uav in traj.tracks:
-            state_events(traj.ingest.log_events, uav, states, traj.t0, "mavros/extended_state", LANDING_WORDS)
+    # the side streams go on the poses (the tape of a killed session does the same), and out of the live record
+    traj = session_trajectory(columns, {k: job.session.pop(k) for k in SIDE_KEYS if k in job.session})
     write = job.out_dir is not None
     evaluation = evaluate(traj, job.mission, DebateConfig(backend="rules"), inputs=session_inputs(job.session),
                           figures=write)

@@ -7,8 +7,8 @@ one `.npy` chunk. Memory stays flat however long the flight; the pose callbacks 
 (io.flight_mcap.poses_trajectory: same stamps, same samples).
 
 The tape is readable on its own (io.live_tape: a manifest names the vehicles, chunks are written whole, the
-mission file is kept beside them): a session that never made its flight report (killed, a third Ctrl-C) leaves a
-flight `evaluate` reads, and the next session on the same OUT keeps it in OUT/unfinished-<time>/ (with the session
+mission file and the session's side streams so far are kept beside them): a session that never made its flight
+report (killed, a third Ctrl-C) leaves a flight `evaluate` reads, and the next session on the same OUT keeps it in OUT/unfinished-<time>/ (with the session
 bag) instead of overwriting it.
 """
 
@@ -25,7 +25,15 @@ import numpy as np
 
 from uav_debate_eval.core.streaming import StreamingSwarm
 from uav_debate_eval.core.trajectory import SwarmTrajectory
-from uav_debate_eval.io.live_tape import chunk_paths, is_tape, save_chunk, tape_columns, tape_trajectory, write_manifest
+from uav_debate_eval.io.live_tape import (
+    chunk_paths,
+    is_tape,
+    save_chunk,
+    save_side,
+    tape_columns,
+    tape_trajectory,
+    write_manifest,
+)
 from uav_debate_eval.io.rosbag_record import SESSION_BAG
 
 #: The tape's copy of the session's mission file: `evaluate` of the tape finds it inside the folder.
@@ -79,6 +87,11 @@ class FlightTape:
         with self._lock:
             return 0 if self._ended else self._take(swarm)
 
+    def keep_side(self, session: dict) -> None:
+        """The session's side streams so far (io.live_tape.save_side), beside the chunks."""
+        with self._lock:
+            save_side(self.folder, session)
+
     def _take(self, swarm: StreamingSwarm) -> int:
         rows, oldest, resets = swarm.rows_after(self._cursors)
         if self._resets is not None and resets != self._resets:  # a new clock: a new flight
@@ -126,24 +139,6 @@ def load_tape(chunks: list[Path], vehicles: list[str], name: str = "live flight"
     """The taped samples as a trajectory (None when the tape is empty); runs in the worker process."""
     columns = tape_columns(chunks, vehicles)
     return None if columns is None else tape_trajectory(columns, name)
-
-
-def put_measured_velocity(columns: tuple[np.ndarray, np.ndarray], measured: dict[str, np.ndarray]) -> list[str]:
-    """Each vehicle's measured velocity ((stamp s, vx, vy, vz) rows as received: MAVROS `velocity_local`) put on its
-    taped poses in place, as the bag reader puts a recorded stream on the recorded poses (io.mavros_fixes.velocity_at,
-    both stamps read as the tape reads them: core.stamps.tape_seconds); the vehicles it was put on."""
-    from uav_debate_eval.core.stamps import stamp_ns, stamp_s
-    from uav_debate_eval.io.mavros_fixes import velocity_at
-
-    data, ids = columns
-    done = []
-    for uav, rows in measured.items():
-        mask = ids == uav
-        if len(rows) < 2 or not mask.any():
-            continue
-        data[mask, 5:8] = velocity_at(stamp_s(stamp_ns(data[mask, 1])), stamp_s(stamp_ns(rows[:, 0])), rows[:, 1:4])
-        done.append(uav)
-    return done
 
 
 def keep_unfinished(tape_folder: Path) -> Path | None:

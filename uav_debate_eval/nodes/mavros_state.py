@@ -8,7 +8,7 @@
   parked too.
 - `<ns>/mavros/local_position/velocity_local` (TwistStamped) beside a `local_position` topic: the velocity the
   autopilot measured, which the flight report puts on the poses in place of the derived one, as the bag reader does
-  (live.tape.put_measured_velocity).
+  (io.live_tape.put_measured_velocity).
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ manifest names the vehicles (the chunks hold their indexes), and the session's m
 
 What the session received beside the poses (its side streams: PX4 status and estimates flagged invalid, MAVROS
 state, fixes and measured velocity, which vehicles report local frames) is kept beside the chunks as each one is
-written (`session.npz`), and put on the taped poses as the live flight report puts
-them (`session_trajectory`, the one code for both): a killed MAVROS session's frames are still placed by their fixes,
-its pads still disarmed. Only the poses and side messages received after the last closed segment are not on the
-tape; the reading notes say so. A PX4 or Gazebo session's bag (OUT/flight/rosbag2) holds every message.
+written (`session.npz`) and put on the taped poses as the live flight report puts them (`session_trajectory`, one
+code for both): a killed MAVROS session's frames are still placed by their fixes, its pads still disarmed. Only
+what was received after the last closed segment is not on the tape; the reading notes say so. A PX4 or Gazebo
+session's bag (OUT/flight/rosbag2) holds every message.
 """
 
 from __future__ import annotations

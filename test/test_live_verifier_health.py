@@ -185,3 +185,23 @@ def test_a_degraded_episode_is_listed_apart_and_decides_nothing_about_the_segmen
     text = "\n".join(live_markdown(flight))
     assert "No hazard raised the veto." in text and "Fail-safe veto episodes (verifier_degraded) (1)" in text
     assert "poses lost before the verifier: uav3 6" in text
+
+
+def test_a_stale_veto_while_the_estimate_was_invalid_says_so():
+    """A vehicle whose estimator flagged its position invalid (GPS lost) reaches the verifier with no pose: stale,
+    a veto. The flight report's data quality finds the estimator_invalid span; the episode names it as its cause and
+    the headline says why the veto rose, so the operator does not look for a radio dropout."""
+    from uav_debate_eval.live.flight_record import ESTIMATE_INVALID, episode_record, headline
+    from uav_debate_eval.live.veto_history import VetoEpisode, VetoEvidence
+
+    stale = VetoEpisode(110.0, 113.0, evidence=[VetoEvidence(
+        "safety/stale_data", ERROR, "violated", {"uavs": "px4_0", "value": 3.0, "limit": 2.0, "t": 110.0})])
+    lost = {"kind": "estimator_invalid", "uavs": ["px4_0"], "t_start": 8.0, "t_end": 11.0}
+    elsewhere = {**lost, "uavs": ["px4_1"]}
+    assert episode_record(stale, [], [], 100.0, [lost])["causes"] == [ESTIMATE_INVALID]
+    assert episode_record(stale, [], [], 100.0, [elsewhere])["causes"] == []  # another vehicle's
+    assert episode_record(stale, [], [], 100.0, [{**lost, "t_start": 1.0, "t_end": 4.0}])["causes"] == []  # before
+    record = episode_record(stale, [], [], 100.0, [lost])
+    said = headline({"violations": [], "live": {"segments": [], "veto_episodes": [record]}})
+    assert said[-1] == ("The veto for stale data of px4_0 (t=10.0–13.0 s) came while its estimator flagged its "
+                        "position invalid: no position reached the verifier (the report's estimator_invalid finding).")

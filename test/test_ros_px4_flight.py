@@ -166,6 +166,9 @@ def test_live_flight_report_equals_evaluate_on_the_session_bag(tmp_path, kind):
         assert [e["uavs"] for e in stale] == [[names[0]]], stale
         assert GPS_LOST[0] < stale[0]["t_rise"] - offset < GPS_LOST[1], stale
         assert stale[0]["t_violating_until"] - offset == pytest.approx(GPS_LOST[1], abs=0.3), stale
+        assert stale[0]["causes"] == ["estimate flagged invalid"], stale
+        assert any("came while its estimator flagged its position invalid" in line
+                   for line in flown.flight["live"]["headline"]), flown.flight["live"]["headline"]
     if kind == "px4":  # vehicle_status live: the vehicle class and the arming/mode events, as the bag gives them
         assert {u: a["vehicle_class"] for u, a in flown.flight["ingest"]["autopilot"].items()} == \
             dict.fromkeys(names, "multirotor")

@@ -4,6 +4,7 @@ panel verdicts, data quality found live, dropped poses; and the header's sentenc
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from uav_debate_eval.live.veto_history import VetoEpisode
@@ -16,6 +17,11 @@ UNITS = {"min_separation": "m", "max_speed": "m/s", "max_vertical_speed": "m/s",
          "attitude_control": "deg"}
 #: The verifier's degraded causes (safety.health) in words.
 CAUSES = {"lag": "behind the pose stream", "poses_lost": "poses lost", "stalled": "check loop stalled"}
+#: A stale-data veto's cause when the report finds the vehicle's estimate flagged invalid then (PX4 xy/z_valid):
+#: live, its poses never reach the verifier.
+ESTIMATE_INVALID = "estimate flagged invalid"
+#: How long before a veto's rise an estimate lost may have started it (the stale timeout passes first).
+CAUSE_LOOKBACK_S = 5.0
 #: A violation's worst value is its smallest for these constraints, its largest for the others.
 SMALLER_IS_WORSE = {"min_separation"}
 
@@ -32,9 +38,11 @@ def _overlapping(segments: list[dict], a: float, b: float) -> list[str]:
     return [s["id"] for s in segments if s["t_start"] <= b and s["t_end"] >= a]
 
 
-def episode_record(ep: VetoEpisode, violations: list[dict], segments: list[dict], t0: float) -> dict:
+def episode_record(ep: VetoEpisode, violations: list[dict], segments: list[dict], t0: float,
+                   quality: Sequence[dict] = ()) -> dict:
     """One veto episode in flight time: rise and fall as published, the offending sample (the flight's first
-    violating sample of the constraint it named; else the verifier's own evidence) and the latency from it."""
+    violating sample of the constraint it named; else the verifier's own evidence) and the latency from it; its
+    causes (a degraded verifier's; a stale vehicle whose estimate the report's data quality finds invalid)."""
     rise = (ep.t_raised if ep.t_raised is not None else ep.t_on) - t0
     fall = None if ep.t_off is None else ep.t_off - t0
     constraints = sorted({c for ev in ep.evidence if (c := ev.constraint)})
@@ -45,8 +53,12 @@ def episode_record(ep: VetoEpisode, violations: list[dict], segments: list[dict]
     evidence_t = [ev.t - t0 for ev in ep.evidence if ev.t is not None]
     offending = min(v["t_start"] for v in matching) if matching else min(evidence_t, default=None)
     constraint = constraints[0] if constraints else None
-    causes = sorted({CAUSES.get(r, r) for ev in ep.evidence if ev.constraint == DEGRADED
-                     for r in str(ev.values.get("reasons", "")).split(",") if r})
+    causes = {CAUSES.get(r, r) for ev in ep.evidence if ev.constraint == DEGRADED
+              for r in str(ev.values.get("reasons", "")).split(",") if r}
+    if "stale_data" in constraints and any(
+            f["kind"] == "estimator_invalid" and set(f["uavs"]) & set(uavs) and f["t_start"] <= end
+            and f["t_end"] >= rise - CAUSE_LOOKBACK_S for f in quality):
+        causes.add(ESTIMATE_INVALID)
     return {
         "kind": ep.kind, "t_rise": rise, "t_fall": fall,
         "t_violating_until": None if ep.t_violating is None else ep.t_violating - t0,
@@ -54,7 +66,7 @@ def episode_record(ep: VetoEpisode, violations: list[dict], segments: list[dict]
         "worst_value": _worst(constraint or "", [v for ev in ep.evidence if (v := ev.number("value")) is not None]),
         "limit": next((lim for ev in ep.evidence if (lim := ev.number("limit")) is not None), None),
         "offending_t": offending, "latency_s": None if offending is None else rise - offending,
-        "segments": _overlapping(segments, rise, end), "causes": causes,
+        "segments": _overlapping(segments, rise, end), "causes": sorted(causes),
     }
 
 
@@ -74,8 +86,8 @@ def live_record(report: dict, job: FlightJob, t0: float) -> dict:
         "flight": True,
         "session": job.session,
         "stream_t0": t0,
-        "veto_episodes": [episode_record(ep, report["violations"], segs, t0) for ep in job.episodes
-                          if ep.kind == "hazard"],
+        "veto_episodes": [episode_record(ep, report["violations"], segs, t0, report["data_quality"]["findings"])
+                          for ep in job.episodes if ep.kind == "hazard"],
         "degraded_episodes": [episode_record(ep, [], segs, t0) for ep in job.episodes if ep.kind == "degraded"],
         "poses_lost_before_verifier": dict(job.lost_before_verifier),
         "segments": segs,
@@ -135,6 +147,12 @@ def headline(report: dict) -> list[str]:
         out.append(text + ".")
     elif report["violations"]:
         out.append("The live veto was not raised during the session.")
+    for e in episodes:
+        if ESTIMATE_INVALID in e.get("causes", []):
+            fall = e["t_fall"] if e["t_fall"] is not None else e["t_rise"]
+            out.append(f"The veto for stale data of {', '.join(e['uavs'])} ({_span(e['t_rise'], fall)}) came while "
+                       "its estimator flagged its position invalid: no position reached the verifier (the report's "
+                       "estimator_invalid finding).")
     degraded = live.get("degraded_episodes", [])
     if degraded:
         n = len(degraded)

@@ -8,8 +8,8 @@ one `.npy` chunk. Memory stays flat however long the flight; the pose callbacks 
 
 The tape is readable on its own (io.live_tape: a manifest names the vehicles, chunks are written whole, the
 mission file and the session's side streams so far are kept beside them): a session that never made its flight
-report (killed, a third Ctrl-C) leaves a flight `evaluate` reads, and the next session on the same OUT keeps it in OUT/unfinished-<time>/ (with the session
-bag) instead of overwriting it.
+report (killed, a third Ctrl-C) leaves a flight `evaluate` reads, and the next session on the same OUT keeps it
+in OUT/unfinished-<time>/ (with the session bag) instead of overwriting it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Seeded fuzzing of every reader (CSV, rosbag2 MCAP and SQLite, ROS 1 bag, ULog, DataFlash .bin, MAVLink .tlog,
-the flight MCAP `evaluate --mcap-out` writes):
-mutants of small real or written recordings (cut, flipped bytes, zeroed and duplicated blocks), each read in
-process with a time limit. A mutant must be read (perhaps with notes) or rejected with InputError: any other
-exception is a reader bug, a read past the limit a hang.
+the flight MCAP `evaluate --mcap-out` writes, a killed live session's tape with its side streams):
+mutants of small real or written recordings (cut, flipped bytes, zeroed and duplicated blocks; in a tape folder, one
+of its files), each read in process with a time limit. A mutant must be read (perhaps with notes) or rejected with
+InputError: any other exception is a reader bug, a read past the limit a hang.
 
     python test/fuzz_readers.py [--mutants 3000] [--seed 0]     (make fuzz)
 """
@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import os
 import random
+import shutil
 import signal
 import sys
 import time
@@ -61,8 +62,30 @@ def seeds(folder: Path) -> dict[str, Path]:
            "bin": write_bin(vehicles[1], folder / "copter.bin"),
            "bin_real": HERE / "fixtures" / "real" / "ardupilot" / "plane382_fragment.BIN",
            "tlog": write_tlog(vehicles[:2], folder / "swarm.tlog"),
-           "flight_mcap": _flight_mcap(csv, folder)}
+           "flight_mcap": _flight_mcap(csv, folder),
+           "tape": _tape(traj, folder / "live.tape")}
     return out
+
+
+def _tape(traj, folder: Path) -> Path:
+    """The flight as a killed live session's tape: its manifest, a chunk, and side streams (MAVROS fixes, states and
+    measured velocity; PX4 status and an invalid estimate)."""
+    from uav_debate_eval.io.live_tape import save_chunk, save_side, write_manifest
+
+    folder.mkdir()
+    names = list(traj.tracks)
+    write_manifest(folder, names)
+    save_chunk(folder / "00000.npy", np.vstack([np.column_stack([np.full(len(tr), k), tr.t + 100.0, tr.pos, tr.vel])
+                                                for k, tr in enumerate(traj.tracks.values())]))
+    vel = np.column_stack([100.0 + np.arange(10) * 0.5, np.ones((10, 3))])
+    save_side(folder, {"local_frames": names, "mavros": {
+        "states": {u: [(100.0, False), (101.0, True)] for u in names}, "landings": {},
+        "fixes": {u: [101.0, 47.0, 8.0 + 1e-5 * k, 500.0] for k, u in enumerate(names)}, "anchor": names[0],
+        "velocities": dict.fromkeys(names, vel), "velocity_topics": {u: f"/{u}/v" for u in names}},
+        "px4": {"statuses": {names[0]: [(1_000_000, 2, 14, 2, False)]}, "landings": {names[0]: [(1_000_000, True)]},
+                "offsets": {names[0]: 99.0}, "spawned": [],
+                "invalid": {names[1]: [(103.05, 1.0, 3.0, 2.0, 0.0, 0.0, 0.0, 1.0)]}}})
+    return folder
 
 
 def _flight_mcap(csv: Path, folder: Path) -> Path:
@@ -160,19 +183,30 @@ def fuzz(folder: Path, mutants: int, seed: int) -> tuple[Counter, list[str], dic
             failures.append(f"{fmt} mutant {i} ({how}, seed {seed}): {type(exc).__name__}: {exc}\n"
                             + "".join(traceback.format_exc(limit=-4)))
         finally:
-            path.unlink(missing_ok=True)
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
     return counts, failures, rejected
 
 
-def mutant(files: dict[str, Path], folder: Path, seed: int, i: int) -> tuple[str, Path, str]:
-    """(format, file, what was done) of mutant `i` of run `seed`, written into `folder`. Each mutant comes from
-    (seed, i) alone: the flight MCAP seed holds its temporary folder's path, whose length shifted a shared
-    generator for every later mutant (a failure did not come back on a rerun)."""
+def mutant(files: dict[str, Path], folder: Path, seed: int, i: int, fmt: str | None = None) -> tuple[str, Path, str]:
+    """(format, file, what was done) of mutant `i` of run `seed`, written into `folder` (`fmt`: of that format, else
+    the formats in turn). Each mutant comes from (seed, i) alone: the flight MCAP seed holds its temporary folder's
+    path, whose length shifted a shared generator for every later mutant (a failure did not come back on a rerun).
+    A folder (a tape) is copied with one of its files mutated."""
     names = sorted(files)
-    fmt = names[i % len(names)]
+    fmt = fmt or names[i % len(names)]
     src = files[fmt]
-    data, how = mutate(src.read_bytes(), random.Random(f"{seed}/{i}"))
+    rng = random.Random(f"{seed}/{i}")
     path = folder / f"m{i}{src.suffix}"
+    if src.is_dir():
+        shutil.copytree(src, path)
+        target = path / rng.choice(sorted(p.name for p in src.iterdir()))
+        data, how = mutate(target.read_bytes(), rng)
+        target.write_bytes(data)
+        return fmt, path, f"{target.name}: {how}"
+    data, how = mutate(src.read_bytes(), rng)
     path.write_bytes(data)
     return fmt, path, how
 

@@ -6,14 +6,14 @@ from fuzz_readers import fuzz, mutant, read_one, seeds
 
 from uav_debate_eval.cli import main
 
-MUTANTS = 360  # 40 per seed file, about 35 s
+MUTANTS = 400  # 40 per seed file, about 40 s
 
 
 def test_mutants_are_read_or_rejected_in_one_line(tmp_path, capsys):
     counts, failures, rejected = fuzz(tmp_path, MUTANTS, seed=0)
     assert not failures, "\n".join(failures[:3])
     formats = {fmt for fmt, _ in counts}
-    assert formats == {"csv", "mcap", "db3", "bag", "ulg", "bin", "bin_real", "tlog", "flight_mcap"}
+    assert formats == {"csv", "mcap", "db3", "bag", "ulg", "bin", "bin_real", "tlog", "flight_mcap", "tape"}
     assert sum(counts.values()) == MUTANTS
     assert sum(v for (_, k), v in counts.items() if k == "rejected") > 20  # the mutants do bite
     capsys.readouterr()
@@ -31,6 +31,6 @@ FAILED_ONCE = [(8, 685, "bin"), (8, 1199, "bin_real")]  # IndexError from a dama
 
 @pytest.mark.parametrize("seed,index,fmt", FAILED_ONCE)
 def test_mutants_that_failed_once_are_read_or_rejected(tmp_path, seed, index, fmt):
-    got, path, _ = mutant(seeds(tmp_path / "seeds"), tmp_path, seed, index)
+    got, path, _ = mutant(seeds(tmp_path / "seeds"), tmp_path, seed, index, fmt)
     assert got == fmt
     assert read_one(path) in ("read", "rejected")

@@ -32,6 +32,8 @@ SIDE = "session.npz"
 SIDE_KEYS = ("px4", "mavros", "local_frames")
 #: (side stream, key) of the arrays: MAVROS measured velocities, PX4 estimates flagged invalid (rows per vehicle)
 _ARRAYS = (("mavros", "velocities"), ("px4", "invalid"))
+#: A chunk stamped beyond this (s; NaN too) is damaged: stream clocks are unix or simulation seconds.
+MAX_STAMP_S = 1e11
 FORMAT = "uav_debate_eval live tape"
 VERSION = 1
 
@@ -77,7 +79,7 @@ def load_side(folder: Path) -> dict | None:
             for path, by_uav in side.pop("arrays", {}).items():
                 stream, key = path.split(".", 1)
                 side.setdefault(stream, {})[key] = {uav: stored[name] for uav, name in by_uav.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError):
+    except Exception:  # noqa: BLE001  (a damaged zip, JSON or array: numpy, zipfile and zlib raise their own types)
         return None
     return side
 
@@ -223,7 +225,8 @@ def read_tape(folder: Path) -> SwarmTrajectory:
         try:
             rows = np.load(chunk)
             ok = rows.ndim == 2 and rows.shape[1] == 8 and bool((rows[:, 0] >= 0).all()) and (
-                not len(rows) or int(rows[:, 0].max()) < len(vehicles))
+                not len(rows) or int(rows[:, 0].max()) < len(vehicles)
+            ) and bool((np.abs(rows[:, 1]) < MAX_STAMP_S).all())
         except (OSError, ValueError, EOFError):
             ok = False
         (good if ok else lost).append(chunk)
@@ -232,13 +235,17 @@ def read_tape(folder: Path) -> SwarmTrajectory:
         raise InputError(f"{folder}: the live tape holds no pose" + (f" ({len(lost)} unreadable chunk(s))"
                                                                       if lost else ""))
     side = load_side(folder)
-    traj = session_trajectory(columns, side or {}, name="live tape")
+    try:
+        traj = session_trajectory(columns, side or {}, name="live tape")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):  # side streams damaged on disk: the poses
+        side = None  # alone, read again (a velocity may have been put on them before the damage showed)
+        traj = tape_trajectory(tape_columns(good, vehicles) or columns, "live tape")
     traj.ingest.notes.append(
         f"a live session's tape ({len(good)} chunk(s), {len(columns[0])} poses of {len(set(columns[1]))} "
         "vehicle(s), taped as its segments closed): the session ended without its flight report, so the poses "
         "received after its last closed segment are not in this flight" + (
             f", nor what its side streams ({', '.join(sorted(side))}) received after it" if side else
-            "; its side streams (PX4 status, MAVROS state and fixes), if it had any, were not kept with it"
+            "; its side streams (PX4 status, MAVROS state and fixes), if it had any, were not kept or cannot be read"
             if side is None else ""))
     if lost:
         traj.ingest.notes.append(f"{len(lost)} tape chunk(s) unreadable (cut when the session was killed) and left "

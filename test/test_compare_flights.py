@@ -333,3 +333,38 @@ def test_a_failed_render_leaves_the_previous_comparison_whole(flights, tmp_path,
         main(["compare-flights", flights["clean1"], flights["near1"], "--out", str(out), "--quiet"])
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # no half-new comparison
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_folder_or_per_drone_files_are_one_flights_recordings(tmp_path):
+    """A show's rehearsals compared by their folders of per-drone logs (before: "directory is not a rosbag2"), and
+    per-drone CSVs given together: one run of every vehicle each (evaluate's one-flight rule), not one run per
+    file; the same files given one by one make the same report. A folder holding nothing is one line."""
+    from ardupilot_logs import write_mission, write_swarm_bins
+
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.io.csv_io import write_csv
+
+    logs = write_swarm_bins(tmp_path / "rehearsal" / "logs")
+    mission = write_mission(tmp_path)
+    rc, doc = _run([str(tmp_path / "rehearsal"), ",".join(map(str, logs)), "--mission", str(mission),
+                    "--out", str(tmp_path / "show")])
+    assert rc == 0 and doc["winner"] == "tie" and [f["runs"] for f in doc["flights"]] == [1, 1]
+    a, b = (json.loads((tmp_path / "show" / k / "report.json").read_text()) for k in ("A", "B"))
+    assert len(a["mission"]["uavs"]) == len(logs) and a["violations"] == b["violations"] and a["scores"] == b["scores"]
+
+    sim = simulate("formation", seed=0, faults=["near_miss"])
+    per_drone = []
+    for u, tr in sim.traj.tracks.items():  # one CSV per drone, as a show's drones log them
+        path = tmp_path / "drones" / f"{u}.csv"
+        path.parent.mkdir(exist_ok=True)
+        write_csv(SwarmTrajectory.from_columns(tr.t + 1_760_000_000.0, np.full(len(tr), u), tr.pos), path)
+        per_drone.append(str(path))
+    sim.write(tmp_path / "whole", formats=("csv",))
+    rc, doc = _run([",".join(per_drone), str(tmp_path / "whole" / "trajectory.csv"), "--out", str(tmp_path / "csv")])
+    assert [f["runs"] for f in doc["flights"]] == [1, 1]
+    per, whole = (json.loads((tmp_path / "csv" / k / "report.json").read_text()) for k in ("A", "B"))
+    assert per["mission"]["uavs"] == whole["mission"]["uavs"] == sorted(sim.traj.tracks)
+    assert [v["constraint"] for v in per["violations"]] == [v["constraint"] for v in whole["violations"]]
+
+    (tmp_path / "empty").mkdir()
+    assert main(["compare-flights", str(tmp_path / "empty"), str(logs[0]), "--out", str(tmp_path / "bad")]) == 2

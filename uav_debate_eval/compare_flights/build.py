@@ -127,11 +127,7 @@ def build_comparison(flights: list[Any], pairs: list[dict], protocol: str, align
 
 
 def _rel(flight: Any, i: int) -> str:
-    if len(flight.runs) == 1:
-        return f"{flight.key}/report.json"
-    from uav_debate_eval.compare_flights.flights import run_folders
-
-    return f"{flight.key}/{run_folders([Path(p) for p in flight.inputs])[i]}/report.json"
+    return f"{flight.key}/report.json" if len(flight.runs) == 1 else f"{flight.key}/{flight.run_names[i]}/report.json"
 
 
 def _summary(flights: list[Any], pairs: list[dict], winner: str, claims: list[dict]) -> str:

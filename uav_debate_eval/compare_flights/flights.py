@@ -1,8 +1,11 @@
 """The flights of a comparison: parsing `KEY=f1,f2` arguments, evaluating each run, and each flight's findings.
 
-A flight is one or more runs. Several `.ulg` files are one run (one log per vehicle, as `evaluate` reads them);
-any other several files of one flight are repeated runs of the same mission, each evaluated on its own, so the
-deltas can carry effect sizes. Each run's own report is written by the offline job (runner.job) under DIR/KEY/.
+A flight is one or more runs. A folder given for a flight stands for the recordings in it (a show's per-drone logs).
+Several autopilot logs (`.ulg`, or ArduPilot `.bin`/`.tlog`) are one run (one log per vehicle, as `evaluate` reads
+them), and so are several other recordings that are one flight by `evaluate`'s rule (their time spans overlap and
+they hold different vehicles: per-drone CSVs or bags); any other several files of one flight are repeated runs of
+the same mission, each evaluated on its own, so the deltas can carry effect sizes. Each run's own report is written
+by the offline job (runner.job) under DIR/KEY/.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ class Flight:
     key: str
     inputs: list[str]
     runs: list[Any] = field(default_factory=list)
+    #: each run's report folder below DIR/KEY/ (several runs)
+    run_names: list[str] = field(default_factory=list)
 
     @property
     def reports(self) -> list[dict]:
@@ -65,7 +70,7 @@ def parse_flight_args(raw: list[str]) -> list[tuple[str, list[Path]]]:
         for p in paths:
             if not p.exists():
                 raise InputError(f"{p}: no such file or directory")
-        out.append((key, paths))
+        out.append((key, [r for p in paths for r in _recordings(p)]))
     keys = [k for k, _ in out]
     if len(set(keys)) != len(keys):
         raise InputError(f"flight keys must differ, got {', '.join(keys)}")
@@ -74,31 +79,49 @@ def parse_flight_args(raw: list[str]) -> list[tuple[str, list[Path]]]:
     return out
 
 
+def _recordings(path: Path) -> list[Path]:
+    """An input as recordings: a folder that is not one recording (a rosbag2 folder, a live tape) stands for every
+    recording in it, at any depth."""
+    from uav_debate_eval.runner.discover import is_recording, recordings_in
+
+    if not path.is_dir() or is_recording(path):
+        return [path]
+    if not (found := recordings_in(path)):
+        raise InputError(f"{path}: folder holds no input (.csv, .mcap, .db3, .bag, .ulg, .bin, .log, .tlog, rosbag2 "
+                         "folder or live tape, at any depth)")
+    return found
+
+
 def runs_of(paths: list[Path]) -> list[list[Path]]:
     """Group a flight's files into runs: all autopilot logs (.ulg, or ArduPilot .bin/.tlog) are one run (one log per
-    vehicle), else one run per file."""
+    vehicle), as are recordings that are one flight by `evaluate`'s rule (io.loader.one_flight: per-drone CSVs or
+    bags); else one run per file (repeated runs)."""
     if len(paths) > 1 and (all(p.suffix.lower() == ".ulg" for p in paths)
                            or all(p.suffix.lower() in (".bin", ".tlog") for p in paths)):
         return [paths]
+    if len(paths) > 1:
+        from uav_debate_eval.io.loader import one_flight
+        from uav_debate_eval.runner.spans import spans_ahead
+
+        if one_flight(paths, spans_ahead(paths))[0]:
+            return [paths]
     return [[p] for p in paths]
 
 
-def run_folders(paths: list[Path]) -> list[str]:
-    """Each run's report folder below DIR/KEY/ when the flight has several runs (named as a batch names them)."""
-    from uav_debate_eval.runner.discover import folder_names
-
-    return folder_names([run[0].name for run in runs_of(paths)])
-
-
 def evaluate_flight_runs(key: str, paths: list[Path], out: Path, options: JobOptions) -> Flight:
-    """Evaluate each run with the offline job (runner.job); reports in out/KEY/ (out/KEY/<run>/ for several)."""
+    """Evaluate each run with the offline job (runner.job); reports in out/KEY/ (out/KEY/<run>/ for several). Files
+    read for their time spans are parsed once (io.kept_reads)."""
+    from uav_debate_eval.io import kept_reads
+    from uav_debate_eval.runner.discover import folder_names
     from uav_debate_eval.runner.job import evaluate_flight
 
-    runs = runs_of(paths)
     flight = Flight(key, [str(p) for p in paths])
-    for run, name in zip(runs, run_folders(paths), strict=True):
-        target = out / key if len(runs) == 1 else out / key / name
-        flight.runs.append(evaluate_flight(run, target, options))
+    with kept_reads.keeping():
+        runs = runs_of(paths)
+        flight.run_names = folder_names([run[0].name for run in runs])  # named as a batch names them
+        for run, name in zip(runs, flight.run_names, strict=True):
+            target = out / key if len(runs) == 1 else out / key / name
+            flight.runs.append(evaluate_flight(run, target, options))
     return flight
 
 

@@ -183,6 +183,11 @@ def _folder_groups(root: Path, out: Path | None, prefix: str) -> list[_Group]:
     return groups
 
 
+def recordings_in(folder: Path) -> list[Path]:
+    """Every recording in a folder, at any depth (hidden folders left out), in name order folder by folder."""
+    return [p for _, recordings in _walk(folder, set(), set()) for p in recordings]
+
+
 def _walk(folder: Path, skip: set[str], seen: set[str]) -> Iterator[tuple[Path, list[Path]]]:
     """(folder, its recordings) for the folder and every folder below it, in name order; hidden folders (a
     report being written), --out and a folder met twice through a link are left out."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -222,9 +223,11 @@ class LiveFrames:
     #: vehicles whose last pose its estimator flagged invalid (xy_valid or z_valid false; odometry: NaN): not
     #: checked live (the verifier calls them stale after its timeout), an `estimator_invalid` span offline
     invalid: set[str] = field(default_factory=set)
-    #: those samples, placed as the valid ones are: (t, x, y, z, vx, vy, vz, altitude valid) rows the flight report
-    #: holds as the bag reader holds them (Track.est_valid false), so both find the same estimator_invalid spans
-    invalid_rows: dict[str, list[tuple[float, ...]]] = field(default_factory=dict)
+    #: those samples, placed as the valid ones are: (t, x, y, z, vx, vy, vz, altitude valid) rows, flat (8 doubles
+    #: each), the flight report holds as the bag reader holds them (Track.est_valid false), so both find the same
+    #: estimator_invalid spans; kept only with `keep_invalid` (the panel's input: the verifier checks none of them)
+    invalid_rows: dict[str, array] = field(default_factory=dict)
+    keep_invalid: bool = True
     #: invalid samples that came before their vehicle could be placed: (t, NED position, NED velocity, altitude
     #: valid), placed with it (an estimator is not valid yet at boot); at most MAX_HELD each
     held_invalid: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
@@ -243,10 +246,16 @@ class LiveFrames:
         return self._sample(uav, t, ref, (m.x, m.y, m.z), (m.vx, m.vy, m.vz))
 
     def _keep_invalid(self, uav: str, sample: tuple[Any, ...]) -> None:
+        if not self.keep_invalid:
+            return
         if uav in self.placement.origins:
-            self.invalid_rows.setdefault(uav, []).append(self._invalid_row(uav, *sample))
+            self.invalid_rows.setdefault(uav, array("d")).extend(self._invalid_row(uav, *sample))
         elif len(held := self.held_invalid.setdefault(uav, [])) < MAX_HELD:
             held.append(sample)
+
+    def invalid_arrays(self) -> dict[str, np.ndarray]:
+        """`invalid_rows` as (n, 8) arrays (copies), for the flight report."""
+        return {u: np.frombuffer(rows[:], dtype=float).reshape(-1, 8) for u, rows in self.invalid_rows.items() if rows}
 
     def _invalid_row(self, uav: str, t: float, pos_ned, vel_ned, z_ok: bool) -> tuple[float, ...]:
         p, v = self._world(uav, self.placement.origins[uav], pos_ned, vel_ned)
@@ -273,7 +282,9 @@ class LiveFrames:
             return None
         self.unplaced.discard(uav)
         if held := self.held_invalid.pop(uav, None):  # placed now: so are its invalid samples before
-            self.invalid_rows.setdefault(uav, []).extend(self._invalid_row(uav, *sample) for sample in held)
+            rows = self.invalid_rows.setdefault(uav, array("d"))
+            for sample in held:
+                rows.extend(self._invalid_row(uav, *sample))
         return (t, *self._world(uav, origin, pos_ned, vel_ned))
 
     def _world(self, uav: str, origin: np.ndarray, pos_ned, vel_ned

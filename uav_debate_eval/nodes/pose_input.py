@@ -116,9 +116,9 @@ class PoseInput:
         the world frame, MAVROS local frames placed by their global fixes, then by these origins, as a bag's are
         (the listeners get them as received, as the flight's tape and report take them); `on_frame_moved(uav)`: the
         owner's next pose of the vehicle is in a frame placed since its last one (no step of motion between);
-        `measured_velocity`: MAVROS, each vehicle's velocity_local kept for the flight report (the verifier, which
-        checks the poses, takes none); `on_landed(uav, landed)`: its land detector read or changed (PX4
-        vehicle_land_detected, MAVROS extended_state)."""
+        `measured_velocity`: MAVROS, each vehicle's velocity_local kept for the flight report, PX4 its estimates
+        flagged invalid (the verifier, which checks the poses, keeps neither); `on_landed(uav, landed)`: its land
+        detector read or changed (PX4 vehicle_land_detected, MAVROS extended_state)."""
         self.node = node
         self.on_lost = on_lost
         self.on_arming = on_arming
@@ -166,7 +166,8 @@ class PoseInput:
                                on_frame_moved) if owner_frames is not None and self.reports_local_frames else None
         if (owner_frames or self.fixes is not None) and self.pose_type in RELAYED:  # (PX4's places its own)
             self.callback = self._owner = self._placed(callback, WorldPlacement(owner_frames or {}), self.fixes)
-        self._px4 = Px4Input(self, parse_spawn(spawn), shared) if self.pose_type in PX4_KINDS else None
+        self._px4 = Px4Input(self, parse_spawn(spawn), shared, for_report=measured_velocity) \
+            if self.pose_type in PX4_KINDS else None
         #: MAVROS pose topics: each vehicle's state topic beside them (arming)
         self._mavros = MavrosState(node, self._stamp, on_arming, callback_group, self._on_fix, measured_velocity,
                                    on_landed) if self.pose_type in RELAYED else None

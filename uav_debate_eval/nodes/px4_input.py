@@ -71,11 +71,12 @@ class Px4Input:
     """Subscribes `[/px4_N]/fmu/out/<kind>` of every instance discovered (or named) and feeds the owner's callback
     with world-frame ENU samples on the node's clock."""
 
-    def __init__(self, owner: PoseInput, spawn: dict[str, tuple[float, ...]], shared: bool):
+    def __init__(self, owner: PoseInput, spawn: dict[str, tuple[float, ...]], shared: bool, for_report: bool = True):
+        """`for_report`: keep what the flight report needs beyond the poses (the estimates flagged invalid)."""
         self.owner = owner
         self.topic_name = PX4_KINDS[owner.pose_type]
         self.cls = message_class(owner.pose_type)
-        self.frames = px4.LiveFrames(spawn=spawn, shared=shared)
+        self.frames = px4.LiveFrames(spawn=spawn, shared=shared, keep_invalid=for_report)
         self._said: set[str] = set()
         #: each vehicle's vehicle_status messages as received (a few a second): arming, modes, vehicle class
         self.statuses: dict[str, list[px4.StatusFields]] = {}
@@ -141,7 +142,7 @@ class Px4Input:
         return {"statuses": {u: [tuple(r) for r in rows] for u, rows in self.statuses.items() if rows},
                 "landings": {u: list(rows) for u, rows in self.landings.items() if rows},
                 "offsets": dict(self.frames.clock.offsets), "spawned": sorted(self.frames.placement.spawned),
-                "invalid": {u: list(rows) for u, rows in self.frames.invalid_rows.items() if rows}}
+                "invalid": self.frames.invalid_arrays()}
 
     def callback(self, uav: str, topic: str):
         convert = self.frames.local_position if self.topic_name == "vehicle_local_position" else self.frames.odometry

@@ -368,3 +368,23 @@ def test_a_folder_or_per_drone_files_are_one_flights_recordings(tmp_path):
 
     (tmp_path / "empty").mkdir()
     assert main(["compare-flights", str(tmp_path / "empty"), str(logs[0]), "--out", str(tmp_path / "bad")]) == 2
+
+
+def test_a_shows_damaged_log_is_left_out_of_its_flight_as_evaluate_leaves_it_out(tmp_path, capsys):
+    """One log that cannot be read among a rehearsal's: the others are the flight (named in its report's notes and on
+    stderr), the comparison is written, and the exit status is 2 (bad input), as `evaluate` does."""
+    from ardupilot_logs import write_mission, write_swarm_bins
+
+    logs = write_swarm_bins(tmp_path / "monday")
+    (tmp_path / "monday" / "broken.BIN").write_bytes(b"\xa3\x95" + b"\x00" * 64)
+    mission = write_mission(tmp_path)
+    rc = main(["compare-flights", str(tmp_path / "monday"), ",".join(map(str, logs)), "--mission", str(mission),
+               "--out", str(tmp_path / "cmp"), "--quiet"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("uav-debate-eval compare-flights: failed: broken.BIN cannot "
+                                                          "be read (") and err[0].endswith(": left out of flight A")
+    doc = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert doc["winner"] == "tie" and [f["runs"] for f in doc["flights"]] == [1, 1]
+    a = json.loads((tmp_path / "cmp" / "A" / "report.json").read_text())
+    assert len(a["mission"]["uavs"]) == len(logs) and err[0].removeprefix("uav-debate-eval compare-flights: failed: ") \
+        in a["notes"]

@@ -19,7 +19,7 @@ from typing import Any
 from uav_debate_eval.commands import LLM_BACKENDS, add_llm_options
 from uav_debate_eval.core.errors import InputError
 
-EXIT_OK, EXIT_WORSE = 0, 5
+EXIT_OK, EXIT_BAD_INPUT, EXIT_WORSE = 0, 2, 5
 
 HELP = """\
 Flights: each FLIGHT is an input as `evaluate` takes it (CSV, rosbag2 dir/.mcap/.db3, ROS 1 .bag, .ulg, .bin,
@@ -132,6 +132,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"winner {doc['winner']} ({args.protocol}, {doc['backend']['name']}); swap audit "
               f"{'consistent' if audit['consistent'] else 'inconsistent'}; comparison in {out / 'comparison.html'}")
     a, b = flights[0].key, flights[1].key
+    if left_out := [why for f in flights for why in f.left_out]:  # bad input, as evaluate says it: the files stand
+        for why in left_out:
+            print(f"uav-debate-eval compare-flights: failed: {why}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.fail_if_worse and pairs[0]["winner"] == a:
         print(f"uav-debate-eval compare-flights: {b} is worse than {a}", file=sys.stderr)
         return EXIT_WORSE

@@ -34,6 +34,8 @@ class Flight:
     runs: list[Any] = field(default_factory=list)
     #: each run's report folder below DIR/KEY/ (several runs)
     run_names: list[str] = field(default_factory=list)
+    #: inputs that cannot be read, left out of the run the others make (each its one-line reason)
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def reports(self) -> list[dict]:
@@ -92,20 +94,21 @@ def _recordings(path: Path) -> list[Path]:
     return found
 
 
-def runs_of(paths: list[Path]) -> list[list[Path]]:
+def runs_of(paths: list[Path]) -> tuple[list[list[Path]], list[str]]:
     """Group a flight's files into runs: all autopilot logs (.ulg, or ArduPilot .bin/.tlog) are one run (one log per
     vehicle), as are recordings that are one flight by `evaluate`'s rule (io.loader.one_flight: per-drone CSVs or
-    bags); else one run per file (repeated runs)."""
-    if len(paths) > 1 and (all(p.suffix.lower() == ".ulg" for p in paths)
-                           or all(p.suffix.lower() in (".bin", ".tlog") for p in paths)):
-        return [paths]
-    if len(paths) > 1:
-        from uav_debate_eval.io.loader import one_flight
-        from uav_debate_eval.runner.spans import spans_ahead
+    bags); else one run per file (repeated runs). Returns the runs and why each input left out cannot be read: a
+    run of several recordings leaves out one that cannot be read (a show's damaged log), as `evaluate` does."""
+    if len(paths) < 2:
+        return [paths], []
+    from uav_debate_eval.io.loader import one_flight
+    from uav_debate_eval.runner.discover import readable_part
 
-        if one_flight(paths, spans_ahead(paths))[0]:
-            return [paths]
-    return [[p] for p in paths]
+    logs = all(p.suffix.lower() == ".ulg" for p in paths) or all(p.suffix.lower() in (".bin", ".tlog") for p in paths)
+    readable, spans, unread = readable_part(paths)
+    if readable and (logs or (len(readable) > 1 and one_flight(readable, spans)[0])):
+        return [readable], unread
+    return [[p] for p in paths], []  # repeated runs: one that cannot be read fails with its own line
 
 
 def evaluate_flight_runs(key: str, paths: list[Path], out: Path, options: JobOptions) -> Flight:
@@ -117,11 +120,12 @@ def evaluate_flight_runs(key: str, paths: list[Path], out: Path, options: JobOpt
 
     flight = Flight(key, [str(p) for p in paths])
     with kept_reads.keeping():
-        runs = runs_of(paths)
+        runs, unread = runs_of(paths)
+        flight.left_out = [f"{why}: left out of flight {key}" for why in unread]
         flight.run_names = folder_names([run[0].name for run in runs])  # named as a batch names them
         for run, name in zip(runs, flight.run_names, strict=True):
             target = out / key if len(runs) == 1 else out / key / name
-            flight.runs.append(evaluate_flight(run, target, options))
+            flight.runs.append(evaluate_flight(run, target, options, notes=flight.left_out))
     return flight
 
 

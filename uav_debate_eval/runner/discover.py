@@ -114,7 +114,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     if not shaped and not each:
         if len(explicit) == 1:
             return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
-        readable, spans, unread = _readable(explicit)
+        readable, spans, unread = readable_part(explicit)
         if unread and len(readable) > 1 and (rest := overlap(readable, spans))[0]:
             # a show's one bad log among 500: the others are the flight (the bad one said, exit 2), not 499 flights
             messages.append(f"{len(explicit)} inputs: one flight of {len(readable)} ({rest[1]}); left out: "
@@ -130,7 +130,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     flights: list[tuple[list[Path], str, str, tuple[str, ...]]] = []  # (recordings, name, report folder, left out)
     for g in groups:
         if not (g.each or each):
-            readable, spans, unread = _readable(g.paths) if len(g.paths) > 1 else (g.paths, {}, [])
+            readable, spans, unread = readable_part(g.paths) if len(g.paths) > 1 else (g.paths, {}, [])
             together, why = overlap(readable, spans) if len(readable) > 1 else (len(g.paths) == 1, "")
             if together and not unread:
                 flights.append((g.paths, g.name, g.name, ()))
@@ -152,7 +152,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                  for (paths, name, _, left_out), folder in zip(flights, folders, strict=True)], True, messages)
 
 
-def _readable(paths: list[Path]) -> tuple[list[Path], dict, list[str]]:
+def readable_part(paths: list[Path]) -> tuple[list[Path], dict, list[str]]:
     """(the recordings whose time spans read, those spans, why each other one cannot be read), the spans of many
     logs read on every core; PX4 logs are one flight without spans."""
     if px4_logs_only(paths):

@@ -26,7 +26,8 @@ def test_mutants_are_read_or_rejected_in_one_line(tmp_path, capsys):
 
 
 #: Mutants of `make fuzz` runs that failed once (seed, index: their format): each now read or rejected.
-FAILED_ONCE = [(8, 685, "bin"), (8, 1199, "bin_real")]  # IndexError from a damaged format table's MSG, ORGN
+FAILED_ONCE = [(8, 685, "bin"), (8, 1199, "bin_real"),  # IndexError from a damaged format table's MSG, ORGN
+               (0, 527, "tape")]  # a chunk's .npy header damaged: numpy raised tokenize's TokenError
 
 
 @pytest.mark.parametrize("seed,index,fmt", FAILED_ONCE)

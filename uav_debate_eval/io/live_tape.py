@@ -227,7 +227,7 @@ def read_tape(folder: Path) -> SwarmTrajectory:
             ok = rows.ndim == 2 and rows.shape[1] == 8 and bool((rows[:, 0] >= 0).all()) and (
                 not len(rows) or int(rows[:, 0].max()) < len(vehicles)
             ) and bool((np.abs(rows[:, 1]) < MAX_STAMP_S).all())
-        except (OSError, ValueError, EOFError):
+        except Exception:  # noqa: BLE001  (a damaged .npy: numpy raises ValueError, EOFError, tokenize's TokenError)
             ok = False
         (good if ok else lost).append(chunk)
     columns = tape_columns(good, vehicles)

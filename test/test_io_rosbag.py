@@ -158,6 +158,31 @@ def test_odometry_twist_rotated_from_child_frame(tmp_path):
     assert not tr.vel_derived
 
 
+def test_ardupilot_dds_twist_is_the_measured_velocity_of_its_pose(tmp_path):
+    """ArduPilot's own DDS client (4.5+): `<ns>/ap/twist/filtered` (the AHRS's velocity, local ENU) beside
+    `<ns>/ap/pose/filtered` is the vehicle's measured velocity, as MAVROS's velocity_local is; a twist glitch the
+    poses do not show is what max_speed sees. Before, the velocity was derived from the poses."""
+    Twist, V3 = TS2.types["geometry_msgs/msg/Twist"], TS2.types["geometry_msgs/msg/Vector3"]
+    TwistStamped = TS2.types["geometry_msgs/msg/TwistStamped"]
+    msgs = []
+    for ns in ("", "/copter2"):
+        for k in range(30):
+            t = 100.0 + k / 10
+            vy = 12.0 if k == 15 else 1.0
+            msgs.append((f"{ns}/ap/pose/filtered", "geometry_msgs/msg/PoseStamped", int(t * 1e9),
+                         pose_stamped(TS2, t, (0.0 if not ns else 10.0, k / 10, 2.0))))
+            msgs.append((f"{ns}/ap/twist/filtered", "geometry_msgs/msg/TwistStamped", int(t * 1e9) + 1000,
+                         TwistStamped(_header(TS2, int(t), int(round((t % 1) * 1e9)), "base_link"),
+                                      Twist(V3(0.0, vy, 0.0), V3(0.0, 0.0, 0.0)))))
+    traj = read_bag(write_bag(tmp_path / "ap.mcap", msgs))
+    assert traj.uav_ids == ["ap", "copter2"]
+    for u in traj.uav_ids:
+        tr = traj.tracks[u]
+        assert not tr.vel_derived and tr.vel[15] == pytest.approx([0.0, 12.0, 0.0]) and tr.vel[3, 1] == 1.0
+        assert f"{u}: velocity measured by {'/copter2' if u == 'copter2' else ''}/ap/twist/filtered" in \
+            traj.ingest.notes
+
+
 def test_pose_array_names_by_index_and_by_mission(tmp_path):
     PA = TS2.types["geometry_msgs/msg/PoseArray"]
     msgs = [("/swarm/poses", "geometry_msgs/msg/PoseArray", (k + 1) * 10**9,

@@ -6,9 +6,9 @@
   vehicle's local frame in the world frame (io.mavros_fixes).
 - `<ns>/mavros/extended_state` (mavros_msgs/ExtendedState): each vehicle's landed state; armed on its pad it is
   parked too.
-- `<ns>/mavros/local_position/velocity_local` (TwistStamped) beside a `local_position` topic: the velocity the
-  autopilot measured, which the flight report puts on the poses in place of the derived one, as the bag reader does
-  (io.live_tape.put_measured_velocity).
+- `<ns>/mavros/local_position/velocity_local` (TwistStamped) beside a `local_position` topic, and ArduPilot DDS's
+  `<ns>/ap/twist/filtered` beside its `<ns>/ap/pose/filtered`: the velocity the autopilot measured, which the flight
+  report puts on the poses in place of the derived one, as the bag reader does (io.live_tape.put_measured_velocity).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from sensor_msgs.msg import NavSatFix
 
 from uav_debate_eval.core.arming import LANDING_WORDS, landed_state
 from uav_debate_eval.io.mavros_fixes import valid_fix
+from uav_debate_eval.io.rosbag.topics import AP_POSE, AP_TWIST
 
 #: As MAVROS publishes the state (sys_status: QoS(10).transient_local(), reliable): a reader that joins late still
 #: gets the latest state, and a volatile reader would miss a vehicle standing disarmed since before it started.
@@ -36,6 +37,14 @@ def mavros_topic(pose_topic: str, suffix: str, local_only: bool = False) -> str 
     `local_only`, beside a local_position topic only: a local frame to place, its measured velocity), else None."""
     head, sep, _ = pose_topic.partition("/mavros/")
     return f"{head}/mavros/{suffix}" if sep and (not local_only or "/local_position/" in pose_topic) else None
+
+
+def velocity_topic(pose_topic: str) -> str | None:
+    """The autopilot's measured velocity beside a pose topic: MAVROS `local_position/velocity_local` (world frame),
+    ArduPilot DDS's `ap/twist/filtered` (its AHRS's, local ENU); else None."""
+    if pose_topic.endswith(AP_POSE):
+        return pose_topic.removesuffix(AP_POSE) + AP_TWIST
+    return mavros_topic(pose_topic, "local_position/velocity_local", local_only=True)
 
 
 def state_topic(pose_topic: str) -> str | None:
@@ -81,23 +90,25 @@ class MavrosState:
         self._missing_said = False
 
     def watch(self, uav: str, pose_topic: str) -> None:
-        """Subscribe the state topic (and a local frame's fixes) beside a vehicle's pose topic, if it is MAVROS's
-        (once per vehicle)."""
+        """Subscribe the state topic (and a local frame's fixes) beside a vehicle's pose topic, if it is MAVROS's,
+        and the measured velocity beside it (MAVROS's or ArduPilot DDS's), once per vehicle."""
         topic = state_topic(pose_topic)
-        if topic is None or uav in self.pose_topics:
+        velocity = velocity_topic(pose_topic) if self._want_velocities else None
+        if (topic is None and velocity is None) or uav in self.pose_topics:
             return
         self.pose_topics[uav] = pose_topic
-        if (fixes := mavros_topic(pose_topic, "global_position/global", local_only=True)) is not None:
-            self._subs[fixes] = self.node.create_subscription(NavSatFix, fixes, self._on_fix(uav),
-                                                              qos_profile_sensor_data,
-                                                              callback_group=self.callback_group)
-        if self._want_velocities and (velocity := mavros_topic(pose_topic, "local_position/velocity_local",
-                                                               local_only=True)) is not None:
+        if velocity is not None:
             rows = array("d")
             self.velocities[uav] = (velocity, rows)
             self._subs[velocity] = self.node.create_subscription(TwistStamped, velocity, self._on_velocity(rows),
                                                                  qos_profile_sensor_data,
                                                                  callback_group=self.callback_group)
+        if topic is None:  # ArduPilot DDS: its velocity only
+            return
+        if (fixes := mavros_topic(pose_topic, "global_position/global", local_only=True)) is not None:
+            self._subs[fixes] = self.node.create_subscription(NavSatFix, fixes, self._on_fix(uav),
+                                                              qos_profile_sensor_data,
+                                                              callback_group=self.callback_group)
         if self.cls is None:
             if not self._missing_said:
                 self._missing_said = True

@@ -1,5 +1,5 @@
 """Which topics of a bag are read: the pose topics (by type, or as `--topics` names them), the vehicle each one
-is, and the MAVROS and /tf_static topics that complete them."""
+is, and the MAVROS, ArduPilot DDS and /tf_static topics that complete them."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ _MOCAP_NS = {"vicon", "vrpn_client_node", "natnet", "optitrack", "qualisys", "mo
 #: autopilot's state (arming) and extended state (landed).
 _MAVROS_COMPANIONS = (("/local_position/velocity_local", TWIST), ("/local_position/velocity_body", TWIST),
                       ("/global_position/global", FIX), ("/state", STATE), ("/extended_state", EXTENDED_STATE))
+#: ArduPilot's own DDS client (4.5+): `<ns>/ap/pose/filtered` and, beside it, the AHRS's velocity (local ENU).
+AP_POSE, AP_TWIST = "/ap/pose/filtered", "/ap/twist/filtered"
 
 
 def same_type(msgtype: str) -> str:
@@ -113,9 +115,12 @@ def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | Non
 
 def companions(selected: dict[str, str | None], types: dict[str, str]) -> dict[str, str]:
     """Companion topic -> the pose topic it completes: MAVROS velocity (world or body), global fix, state and extended
-    state of the same namespace, and /tf_static (-> itself) when the bag has it and it is not read as poses."""
+    state of the same namespace; ArduPilot DDS's twist beside its pose; and /tf_static (-> itself) when the bag has
+    it and it is not read as poses."""
     out = {}
     for topic in selected:
+        if topic.endswith(AP_POSE) and types.get(cand := topic.removesuffix(AP_POSE) + AP_TWIST) == TWIST:
+            out[cand] = topic
         if "/mavros/" not in topic + "/":
             continue
         ns = topic[:topic.index("/mavros") + len("/mavros")] if "/mavros" in topic else ""

@@ -1,0 +1,122 @@
+"""One flight, one truth for ArduPilot's own DDS client (4.5+, no MAVROS) over real DDS: a vehicle publishes
+`/ap/pose/filtered` (PoseStamped, local ENU) and `/ap/twist/filtered` (TwistStamped, its AHRS's velocity) as
+ArduPilot does, and records what it sent as a rosbag2. Its AHRS reports a 12 m/s velocity glitch its poses do not
+show. `live` reads the measured velocity beside the poses (nodes.mavros_state.velocity_topic) as `evaluate` of the
+bag does (io.rosbag.topics.companions): the same max_speed violation, events, data quality and findings in both;
+before, live derived the velocity from the poses and the bag did too, blind to the autopilot's own estimate."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from ros_domain import leased_domain
+from test_ros_live import _NoAliases
+from test_ros_safety import _env
+
+from uav_debate_eval.cli import main
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+VEHICLE = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    import rclpy
+    from geometry_msgs.msg import PoseStamped, TwistStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.serialization import serialize_message
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+    bag = Path(sys.argv[1])
+    reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+    rclpy.init()
+    node = rclpy.create_node("ardupilot_dds")
+    pose = node.create_publisher(PoseStamped, "/ap/pose/filtered", reliable)
+    twist = node.create_publisher(TwistStamped, "/ap/twist/filtered", reliable)
+    sent = []
+
+    def send(pub, msg, msgtype):
+        sent.append((pub.topic_name, msgtype, time.time_ns(), serialize_message(msg)))
+        pub.publish(msg)
+
+    while pose.get_subscription_count() < 1 or twist.get_subscription_count() < 1:  # the verifier; the panel
+        time.sleep(0.05)
+    time.sleep(1.0)
+    t0 = time.time()
+    while (el := time.time() - t0) < 12.0:
+        stamp = node.get_clock().now().to_msg()
+        z = min(5.0, el * 1.0)
+        north = max(0.0, el - 5.0) * 2.0  # 2 m/s north after the climb
+        vn = 12.0 if 8.0 <= el < 8.5 else (2.0 if el >= 5.0 else 0.0)  # the AHRS's glitch: 12 m/s for 0.5 s
+        v = TwistStamped()
+        v.header.stamp, v.header.frame_id = stamp, "base_link"
+        v.twist.linear.x, v.twist.linear.y, v.twist.linear.z = 0.0, vn, 1.0 if el < 5.0 else 0.0
+        send(twist, v, "geometry_msgs/msg/TwistStamped")
+        m = PoseStamped()
+        m.header.stamp, m.header.frame_id = stamp, "map"
+        m.pose.position.x, m.pose.position.y, m.pose.position.z = 0.0, north, z
+        m.pose.orientation.w = 1.0
+        send(pose, m, "geometry_msgs/msg/PoseStamped")
+        time.sleep(0.05)
+    node.destroy_node()
+    rclpy.shutdown()
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        conns = {}
+        for topic, msgtype, ns, data in sent:
+            if topic not in conns:
+                conns[topic] = w.add_connection(topic, msgtype, typestore=ts)
+            w.write(conns[topic], ns, data)
+    print("SENT", len(sent), flush=True)
+""")
+COMPARED = ("violations", "events", "data_quality", "findings")
+
+
+def test_live_ardupilot_dds_flight_report_takes_the_measured_velocity_as_its_bag_does(tmp_path: Path):
+    (tmp_path / "vehicle.py").write_text(VEHICLE)
+    mission = tmp_path / "mission.yaml"
+    mission.write_text("mission: {name: ardupilot_dds, type: survey}\nconstraints: {max_speed_mps: 8.0}\n")
+    common = {"pose_topic_pattern": "/{uav}/pose/filtered", "uav_names": ["ap"], "pose_qos": "reliable",
+              "mission_file": str(mission)}
+    cfg = {"safety_verifier": {"ros__parameters": {**common, "fail_safe": "warn"}},
+           "dsl_builder": {"ros__parameters": {**common, "segment_mode": "window", "window_s": 30.0,
+                                               "idle_flush_s": 2.0}},
+           "debate_panel": {"ros__parameters": {**common, "llm_backend": "rules"}}}
+    config = tmp_path / "live.yaml"
+    config.write_text(yaml.dump(cfg, Dumper=_NoAliases))
+    out, bag = tmp_path / "out", tmp_path / "bag"
+    with leased_domain() as domain, (tmp_path / "live.log").open("w") as log:
+        live = subprocess.Popen([sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config),
+                                 "--out", str(out), "--llm", "rules", "--quiet"], env=_env(domain), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            vehicle = subprocess.run([sys.executable, str(tmp_path / "vehicle.py"), str(bag)], env=_env(domain),
+                                     capture_output=True, text=True, timeout=120)
+            assert vehicle.returncode == 0 and "SENT" in vehicle.stdout, vehicle.stderr[-3000:]
+            time.sleep(2.0)  # the last poses reach the tape
+            live.send_signal(signal.SIGINT)  # Ctrl-C: the open segment, then the flight report
+            rc = live.wait(timeout=180)
+        finally:
+            if live.poll() is None:
+                os.killpg(live.pid, signal.SIGKILL)
+                live.wait()
+    text = (tmp_path / "live.log").read_text()
+    assert rc == 0 and (out / "flight" / "report.json").is_file(), text[-3000:]
+    main(["evaluate", str(bag), "--mission", str(mission), "--out", str(tmp_path / "replay"), "--quiet"])
+    flight = json.loads((out / "flight" / "report.json").read_text())
+    replay = json.loads((tmp_path / "replay" / "report.json").read_text())
+    [glitch] = flight["violations"]
+    assert (glitch["constraint"], glitch["uavs"]) == ("max_speed", ["ap"])  # as the AHRS measured it
+    assert glitch["worst_value"] == pytest.approx(12.0, abs=0.01)
+    for report in (flight, replay):
+        assert "ap: velocity measured by /ap/twist/filtered" in report["ingest"]["notes"]
+    for key in COMPARED:
+        assert flight[key] == replay[key], key

@@ -31,6 +31,7 @@ from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.records import Event
 from uav_debate_eval.core.stamps import stamp_ns, stamp_s
 from uav_debate_eval.core.trajectory import SwarmTrajectory
+from uav_debate_eval.io.flight_mcap_autopilot import plain_json, put_autopilot
 
 if TYPE_CHECKING:
     from uav_debate_eval.io.rosbag.raw_messages import Raw
@@ -113,69 +114,13 @@ def event_messages(traj: SwarmTrajectory) -> Iterator[tuple[int, bytes]]:
         t = e.t + traj.t0
         msg = {"type": e.type, "t": t, "t_end": None if e.t_end is None else e.t_end + traj.t0, "uavs": list(e.uavs),
                "value": e.value, "unit": e.unit, "extra": e.extra}
-        yield max(0, int(stamp_ns(np.array([t]))[0])), json.dumps(msg, default=_plain).encode()
+        yield max(0, int(stamp_ns(np.array([t]))[0])), json.dumps(msg, default=plain_json).encode()
 
 
 def frames_message(traj: SwarmTrajectory) -> bytes | None:
     """The tracks' own frames (MAVROS `local`, `mission` placed), or None when every track is in the world frame."""
     frames = {u: tr.frame for u, tr in traj.tracks.items() if tr.frame}
     return json.dumps({"frames": frames}).encode() if frames else None
-
-
-def autopilot_message(traj: SwarmTrajectory) -> bytes | None:
-    """What the autopilot log gave beside its positions and events (None when it gave nothing: a pose recording).
-    Times are flight times with the flight's origin `t0` beside them (a unix origin added to each would cost them
-    their last 0.2 microseconds, and a time on a printed boundary its rounding)."""
-    from dataclasses import asdict
-
-    from uav_debate_eval.quality.updates import true_spans
-
-    ing = traj.ingest
-    tracks: dict[str, dict] = {}
-    for u, tr in traj.tracks.items():
-        entry: dict[str, Any] = {name: true_spans(tr.t, ~flags) for name in ("est_valid", "est_z_valid")
-                                 if (flags := getattr(tr, name)) is not None}
-        if tr.recording_end is not None:
-            entry["recording_end"] = tr.recording_end
-        if entry:
-            tracks[u] = entry
-    body = {"params": ing.params, "autopilot": ing.autopilot, "attitude": ing.attitude, "gnss": ing.gnss,
-            "tracks": tracks, "findings": [asdict(f) for f in ing.findings],
-            "not_evaluable": [asdict(n) for n in ing.not_evaluable]}
-    return json.dumps({**body, "t0": traj.t0}, default=_plain).encode() if any(body.values()) else None
-
-
-def _autopilot(traj: SwarmTrajectory, body: dict) -> None:
-    """An autopilot log's context read back onto the replayed flight, its times moved onto the replay's origin."""
-    from uav_debate_eval.core.records import Finding, NotEvaluable
-
-    if not body:
-        return
-    shift, ing = float(body["t0"]) - traj.t0, traj.ingest
-
-    def moved(t: float | None) -> float | None:
-        return None if t is None else float(t) + shift
-
-    ing.params.update(body.get("params") or {})
-    ing.autopilot.update(body.get("autopilot") or {})
-    for into, key in ((ing.attitude, "attitude"), (ing.gnss, "gnss")):
-        into.update({u: (np.asarray(a[0], dtype=float) + shift, *(np.asarray(x) for x in a[1:]))
-                     for u, a in (body.get(key) or {}).items()})
-    for u, entry in (body.get("tracks") or {}).items():
-        if (tr := traj.tracks.get(u)) is None:
-            continue
-        for name in ("est_valid", "est_z_valid"):
-            if name in entry:
-                flags = np.ones(len(tr), dtype=bool)
-                for a, b in entry[name]:  # a run of invalid samples, first and last (the same samples here)
-                    flags[(tr.t >= a + shift - 1e-6) & (tr.t <= b + shift + 1e-6)] = False
-                setattr(tr, name, flags)
-        if "recording_end" in entry:
-            tr.recording_end = moved(entry["recording_end"])
-    ing.findings.extend(Finding(**{**f, "t_start": moved(f["t_start"]), "t_end": moved(f["t_end"])})
-                        for f in body.get("findings") or [])
-    ing.not_evaluable.extend(NotEvaluable(**{**n, "t_start": moved(n["t_start"]), "t_end": moved(n["t_end"])})
-                             for n in body.get("not_evaluable") or [])
 
 
 def mission_message(source: str) -> bytes | None:
@@ -208,13 +153,6 @@ def flight_mission(path: Path) -> tuple[str, str] | None:
     except Exception:  # noqa: BLE001  (a damaged file: its reader says why when it is read)
         return None
     return None
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar or array inside an event as JSON takes it."""
-    if isinstance(value, (np.generic, np.ndarray)):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _events(traj: SwarmTrajectory, messages: list[dict]) -> None:
@@ -300,7 +238,7 @@ def _read_flight_mcap(source: Path, path: Path, names: list[str] | None, notes: 
     for vehicle, frame in frames.items():
         if vehicle in traj.tracks:
             traj.tracks[vehicle].frame = str(frame)
-    _autopilot(traj, autopilot)
+    put_autopilot(traj, autopilot)
     traj.ingest.notes.extend(notes)
     return apply_names(traj, names, str(path))
 

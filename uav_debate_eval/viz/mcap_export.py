@@ -20,6 +20,7 @@ from foxglove.messages import Log, LogLevel
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io import flight_mcap
+from uav_debate_eval.io.flight_mcap_autopilot import autopilot_message
 from uav_debate_eval.report.precision import rounded
 from uav_debate_eval.runner.pipeline import Evaluation
 from uav_debate_eval.viz import scene
@@ -97,7 +98,7 @@ def _raw_poses(context: foxglove.Context, traj: SwarmTrajectory) -> None:
     start_ns = max(0, int(flight_mcap.stamp_ns(np.array([traj.t0]))[0]))
     _log_once(context, flight_mcap.FRAMES_TOPIC, flight_mcap.FRAMES_SCHEMA, flight_mcap.frames_message(traj), start_ns)
     _log_once(context, flight_mcap.AUTOPILOT_TOPIC, flight_mcap.AUTOPILOT_SCHEMA,
-              flight_mcap.autopilot_message(traj), start_ns)
+              autopilot_message(traj), start_ns)
 
 
 def _log_once(context: foxglove.Context, topic: str, schema: dict, message: bytes | None, log_time: int) -> None:

@@ -101,12 +101,11 @@ def runs_of(paths: list[Path]) -> tuple[list[list[Path]], list[str]]:
     run of several recordings leaves out one that cannot be read (a show's damaged log), as `evaluate` does."""
     if len(paths) < 2:
         return [paths], []
-    from uav_debate_eval.io.loader import one_flight
-    from uav_debate_eval.runner.discover import readable_part
+    from uav_debate_eval.runner.discover import readable_flight
 
     logs = all(p.suffix.lower() == ".ulg" for p in paths) or all(p.suffix.lower() in (".bin", ".tlog") for p in paths)
-    readable, spans, unread = readable_part(paths)
-    if readable and (logs or (len(readable) > 1 and one_flight(readable, spans)[0])):
+    readable, unread, (together, _) = readable_flight(paths)
+    if readable and (logs or together):
         return [readable], unread
     return [[p] for p in paths], []  # repeated runs: one that cannot be read fails with its own line
 

@@ -213,6 +213,11 @@ ABSOLUTE_CLOCK_S = 1e8
 Span = tuple[float, float, list[str]]
 
 
+def unread_words(unread: list[str]) -> str:
+    """Why inputs cannot be read, for one line: the first three reasons and how many more."""
+    return "; ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else "")
+
+
 def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tuple[bool, str]:
     """Whether several inputs are one flight (CONTRACT.md §4): their time spans overlap and they hold different
     vehicles (or share an absolute clock); returns the answer and the reason the terminal shows. `known`: spans
@@ -223,7 +228,7 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
     if unread:  # say whether the others are one flight: a show's 499 logs are not 499 flights to the operator
         readable = [p for p in paths if p in known]
         rest = len(readable) > 1 and one_flight(readable, known)[0]
-        return False, "; ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else "") + (
+        return False, unread_words(unread) + (
             f"; the other {len(readable)} are one flight: give them without it" if rest else "")
     spans = [(t0, t1, set(ids), p.name) for p, (t0, t1, ids) in known.items() if p in paths]
     spans.sort()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io.live_tape import is_tape
-from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind, px4_logs_only, readable_spans
+from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind, px4_logs_only, readable_spans, unread_words
 from uav_debate_eval.io.loader import one_flight as overlap
 from uav_debate_eval.runner.job import nearest_mission
 from uav_debate_eval.runner.spans import spans_ahead
@@ -114,14 +114,15 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     if not shaped and not each:
         if len(explicit) == 1:
             return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
-        readable, spans, unread = readable_part(explicit)
-        if unread and len(readable) > 1 and (rest := overlap(readable, spans))[0]:
+        readable, unread, (together, why) = readable_flight(explicit)
+        if unread and together:
             # a show's one bad log among 500: the others are the flight (the bad one said, exit 2), not 499 flights
-            messages.append(f"{len(explicit)} inputs: one flight of {len(readable)} ({rest[1]}); left out: "
+            messages.append(f"{len(explicit)} inputs: one flight of {len(readable)} ({why}); left out: "
                             + "; ".join(unread))
             return Plan([_flight(readable, " ".join(map(str, readable)), "", mission, tuple(unread))], False,
                         messages)
-        together, why = overlap(explicit, spans)
+        if unread:
+            together, why = False, unread_words(unread)
         override = "" if unread else f"; {'--each' if together else '--one-flight'} overrides"
         messages.append(f"{len(explicit)} inputs: {'one flight' if together else 'evaluated one by one'} ({why})"
                         f"{override}")
@@ -130,8 +131,8 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     flights: list[tuple[list[Path], str, str, tuple[str, ...]]] = []  # (recordings, name, report folder, left out)
     for g in groups:
         if not (g.each or each):
-            readable, spans, unread = readable_part(g.paths) if len(g.paths) > 1 else (g.paths, {}, [])
-            together, why = overlap(readable, spans) if len(readable) > 1 else (len(g.paths) == 1, "")
+            readable, unread, (together, why) = readable_flight(g.paths) if len(g.paths) > 1 else \
+                (g.paths, [], (True, ""))
             if together and not unread:
                 flights.append((g.paths, g.name, g.name, ()))
                 continue
@@ -140,8 +141,8 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                                 "left out: " + "; ".join(unread))
                 flights.append((readable, g.name, g.name, tuple(unread)))
                 continue
-            messages.append(f"{g.name}: {len(g.paths)} recordings evaluated one by one ("
-                            + "; ".join([*unread, *([why] if why else [])]) + ")")
+            messages.append(f"{g.name}: {len(g.paths)} recordings evaluated one by one "
+                            f"({unread_words(unread) if unread else why})")
         elif g.top and not each and _one_flight_of_bags(g.paths):
             messages.append(f"{g.top}: its {len(g.paths)} bags overlap in time like one flight's (one per vehicle), "
                             "but the top of a folder of flights holds one flight per recording: --one-flight reads "
@@ -152,13 +153,15 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                  for (paths, name, _, left_out), folder in zip(flights, folders, strict=True)], True, messages)
 
 
-def readable_part(paths: list[Path]) -> tuple[list[Path], dict, list[str]]:
-    """(the recordings whose time spans read, those spans, why each other one cannot be read), the spans of many
-    logs read on every core; PX4 logs are one flight without spans."""
+def readable_flight(paths: list[Path]) -> tuple[list[Path], list[str], tuple[bool, str]]:
+    """(the recordings whose time spans read, why each other one cannot be read, whether the readable ones, two or
+    more, are one flight and why: io.loader.one_flight), the spans of many logs read on every core; PX4 logs are
+    one flight without spans. The unreadable ones are tried once."""
     if px4_logs_only(paths):
-        return paths, {}, []
+        return paths, [], overlap(paths)
     spans, unread = readable_spans(paths, spans_ahead(paths))
-    return [p for p in paths if p in spans], spans, unread
+    readable = [p for p in paths if p in spans]
+    return readable, unread, overlap(readable, spans) if len(readable) > 1 else (False, "")
 
 
 def _one_flight_of_bags(paths: list[Path]) -> bool:

@@ -239,7 +239,9 @@ def read_tape(folder: Path) -> SwarmTrajectory:
         traj = session_trajectory(columns, side or {}, name="live tape")
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):  # side streams damaged on disk: the poses
         side = None  # alone, read again (a velocity may have been put on them before the damage showed)
-        traj = tape_trajectory(tape_columns(good, vehicles) or columns, "live tape")
+        again = tape_columns(good, vehicles)
+        assert again is not None  # (the chunks held poses above)
+        traj = tape_trajectory(again, "live tape")
     traj.ingest.notes.append(
         f"a live session's tape ({len(good)} chunk(s), {len(columns[0])} poses of {len(set(columns[1]))} "
         "vehicle(s), taped as its segments closed): the session ended without its flight report, so the poses "

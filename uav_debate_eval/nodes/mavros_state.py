@@ -24,7 +24,7 @@ from sensor_msgs.msg import NavSatFix
 
 from uav_debate_eval.core.arming import LANDING_WORDS, landed_state
 from uav_debate_eval.io.mavros_fixes import valid_fix
-from uav_debate_eval.io.rosbag.topics import AP_POSE, AP_TWIST
+from uav_debate_eval.io.rosbag.topics import ap_twist_topic
 
 #: As MAVROS publishes the state (sys_status: QoS(10).transient_local(), reliable): a reader that joins late still
 #: gets the latest state, and a volatile reader would miss a vehicle standing disarmed since before it started.
@@ -42,9 +42,7 @@ def mavros_topic(pose_topic: str, suffix: str, local_only: bool = False) -> str 
 def velocity_topic(pose_topic: str) -> str | None:
     """The autopilot's measured velocity beside a pose topic: MAVROS `local_position/velocity_local` (world frame),
     ArduPilot DDS's `ap/twist/filtered` (its AHRS's, local ENU); else None."""
-    if pose_topic.endswith(AP_POSE):
-        return pose_topic.removesuffix(AP_POSE) + AP_TWIST
-    return mavros_topic(pose_topic, "local_position/velocity_local", local_only=True)
+    return ap_twist_topic(pose_topic) or mavros_topic(pose_topic, "local_position/velocity_local", local_only=True)
 
 
 def state_topic(pose_topic: str) -> str | None:

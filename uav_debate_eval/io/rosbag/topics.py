@@ -40,6 +40,11 @@ _MAVROS_COMPANIONS = (("/local_position/velocity_local", TWIST), ("/local_positi
 AP_POSE, AP_TWIST = "/ap/pose/filtered", "/ap/twist/filtered"
 
 
+def ap_twist_topic(pose_topic: str) -> str | None:
+    """ArduPilot DDS's `<ns>/ap/twist/filtered` beside its `<ns>/ap/pose/filtered`, else None."""
+    return pose_topic.removesuffix(AP_POSE) + AP_TWIST if pose_topic.endswith(AP_POSE) else None
+
+
 def same_type(msgtype: str) -> str:
     """The supported type a message type is read as (itself, or the one it shares its layout with)."""
     return _SAME_LAYOUT.get(msgtype, msgtype)
@@ -119,8 +124,8 @@ def companions(selected: dict[str, str | None], types: dict[str, str]) -> dict[s
     it and it is not read as poses."""
     out = {}
     for topic in selected:
-        if topic.endswith(AP_POSE) and types.get(cand := topic.removesuffix(AP_POSE) + AP_TWIST) == TWIST:
-            out[cand] = topic
+        if (twist := ap_twist_topic(topic)) is not None and types.get(twist) == TWIST:
+            out[twist] = topic
         if "/mavros/" not in topic + "/":
             continue
         ns = topic[:topic.index("/mavros") + len("/mavros")] if "/mavros" in topic else ""

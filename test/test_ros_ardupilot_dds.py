@@ -7,22 +7,11 @@ before, live derived the velocity from the poses and the bag did too, blind to t
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-import yaml
-from ros_domain import leased_domain
-from test_ros_live import _NoAliases
-from test_ros_safety import _env
-
-from uav_debate_eval.cli import main
+from test_ros_mavros_flight import fly_beside_live
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -81,38 +70,12 @@ COMPARED = ("violations", "events", "data_quality", "findings")
 
 
 def test_live_ardupilot_dds_flight_report_takes_the_measured_velocity_as_its_bag_does(tmp_path: Path):
-    (tmp_path / "vehicle.py").write_text(VEHICLE)
     mission = tmp_path / "mission.yaml"
     mission.write_text("mission: {name: ardupilot_dds, type: survey}\nconstraints: {max_speed_mps: 8.0}\n")
     common = {"pose_topic_pattern": "/{uav}/pose/filtered", "uav_names": ["ap"], "pose_qos": "reliable",
               "mission_file": str(mission)}
-    cfg = {"safety_verifier": {"ros__parameters": {**common, "fail_safe": "warn"}},
-           "dsl_builder": {"ros__parameters": {**common, "segment_mode": "window", "window_s": 30.0,
-                                               "idle_flush_s": 2.0}},
-           "debate_panel": {"ros__parameters": {**common, "llm_backend": "rules"}}}
-    config = tmp_path / "live.yaml"
-    config.write_text(yaml.dump(cfg, Dumper=_NoAliases))
-    out, bag = tmp_path / "out", tmp_path / "bag"
-    with leased_domain() as domain, (tmp_path / "live.log").open("w") as log:
-        live = subprocess.Popen([sys.executable, "-m", "uav_debate_eval.cli", "live", "--config", str(config),
-                                 "--out", str(out), "--llm", "rules", "--quiet"], env=_env(domain), stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            vehicle = subprocess.run([sys.executable, str(tmp_path / "vehicle.py"), str(bag)], env=_env(domain),
-                                     capture_output=True, text=True, timeout=120)
-            assert vehicle.returncode == 0 and "SENT" in vehicle.stdout, vehicle.stderr[-3000:]
-            time.sleep(2.0)  # the last poses reach the tape
-            live.send_signal(signal.SIGINT)  # Ctrl-C: the open segment, then the flight report
-            rc = live.wait(timeout=180)
-        finally:
-            if live.poll() is None:
-                os.killpg(live.pid, signal.SIGKILL)
-                live.wait()
-    text = (tmp_path / "live.log").read_text()
-    assert rc == 0 and (out / "flight" / "report.json").is_file(), text[-3000:]
-    main(["evaluate", str(bag), "--mission", str(mission), "--out", str(tmp_path / "replay"), "--quiet"])
-    flight = json.loads((out / "flight" / "report.json").read_text())
-    replay = json.loads((tmp_path / "replay" / "report.json").read_text())
+    flown = fly_beside_live(tmp_path, VEHICLE, common)
+    flight, replay = flown.flight, flown.replay
     [glitch] = flight["violations"]
     assert (glitch["constraint"], glitch["uavs"]) == ("max_speed", ["ap"])  # as the AHRS measured it
     assert glitch["worst_value"] == pytest.approx(12.0, abs=0.01)

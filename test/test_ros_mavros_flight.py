@@ -15,7 +15,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -115,15 +117,13 @@ MISSION = "mission: {name: mavros_swarm, type: formation}\nconstraints: {min_sep
 COMPARED = ("violations", "events", "data_quality", "findings")
 
 
-def test_live_mavros_flight_report_equals_evaluate_of_its_bag(tmp_path: Path):
-    pytest.importorskip("mavros_msgs.msg", reason="mavros_msgs not generated (make setup)")
-    from uav_debate_eval.io.rosbag.mavros import STATE_MSG
-
-    (tmp_path / "swarm.py").write_text(SWARM)
-    mission = tmp_path / "mission.yaml"
-    mission.write_text(MISSION)
-    common = {"pose_topic_pattern": "/{uav}/mavros/local_position/pose", "uav_names": ["uav1", "uav2", "uav3"],
-              "pose_qos": "reliable", "mission_file": str(mission)}
+def fly_beside_live(tmp_path: Path, script: str, common: dict, args: tuple[str, ...] = (),
+                    before_stop: Callable[[Path], object] = lambda out: time.sleep(2.0)) -> SimpleNamespace:
+    """`live` on `common`'s pose parameters beside a publisher `script` (run as `script BAG *args`: it records what it
+    sent as a rosbag2 at tmp_path/bag), then `before_stop(out)` (default: the last poses reach the tape) and Ctrl-C
+    (the open segment, then the flight report). Returns the flight report, `evaluate` of the bag (the replay) and
+    what `before_stop` returned (`kept`)."""
+    (tmp_path / "publisher.py").write_text(script)
     cfg = {"safety_verifier": {"ros__parameters": {**common, "fail_safe": "warn"}},
            "dsl_builder": {"ros__parameters": {**common, "segment_mode": "window", "window_s": 30.0,
                                                "idle_flush_s": 2.0}},
@@ -136,11 +136,11 @@ def test_live_mavros_flight_report_equals_evaluate_of_its_bag(tmp_path: Path):
                                  "--out", str(out), "--llm", "rules", "--quiet"], env=_env(domain), stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            swarm = subprocess.run([sys.executable, str(tmp_path / "swarm.py"), str(bag), str(STATE_MSG)],
-                                   env=_env(domain), capture_output=True, text=True, timeout=120)
-            assert swarm.returncode == 0 and "SENT" in swarm.stdout, swarm.stderr[-3000:]
-            killed = _tape_after(out / "flight" / ".tape", time.time(), tmp_path / "killed_tape")
-            live.send_signal(signal.SIGINT)  # Ctrl-C: the open segment, then the flight report
+            sent = subprocess.run([sys.executable, str(tmp_path / "publisher.py"), str(bag), *args],
+                                  env=_env(domain), capture_output=True, text=True, timeout=120)
+            assert sent.returncode == 0 and "SENT" in sent.stdout, sent.stderr[-3000:]
+            kept = before_stop(out)
+            live.send_signal(signal.SIGINT)
             rc = live.wait(timeout=180)
         finally:
             if live.poll() is None:
@@ -148,9 +148,22 @@ def test_live_mavros_flight_report_equals_evaluate_of_its_bag(tmp_path: Path):
                 live.wait()
     text = (tmp_path / "live.log").read_text()
     assert rc == 0 and (out / "flight" / "report.json").is_file(), text[-3000:]
-    main(["evaluate", str(bag), "--mission", str(mission), "--out", str(tmp_path / "replay"), "--quiet"])
-    flight = json.loads((out / "flight" / "report.json").read_text())
-    replay = json.loads((tmp_path / "replay" / "report.json").read_text())
+    main(["evaluate", str(bag), "--mission", common["mission_file"], "--out", str(tmp_path / "replay"), "--quiet"])
+    return SimpleNamespace(flight=json.loads((out / "flight" / "report.json").read_text()),
+                           replay=json.loads((tmp_path / "replay" / "report.json").read_text()), kept=kept)
+
+
+def test_live_mavros_flight_report_equals_evaluate_of_its_bag(tmp_path: Path):
+    pytest.importorskip("mavros_msgs.msg", reason="mavros_msgs not generated (make setup)")
+    from uav_debate_eval.io.rosbag.mavros import STATE_MSG
+
+    mission = tmp_path / "mission.yaml"
+    mission.write_text(MISSION)
+    common = {"pose_topic_pattern": "/{uav}/mavros/local_position/pose", "uav_names": ["uav1", "uav2", "uav3"],
+              "pose_qos": "reliable", "mission_file": str(mission)}
+    flown = fly_beside_live(tmp_path, SWARM, common, (str(STATE_MSG),), lambda out: _tape_after(
+        out / "flight" / ".tape", time.time(), tmp_path / "killed_tape"))
+    flight, replay, killed = flown.flight, flown.replay, flown.kept
     assert flight["verdict"]["label"] == replay["verdict"]["label"] == "risky"
     glitch, near = sorted(flight["violations"], key=lambda v: v["constraint"])
     assert (near["constraint"], near["uavs"]) == ("min_separation", ["uav2", "uav3"])  # no pair parked at the start

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
-from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.core.track import Snapshots
 from uav_debate_eval.safety import block_pairs, grid_pairs
 from uav_debate_eval.safety.geometry import nearest_pair
 

@@ -12,7 +12,7 @@ _EXPORTS = {
     "parse_mission": "mission_file",
     "Event": "records", "Violation": "records",
     "StreamingSwarm": "streaming", "VehicleRing": "streaming",
-    "IngestReport": "records", "SwarmTrajectory": "trajectory", "Track": "trajectory",
+    "IngestReport": "records", "SwarmTrajectory": "trajectory", "Track": "track",
 }
 
 __all__ = sorted(_EXPORTS)

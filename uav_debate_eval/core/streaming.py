@@ -11,7 +11,8 @@ import numpy as np
 
 from uav_debate_eval.core.records import IngestReport
 from uav_debate_eval.core.stamps import ON_OLD_CLOCK_ROWS, RESTART_ROWS
-from uav_debate_eval.core.trajectory import MAX_COORD_M, SwarmTrajectory
+from uav_debate_eval.core.track import MAX_COORD_M
+from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 #: Most samples of one stray stamp held (a PoseArray of a large show); more are dropped as the held ones will be.
 MAX_HELD = 10_000

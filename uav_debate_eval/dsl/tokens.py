@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from uav_debate_eval.core.memo import Deferred, memo, memo_hit, remember
-from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
+from uav_debate_eval.core.track import Track
+from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 #: Samples whose numbers are counted at a time.
 ROWS_PER_BLOCK = 32_768

@@ -20,7 +20,8 @@ from rosbags.rosbag2 import Writer as Writer2
 from rosbags.typesys import Stores, get_typestore
 
 from uav_debate_eval.core.errors import InputError
-from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
+from uav_debate_eval.core.track import Track
+from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 MSGTYPES = {"PoseStamped": "geometry_msgs/msg/PoseStamped", "Odometry": "nav_msgs/msg/Odometry"}
 FORMATS = ("mcap", "sqlite3", "ros1")

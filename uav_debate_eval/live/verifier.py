@@ -20,7 +20,7 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import CONSTRAINT_NAMES
 from uav_debate_eval.core.streaming import StreamingSwarm
-from uav_debate_eval.core.trajectory import MAX_SPEED_MPS, positions_ok
+from uav_debate_eval.core.track import MAX_SPEED_MPS, positions_ok
 from uav_debate_eval.safety.health import DEGRADED, FAIL_SAFE_MODES, MAX_LAG_S, CheckTimes, HealthReport, VerifierHealth
 from uav_debate_eval.safety.monitor import SafetyMonitor, SafetyState
 from uav_debate_eval.safety.status import StatusRow, status_rows, unheard_vehicles

@@ -23,7 +23,8 @@ import numpy as np
 from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.mission import Mission
-from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
+from uav_debate_eval.core.track import Snapshots
+from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, SwarmTrajectory
 from uav_debate_eval.metrics.filters import correlate_full, correlation_lags, savgol_filter
 from uav_debate_eval.metrics.scoring import detail, rational
 from uav_debate_eval.metrics.swarm import formation_error

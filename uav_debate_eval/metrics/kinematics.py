@@ -26,7 +26,7 @@ from scipy.ndimage import convolve1d
 
 from uav_debate_eval.core.batches import equal_blocks
 from uav_debate_eval.core.interp import VEHICLE_BLOCK, interp_columns, interp_each, same_stamps
-from uav_debate_eval.core.trajectory import Track, prime_sample_periods
+from uav_debate_eval.core.track import Track, prime_sample_periods
 from uav_debate_eval.metrics.filters import savgol_coeffs
 from uav_debate_eval.metrics.vec import norm
 

@@ -16,7 +16,8 @@ from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.memo import Deferred, memo, memo_hit, remember
 from uav_debate_eval.core.mission import Mission
-from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, Snapshots, SwarmTrajectory
+from uav_debate_eval.core.track import Snapshots
+from uav_debate_eval.core.trajectory import GAP_FACTOR, MIN_GAP_S, SwarmTrajectory
 from uav_debate_eval.metrics.kinematics import runs
 from uav_debate_eval.metrics.vec import nanmedian0, norm
 from uav_debate_eval.safety.block_pairs import pairs_in_blocks

@@ -15,7 +15,8 @@ import numpy as np
 
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Finding, NotEvaluable
-from uav_debate_eval.core.trajectory import SwarmTrajectory, Track, finite_difference
+from uav_debate_eval.core.track import Track, finite_difference
+from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.quality.frames import duplicates, place_frames, verify_frames
 from uav_debate_eval.quality.gnss import gnss_glitches, vehicle_class
 from uav_debate_eval.quality.jumps import Excursion, excursions_of, steps

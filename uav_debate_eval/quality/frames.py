@@ -13,7 +13,8 @@ import numpy as np
 from uav_debate_eval.core.frames import yaw_matrix
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import Finding, NotEvaluable
-from uav_debate_eval.core.trajectory import SwarmTrajectory, Track
+from uav_debate_eval.core.track import Track
+from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.quality.updates import distinct_updates
 
 #: Track.frame of a source whose positions are in its own local frame, not yet placed in the world frame.

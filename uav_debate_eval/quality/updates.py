@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from uav_debate_eval.core.records import Finding
-from uav_debate_eval.core.trajectory import MAX_SPEED_MPS, Track
+from uav_debate_eval.core.track import MAX_SPEED_MPS, Track
 
 #: A track republishes when at least this share of its samples repeat the previous position exactly.
 REPEAT_MIN_FRACTION = 0.2

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.spatial.distance import pdist
 
 from uav_debate_eval.core.mission import Geofence
-from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.core.track import Snapshots
 from uav_debate_eval.rules.bounds import first_radius
 from uav_debate_eval.rules.evaluator import Evaluator, steps_of
 from uav_debate_eval.rules.live_pairs import LIVE_PRUNE_MIN_VEHICLES, atemporal, pruned_values

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from uav_debate_eval.core.mission import Geofence
-from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.core.track import Snapshots
 from uav_debate_eval.metrics.vec import norm
 
 #: The constraint whose data-quality exclusions a signal shares (positions: geofence; velocities: the speed checks;

@@ -36,7 +36,7 @@ class FlightHelper:
                  kinematics: bool = False):
         """`kinematics`: the helper smooths the flight's kinematics first, for adopt_kinematics (forked before the
         checker, it has them done before this process gets to them)."""
-        from uav_debate_eval.core.trajectory import prime_sample_periods
+        from uav_debate_eval.core.track import prime_sample_periods
         from uav_debate_eval.metrics.kinematics import grid_length
         from uav_debate_eval.metrics.swarm import snapshots
 

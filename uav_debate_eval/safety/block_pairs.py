@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.core.track import Snapshots
 from uav_debate_eval.safety.geometry import _pair_indices, closest_approach, step_speed_bounds
 
 #: The block's drift may be at most this fraction of the radius it widens (d0 or the limit): a block of a swarm

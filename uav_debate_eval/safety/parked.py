@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from uav_debate_eval.core.arming import disarmed_at, landed_at
-from uav_debate_eval.core.trajectory import Snapshots
+from uav_debate_eval.core.track import Snapshots
 from uav_debate_eval.quality.updates import true_spans
 
 

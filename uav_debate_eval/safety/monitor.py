@@ -26,15 +26,12 @@ import numpy as np
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.quality.jumps import STEP_FACTOR, STEP_SPEED_MPS
 from uav_debate_eval.rules.monitor import RuleMonitor
-from uav_debate_eval.safety.geometry import close_pairs, closest_approach, cpa_candidates, time_to_box_exit
 from uav_debate_eval.safety.near_index import CellIndex
-from uav_debate_eval.safety.parked import LiveParking, live_pairs
+from uav_debate_eval.safety.parked import LiveParking
 from uav_debate_eval.safety.periods import SlotPeriods
+from uav_debate_eval.safety.snapshot_checks import check_snapshot
 from uav_debate_eval.safety.state import SafetyState
 
-#: Separation evidence lists at most this many pairs (the worst first); the count is always exact.
-MAX_EVIDENCE_PAIRS = 50
-_SLACK = 1e-9  # relative slack on the time-to-geofence pruning bound: rounding can only add candidates, never drop one
 _NAN_ROW = (math.nan,) * 7
 
 
@@ -328,13 +325,9 @@ class SafetyMonitor:
         """Speed, fence and separation of the fresh vehicles (extrapolated to the newest stamp), the predictive
         warnings when due, and the positions the rules read. Depends on the samples and `fresh` only: a check
         with neither changed (a 50-Hz check between a show's 10-Hz pose arrays) reuses it."""
-        c, th = self.mission.constraints, self.mission.thresholds
         ids, n = self._ids, len(self._ids)
         cur = self._cur[:n]
         stamp = cur[:, 0]
-        active: list[dict] = []
-        warnings: list[dict] = []
-        values: dict[str, dict] = {}
         if every:
             pos, vel, stamps = cur[:, 1:4], self._vel[:n], stamp
 
@@ -344,86 +337,14 @@ class SafetyMonitor:
             idx = np.flatnonzero(fresh)
             if not len(idx):
                 self._warnings = []
-                return active, values, cur[:, 1:4].copy()
+                return [], {}, cur[:, 1:4].copy()
             pos, vel, stamps = cur[idx, 1:4], self._vel[:n][idx], stamp[idx]
 
             def names(rows: np.ndarray) -> list[str]:
                 return [ids[k] for k in idx[rows].tolist()]
-        t_ref = float(stamps.max())
-        ahead = np.minimum(np.maximum(t_ref - stamps, 0.0), self.max_extrapolation_s)  # np.clip, without its overhead
-        speed = np.sqrt(np.einsum("ij,ij->i", vel, vel))
-        if ahead.any():
-            ext = vel
-            if c.max_speed_mps is not None:  # a position jump must not carry a vehicle through another one
-                ext = vel * np.minimum(1.0, c.max_speed_mps / np.maximum(speed, 1e-12))[:, None]
-            pos = pos + ext * ahead[:, None]
-
-        for name, limit, q in (("max_speed", c.max_speed_mps, lambda: speed),
-                               ("max_vertical_speed", c.max_vertical_speed_mps, lambda: np.abs(vel[:, 2]))):
-            if limit is None:
-                continue
-            qv = q()
-            worst = float(qv.max())
-            values[name] = {"value": worst, "limit": limit}
-            if worst > limit:
-                bad = np.flatnonzero(qv > limit)
-                active.append({"constraint": name, "uavs": sorted(names(bad)),
-                               "value": float(qv[bad].max()), "limit": limit, "t": t_ref, "count": len(bad)})
-
-        fence = c.geofence
-        if fence is not None:
-            if fence.polygon:
-                out = fence.outside_distance(pos)
-            else:  # Geofence.outside_distance of a box; max over 3 columns by hand (a short-axis reduce is slow)
-                per_axis = np.maximum(np.subtract(fence.min, pos), np.subtract(pos, fence.max))
-                out = np.maximum(np.maximum(per_axis[:, 0], per_axis[:, 1]), per_axis[:, 2])
-            worst = float(out.max())
-            values["geofence"] = {"value": worst, "limit": 0.0}
-            if worst > 0:
-                bad = np.flatnonzero(out > 0)
-                active.append({"constraint": "geofence", "uavs": sorted(names(bad)),
-                               "value": float(out[bad].max()), "limit": 0.0, "t": t_ref, "count": len(bad)})
-            if predict:
-                # inside at depth -out, leaving takes at least -out / speed: only nearer vehicles need the exact time
-                horizon = th.prediction_horizon_s
-                near = np.flatnonzero((out <= 0) & (-out <= speed * (horizon * (1 + _SLACK)) + _SLACK))
-                if len(near):
-                    tte = time_to_box_exit(pos[near], vel[near], fence)
-                    hit = tte <= horizon
-                    for name, tt in zip(names(near[hit]), tte[hit].tolist(), strict=True):
-                        warnings.append({"t": t_ref, "kind": "time_to_geofence", "uavs": [name], "value": tt,
-                                         "limit": horizon, "t_predicted": t_ref + tt})
-
-        limit = c.min_separation_m
-        if limit is not None and len(pos) >= 2:
-            if predict:
-                i, j, d = cpa_candidates(pos, vel, limit, th.prediction_horizon_s)  # violating pairs included
-            else:
-                i, j, d = close_pairs(pos, limit)
-            i, j, d = live_pairs(self._parking.parked[:n] if every else self._parking.parked[:n][idx], i, j, d)
-            values["min_separation"] = {"value": float(d.min()) if len(d) else None, "limit": limit}
-            close = d < limit
-            if close.any():
-                bi, bj, bd = i[close], j[close], d[close]
-                order = np.lexsort((bj, bi, bd))  # worst first; ties by slot, so the evidence is deterministic
-                bi, bj, bd = bi[order], bj[order], bd[order]
-                first_a, first_b = names(bi[:MAX_EVIDENCE_PAIRS]), names(bj[:MAX_EVIDENCE_PAIRS])
-                pairs = [sorted(ab) for ab in zip(first_a, first_b, strict=True)]
-                involved = sorted(names(np.unique(np.concatenate([bi, bj]))))
-                active.append({"constraint": "min_separation", "uavs": involved, "value": float(bd[0]),
-                               "limit": limit, "t": t_ref, "count": int(close.sum()), "pairs": pairs})
-            if predict:
-                ok = ~close  # pairs already violating are evidence, not predictions
-                if ok.any():
-                    oi, oj = i[ok], j[ok]
-                    tc, dc = closest_approach(pos[oj] - pos[oi], vel[oj] - vel[oi], th.prediction_horizon_s)
-                    w = np.flatnonzero(dc < limit)
-                    if len(w):
-                        w = w[np.lexsort((oj[w], oi[w]))]
-                        for a, b, dd, tt in zip(names(oi[w]), names(oj[w]), dc[w].tolist(), tc[w].tolist(),
-                                                strict=True):
-                            warnings.append({"t": t_ref, "kind": "cpa", "uavs": sorted((a, b)), "value": dd,
-                                             "limit": limit, "t_predicted": t_ref + tt})
+        parked = self._parking.parked[:n] if every else self._parking.parked[:n][idx]
+        active, warnings, values, pos = check_snapshot(self.mission, pos, vel, stamps, parked, names, predict,
+                                                       self.max_extrapolation_s)
         if predict:
             self._warnings, self._predicted_at = warnings, now
         full = cur[:, 1:4].copy()

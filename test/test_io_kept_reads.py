@@ -158,6 +158,13 @@ def _broken_log_among_them(paths: list[Path], mission: Path, tmp_path: Path, who
     assert line.removeprefix("uav-debate-eval evaluate: failed: ") in report["notes"]
     [said] = plan_flights([*map(str, paths), str(broken)]).messages
     assert said.startswith("4 inputs: one flight of 3 (their time spans overlap") and "; left out: broken.BIN" in said
+    # a show's many damaged logs: the plan's line names three and counts the rest (the notes name each)
+    more = [tmp_path / f"broken_{k}.BIN" for k in range(5)]
+    for extra in more:
+        extra.write_bytes(broken.read_bytes())
+    [said] = plan_flights([*map(str, paths), *map(str, more)]).messages
+    assert said.startswith("8 inputs: one flight of 3 (") and said.count("cannot be read") == 3
+    assert said.endswith(" and 2 more")
     assert main(["evaluate", *map(str, paths), str(broken), "--one-flight", "--out", str(tmp_path / "forced"),
                  "--quiet"]) == 2
 
@@ -229,3 +236,9 @@ def test_a_folder_of_flights_with_a_bad_log_among_a_flights_logs(bins, tmp_path,
     assert show["mission"]["uavs"] == rehearsal["mission"]["uavs"] and len(show["mission"]["uavs"]) == len(paths)
     assert show["violations"] == rehearsal["violations"] and rows["show"]["violations"] == str(len(show["violations"]))
     assert rows["show"]["error"] in show["notes"]
+    from uav_debate_eval.runner.discover import plan_flights
+
+    for k in range(4):  # more damaged logs: the plan's line names three and counts the rest (the notes name each)
+        (root / "show" / f"broken_{k}.BIN").write_bytes(b"\xa3\x95" + b"\x00" * 64)
+    [said] = [m for m in plan_flights([str(root)]).messages if m.startswith("show:")]
+    assert said.startswith("show: one flight of 3 of its 8 recordings (") and said.endswith(" and 2 more")

@@ -118,7 +118,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
         if unread and together:
             # a show's one bad log among 500: the others are the flight (the bad one said, exit 2), not 499 flights
             messages.append(f"{len(explicit)} inputs: one flight of {len(readable)} ({why}); left out: "
-                            + "; ".join(unread))
+                            + unread_words(unread))
             return Plan([_flight(readable, " ".join(map(str, readable)), "", mission, tuple(unread))], False,
                         messages)
         if unread:
@@ -138,7 +138,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                 continue
             if together:  # one bad recording among a flight's: the others are the flight, the bad one said (exit 2)
                 messages.append(f"{g.name}: one flight of {len(readable)} of its {len(g.paths)} recordings ({why}); "
-                                "left out: " + "; ".join(unread))
+                                "left out: " + unread_words(unread))
                 flights.append((readable, g.name, g.name, tuple(unread)))
                 continue
             messages.append(f"{g.name}: {len(g.paths)} recordings evaluated one by one "

@@ -70,8 +70,8 @@ def test_words_for_the_terminal(near_miss):
 
 
 def test_an_inconclusive_verdict_still_names_a_crash():
-    """A real ArduCopter 3.2 .tlog without GPS: no horizontal position (inconclusive), and the autopilot's crash check
-    fired; the verdict sentence says both."""
+    """A log without GPS (no horizontal position: inconclusive) whose vehicle crashed: the verdict sentence says
+    both."""
     report = {"verdict": {"label": "inconclusive"}, "mission": {"constraints_checked": ["max_speed"]}, "findings": [
         {"id": "F1", "kind": "crash", "severity": "hazard",
          "sentence": "sysid1 crashed at 35.78 s: it came to rest on its side (126° tilt) (crash EVENT[2])."},

@@ -3,7 +3,8 @@ for the `attitude_control` constraint (safety.attitude).
 
 The target means something only while the vehicle is armed in a mode that controls attitude: disarmed, the target
 follows the attitude; ACRO and MANUAL have none. A crash is the autopilot's own crash check (ERR CRASH_CHECK) or
-the vehicle coming to rest on its side (more than 60° of tilt at the end of the log).
+the vehicle coming to rest on its side after it was armed (more than 60° of tilt at the end of the
+log: io.log_series.rest_on_side).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _crash(log: VehicleLog, t: np.ndarray | None, actual: np.ndarray | None) -> 
     if checks:
         words.append("the autopilot's crash check fired (ERR CRASH_CHECK)")
         at = checks[0].t_us
-    side = rest_on_side(t, actual) if t is not None and actual is not None else None
+    side = rest_on_side(t, actual, _armed(log, t)) if t is not None and actual is not None else None
     if side is not None:
         words.append(side[1])
         at = side[0] if at is None else min(at, side[0])

@@ -6,6 +6,8 @@ import numpy as np
 
 #: Tilt (deg) past which a vehicle that has come to rest lies on its side: a crash, not a landing.
 REST_TILT_DEG = 60.0
+#: Roll and pitch of a vehicle at rest vary less than this (deg) over its last second (one still turning is held).
+REST_STILL_DEG = 20.0
 
 
 def hold_last(t_state: np.ndarray, state: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -14,13 +16,25 @@ def hold_last(t_state: np.ndarray, state: np.ndarray, t: np.ndarray) -> np.ndarr
     return state[np.clip(i, 0, len(state) - 1)]
 
 
-def rest_on_side(t: np.ndarray, actual: np.ndarray) -> tuple[float, str] | None:
-    """(when, words) when the log ends with the vehicle tilted past REST_TILT_DEG for at least 1 s."""
+def rest_on_side(t: np.ndarray, actual: np.ndarray, armed: np.ndarray | None = None) -> tuple[float, str] | None:
+    """(when, words) when the log ends with the vehicle come to rest tilted past REST_TILT_DEG for at least 1 s.
+
+    A crash ends a flight: the vehicle stood upright at some point of the log, was armed before it came to rest
+    (`armed` at each of `t`; None: the log does not say), and lies still over the last second (roll and pitch within
+    REST_STILL_DEG). A vehicle turned by hand while disarmed (a compass calibration) or lying inverted from its first
+    sample (a simulator's submarine) did not crash in the log."""
     if not len(t):
         return None
     tilt = np.abs(actual).max(axis=1)
     upright = np.flatnonzero(tilt <= REST_TILT_DEG)
-    rest = upright[-1] + 1 if len(upright) else 0
-    if rest < len(t) and t[-1] - t[rest] >= 1.0:
-        return float(t[rest]), f"it came to rest on its side ({float(np.median(tilt[rest:])):.0f}° tilt)"
-    return None
+    if not len(upright):
+        return None
+    rest = upright[-1] + 1
+    if rest >= len(t) or t[-1] - t[rest] < 1.0:
+        return None
+    if armed is not None and not armed[:rest + 1].any():
+        return None
+    last_second = actual[t >= t[-1] - 1.0]
+    if (last_second.max(axis=0) - last_second.min(axis=0)).max() > REST_STILL_DEG:
+        return None
+    return float(t[rest]), f"it came to rest on its side ({float(np.median(tilt[rest:])):.0f}° tilt)"

@@ -73,6 +73,14 @@ def _controlling(data: dict, t: np.ndarray) -> np.ndarray:
     return out
 
 
+def _armed(data: dict, t: np.ndarray) -> np.ndarray | None:
+    """Armed at each of `t` by vehicle_status (None: the log holds none)."""
+    status = data.get("vehicle_status")
+    if status is None or "arming_state" not in status or not len(status["timestamp"]):
+        return None
+    return hold_last(status["timestamp"].astype(float), status["arming_state"] == ARMING_STATE_ARMED, t)
+
+
 def px4_arming(data: dict) -> list[tuple[float, bool]]:
     """(boot µs, armed) at the log's first vehicle_status and at each change of its arming_state."""
     status = data.get("vehicle_status")
@@ -103,7 +111,7 @@ def px4_crash(data: dict, attitude: tuple | None) -> tuple[float, str] | None:
         at = min(hits)
         words.append("PX4's failure detector found its roll or pitch beyond its limits")
     if attitude is not None:
-        side = rest_on_side(attitude[0], attitude[1])
+        side = rest_on_side(attitude[0], attitude[1], _armed(data, attitude[0]))
         if side is not None:
             words.append(side[1])
             at = side[0] if at is None else min(at, side[0])

@@ -59,18 +59,32 @@ def _targets(msgs: dict[str, list], boot: Callable) -> tuple[np.ndarray, np.ndar
     return t[order], np.asarray(sp)[order]
 
 
+def _heartbeats(msgs: dict[str, list], boot: Callable) -> tuple[np.ndarray, list]:
+    """The autopilot's HEARTBEATs (not a ground station's) and their boot times, in time order."""
+    from pymavlink import mavutil
+
+    beats = [m for m in msgs.get("HEARTBEAT", []) if m.autopilot != mavutil.mavlink.MAV_AUTOPILOT_INVALID]
+    tb = np.array([boot(m) for m in beats], dtype=float)
+    order = np.argsort(tb, kind="stable")
+    return tb[order], [beats[k] for k in order.tolist()]
+
+
 def _controlling(msgs: dict[str, list], boot: Callable, t: np.ndarray) -> np.ndarray:
     """Armed in a mode that controls attitude, by the autopilot's HEARTBEAT (not armed before the first one)."""
     from pymavlink import mavutil
 
-    beats = [m for m in msgs.get("HEARTBEAT", []) if m.autopilot != mavutil.mavlink.MAV_AUTOPILOT_INVALID]
+    tb, beats = _heartbeats(msgs, boot)
     if not beats:
         return np.zeros(len(t), bool)
-    tb = np.array([boot(m) for m in beats])
     ok = np.array([bool(m.base_mode & ARMED_FLAG) and mavutil.mode_string_v10(m).upper() not in NO_ATTITUDE_MODES
                    for m in beats])
-    order = np.argsort(tb, kind="stable")
-    return hold_last(tb[order], ok[order], t) & (t >= tb[order][0])
+    return hold_last(tb, ok, t) & (t >= tb[0])
+
+
+def _armed(msgs: dict[str, list], boot: Callable, t: np.ndarray) -> np.ndarray | None:
+    """Armed at each of `t` by the autopilot's HEARTBEAT (None: the log holds none)."""
+    tb, beats = _heartbeats(msgs, boot)
+    return hold_last(tb, np.array([bool(m.base_mode & ARMED_FLAG) for m in beats]), t) if beats else None
 
 
 def _crash(log: VehicleLog, msgs: dict[str, list], boot: Callable, t: np.ndarray, actual: np.ndarray) -> None:
@@ -79,7 +93,7 @@ def _crash(log: VehicleLog, msgs: dict[str, list], boot: Callable, t: np.ndarray
     if checks:
         words.append(f"the autopilot's crash check fired ('{str(checks[0].text).strip()}')")
         at = boot(checks[0])
-    side = rest_on_side(t, actual)
+    side = rest_on_side(t, actual, _armed(msgs, boot, t))
     if side is not None:
         words.append(side[1])
         at = side[0] if at is None else min(at, side[0])

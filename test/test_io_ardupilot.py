@@ -230,6 +230,17 @@ def test_gps_jumps_beyond_the_vehicle_class(logs):
     assert found[0].values["jump_m"] == pytest.approx(25.0, abs=0.5)
 
 
+def test_no_logging_gap_beside_a_stray_stamp():
+    """A real Rover 4.5 tlog: its first GLOBAL_POSITION_INT stamped 10.6 s after boot, the rest 387.3-421.4 s. The
+    flight leaves the first out as a stray stamp; its 376.7-s 'gap' to the rest was said as a logging gap too."""
+    from uav_debate_eval.io.ardupilot_log import gaps
+
+    rest = np.arange(387.309, 421.409, 0.2)
+    assert gaps(np.concatenate([[10.567], rest]) * 1e6) == []
+    silent = np.concatenate([rest[:50], rest[60:]]) * 1e6  # a real 2.2-s silence is still one
+    assert gaps(silent) == [pytest.approx((rest[49] * 1e6, rest[60] * 1e6))]
+
+
 def test_fixes_logged_moments_apart_make_no_jump():
     """A real ArduCopter 3.2.1 log's first GPS records: 23 and 20 ms apart, the altitude settling 0.38 m each, then
     5 Hz. The velocity over 20 ms carried that noise 10x into the next fix's prediction: a 'GPS jump' of 0.03 m."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from uav_debate_eval.core.stamps import stray_stamps
 from uav_debate_eval.io.ulog import LogTrack
 
 #: GPS time starts 1980-01-06; UTC is behind it by the leap seconds since (18 s since 2017-01-01).
@@ -78,7 +79,12 @@ def invalid_reasons(flags_ok: np.ndarray, ratios: np.ndarray, threshold: float) 
 
 
 def gaps(t_us: np.ndarray, min_gap_s: float = 0.5, factor: float = 10.0) -> list[tuple[float, float]]:
-    """Logging gaps in a stream: intervals longer than max(min_gap_s, factor x the median interval)."""
+    """Logging gaps in a stream: intervals longer than max(min_gap_s, factor x the median interval), between stamps
+    that are not stray (core.stamps.stray_stamps: the flight leaves those out, so a gap beside one is the stray's, not
+    a silence; a real Rover 4.5 tlog's first position, stamped 376.7 s before the rest, made a 376.7-s gap)."""
+    stray = stray_stamps(t_us / 1e6) if len(t_us) >= 3 else None
+    if stray is not None:
+        t_us = t_us[~stray[0]]
     if len(t_us) < 3:
         return []
     dt = np.diff(t_us)

@@ -83,3 +83,54 @@ def test_ardupilot_constant_position_mode_keeps_the_altitude(tmp_path):
     tr = read_ardupilot_logs([path]).tracks["sysid4"]
     assert int((~tr.est_valid).sum()) == 40 and int((~tr.est_z_valid).sum()) == 20
     assert not (tr.est_z_valid & (tr.t >= 10.0) & (tr.t < 12.0)).any()  # 0x07 (flight time: boot 10 s is 0)
+
+
+def _aligning_on_the_ground() -> SwarmTrajectory:
+    """pyulog's PX4 events sample as it flew: the estimate invalid from boot to 9.6 s while disarmed (the EKF aligning
+    on the ground), armed at 14.9 s, a flight of 15 s, and again invalid 28-32 s (2 s armed, 2 s disarmed)."""
+    from uav_debate_eval.core.arming import state_events
+
+    t = np.arange(0.0, 35.0, 0.1)
+    z = np.interp(t, [16.0, 20.0, 24.0, 28.0], [5.0, 10.0, 10.0, 5.0])  # a 1.25 m/s climb and descent
+    vel = np.column_stack([0 * t, 0 * t, np.gradient(z, t)])
+    invalid = (t < 9.6) | ((t >= 28.0) & (t < 32.0))
+    traj = SwarmTrajectory.from_columns(t, ["px4"] * len(t), np.column_stack([0 * t, 0 * t, z]), vel=vel,
+                                        est_valid=~invalid)
+    state_events(traj.ingest.log_events, "px4", [(0.0, False), (14.9, True), (30.05, False)], 0.0, "vehicle_status")
+    return traj
+
+
+def test_an_estimate_invalid_while_disarmed_loses_no_flight():
+    """Before: the ground time before arming made a careful flight's verdict inconclusive (exit 4)."""
+    from uav_debate_eval.findings.catalogue import build_findings
+
+    traj = _aligning_on_the_ground()
+    quality = assess(traj, MISSION)
+    spans = sorted((ne.t_start, ne.t_end, ne.on_ground) for ne in quality.not_evaluable if ne.constraint == "max_speed")
+    assert spans == [pytest.approx((0.0, 9.5, True)), pytest.approx((28.0, 30.0, False)),
+                     pytest.approx((30.1, 31.9, True))]
+    assert [(f.t_start, f.t_end) for f in quality.findings if f.kind == "estimator_invalid"] == [
+        pytest.approx((0.0, 9.5)), pytest.approx((28.0, 31.9))]  # the recording's truth: one span each
+    assert not quality.material_gaps(quality.traj, ["max_speed"])
+    result = check_trajectory(quality.traj, MISSION, quality=quality)
+    assert result.label == "safe" and not result.violations
+    ground = [ne for ne in result.data_quality.not_evaluable if ne.on_ground]
+    assert ground and all(ne.reason.endswith("while it stood disarmed") and ne.to_dict()["on_ground"] for ne in ground)
+    assert "on_ground" not in next(ne for ne in result.data_quality.not_evaluable if not ne.on_ground).to_dict()
+    findings = build_findings(result, None, None, MISSION, (0.0, 35.0))
+    said = {f.severity for f in findings if f.kind == "not_evaluable:max_speed" and f.t_start < 10.0}
+    assert said == {"info"}
+
+
+def test_an_estimate_invalid_in_flight_still_leaves_the_verdict_open():
+    """The same flight invalid over its armed part: inconclusive as before (a flight's checks lost)."""
+    from uav_debate_eval.core.arming import state_events
+
+    t = np.arange(0.0, 35.0, 0.1)
+    invalid = (t >= 14.0) & (t < 30.0)
+    traj = SwarmTrajectory.from_columns(t, ["px4"] * len(t), np.zeros((len(t), 3)), vel=np.zeros((len(t), 3)),
+                                        est_valid=~invalid)
+    state_events(traj.ingest.log_events, "px4", [(0.0, False), (14.9, True), (30.05, False)], 0.0, "vehicle_status")
+    quality = assess(traj, MISSION)
+    assert quality.material_gaps(quality.traj, ["max_speed"]) == ["max_speed"]
+    assert check_trajectory(quality.traj, MISSION, quality=quality).label == "inconclusive"

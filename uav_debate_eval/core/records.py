@@ -81,16 +81,21 @@ class Finding:
 
 @dataclass
 class NotEvaluable:
-    """A constraint check the data makes impossible over an interval (None: the whole flight)."""
+    """A constraint check the data makes impossible over an interval (None: the whole flight). `on_ground`: the
+    vehicles stood disarmed all of it (motors stopped on the ground: no flight's check is lost there)."""
 
     constraint: str
     uavs: list[str]
     reason: str
     t_start: float | None = None
     t_end: float | None = None
+    on_ground: bool = False
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if not self.on_ground:
+            del out["on_ground"]
+        return out
 
 
 @dataclass

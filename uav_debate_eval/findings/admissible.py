@@ -147,7 +147,7 @@ def _material_gap(findings: list, t_range: tuple[float, float] | None, n_vehicle
     total = max(t1 - t0, 1e-9) * max(n_vehicles, 1)
     lost: dict[str, float] = {}
     for f in findings:
-        if not f.kind.startswith("not_evaluable:"):
+        if not f.kind.startswith("not_evaluable:") or f.severity != "data_quality":  # info: on the ground
             continue
         overlap = max(0.0, min(f.t_end, t1) - max(f.t_start, t0))
         lost[f.kind] = lost.get(f.kind, 0.0) + overlap * (len(f.uavs) if f.uavs else max(n_vehicles, 1))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from uav_debate_eval.core.arming import arming_changes, disarmed_at
 from uav_debate_eval.core.mission import Mission
 from uav_debate_eval.core.records import DataQuality, Finding, NotEvaluable
 from uav_debate_eval.core.track import Track, finite_difference
@@ -73,7 +74,7 @@ class Assessment:
         for name in checked:
             lost = 0.0
             for ne in self.not_evaluable:
-                if ne.constraint != name:
+                if ne.constraint != name or ne.on_ground:
                     continue
                 span = (ne.t_end if ne.t_end is not None else traj.t_end) - (
                     ne.t_start if ne.t_start is not None else traj.t_start)
@@ -150,29 +151,31 @@ def _clean_track(tr: Track, upd: Updates, excursed: list[Excursion], a_max: floa
 def _invalid_spans(traj: SwarmTrajectory, mission: Mission, not_evaluable: list[NotEvaluable]) -> list[Finding]:
     """Spans the estimator flags invalid (PX4 xy/z_valid, CSV gps_ok, Odometry covariance): where it still holds its
     altitude and vertical velocity valid (Track.est_z_valid: no GPS, a barometer), only the checks that need the
-    horizontal position are lost there."""
+    horizontal position are lost there. Their parts while the vehicle stood disarmed (its autopilot said so: an EKF
+    aligning on the ground before arming) are not evaluable `on_ground`: no flight's check is lost there."""
     checked = [c for c in POSITION_CHECKS if c in mission.constraints.checked]
     horizontal = [c for c in checked if c not in VERTICAL_CHECKS]
+    arming = arming_changes(traj.ingest.log_events)
     found = []
     for u, tr in traj.tracks.items():
         if tr.est_valid is None or tr.est_valid.all():
             continue
         altitude = tr.est_z_valid if tr.est_z_valid is not None else tr.est_valid
-        for a, b in true_spans(tr.t, ~tr.est_valid & ~altitude):
-            found.append(Finding(
-                "estimator_invalid", [u], a, b,
-                f"{u}: the estimator flags its position invalid from {a:.1f} to {b:.1f} s; position-based checks "
-                "there are not evaluable", checked))
-            reason = f"estimator reports {u}'s position invalid"
-            not_evaluable.extend(NotEvaluable(c, [u], reason, a, b) for c in checked)
-        for a, b in true_spans(tr.t, ~tr.est_valid & altitude):
-            found.append(Finding(
-                "estimator_invalid", [u], a, b,
-                f"{u}: the estimator flags its horizontal position invalid from {a:.1f} to {b:.1f} s and its altitude "
-                "valid; checks of the horizontal position there are not evaluable, the vertical ones hold",
-                horizontal))
-            reason = f"estimator reports {u}'s horizontal position invalid"
-            not_evaluable.extend(NotEvaluable(c, [u], reason, a, b) for c in horizontal)
+        parked = disarmed_at(arming[u], tr.t) if u in arming else np.zeros(len(tr.t), bool)
+        for lost, constraints, words in ((~tr.est_valid & ~altitude, checked, "position"),
+                                         (~tr.est_valid & altitude, horizontal, "horizontal position")):
+            for a, b in true_spans(tr.t, lost):
+                found.append(Finding(
+                    "estimator_invalid", [u], a, b,
+                    f"{u}: the estimator flags its position invalid from {a:.1f} to {b:.1f} s; position-based checks "
+                    "there are not evaluable" if words == "position" else
+                    f"{u}: the estimator flags its horizontal position invalid from {a:.1f} to {b:.1f} s and its "
+                    "altitude valid; checks of the horizontal position there are not evaluable, the vertical ones hold",
+                    constraints))
+            for on_ground in (False, True):
+                reason = f"estimator reports {u}'s {words} invalid" + (" while it stood disarmed" if on_ground else "")
+                for a, b in true_spans(tr.t, lost & (parked if on_ground else ~parked)):
+                    not_evaluable.extend(NotEvaluable(c, [u], reason, a, b, on_ground) for c in constraints)
     return found
 
 

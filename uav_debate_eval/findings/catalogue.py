@@ -270,7 +270,7 @@ def _data_quality(safety: Any, rng: tuple | None) -> list[VerifiedFinding]:
             continue
         sentence = f"{n.constraint} could not be checked for {vehicles(n.uavs)} at {span(t0, t1)}: {n.reason}."
         if n.on_ground:
-            sentence += " No flight's check is lost there: its motors stood stopped."
+            sentence += " No flight's check is lost there: disarmed, its motors were stopped."
         out.append(VerifiedFinding("not_evaluable:" + n.constraint, "info" if n.on_ground else "data_quality",
                                    sentence, t0, t1, list(n.uavs),
                                    [], recommend.for_not_evaluable(n), f"ne:{n.constraint}:{','.join(n.uavs)}:{t0:.2f}",

@@ -13,13 +13,20 @@ from uav_debate_eval.sim.dataflash import EKF2_FORMATS, GOOD_FLAGS, DataFlashWri
 STABILIZE, ACRO, EV_ARMED, EV_DISARMED = 0, 1, 10, 11
 
 
-def write_flight(path: Path, lose_control: bool, crash: bool, acro: bool = False, disarmed_swing: bool = False) -> None:
+#: ArduPilot 4.x's STAT (written every ~0.2 s): whether the vehicle is armed, flying, crashed.
+STAT_FORMAT = {"STAT": (90, "QbfBBBBBB", "TimeUS,isFlying,isFlyProb,Armed,Safety,Crash,Still,Stage,Hit")}
+
+
+def write_flight(path: Path, lose_control: bool, crash: bool, acro: bool = False, disarmed_swing: bool = False,
+                 stat_armed: bool | None = None) -> None:
     """A 40-s hover in STABILIZE; from 20 s roll swings up to 100° away from its 0° target for 3 s (lose_control);
-    then the vehicle lies at 75° roll to the end (crash, with ERR CRASH_CHECK)."""
-    w = DataFlashWriter(path, formats=EKF2_FORMATS)
+    then the vehicle lies at 75° roll to the end (crash, with ERR CRASH_CHECK). `stat_armed`: no EV ARMED, STAT
+    messages saying armed or not instead (a log whose firmware writes no arming event)."""
+    w = DataFlashWriter(path, formats={**EKF2_FORMATS, **STAT_FORMAT})
     w.write("MSG", 0, "ArduCopter V3.4.6")
     w.write("PARM", 0, "AHRS_EKF_TYPE", 2, 2)
-    w.write("EV", 900_000, EV_ARMED)
+    if stat_armed is None:
+        w.write("EV", 900_000, EV_ARMED)
     w.write("MODE", 1_000_000, ACRO if acro else STABILIZE, ACRO if acro else STABILIZE, 2)
     for i in range(400):
         t = 1_000_000 + 100_000 * i
@@ -38,6 +45,8 @@ def write_flight(path: Path, lose_control: bool, crash: bool, acro: bool = False
         w.write("NKF1", t, 0, 0, 0, 0, 0, 0, 0, 0, 0, -5.0, 0, 0, 0)
         w.write("NKF4", t, 0.1, 0.1, 0.1, 0.1, 0.1, 0.0, 0, 0, 0, 0, GOOD_FLAGS & 0xFFFF, 0, 0)
         w.write("ATT", t, 0.0, roll, 0.0, 1.0, 0, 0, 0, 0)
+        if stat_armed is not None and i % 2 == 0:
+            w.write("STAT", t, int(stat_armed), float(stat_armed), int(stat_armed), 2, 0, 0, 3, 0)
     w.close()
 
 
@@ -86,3 +95,22 @@ def test_mission_sets_the_attitude_limit():
     m = parse_mission("mission: {name: m}\nconstraints:\n  max_attitude_error_deg: 30\n  attitude_error_hold_s: 1.5\n")
     assert m.constraints.max_attitude_error_deg == 30 and m.constraints.attitude_error_hold_s == 1.5
     assert "attitude_control" in m.constraints.checked
+
+
+def test_arming_from_stat_when_the_log_has_no_arming_event(tmp_path):
+    """A real ArduPlane 4.5 SITL log never armed writes no EV ARMED/DISARMED, only STAT Armed 0: its attitude on the
+    ground was checked as controlled flight (and a vehicle tipped over there would be a crash). STAT now says."""
+    ground = tmp_path / "ground.bin"
+    write_flight(ground, lose_control=True, crash=False, stat_armed=False)
+    log = read_dataflash(ground, "v")
+    arming = [(e.label, e.extra) for e in log.events if e.type == "autopilot_event"]
+    assert arming == [("DISARMED", {"source": "STAT", "initial": True})]
+    assert not log.attitude[3].any()  # never controlled: the 100° swing is no loss of control
+    code, rep = evaluate_log(ground, tmp_path / "ground")
+    assert not rep["violations"] and "attitude_control" not in rep["mission"]["constraints_checked"]
+    assert code == 4  # no parameters, no mission: nothing left to check on the ground
+    flying = tmp_path / "flying.bin"
+    write_flight(flying, lose_control=True, crash=False, stat_armed=True)
+    assert read_dataflash(flying, "v").attitude[3].all()  # armed from its first STAT on: checked as before
+    code, rep = evaluate_log(flying, tmp_path / "flying")
+    assert code == 3 and [v["constraint"] for v in rep["violations"]] == ["attitude_control"]

@@ -33,13 +33,15 @@ def attach_attitude(log: VehicleLog, att: dict[str, np.ndarray] | None) -> None:
 
 
 def _armed(log: VehicleLog, t: np.ndarray) -> np.ndarray:
-    arming = [(e.t_us, e.label == "ARMED") for e in log.events
+    arming = [(e.t_us, e.label == "ARMED", bool(e.extra.get("initial"))) for e in log.events
               if e.type == "autopilot_event" and e.label in ("ARMED", "DISARMED")]
     if not arming:
         return np.ones(len(t), bool)  # the log does not say: every sample counts
-    at, state = np.array([a for a, _ in arming]), np.array([s for _, s in arming])
+    arming.sort(key=lambda a: a[0])
+    at, state = np.array([a for a, _, _ in arming]), np.array([s for _, s, _ in arming])
     out = hold_last(at, state, t)
-    out[t < at[0]] = not state[0]  # before the first arming event, the opposite of it
+    # before the first: the opposite of an EV (a change); the state a first STAT read (it held before too)
+    out[t < at[0]] = state[0] if arming[0][2] else not state[0]
     return out
 
 

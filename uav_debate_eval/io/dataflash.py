@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from uav_debate_eval.core.arming import first_and_changes
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.core.vehicle_limits import limit_params
 from uav_debate_eval.io import ardupilot_codes as codes
@@ -116,6 +117,7 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
         _beyond_fixes(log, att)
     _origin(log, sparse)
     _events(log, sparse, ekf if ekf is not None else gps)  # the clock of messages that carry no time
+    _status_arming(log, columns(reader, "STAT", ["Armed"]))
     attach_attitude(log, att)
     if reader.repaired_types:
         log.notes.append(f"{path.name}: the format table is damaged for {', '.join(reader.repaired_types)} (types the "
@@ -124,6 +126,19 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
     if ends and max(ends) > reader.data_len:
         log.notes.append(f"{path.name}: the log ends inside a message (truncated); read up to its last whole message")
     return log
+
+
+def _status_arming(log: VehicleLog, stat: dict[str, np.ndarray] | None) -> None:
+    """Arming from the vehicle's STAT messages (`Armed`, written every ~0.2 s) when the log holds no EV ARMED or
+    DISARMED: a real ArduPlane 4.5 SITL log never armed has none, and its ground time was checked as flight."""
+    if stat is None or "Armed" not in stat or not len(stat.get("TimeUS", ())) or any(
+            e.type == "autopilot_event" and e.label in ("ARMED", "DISARMED") for e in log.events):
+        return
+    order = np.argsort(stat["TimeUS"], kind="stable")
+    states = first_and_changes(stat["TimeUS"][order].tolist(), (stat["Armed"][order] != 0).tolist())
+    for k, (t, armed) in enumerate(states):
+        log.events.append(LogEvent("autopilot_event", t, "ARMED" if armed else "DISARMED",
+                                   extra={"source": "STAT", **({"initial": True} if k == 0 else {})}))
 
 
 def _global_track(log: VehicleLog, reader, gps: dict | None, path: Path, why: str, kinds: tuple[str, ...]) -> None:

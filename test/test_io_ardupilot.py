@@ -503,3 +503,27 @@ def test_a_show_of_one_system_id_pairs_only_the_logs_its_fixes_cannot_tell_apart
     [twice] = [f for f in traj.ingest.findings if f.kind == "duplicate_vehicle"]
     assert len(traj.uav_ids) == 30 and twice.detail.startswith("again.BIN holds d07 (d07.BIN) again: the same system "
                                                                "id 1, 0.00 m apart")
+
+
+def test_a_log_that_stops_falling_ends_in_flight_whatever_its_height():
+    """A real ArduCopter 3.2.1 motor failure: the log stops 1.75 m above where it started, falling at 15.7 m/s; under
+    the 3-m height rule it had no log_end_in_flight. A vehicle resting 1.75 m up (a hill) still has none."""
+    from uav_debate_eval.core.trajectory import SwarmTrajectory
+    from uav_debate_eval.findings.autopilot import autopilot_findings
+    from uav_debate_eval.io.log_end import mark_ends_in_flight
+
+    def ends(descent: float) -> list:
+        t = np.arange(0.0, 20.0, 0.1)
+        z = np.where(t < 19.0, 10.0, 10.0 - descent * (t - 19.0))
+        z = z - z[-1] + 1.75  # ends 1.75 m above where it started... of the log below
+        z[:10] = 0.0
+        vel = np.column_stack([0 * t, 0 * t, np.gradient(z, t)])
+        traj = SwarmTrajectory.from_columns(t, ["v"] * len(t), np.column_stack([0 * t, 0 * t, z]), vel=vel)
+        mark_ends_in_flight(traj)
+        return [e for e in traj.ingest.log_events if e.type == "log_end_in_flight"]
+
+    [end] = ends(15.7)
+    assert end.extra["height_m"] == pytest.approx(1.75) and end.extra["descent_mps"] == pytest.approx(15.7, abs=0.1)
+    [said] = autopilot_findings([dataclasses.replace(end, id="EVENT[4]")], None)
+    assert "1.8 m above where its log started, moving at 15.7 m/s, falling at 15.7 m/s" in said.sentence
+    assert ends(0.0) == [] and ends(2.0) == []  # at rest, or a landing's descent: no flight cut short

@@ -68,6 +68,8 @@ def _sentence(e: Any) -> tuple[str, str, float] | None:
     if e.type == "log_end_in_flight":
         where = (f"{e.extra.get('height_m', 0):.1f} m above where its log started, moving at "
                  f"{e.extra.get('speed_mps', 0):.1f} m/s")
+        if "descent_mps" in e.extra:
+            where += f", falling at {e.extra['descent_mps']:.1f} m/s"
         if e.extra.get("sitl"):
             return (f"{who}'s simulation stopped at {when} while it was in the air, {where} "
                     f"(log_end_in_flight {e.id}).", f"Recommend letting {who} land before the simulation is "

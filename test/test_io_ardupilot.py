@@ -157,6 +157,10 @@ def test_truncated_logs(logs, tmp_path):
     traj = read_ardupilot_logs([cut])
     assert traj.duration == pytest.approx(59.9, abs=0.11)
     assert any("ends inside a message (truncated)" in n for n in traj.ingest.notes)
+    header_only = tmp_path / "header_only.bin"  # cut after a message's 3-byte header (a real Copter 4.4 SITL log)
+    header_only.write_bytes(raw + raw[-100:][raw[-100:].index(b"\xa3\x95"):][:3])
+    assert any("ends inside a message (truncated)" in n for n in read_ardupilot_logs([header_only]).ingest.notes)
+    assert not any("truncated" in n for n in read_ardupilot_logs([logs["bins"][0]]).ingest.notes)
     head = tmp_path / "head.bin"
     head.write_bytes(raw[:500])  # cut before the first EKF message
     with pytest.raises(InputError, match="head.bin: no position in the log"):

@@ -123,7 +123,8 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
         log.notes.append(f"{path.name}: the format table is damaged for {', '.join(reader.repaired_types)} (types the "
                          "evaluation does not read): their messages were skipped, the rest read as logged")
     ends = [offs[-1] + reader.formats[k].len for k, offs in enumerate(reader.offsets) if offs and k in reader.formats]
-    if ends and max(ends) > reader.data_len:
+    # cut inside a message's body, or after its header alone (too short for pymavlink to list: a real Copter 4.4 log)
+    if ends and (max(ends) > reader.data_len or bytes(reader.data_map[max(ends):max(ends) + 2]) == b"\xa3\x95"):
         log.notes.append(f"{path.name}: the log ends inside a message (truncated); read up to its last whole message")
     return log
 

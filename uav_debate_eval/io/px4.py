@@ -310,6 +310,16 @@ class StatusFields(NamedTuple):
     is_vtol: bool
 
 
+def keep_status(rows: list[StatusFields], row: StatusFields) -> bool:
+    """Append `row` to a vehicle's kept vehicle_status when it says something new (the first, or any field but its
+    stamp changed): apply_status reads the same events and class from these as from every message, and a session's
+    statuses (2 a second per vehicle) no longer grow with its length. Returns whether the arming state changed."""
+    if rows and rows[-1][1:] == row[1:]:
+        return False
+    rows.append(row)
+    return len(rows) == 1 or rows[-2].arming_state != row.arming_state
+
+
 def apply_status(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float) -> None:
     """vehicle_status messages (rosbags' or rclpy's, in receive order) into the trajectory: arming and navigation-state
     changes as the autopilot's events, the vehicle type as a note and the vehicle class; `off_s`: the instance's

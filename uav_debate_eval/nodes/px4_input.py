@@ -107,17 +107,18 @@ class Px4Input:
         return (self.status_subscription if kind == "vehicle_status" else self.landing_subscription)(uav, topic)
 
     def status_subscription(self, uav: str, topic: str) -> Any:
-        """vehicle_status of one instance (best effort as PX4 publishes it): recorded with the poses, kept for the
-        flight report (io.px4.apply_status, as the bag reader does); its arming goes to the owner's on_arming."""
+        """vehicle_status of one instance (best effort as PX4 publishes it): recorded with the poses, its changes kept
+        for the flight report (io.px4.keep_status, apply_status as the bag reader does); its arming goes to the owner's
+        on_arming."""
         rows = self.statuses.setdefault(uav, [])
 
         def on_status(msg: Any) -> None:
             received_ns = self.owner.node.get_clock().now().nanoseconds
             self.owner.record(topic, px4.STATUS, msg, received_ns)
-            rows.append(px4.StatusFields(int(msg.timestamp), int(msg.arming_state), int(msg.nav_state),
-                                  int(msg.vehicle_type), bool(msg.is_vtol)))
-            if self.owner.on_arming is not None and (len(rows) == 1 or rows[-2].arming_state != rows[-1].arming_state):
-                self.owner.on_arming(uav, rows[-1].arming_state == px4.ARMED)  # the verifier's parked pairs
+            row = px4.StatusFields(int(msg.timestamp), int(msg.arming_state), int(msg.nav_state),
+                                   int(msg.vehicle_type), bool(msg.is_vtol))
+            if px4.keep_status(rows, row) and self.owner.on_arming is not None:
+                self.owner.on_arming(uav, row.arming_state == px4.ARMED)  # the verifier's parked pairs
         return self.owner.node.create_subscription(self._status_cls, topic, self.owner.recorded(on_status),
                                                    self.owner.qos, callback_group=self.owner.callback_group)
 

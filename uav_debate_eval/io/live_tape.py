@@ -6,10 +6,10 @@ manifest names the vehicles (the chunks hold their indexes), and the session's m
 
 What the session received beside the poses (its side streams: PX4 status and estimates flagged invalid, MAVROS
 state, fixes and measured velocity, which vehicles report local frames) is kept beside the chunks as each one is
-written (`session.npz`) and put on the taped poses as the live flight report puts them (`session_trajectory`, one
-code for both): a killed MAVROS session's frames are still placed by their fixes, its pads still disarmed. Only
-what was received after the last closed segment is not on the tape; the reading notes say so. A PX4 or Gazebo
-session's bag (OUT/flight/rosbag2) holds every message.
+written (`session.npz`; the arrays' rows new since the last in `session-NNNNN.npz`) and put on the taped poses as
+the live flight report puts them (`session_trajectory`, one code for both): a killed MAVROS session's frames are
+still placed by their fixes, its pads still disarmed. Only what was received after the last closed segment is not
+on the tape; the reading notes say so. A PX4 or Gazebo session's bag (OUT/flight/rosbag2) holds every message.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from uav_debate_eval.core.trajectory import SwarmTrajectory
 MANIFEST = "tape.json"
 #: The session's side streams (the live session dict's keys below).
 SIDE = "session.npz"
+#: Their arrays' rows, a numbered file per save (session-00000.npz, ...): each holds the rows new since the last.
+SIDE_CHUNK = "session-"
 SIDE_KEYS = ("px4", "mavros", "local_frames")
 #: (side stream, key) of the arrays: MAVROS measured velocities, PX4 estimates flagged invalid (rows per vehicle)
 _ARRAYS = (("mavros", "velocities"), ("px4", "invalid"))
@@ -53,32 +55,60 @@ def save_chunk(path: Path, data: np.ndarray) -> None:
     _whole(path, lambda fh: np.save(fh, data))
 
 
-def save_side(folder: Path, session: dict) -> None:
-    """The session's side streams so far (SIDE_KEYS of the live session dict), replaced whole: one file, its
-    arrays as themselves and the rest as JSON."""
+def save_side(folder: Path, session: dict, saved: dict[str, int] | None = None) -> None:
+    """The session's side streams so far (SIDE_KEYS of the live session dict): their arrays' new rows in a numbered
+    file of their own, then the rest as JSON, replaced whole. `saved`: the rows of each array already written (the
+    tape's, updated here), so each close writes what came since the last (a session's measured velocities grow a
+    few MB a minute); None: every row again, the side files replaced."""
+    if saved is None:
+        for old in side_chunks(folder):
+            old.unlink()
+        saved = {}
     side = {k: session[k] for k in SIDE_KEYS if session.get(k)}
     arrays: dict[str, Any] = {}  # (np.savez: keyword arrays)
-    names: dict[str, dict[str, str]] = {}
+    index: dict[str, dict[str, str]] = {}
     for stream, key in _ARRAYS:
         if by_uav := (side.get(stream) or {}).get(key):
             side[stream] = {k: v for k, v in side[stream].items() if k != key}
-            names[f"{stream}.{key}"] = by_name = {}
             for uav, rows in by_uav.items():
-                by_name[uav] = name = f"a{len(arrays)}"
-                arrays[name] = np.asarray(rows, dtype=float)
-    text = json.dumps({**side, "arrays": names}, default=lambda o: o.item() if hasattr(o, "item") else str(o))
-    _whole(folder / SIDE, lambda fh: np.savez(fh, side=np.array(text), **arrays))
+                rows = np.asarray(rows, dtype=float)
+                done = saved.get(f"{stream}.{key}.{uav}", 0)
+                if len(rows) > done:
+                    index.setdefault(f"{stream}.{key}", {})[uav] = name = f"a{len(arrays)}"
+                    arrays[name] = rows[done:]
+    if arrays:
+        _whole(folder / f"{SIDE_CHUNK}{len(side_chunks(folder)):05d}.npz",
+               lambda fh: np.savez(fh, index=np.array(json.dumps(index)), **arrays))
+        for path, by_uav in index.items():
+            for uav, name in by_uav.items():
+                saved[f"{path}.{uav}"] = saved.get(f"{path}.{uav}", 0) + len(arrays[name])
+    text = json.dumps(side, default=lambda o: o.item() if hasattr(o, "item") else str(o))
+    _whole(folder / SIDE, lambda fh: np.savez(fh, side=np.array(text)))
+
+
+def side_chunks(folder: Path) -> list[Path]:
+    """The side streams' array files in the order they were written."""
+    return sorted(folder.glob(f"{SIDE_CHUNK}[0-9]*.npz"))
 
 
 def load_side(folder: Path) -> dict | None:
     """The side streams `save_side` kept ({} for a session without any; None when none are kept or they cannot be
-    read: a tape of an older version, or the file cut by the kill)."""
+    read: a tape of an older version, or a file cut by the kill)."""
     try:
         with np.load(folder / SIDE) as stored:
             side = json.loads(str(stored["side"]))
-            for path, by_uav in side.pop("arrays", {}).items():
+            for path, by_uav in side.pop("arrays", {}).items():  # an older tape: the arrays in this file
                 stream, key = path.split(".", 1)
                 side.setdefault(stream, {})[key] = {uav: stored[name] for uav, name in by_uav.items()}
+        parts: dict[str, dict[str, list[np.ndarray]]] = {}
+        for chunk in side_chunks(folder):
+            with np.load(chunk) as stored:
+                for path, by_uav in json.loads(str(stored["index"])).items():
+                    for uav, name in by_uav.items():
+                        parts.setdefault(path, {}).setdefault(uav, []).append(stored[name])
+        for path, by_uav in parts.items():
+            stream, key = path.split(".", 1)
+            side.setdefault(stream, {})[key] = {uav: np.concatenate(rows) for uav, rows in by_uav.items()}
     except Exception:  # noqa: BLE001  (a damaged zip, JSON or array: numpy, zipfile and zlib raise their own types)
         return None
     return side

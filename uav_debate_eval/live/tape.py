@@ -74,6 +74,7 @@ class FlightTape:
         self._resets: int | None = None
         self._lock = threading.Lock()
         self._ended = False
+        self._side_saved: dict[str, int] = {}  # rows of each side array on disk (io.live_tape.save_side)
 
     def end(self, swarm: StreamingSwarm) -> int:
         """The last take: later poses are not this flight's (the session bag ended with the same message)."""
@@ -90,7 +91,7 @@ class FlightTape:
     def keep_side(self, session: dict) -> None:
         """The session's side streams so far (io.live_tape.save_side), beside the chunks."""
         with self._lock:
-            save_side(self.folder, session)
+            save_side(self.folder, session, self._side_saved)
 
     def _take(self, swarm: StreamingSwarm) -> int:
         rows, oldest, resets = swarm.rows_after(self._cursors)

@@ -92,3 +92,29 @@ def test_an_isolated_pair_of_close_stamps_is_no_speed_offline_or_live():
         assert not state.veto, state.active
         worst = max(worst, abs(float(monitor._vel[0, 2])))
     assert worst == pytest.approx(0.9, abs=0.1)
+
+
+def test_a_dropout_mid_turn_is_no_motion_capture_glitch():
+    """A real fixed-wing flight under motion capture (CogniPilot's cub, 100 Hz; its recorded poses around 2.75 s
+    below, the stream before and after continued straight): samples dropped, then a 169-ms dropout as the plane
+    turns. The median of 7 updates spans the dropout, and the smooth path strays 7 cm from it: read as a
+    'position_jump' glitch, its samples left out of every check. The bound now covers the time the window spans; a
+    one-frame glitch in the same stream is still one."""
+    from uav_debate_eval.quality.jumps import excursions
+
+    real = np.array([
+        [2.5999, 0.1397, -11.1708, 2.5489], [2.6091, 0.0801, -11.1889, 2.5459], [2.6191, 0.0206, -11.2059, 2.5428],
+        [2.6341, -0.0394, -11.2223, 2.5398], [2.6391, -0.1001, -11.2378, 2.5372], [2.6502, -0.1612, -11.2525, 2.5346],
+        [2.6801, -0.3419, -11.2936, 2.5268], [2.699, -0.4694, -11.3186, 2.5278], [2.7503, -0.7772, -11.3583, 2.5152],
+        [2.9189, -1.8681, -11.3229, 2.5412], [2.9489, -2.0563, -11.2873, 2.5504], [2.9597, -2.1187, -11.2733, 2.5541],
+        [2.9697, -2.1808, -11.2588, 2.5575], [2.9797, -2.2427, -11.2431, 2.5618], [2.9895, -2.3044, -11.2266, 2.5658],
+        [3.001, -2.3656, -11.2092, 2.5698]])
+    before, after = np.arange(-200, 0) * 0.01, np.arange(1, 201) * 0.01
+    v0 = (real[2, 1:] - real[0, 1:]) / (real[2, 0] - real[0, 0])
+    v1 = (real[-1, 1:] - real[-3, 1:]) / (real[-1, 0] - real[-3, 0])
+    t = np.concatenate([real[0, 0] + before, real[:, 0], real[-1, 0] + after])
+    pos = np.vstack([real[0, 1:] + before[:, None] * v0, real[:, 1:], real[-1, 1:] + after[:, None] * v1])
+    assert excursions(t, pos, 30.0) == []
+    pos[100] += [0.0, 0.4, 0.0]  # a marker swap for one frame
+    [glitch] = excursions(t, pos, 30.0)
+    assert glitch.first == glitch.last == 100

@@ -63,6 +63,24 @@ def test_vehicle_names_from_topics():
     assert vehicle_from_topic("/mavros/local_position/pose") == "uav"
 
 
+def test_mavros_own_estimate_is_the_vehicles_pose_and_the_others_are_named():
+    """A real PX4 quadrotor's bags under motion capture hold /mavros/vision_pose/pose (the mocap fed to the autopilot)
+    beside /mavros/local_position/pose (its estimate): the shorter name won, unlike `live`, which reads
+    local_position, and nothing said the other was there. A setpoint is no pose either."""
+    from uav_debate_eval.io.rosbag.topics import POSE, select_topics
+
+    types = {"/mavros/vision_pose/pose": POSE, "/mavros/local_position/pose": POSE,
+             "/mavros/setpoint_position/local": POSE, "/uav2/mavros/local_position/pose": POSE}
+    notes: list[str] = []
+    assert list(select_topics(Path("b.bag"), types, {}, notes)) == ["/mavros/local_position/pose",
+                                                                    "/uav2/mavros/local_position/pose"]
+    assert notes == ["/mavros/local_position/pose read as the vehicle's pose; not read: /mavros/vision_pose/pose, "
+                     "/mavros/setpoint_position/local (one pose topic a vehicle; --topics picks others)"]
+    del types["/mavros/local_position/pose"]
+    assert list(select_topics(Path("b.bag"), types, {})) == ["/mavros/vision_pose/pose",
+                                                            "/uav2/mavros/local_position/pose"]
+
+
 @pytest.mark.parametrize("fmt,name", [("mcap", "flight.mcap"), ("sqlite3", "flight.db3"), ("ros1", "flight.bag")])
 def test_pose_stamped_all_formats(tmp_path, fmt, name):
     ts = TS1 if fmt == "ros1" else TS2

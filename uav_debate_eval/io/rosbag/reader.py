@@ -80,7 +80,7 @@ def _read(source: Path, path: Path, topics: list[str] | None, names: list[str] |
             if px4_topics and (all(t in px4.POSE_TYPES for t in map(types.get, wanted)) if wanted
                                else not any(ty in SUPPORTED for ty in types.values())):
                 return apply_names(read_px4(reader, path, px4_topics, types), names, str(path))
-            selected = select_topics(path, types, wanted)
+            selected = select_topics(path, types, wanted, notes)
             extra = companions(selected, types)
             raws = raw_messages.read_raws(reader, [*selected, *extra], types, notes)
             for topic in selected:

@@ -85,8 +85,14 @@ def parse_topic_args(topics: list[str] | None) -> dict[str, str | None]:
     return out
 
 
-def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | None]) -> dict[str, str | None]:
-    """Topics to read, each with its explicit vehicle name (None: from namespace / frame)."""
+#: MAVROS's pose estimate (its local_position/pose) among the pose topics of a MAVROS namespace.
+MAVROS_ESTIMATE = "/mavros/local_position/"
+
+
+def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | None],
+                  notes: list[str] | None = None) -> dict[str, str | None]:
+    """Topics to read, each with its explicit vehicle name (None: from namespace / frame); `notes` gets a line for
+    each vehicle with pose topics left unread."""
     if wanted:
         missing = [t for t in wanted if t not in types]
         if missing:
@@ -107,10 +113,17 @@ def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | Non
                          f"[/px4_N]/fmu/out/...); topics: {listed}")
     direct = {t: ty for t, ty in found.items() if ty in (POSE, ODOM, POSE_COV)}
     if direct:
-        # One topic per vehicle: PoseStamped before Odometry before PoseWithCovarianceStamped, then the shortest name.
+        # One topic per vehicle: PoseStamped before Odometry before PoseWithCovarianceStamped, then MAVROS's own
+        # estimate (local_position, what `live` reads; not the vision_pose it is fed, nor a setpoint), then the
+        # shortest name.
         best: dict[str, str] = {}
-        for t in sorted(direct, key=lambda t: (SUPPORTED.index(direct[t]), len(t), t)):
-            best.setdefault(vehicle_from_topic(t), t)
+        unread: dict[str, list[str]] = {}
+        for t in sorted(direct, key=lambda t: (SUPPORTED.index(direct[t]), MAVROS_ESTIMATE not in t, len(t), t)):
+            if best.setdefault(vehicle := vehicle_from_topic(t), t) != t:
+                unread.setdefault(vehicle, []).append(t)
+        if notes is not None:
+            notes.extend(f"{best[v]} read as the vehicle's pose; not read: {', '.join(others)} (one pose topic a "
+                         "vehicle; --topics picks others)" for v, others in sorted(unread.items()))
         return {t: None for t in sorted(best.values())}
     arrays = sorted(t for t, ty in found.items() if ty == POSE_ARRAY)
     if arrays:

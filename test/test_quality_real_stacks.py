@@ -96,6 +96,19 @@ def test_mavros_derived_velocity_alone_stays_below_the_limit(mavros):
     assert _violations(report, "max_speed") == [] and _violations(report, "max_vertical_speed") == []
 
 
+def test_mavros_before_0_26_names_its_world_velocity_local_position_velocity(mavros, tmp_path):
+    """ROS 1 bags of 2018 (a real PX4 quadrotor's free flight): MAVROS published its ENU velocity as
+    local_position/velocity (velocity_local since 0.26); it was not read, the velocity derived from the poses."""
+    bag, sim = mavros["clean"]
+    old = write_mavros_bag(sim.traj, tmp_path / "old.bag", global_fix=True, velocity_topic="velocity")
+    new, before = load_inputs([bag]), load_inputs([old])
+    assert "uav1: velocity measured by /uav1/mavros/local_position/velocity" in before.ingest.notes
+    assert before.uav_ids == ["uav1", "uav2", "uav3", "uav4", "uav5"]
+    for u in before.uav_ids:
+        assert not before.tracks[u].vel_derived
+        np.testing.assert_array_equal(before.tracks[u].vel, new.tracks[u].vel)
+
+
 def test_mavros_held_overspeed_stays_one_violation(mavros, tmp_path):
     path, sim = mavros["fast"]
     truth = next(f for f in sim.truth if f.kind == "overspeed")

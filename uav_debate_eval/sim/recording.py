@@ -46,8 +46,9 @@ def _pose_msg(ts, ns: int, p: np.ndarray):
 
 def write_mavros_bag(traj: SwarmTrajectory, path: str | Path, *, update_hz: float = 10.0, message_hz: float = 38.0,
                      jitter_s: float = 0.004, global_fix: bool = False, bare_offset: tuple | None = None,
-                     velocity: bool = True, seed: int = 0) -> Path:
-    """See the module docstring. Each vehicle's local frame has its origin at the vehicle's first position."""
+                     velocity: bool = True, velocity_topic: str = "velocity_local", seed: int = 0) -> Path:
+    """See the module docstring. Each vehicle's local frame has its origin at the vehicle's first position;
+    `velocity_topic`: `velocity` as MAVROS named its world-frame velocity before 0.26 (ROS 1 bags of 2018)."""
     path = Path(path)
     ts = get_typestore(Stores.ROS1_NOETIC)
     rng = np.random.default_rng(seed)
@@ -69,7 +70,7 @@ def write_mavros_bag(traj: SwarmTrajectory, path: str | Path, *, update_hz: floa
             vec = ts.types["geometry_msgs/msg/Vector3"]
             twist = ts.types["geometry_msgs/msg/Twist"](linear=vec(x=float(v[0]), y=float(v[1]), z=float(v[2])),
                                                         angular=vec(x=0.0, y=0.0, z=0.0))
-            msgs.append((r + 1000, f"{ns}/local_position/velocity_local", "geometry_msgs/msg/TwistStamped",
+            msgs.append((r + 1000, f"{ns}/local_position/{velocity_topic}", "geometry_msgs/msg/TwistStamped",
                          ts.types["geometry_msgs/msg/TwistStamped"](header=_header(ts, 0, "map"), twist=twist)))
         for r, p in zip(recv.tolist(), pos - origin, strict=True):
             if j == 0 and bare_offset is not None:

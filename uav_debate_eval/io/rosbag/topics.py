@@ -34,7 +34,8 @@ _DRIVER_NS = {"mavros", "fmu", "px4"}
 _MOCAP_NS = {"vicon", "vrpn_client_node", "natnet", "optitrack", "qualisys", "mocap", "motion_capture_tracking"}
 #: MAVROS topics beside a pose topic: measured velocity (world frame first, then body frame), the global fix and the
 #: autopilot's state (arming) and extended state (landed).
-_MAVROS_COMPANIONS = (("/local_position/velocity_local", TWIST), ("/local_position/velocity_body", TWIST),
+_MAVROS_COMPANIONS = (("/local_position/velocity_local", TWIST), ("/local_position/velocity", TWIST),
+                      ("/local_position/velocity_body", TWIST),
                       ("/global_position/global", FIX), ("/state", STATE), ("/extended_state", EXTENDED_STATE))
 #: ArduPilot's own DDS client (4.5+): `<ns>/ap/pose/filtered` and, beside it, the AHRS's velocity (local ENU).
 AP_POSE, AP_TWIST = "/ap/pose/filtered", "/ap/twist/filtered"

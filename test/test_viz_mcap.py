@@ -117,7 +117,7 @@ REAL = Path(__file__).parent / "fixtures" / "real"
 
 
 @pytest.mark.parametrize(("log", "events"), [(REAL / "px4_mission_rtl" / "flight.ulg", 4),
-                                             (REAL / "ardupilot" / "plane382_fragment.BIN", 13)])
+                                             (REAL / "ardupilot" / "plane382_fragment.BIN", 14)])
 def test_the_autopilots_events_ride_in_the_mcap(tmp_path: Path, log: Path, events: int):
     """A real log's arming and land detector (PX4 vehicle_status, vehicle_land_detected), modes and mission commands:
     what the autopilot said comes back from the flight MCAP with the samples, so the replay's report tells the same
@@ -257,7 +257,7 @@ def test_a_flight_mcap_reads_alike_however_its_chunks_and_indexes_lie(tmp_path: 
     main(["evaluate", str(REAL / "ardupilot" / "plane382_fragment.BIN"), "--out", str(tmp_path / "a"), "--mcap-out",
           str(mcap), "--quiet"])
     original = read_flight_mcap(mcap)
-    assert len(original.ingest.log_events) == 13
+    assert len(original.ingest.log_events) == 14  # its STAT arming among them
     variants = {
         "small chunks": _rewrite(mcap, tmp_path / "small.mcap", chunk_size=1024, compression=CompressionType.LZ4),
         "uncompressed": _rewrite(mcap, tmp_path / "plain.mcap", chunk_size=2048, compression=CompressionType.NONE),

@@ -40,6 +40,23 @@ def test_real_px4_log():
     assert any("636 of 636 samples flagged not valid" in n for n in traj.ingest.notes)
 
 
+def test_a_ulogs_flight_modes_are_events_as_a_bags_are():
+    """PX4's vehicle_status.nav_state gave a bag's flight its modes (io.px4.apply_status) but not the same flight's
+    ULog: the real RTL flight switches from its mission to RTL at 17.6 s (the README's 17.7 s), and the report never
+    said so. Both readers now build the event with io.px4_attitude.mode_event."""
+    from pyulog import ULog
+
+    traj = read_ulogs([RTL])
+    modes = [(e.t, e.extra["mode"], bool(e.extra.get("initial"))) for e in traj.ingest.log_events
+             if e.type == "flight_mode"]
+    assert [(m, first) for _, m, first in modes] == [("AUTO_MISSION", True), ("AUTO_RTL", False)]
+    log = ULog(str(RTL), ["vehicle_status", "vehicle_local_position"])
+    status = log.get_dataset("vehicle_status").data
+    switch_us = float(status["timestamp"][np.flatnonzero(np.diff(status["nav_state"]))[0] + 1])
+    first_us = float(log.get_dataset("vehicle_local_position").data["timestamp"][0])
+    assert modes[1][0] == pytest.approx((switch_us - first_us) / 1e6, abs=1e-6) == pytest.approx(17.642, abs=1e-3)
+
+
 def test_ulog_via_loader_names_from_mission():
     traj = load_inputs([SMALL], names=["px4_a"])
     assert traj.uav_ids == ["px4_a"]

@@ -116,7 +116,7 @@ def test_an_mcap_without_poses_is_named_for_what_it_holds(tmp_path: Path):
 REAL = Path(__file__).parent / "fixtures" / "real"
 
 
-@pytest.mark.parametrize(("log", "events"), [(REAL / "px4_mission_rtl" / "flight.ulg", 4),
+@pytest.mark.parametrize(("log", "events"), [(REAL / "px4_mission_rtl" / "flight.ulg", 6),
                                              (REAL / "ardupilot" / "plane382_fragment.BIN", 14)])
 def test_the_autopilots_events_ride_in_the_mcap(tmp_path: Path, log: Path, events: int):
     """A real log's arming and land detector (PX4 vehicle_status, vehicle_land_detected), modes and mission commands:

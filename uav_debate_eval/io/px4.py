@@ -30,6 +30,7 @@ import numpy as np
 from uav_debate_eval.core.arming import LANDING_WORDS, first_and_changes, state_events
 from uav_debate_eval.core.frames import yaw_matrix
 from uav_debate_eval.core.records import Event
+from uav_debate_eval.io.px4_attitude import mode_event
 from uav_debate_eval.io.ulog import geodetic_to_enu, ned_to_enu
 
 if TYPE_CHECKING:
@@ -45,11 +46,6 @@ POSE_TYPES = (LOCAL_POSITION, ODOMETRY)
 _TOPIC = re.compile(r"^(?:/(?P<ns>[^/]+))?/fmu/out/(?P<name>[a-z_]+?)(?:_v\d+)?$")
 #: VehicleOdometry frames (POSE_FRAME_* / VELOCITY_FRAME_*)
 FRAME_NED, FRAME_FRD, FRAME_BODY_FRD = 1, 2, 3
-#: vehicle_status.nav_state names (PX4 NAVIGATION_STATE_*), as PX4's own tools print them.
-NAV_STATES = {0: "MANUAL", 1: "ALTCTL", 2: "POSCTL", 3: "AUTO_MISSION", 4: "AUTO_LOITER", 5: "AUTO_RTL",
-              6: "POSITION_SLOW", 10: "ACRO", 12: "DESCEND", 13: "TERMINATION", 14: "OFFBOARD", 15: "STAB",
-              17: "AUTO_TAKEOFF", 18: "AUTO_LAND", 19: "AUTO_FOLLOW_TARGET", 20: "AUTO_PRECLAND", 21: "ORBIT",
-              22: "AUTO_VTOL_TAKEOFF"}
 VEHICLE_TYPES = {0: "unknown", 1: "rotary wing", 2: "fixed wing", 3: "rover", 4: "airship"}
 ARMED = 2
 #: vehicle_status.vehicle_type -> the mission's vehicle classes (core.mission.VEHICLE_CLASSES)
@@ -343,12 +339,8 @@ def apply_status(traj: SwarmTrajectory, uav: str, msgs: list[Any], off_s: float)
                                                  **({"initial": True} if armed is None else {})}))
             armed = now_armed
         if int(m.nav_state) != mode:
-            first = mode is None
+            traj.ingest.log_events.append(mode_event(uav, t, int(m.nav_state), mode is None))
             mode = int(m.nav_state)
-            name = NAV_STATES.get(mode, f"NAV_STATE_{mode}")
-            traj.ingest.log_events.append(Event("", "flight_mode", t, [uav], None, None, None,
-                                                {"label": f"mode={name}", "mode": name,
-                                                 **({"initial": True} if first else {})}))
 
 
 def apply_landing(traj: SwarmTrajectory, uav: str, landed: list[tuple[int, bool]], off_s: float) -> None:

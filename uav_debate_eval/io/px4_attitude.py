@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from uav_debate_eval.core.arming import first_and_changes
+from uav_debate_eval.core.records import Event
 from uav_debate_eval.io.log_series import hold_last, rest_on_side
 from uav_debate_eval.io.vehicle import MAV_TYPE_CLASS
 
@@ -22,6 +23,11 @@ ATTITUDE_TOPICS = ["vehicle_attitude", "vehicle_attitude_setpoint", "vehicle_con
 SETPOINT_MAX_AGE_S = 1.0
 ARMING_STATE_ARMED = 2
 NAV_STATE_ACRO = 10
+#: vehicle_status.nav_state names (PX4 NAVIGATION_STATE_*), as PX4's own tools print them.
+NAV_STATES = {0: "MANUAL", 1: "ALTCTL", 2: "POSCTL", 3: "AUTO_MISSION", 4: "AUTO_LOITER", 5: "AUTO_RTL",
+              6: "POSITION_SLOW", 10: "ACRO", 12: "DESCEND", 13: "TERMINATION", 14: "OFFBOARD", 15: "STAB",
+              17: "AUTO_TAKEOFF", 18: "AUTO_LAND", 19: "AUTO_FOLLOW_TARGET", 20: "AUTO_PRECLAND", 21: "ORBIT",
+              22: "AUTO_VTOL_TAKEOFF"}
 #: vehicle_status.failure_detector_status bits that mean the attitude left its limits (FD_FAIL_R / FD_FAIL_P).
 FAILURE_ROLL, FAILURE_PITCH = 1, 2
 #: vehicle_status.vehicle_type (PX4 1.14+ VEHICLE_TYPE_*; 0 unspecified) -> the project's class (is_vtol wins).
@@ -87,6 +93,23 @@ def px4_arming(data: dict) -> list[tuple[float, bool]]:
     if status is None or "arming_state" not in status or not len(status["timestamp"]):
         return []
     return first_and_changes(status["timestamp"].tolist(), (status["arming_state"] == ARMING_STATE_ARMED).tolist())
+
+
+def px4_modes(data: dict) -> list[tuple[float, int]]:
+    """(boot µs, nav_state) at the log's first vehicle_status and at each change of its nav_state."""
+    status = data.get("vehicle_status")
+    if status is None or "nav_state" not in status or not len(status["timestamp"]):
+        return []
+    t, states = status["timestamp"].tolist(), status["nav_state"].tolist()
+    return [(float(t[i]), int(states[i])) for i in range(len(states)) if i == 0 or states[i] != states[i - 1]]
+
+
+def mode_event(uav: str, t: float, nav_state: int, first: bool) -> Event:
+    """The flight_mode event of a vehicle_status nav_state at flight time `t` (`first`: the state the log starts in),
+    as the ULog and the bag readers give it."""
+    name = NAV_STATES.get(nav_state, f"NAV_STATE_{nav_state}")
+    return Event("", "flight_mode", t, [uav], None, None, None,
+                 {"label": f"mode={name}", "mode": name, **({"initial": True} if first else {})})
 
 
 def px4_landing(data: dict) -> list[tuple[float, bool]]:

@@ -54,6 +54,8 @@ class LogTrack:
     crash: tuple[float, str] | None = None
     #: PX4: each change of vehicle_status.arming_state (boot µs, armed), the first one as the log starts
     arming: list[tuple[float, bool]] = field(default_factory=list)
+    #: PX4: each change of vehicle_status.nav_state (boot µs, nav_state), the first one as the log starts
+    modes: list[tuple[float, int]] = field(default_factory=list)
     #: PX4: each change of vehicle_land_detected.landed (boot µs, landed), the first one as the log starts
     landing: list[tuple[float, bool]] = field(default_factory=list)
     vehicle_class: str = ""
@@ -96,6 +98,7 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
         px4_attitude,
         px4_crash,
         px4_landing,
+        px4_modes,
         px4_vehicle_class,
     )
 
@@ -127,6 +130,7 @@ def read_ulog(path: str | Path, name: str) -> LogTrack:
     track.crash = px4_crash(data, track.attitude)
     track.arming = px4_arming(data)
     track.landing = px4_landing(data)
+    track.modes = px4_modes(data)
     track.vehicle_class = px4_vehicle_class(data)
     track.sitl = str(ulog.msg_info_dict.get("ver_hw", "")).upper().endswith("SITL")
     track.damage = _damage(printed.getvalue())
@@ -302,6 +306,12 @@ def _px4_extras(traj: SwarmTrajectory, lg: LogTrack, offset_us: float) -> None:
                  "vehicle_status", ("armed", "disarmed"))
     state_events(traj.ingest.log_events, u, [((at + offset_us) / 1e6, on) for at, on in lg.landing], traj.t0,
                  "vehicle_land_detected", LANDING_WORDS)
+    if lg.modes:
+        from uav_debate_eval.io.px4_attitude import mode_event
+
+        traj.ingest.log_events.extend(
+            mode_event(u, max(round((at + offset_us) / 1e6 - traj.t0, 6), 0.0), state, k == 0)
+            for k, (at, state) in enumerate(lg.modes))  # as io.px4.apply_status gives them from a bag
     if lg.crash is not None:
         t = max(round((lg.crash[0] + offset_us) / 1e6 - traj.t0, 6), 0.0)
         traj.ingest.log_events.append(Event("", "crash", t, [u], None, None, None,

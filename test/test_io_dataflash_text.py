@@ -112,3 +112,28 @@ def test_a_crash_and_mode_changes_after_the_last_fix_stay_in_the_report(tmp_path
     (crash,) = [f for f in report["findings"] if f["kind"] == "crash"]
     assert crash["severity"] == "hazard" and code == 0  # no hard constraint was crossed (the verdict's rule)...
     assert "no hard-constraint violation, but sysid3 crashed at 19.8 s" in report["verdict"]["summary"]  # ...said
+
+
+def test_mission_planners_export_prints_modes_in_mixed_case_without_a_banner(tmp_path):
+    """Real ArduCopter 3.3-3.4 logs as Mission Planner exports them: no firmware banner, `MODE, 116353326, Loiter, 5`
+    (QMB: the name in mixed case, then ModeNum). Each MODE line was left out as not fitting its format: no flight
+    mode in the report (Loiter, PosHold, RTL, Land lost). A name without a ModeNum column is read without case and
+    underscores (AltHold is ALT_HOLD)."""
+    head = HEAD_31.replace("ArduCopter V3.1 (5c6503e2)\nFree RAM: 1044\nAPM 2\n", "").replace(
+        "FMT, 3, 6, MODE, Mh, Mode,ThrCrs", "FMT, 3, 13, MODE, QMB, TimeUS,Mode,ModeNum")
+    lines = [head.rstrip("\n"), "MSG, ArduCopter V3.3.3 (acf2e10c)", "MODE, 500000000, PosHold, 16"]
+    for k in range(100):
+        lat, lon, alt = _fix(k)
+        lines.append(f"GPS, 3, {300000 + 200 * k}, 1814, 9, 1.53, {lat:.7f}, {lon:.7f}, 10.00, {alt:.2f}, 3.00, "
+                     f"0.00, 0.00, {500000 + 200 * k}")
+        if k == 60:
+            lines += ["MODE, 512000000, RTL, 6", "MODE, 514000000, Land, 9"]
+    path = tmp_path / "mp_export.log"
+    path.write_text("\n".join(lines) + "\n")
+    traj = load_inputs([path])
+    assert [e.extra["mode"] for e in traj.ingest.log_events if e.type == "flight_mode"] == ["POSHOLD", "RTL", "LAND"]
+    assert not any("do not fit" in n for n in traj.ingest.notes)
+    older = tmp_path / "alt_hold.log"  # ArduCopter 3.1's MODE (no ModeNum), the name as another program prints it
+    older.write_text(_log_31(tmp_path / "base.log").read_text().replace("MODE, RTL, 271", "MODE, AltHold, 271"))
+    assert [e.extra["mode"] for e in load_inputs([older]).ingest.log_events if e.type == "flight_mode"] == [
+        "STABILIZE", "ALT_HOLD"]

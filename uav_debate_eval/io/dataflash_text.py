@@ -102,7 +102,7 @@ def _mode_numbers(banner: str) -> dict[str, int]:
 def _message(layout: tuple[int, str, str], values: list[str], table: dict, modes: dict[str, int]) -> bytes:
     """One binary message from its printed values (a string last in the format may hold commas; a flight mode
     printed by name is its number again)."""
-    tid, fmt, _ = layout
+    tid, fmt, columns = layout
     if len(values) > len(fmt) and table[fmt[-1]][2] is str:
         values = values[:len(fmt) - 1] + [",".join(values[len(fmt) - 1:])]
     if len(values) != len(fmt):
@@ -112,10 +112,33 @@ def _message(layout: tuple[int, str, str], values: list[str], table: dict, modes
         code, scale, kind = table[ch]
         if kind is str:
             packed.append(v.encode())
-        elif ch == "M" and v in modes:
-            packed.append(modes[v])
+        elif ch == "M" and not _is_number(v):
+            packed.append(_mode_number(v, modes, columns, values))
         elif code in ("f", "d", "e"):
             packed.append(float(v))
         else:
             packed.append(int(round(float(v) / scale)) if scale else int(round(float(v))))
     return bytes([0xA3, 0x95, tid]) + struct.pack(_struct(fmt, table), *packed)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _mode_number(name: str, modes: dict[str, int], columns: str, values: list[str]) -> int:
+    """A flight mode printed by name as its number: the banner's vehicle's name, else the message's own ModeNum
+    (Mission Planner's exports print `MODE, 116353326, Loiter, 5` without a banner, in mixed case), else the name
+    without case and underscores (AltHold, ALT_HOLD); ValueError when none says."""
+    if name in modes:
+        return modes[name]
+    names = columns.split(",")
+    if "ModeNum" in names and _is_number(number := values[names.index("ModeNum")]):
+        return int(float(number))
+    plain = {key.replace("_", "").upper(): number for key, number in modes.items()}
+    if (key := name.replace("_", "").replace(" ", "").upper()) in plain:
+        return plain[key]
+    raise ValueError(f"flight mode {name!r} has no number here")

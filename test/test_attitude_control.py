@@ -3,6 +3,7 @@ leaves the autopilot's own target, checked only armed and in a mode that control
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ardupilot_logs import evaluate_log
 
@@ -114,3 +115,22 @@ def test_arming_from_stat_when_the_log_has_no_arming_event(tmp_path):
     assert read_dataflash(flying, "v").attitude[3].all()  # armed from its first STAT on: checked as before
     code, rep = evaluate_log(flying, tmp_path / "flying")
     assert code == 3 and [v["constraint"] for v in rep["violations"]] == ["attitude_control"]
+
+
+def test_the_arming_before_the_first_sample_is_the_state_the_flight_starts_in(tmp_path):
+    """EV ARMED logged 0.1 s before the first estimator sample (a real ArduCopter 3.3 log: 2.8 ms before), or a
+    telemetry log's first heartbeat before its first position: left out as 'before the flight', so a log never armed
+    read as armed (its ground time checked, a real ArduSub tlog inconclusive) and the home fell back to the first
+    sample. It is now the state at the flight's start."""
+    from uav_debate_eval.core.arming import arming_changes, disarmed_at
+    from uav_debate_eval.io.loader import load_inputs
+
+    path = tmp_path / "armed_early.bin"
+    write_flight(path, lose_control=False, crash=False, disarmed_swing=True)
+    traj = load_inputs([path])
+    arming = sorted((e.t, e.extra["label"], e.extra.get("initial"), e.extra.get("set_at"))
+                    for e in traj.ingest.log_events if e.type == "autopilot_event")
+    assert arming == [(0.0, "ARMED", True, pytest.approx(-0.1)), (pytest.approx(29.0), "DISARMED", None, None)]
+    assert not any("entries before the flight's first sample left out" in n for n in traj.ingest.notes)
+    [changes] = arming_changes(traj.ingest.log_events).values()
+    assert disarmed_at(changes, np.array([0.0, 10.0, 30.0])).tolist() == [False, False, True]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from uav_debate_eval.core.arming import ARMING_LABELS, LANDING_LABELS
 from uav_debate_eval.core.records import Event, Finding
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 from uav_debate_eval.io.ardupilot_log import VehicleLog
@@ -171,6 +172,10 @@ def _file_names(files: list[Path]) -> list[str]:
     return out
 
 
+#: The autopilot's state events by what they set: the last one before the flight is the state the flight starts in.
+_STATE_OF = {**dict.fromkeys(ARMING_LABELS, "arming"), **dict.fromkeys(LANDING_LABELS, "landing")}
+
+
 def _flight_time(traj: SwarmTrajectory, lg: VehicleLog, offset_us: float, anchor) -> None:
     """The log's events, spans and GPS fixes in flight time on the trajectory's ingest report."""
     u = lg.track.name
@@ -180,18 +185,20 @@ def _flight_time(traj: SwarmTrajectory, lg: VehicleLog, offset_us: float, anchor
     def ft(t_us: float) -> float:
         return round((t_us + offset_us) / 1e6 - traj.t0, 6)
 
-    start_mode, early = None, 0
+    starts: dict[str, Event] = {}  # the mode, arming and landed state set before the flight's first sample
+    early = 0
     for e in lg.events:
         t, t_end = ft(e.t_us), None if e.t_end_us is None else ft(e.t_end_us)
         extra = {"label": e.label, **e.extra}
-        if t < 0 and e.type == "flight_mode":  # set before the flight's first sample: the mode it starts in
-            start_mode = Event("", e.type, 0.0, [u], None, None, None, {**extra, "set_at": t})
+        state = "mode" if e.type == "flight_mode" else _STATE_OF.get(e.label) if e.type == "autopilot_event" else None
+        if t < 0 and state is not None:  # the state it starts in (a telemetry log's first heartbeat, an EV ARMED
+            starts[state] = Event("", e.type, 0.0, [u], None, None, None,  # a moment before the first EKF sample)
+                                  {**extra, "set_at": t, **({"initial": True} if state != "mode" else {})})
         elif t < 0 and (t_end is None or t_end < 0):
             early += 1
         else:
             traj.ingest.log_events.append(Event("", e.type, max(t, 0.0), [u], t_end, None, None, extra))
-    if start_mode is not None:
-        traj.ingest.log_events.append(start_mode)
+    traj.ingest.log_events.extend(starts.values())
     if early:
         traj.ingest.notes.append(f"{u}: {early} autopilot log entries before the flight's first sample left out")
     for s in lg.spans:

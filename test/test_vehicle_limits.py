@@ -38,6 +38,23 @@ def test_an_arducopter_3x_loiter_speed_goes_by_its_old_name():
     assert "WPNAV_LOIT_SPEED" in limit_params(old)  # kept by the readers
 
 
+def test_a_px4_plane_is_judged_by_its_airspeed_limit_and_a_vtol_by_the_looser():
+    """A PX4 build holds both the multicopter's and the plane's parameters. A real PX4 1.11 plane's log (FW_AIRSPD_MAX
+    20, no MPC_XY_VEL_MAX) had no speed limit ('nothing was checked'); a plane whose log also holds MPC_XY_VEL_MAX
+    was judged by a multicopter's clamp, as was a VTOL in fixed-wing cruise. The class the log gives decides."""
+    px4 = {"MPC_XY_VEL_MAX": 12.0, "FW_AIRSPD_MAX": 20.0}
+    quad = own_limits({"v": px4}, HOME, controlled=False, classes={"v": "multirotor"})
+    assert quad.constraints.max_speed_mps == pytest.approx(CLAMP_MARGIN * 12.0)
+    plane = own_limits({"v": px4}, HOME, controlled=False, classes={"v": "fixed_wing"})
+    assert plane.constraints.max_speed_mps == pytest.approx(TARGET_MARGIN * 20.0)
+    assert "FW_AIRSPD_MAX 20 m/s (its airspeed limit; wind adds to ground speed" in plane.sources["max_speed"]
+    vtol = own_limits({"v": {"MPC_XY_VEL_MAX": 12.0, "FW_AIRSPD_MAX": 8.0}}, HOME, controlled=False,
+                      classes={"v": "vtol"})
+    assert vtol.constraints.max_speed_mps == pytest.approx(CLAMP_MARGIN * 12.0)  # the looser of the two
+    assert own_limits({"v": {"FW_AIRSPD_MAX": 20.0}}, HOME, controlled=False).constraints.max_speed_mps is None
+    assert "FW_AIRSPD_MAX" in limit_params(px4)
+
+
 def test_copter_fence_speeds_and_sources():
     lim = own_limits({"v": COPTER}, HOME, controlled=True)
     c = lim.constraints

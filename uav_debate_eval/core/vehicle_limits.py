@@ -10,7 +10,8 @@ verdict never rests on nothing checked while the log holds limits.
   the 64-gon drawn around it (its corners stick out by 0.12 % of the radius: no point inside the circle is ever
   called outside). A side the fence leaves open is infinite.
 - A **speed target** (ArduPilot `WPNAV_SPEED`, `LOIT_SPEED` (`WPNAV_LOIT_SPEED` before 3.4), `WPNAV_SPEED_UP`/
-  `_DN`, a plane's airspeed limit `AIRSPEED_MAX` / `ARSPD_FBW_MAX`, a rover's `WP_SPEED` / `CRUISE_SPEED`) is what
+  `_DN`, a plane's airspeed limit `AIRSPEED_MAX` / `ARSPD_FBW_MAX` (PX4 `FW_AIRSPD_MAX`, for a vehicle its log calls
+  a plane or a VTOL), a rover's `WP_SPEED` / `CRUISE_SPEED`) is what
   the autopilot aims for in its automatic and position-holding modes, not a hard limit: overshoot, gusts and wind
   (all of it, for a plane's ground speed against its airspeed) add to it, so the limit is `TARGET_MARGIN` (1.5) times
   the fastest target configured. A **speed clamp** (PX4 `MPC_XY_VEL_MAX`, `MPC_Z_VEL_MAX_UP`/`_DN`: the controller
@@ -46,14 +47,15 @@ _ROVER_SPEED = (("WP_SPEED", 1.0), ("CRUISE_SPEED", 1.0))
 _ARDU_VSPEED = (("WPNAV_SPEED_UP", 0.01), ("WPNAV_SPEED_DN", 0.01))
 _AIRSPEED = (("AIRSPEED_MAX", 1.0), ("ARSPD_FBW_MAX", 1.0))
 _PX4_SPEED = (("MPC_XY_VEL_MAX", 1.0),)
+_PX4_AIRSPEED = (("FW_AIRSPD_MAX", 1.0),)
 _PX4_VSPEED = (("MPC_Z_VEL_MAX_UP", 1.0), ("MPC_Z_VEL_MAX_DN", 1.0))
 _ANGLES = (("ANGLE_MAX", 0.01), ("LIM_ROLL_CD", 0.01), ("LIM_PITCH_MAX", 0.01), ("LIM_PITCH_MIN", 0.01),
            ("ROLL_LIMIT_DEG", 1.0), ("PTCH_LIM_MAX_DEG", 1.0), ("PTCH_LIM_MIN_DEG", 1.0), ("MPC_TILTMAX_AIR", 1.0))
 _FENCE = ("FENCE_ENABLE", "FENCE_TYPE", "FENCE_ALT_MAX", "FENCE_ALT_MIN", "FENCE_RADIUS", "GF_ACTION",
           "GF_MAX_HOR_DIST", "GF_MAX_VER_DIST")
 #: The parameters a reader keeps (the rest of a log's ~1000 parameters are not needed after reading).
-LIMIT_PARAMS = frozenset(n for group in (_ARDU_SPEED, _ROVER_SPEED, _ARDU_VSPEED, _AIRSPEED, _PX4_SPEED, _PX4_VSPEED,
-                                         _ANGLES) for n, _ in group) | frozenset(_FENCE)
+LIMIT_PARAMS = frozenset(n for group in (_ARDU_SPEED, _ROVER_SPEED, _ARDU_VSPEED, _AIRSPEED, _PX4_SPEED, _PX4_AIRSPEED,
+                                         _PX4_VSPEED, _ANGLES) for n, _ in group) | frozenset(_FENCE)
 
 
 def limit_params(params: dict) -> dict[str, float]:
@@ -71,11 +73,13 @@ class OwnLimits:
 
 
 def own_limits(params: dict[str, dict[str, float]], homes: dict[str, tuple[tuple[float, float, float], str]],
-               controlled: bool) -> OwnLimits:
+               controlled: bool, classes: dict[str, str] | None = None) -> OwnLimits:
     """The limits of every vehicle's parameters (`params` per vehicle; `homes`: its home in the world frame and
-    how it was found). `controlled`: the log records attitude targets while armed, so a lean limit is checked."""
+    how it was found). `controlled`: the log records attitude targets while armed, so a lean limit is checked;
+    `classes`: each vehicle's class as its log says (a PX4 plane's speed is its airspeed limit's, a VTOL's the
+    looser of that and its multicopter clamp)."""
     out = OwnLimits()
-    speeds = [_speed(u, p) for u, p in params.items()]
+    speeds = [_speed(u, p, (classes or {}).get(u, "")) for u, p in params.items()]
     _loosest(out, "max_speed", "max_speed_mps", [s for s in speeds if s], params)
     vspeeds = [_vertical_speed(u, p) for u, p in params.items()]
     _loosest(out, "max_vertical_speed", "max_vertical_speed_mps", [s for s in vspeeds if s], params)
@@ -104,11 +108,18 @@ def _first(p: dict[str, float], names) -> list[tuple[float, str]]:
     return [(abs(float(p[n])) * scale, n) for n, scale in names if n in p and float(p[n]) != 0.0]
 
 
-def _speed(u: str, p: dict[str, float]) -> tuple[float, str] | None:
-    clamp = _first(p, _PX4_SPEED)
-    if clamp:
+def _speed(u: str, p: dict[str, float], vehicle_class: str = "") -> tuple[float, str] | None:
+    found = []
+    if vehicle_class != "fixed_wing" and (clamp := _first(p, _PX4_SPEED)):  # (a PX4 build holds both modules')
         v, n = max(clamp)
-        return CLAMP_MARGIN * v, f"{u}: {CLAMP_MARGIN:g} × {n} {v:g} m/s (the controller's clamp; vehicle parameters)"
+        found.append((CLAMP_MARGIN * v, f"{u}: {CLAMP_MARGIN:g} × {n} {v:g} m/s (the controller's clamp; vehicle "
+                                        "parameters)"))
+    if vehicle_class in ("fixed_wing", "vtol") and (air := _first(p, _PX4_AIRSPEED)):
+        v, n = max(air)
+        found.append((TARGET_MARGIN * v, f"{u}: {TARGET_MARGIN:g} × {n} {v:g} m/s (its airspeed limit; wind adds to "
+                                         "ground speed; vehicle parameters)"))
+    if found:
+        return max(found)
     targets = _first(p, _AIRSPEED) or _first(p, _ARDU_SPEED) or _first(p, _ROVER_SPEED)
     if not targets:
         return None

@@ -141,7 +141,8 @@ def _limits_without_mission(traj: SwarmTrajectory, mission: Mission, notes: list
     from uav_debate_eval.core.vehicle_limits import DEFAULT_ATTITUDE_ERROR_DEG, own_limits
 
     controlled = any(att[3].any() for att in traj.ingest.attitude.values())  # armed with an attitude target
-    lim = own_limits(traj.ingest.params, vehicle_homes(traj), controlled)
+    lim = own_limits(traj.ingest.params, vehicle_homes(traj), controlled,
+                     {u: str(a.get("vehicle_class", "")) for u, a in traj.ingest.autopilot.items()})
     mission.constraints = lim.constraints
     mission.limit_sources = dict(lim.sources)
     if controlled and lim.constraints.max_attitude_error_deg is None:

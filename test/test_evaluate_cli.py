@@ -105,8 +105,9 @@ def test_px4_ulog_without_mission(tmp_path):
     assert rep["mission"]["uavs"] == ["sample_log_small"]
     # and its attitude against PX4's own setpoints at the default 45° (its MPC_TILTMAX_AIR 25° is under it)
     assert rep["mission"]["constraints_checked"] == ["max_speed", "max_vertical_speed", "attitude_control"]
-    assert rep["mission"]["limit_sources"]["max_speed"].startswith("sample_log_small: 1.2 × MPC_XY_VEL_MAX 3.5 m/s")
-    assert "max_speed 4.2 m/s from sample_log_small: 1.2 × MPC_XY_VEL_MAX 3.5 m/s" in " ".join(rep["notes"])
+    # a VTOL (is_vtol; SYS_AUTOSTART 13014): the looser of its plane's airspeed limit and its multicopter clamp
+    assert rep["mission"]["limit_sources"]["max_speed"].startswith("sample_log_small: 1.5 × FW_AIRSPD_MAX 30 m/s")
+    assert "max_speed 45 m/s from sample_log_small: 1.5 × FW_AIRSPD_MAX 30 m/s" in " ".join(rep["notes"])
     assert {n["constraint"] for n in rep["data_quality"]["not_evaluable"]} == {"max_speed"}
     assert rep["safety"]["margins"]["max_vertical_speed"]["worst_value"] < 0.5  # on the bench
     assert "clocks aligned with GPS UTC time (t = UTC seconds)" in rep["ingest"]["notes"]

@@ -89,3 +89,11 @@ def test_two_autopilots_with_one_system_id_are_a_one_line_error(tmp_path: Path):
     with pytest.raises(InputError, match=r"two_sitl.tlog: system 1: its boot clock goes back 299 times among 600 "
                                          r"positions: two autopilots with one system id \(SYSID_THISMAV\)\?"):
         read_tlog(path)
+
+
+def test_a_tlog_without_gps_time_does_not_claim_a_utc_clock():
+    """A real ArduSub 4.1 tlog has no SYSTEM_TIME with GPS time: its clock is the ground station's receive times.
+    The flight's clock note said 'clocks aligned with GPS UTC time' beside the note saying the opposite."""
+    notes = load_inputs([REAL]).ingest.notes
+    assert "clocks from the ground station's receive times (t = its unix seconds)" in notes
+    assert not any("GPS UTC" in n for n in notes)

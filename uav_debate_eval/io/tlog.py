@@ -307,6 +307,7 @@ def _utc_offset(system_time: list, recv_offset: float, log: VehicleLog) -> float
     if good:
         return float(np.median([m.time_unix_usec - m.time_boot_ms * 1000.0 for m in good]))
     log.notes.append(f"{log.track.name}: no SYSTEM_TIME with GPS time; clock from the ground station's receive times")
+    log.track.clock = "clocks from the ground station's receive times (t = its unix seconds)"
     return recv_offset
 
 

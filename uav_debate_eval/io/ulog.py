@@ -233,7 +233,8 @@ def clock_offsets(logs: list[LogTrack]) -> tuple[list[float], str]:
     """Microseconds to add to each log's t_us for one clock (GPS UTC when every log has it), and the note."""
     offsets = [lg.utc_offset_us for lg in logs]
     if all(off is not None for off in offsets):
-        return [float(off) for off in offsets if off is not None], logs[0].clock
+        clocks = sorted({lg.clock for lg in logs})  # GPS UTC, a ground station's receive times, a recorder's
+        return [float(off) for off in offsets if off is not None], "; ".join(clocks)
     missing = [lg.name for lg in logs if lg.utc_offset_us is None]
     return [-float(lg.t_us[0]) for lg in logs], f"no GPS UTC time in {', '.join(missing)}: log starts aligned to t = 0"
 

@@ -98,8 +98,8 @@ def test_a_dropout_mid_turn_is_no_motion_capture_glitch():
     """A real fixed-wing flight under motion capture (CogniPilot's cub, 100 Hz; its recorded poses around 2.75 s
     below, the stream before and after continued straight): samples dropped, then a 169-ms dropout as the plane
     turns. The median of 7 updates spans the dropout, and the smooth path strays 7 cm from it: read as a
-    'position_jump' glitch, its samples left out of every check. The bound now covers the time the window spans; a
-    one-frame glitch in the same stream is still one."""
+    'position_jump' glitch, its samples left out of every check. The medians now take no update across a dropout; a
+    one-frame glitch in the same stream is still one, just after the dropout too."""
     from uav_debate_eval.quality.jumps import excursions
 
     real = np.array([
@@ -118,3 +118,8 @@ def test_a_dropout_mid_turn_is_no_motion_capture_glitch():
     pos[100] += [0.0, 0.4, 0.0]  # a marker swap for one frame
     [glitch] = excursions(t, pos, 30.0)
     assert glitch.first == glitch.last == 100
+    after = int(np.flatnonzero(t > 2.9)[0]) + 1  # the same swap on the second update after the dropout: found too
+    pos[100] -= [0.0, 0.4, 0.0]
+    pos[after] += [0.0, 0.4, 0.0]
+    [glitch] = excursions(t, pos, 30.0)
+    assert glitch.first == glitch.last == after

@@ -67,7 +67,7 @@ def test_mavros_own_estimate_is_the_vehicles_pose_and_the_others_are_named():
     """A real PX4 quadrotor's bags under motion capture hold /mavros/vision_pose/pose (the mocap fed to the autopilot)
     beside /mavros/local_position/pose (its estimate): the shorter name won, unlike `live`, which reads
     local_position, and nothing said the other was there. A setpoint is no pose either."""
-    from uav_debate_eval.io.rosbag.topics import POSE, select_topics
+    from uav_debate_eval.io.rosbag.topics import ODOM, POSE, select_topics
 
     types = {"/mavros/vision_pose/pose": POSE, "/mavros/local_position/pose": POSE,
              "/mavros/setpoint_position/local": POSE, "/uav2/mavros/local_position/pose": POSE}
@@ -79,6 +79,23 @@ def test_mavros_own_estimate_is_the_vehicles_pose_and_the_others_are_named():
     del types["/mavros/local_position/pose"]
     assert list(select_topics(Path("b.bag"), types, {})) == ["/mavros/vision_pose/pose",
                                                             "/uav2/mavros/local_position/pose"]
+    types["/mavros/local_position/odom"] = ODOM  # its estimate as Odometry still wins over the PoseStamped it is fed
+    assert list(select_topics(Path("b.bag"), types, {})) == ["/mavros/local_position/odom",
+                                                            "/uav2/mavros/local_position/pose"]
+
+
+def test_mavros_0_28s_velocity_is_in_the_body_frame():
+    """MAVROS 0.28 published local_position/velocity in the body frame (`base_link`), 0.25-0.27 and 0.29's
+    velocity_local in the world frame (`map`): the frame id says which, so a 0.28 bag's is rotated as velocity_body."""
+    from types import SimpleNamespace
+
+    from uav_debate_eval.io.rosbag.mavros import _body_frame
+
+    def twist(frame: str) -> SimpleNamespace:
+        return SimpleNamespace(header=SimpleNamespace(frame_id=frame))
+
+    assert [_body_frame(twist(f)) for f in ("base_link", "/base_link", "fcu", "map", "odom", "")] == [
+        True, True, True, False, False, False]
 
 
 @pytest.mark.parametrize("fmt,name", [("mcap", "flight.mcap"), ("sqlite3", "flight.db3"), ("ros1", "flight.bag")])

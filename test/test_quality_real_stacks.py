@@ -96,9 +96,9 @@ def test_mavros_derived_velocity_alone_stays_below_the_limit(mavros):
     assert _violations(report, "max_speed") == [] and _violations(report, "max_vertical_speed") == []
 
 
-def test_mavros_before_0_26_names_its_world_velocity_local_position_velocity(mavros, tmp_path):
+def test_mavros_before_0_28_names_its_world_velocity_local_position_velocity(mavros, tmp_path):
     """ROS 1 bags of 2018 (a real PX4 quadrotor's free flight): MAVROS published its ENU velocity as
-    local_position/velocity (velocity_local since 0.26); it was not read, the velocity derived from the poses."""
+    local_position/velocity (velocity_local since 0.29); it was not read, the velocity derived from the poses."""
     bag, sim = mavros["clean"]
     old = write_mavros_bag(sim.traj, tmp_path / "old.bag", global_fix=True, velocity_topic="velocity")
     new, before = load_inputs([bag]), load_inputs([old])

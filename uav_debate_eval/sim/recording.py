@@ -48,7 +48,7 @@ def write_mavros_bag(traj: SwarmTrajectory, path: str | Path, *, update_hz: floa
                      jitter_s: float = 0.004, global_fix: bool = False, bare_offset: tuple | None = None,
                      velocity: bool = True, velocity_topic: str = "velocity_local", seed: int = 0) -> Path:
     """See the module docstring. Each vehicle's local frame has its origin at the vehicle's first position;
-    `velocity_topic`: `velocity` as MAVROS named its world-frame velocity before 0.26 (ROS 1 bags of 2018)."""
+    `velocity_topic`: `velocity` as MAVROS named its world-frame velocity before 0.28 (ROS 1 bags of 2018)."""
     path = Path(path)
     ts = get_typestore(Stores.ROS1_NOETIC)
     rng = np.random.default_rng(seed)

@@ -65,7 +65,7 @@ def apply_companions(reader: AnyReader, companions: dict[str, str], types: dict[
                 continue
             vel = velocity_at(cols.t[k], t, np.array([(m.twist.linear.x, m.twist.linear.y, m.twist.linear.z)
                                                       for m in msgs]))
-            if comp.endswith("velocity_body"):
+            if comp.endswith("velocity_body") or (comp.endswith("/velocity") and _body_frame(msgs[0])):
                 vel = rotate_many(cols.quat[k], vel)
             cols.vel[k] = vel
             meta.velocity = comp
@@ -90,3 +90,12 @@ def place_by_fix(cols: Columns, notes: list[str]) -> None:
         cols.pos[k] = cols.pos[k] + offsets[u]
         cols.meta[u].frame = ""
         notes.append(placed_note(u, anchor, offsets[u]))
+
+
+#: The frame ids of a body-frame twist (MAVROS 0.28's `local_position/velocity`: `base_link`; `fcu`, `base_link_frd`).
+BODY_FRAMES = ("base_link", "base_link_frd", "fcu")
+
+
+def _body_frame(msg) -> bool:
+    """Whether a TwistStamped is in the vehicle's body frame, by its header's frame id."""
+    return str(getattr(getattr(msg, "header", None), "frame_id", "")).strip("/") in BODY_FRAMES

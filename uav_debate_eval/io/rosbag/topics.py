@@ -32,8 +32,9 @@ WORLD_FRAMES = {"world", "map", "odom", "earth", "enu"}
 #: motion-capture bridges (`/vicon/cf3/cf3`: the next level names the body).
 _DRIVER_NS = {"mavros", "fmu", "px4"}
 _MOCAP_NS = {"vicon", "vrpn_client_node", "natnet", "optitrack", "qualisys", "mocap", "motion_capture_tracking"}
-#: MAVROS topics beside a pose topic: measured velocity (world frame first, then body frame), the global fix and the
-#: autopilot's state (arming) and extended state (landed).
+#: MAVROS topics beside a pose topic: measured velocity (world frame first: `velocity_local`, or `velocity` before
+#: MAVROS 0.29, which 0.28 published in the body frame (`base_link`: rotated as `velocity_body` is); then body frame),
+#: the global fix and the autopilot's state (arming) and extended state (landed).
 _MAVROS_COMPANIONS = (("/local_position/velocity_local", TWIST), ("/local_position/velocity", TWIST),
                       ("/local_position/velocity_body", TWIST),
                       ("/global_position/global", FIX), ("/state", STATE), ("/extended_state", EXTENDED_STATE))
@@ -114,12 +115,12 @@ def select_topics(path: Path, types: dict[str, str], wanted: dict[str, str | Non
                          f"[/px4_N]/fmu/out/...); topics: {listed}")
     direct = {t: ty for t, ty in found.items() if ty in (POSE, ODOM, POSE_COV)}
     if direct:
-        # One topic per vehicle: PoseStamped before Odometry before PoseWithCovarianceStamped, then MAVROS's own
-        # estimate (local_position, what `live` reads; not the vision_pose it is fed, nor a setpoint), then the
-        # shortest name.
+        # One topic per vehicle: MAVROS's own estimate first (local_position/pose or /odom, what `live` reads; not
+        # the vision_pose it is fed, nor a setpoint), then PoseStamped before Odometry before
+        # PoseWithCovarianceStamped, then the shortest name.
         best: dict[str, str] = {}
         unread: dict[str, list[str]] = {}
-        for t in sorted(direct, key=lambda t: (SUPPORTED.index(direct[t]), MAVROS_ESTIMATE not in t, len(t), t)):
+        for t in sorted(direct, key=lambda t: (MAVROS_ESTIMATE not in t, SUPPORTED.index(direct[t]), len(t), t)):
             if best.setdefault(vehicle := vehicle_from_topic(t), t) != t:
                 unread.setdefault(vehicle, []).append(t)
         if notes is not None:

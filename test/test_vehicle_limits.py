@@ -52,6 +52,11 @@ def test_a_px4_plane_is_judged_by_its_airspeed_limit_and_a_vtol_by_the_looser():
                       classes={"v": "vtol"})
     assert vtol.constraints.max_speed_mps == pytest.approx(CLAMP_MARGIN * 12.0)  # the looser of the two
     assert own_limits({"v": {"FW_AIRSPD_MAX": 20.0}}, HOME, controlled=False).constraints.max_speed_mps is None
+    both = {**px4, "MPC_Z_VEL_MAX_UP": 3.0, "MPC_Z_VEL_MAX_DN": 1.0, "FW_T_CLMB_MAX": 5.0, "FW_T_SINK_MAX": 5.0}
+    vertical = {cls: own_limits({"v": both}, HOME, controlled=False, classes={"v": cls}).constraints
+                .max_vertical_speed_mps for cls in ("multirotor", "fixed_wing", "vtol")}
+    assert vertical == pytest.approx({"multirotor": CLAMP_MARGIN * 3.0, "fixed_wing": TARGET_MARGIN * 5.0,
+                                      "vtol": TARGET_MARGIN * 5.0})  # a plane's sink rate is no multicopter's
     assert "FW_AIRSPD_MAX" in limit_params(px4)
 
 

@@ -14,9 +14,10 @@ verdict never rests on nothing checked while the log holds limits.
   a plane or a VTOL), a rover's `WP_SPEED` / `CRUISE_SPEED`) is what
   the autopilot aims for in its automatic and position-holding modes, not a hard limit: overshoot, gusts and wind
   (all of it, for a plane's ground speed against its airspeed) add to it, so the limit is `TARGET_MARGIN` (1.5) times
-  the fastest target configured. A **speed clamp** (PX4 `MPC_XY_VEL_MAX`, `MPC_Z_VEL_MAX_UP`/`_DN`: the controller
-  never asks for more) gets `CLAMP_MARGIN` (1.2): only overshoot and gusts add to it. Either way a violation means
-  flight far beyond what the vehicle was set up for.
+  the fastest target configured (a PX4 plane's climb and sink targets `FW_T_CLMB_MAX` / `FW_T_SINK_MAX` too). A
+  **speed clamp** (PX4 `MPC_XY_VEL_MAX`, `MPC_Z_VEL_MAX_UP`/`_DN`: the controller never asks for more; not a
+  plane's) gets `CLAMP_MARGIN` (1.2): only overshoot and gusts add to it. Either way a violation means flight far
+  beyond what the vehicle was set up for.
 - A **lean limit** (ArduPilot `ANGLE_MAX`, a plane's `LIM_ROLL_CD` / `LIM_PITCH_MAX` / `LIM_PITCH_MIN` or their
   4.5 `*_DEG` names, PX4 `MPC_TILTMAX_AIR`) bounds the attitude the autopilot may ask for. A vehicle set up to
   lean further also swings further from its target in ordinary flight, while a small lean limit says nothing of
@@ -49,13 +50,14 @@ _AIRSPEED = (("AIRSPEED_MAX", 1.0), ("ARSPD_FBW_MAX", 1.0))
 _PX4_SPEED = (("MPC_XY_VEL_MAX", 1.0),)
 _PX4_AIRSPEED = (("FW_AIRSPD_MAX", 1.0),)
 _PX4_VSPEED = (("MPC_Z_VEL_MAX_UP", 1.0), ("MPC_Z_VEL_MAX_DN", 1.0))
+_PX4_FW_VSPEED = (("FW_T_CLMB_MAX", 1.0), ("FW_T_SINK_MAX", 1.0))
 _ANGLES = (("ANGLE_MAX", 0.01), ("LIM_ROLL_CD", 0.01), ("LIM_PITCH_MAX", 0.01), ("LIM_PITCH_MIN", 0.01),
            ("ROLL_LIMIT_DEG", 1.0), ("PTCH_LIM_MAX_DEG", 1.0), ("PTCH_LIM_MIN_DEG", 1.0), ("MPC_TILTMAX_AIR", 1.0))
 _FENCE = ("FENCE_ENABLE", "FENCE_TYPE", "FENCE_ALT_MAX", "FENCE_ALT_MIN", "FENCE_RADIUS", "GF_ACTION",
           "GF_MAX_HOR_DIST", "GF_MAX_VER_DIST")
 #: The parameters a reader keeps (the rest of a log's ~1000 parameters are not needed after reading).
 LIMIT_PARAMS = frozenset(n for group in (_ARDU_SPEED, _ROVER_SPEED, _ARDU_VSPEED, _AIRSPEED, _PX4_SPEED, _PX4_AIRSPEED,
-                                         _PX4_VSPEED, _ANGLES) for n, _ in group) | frozenset(_FENCE)
+                                         _PX4_VSPEED, _PX4_FW_VSPEED, _ANGLES) for n, _ in group) | frozenset(_FENCE)
 
 
 def limit_params(params: dict) -> dict[str, float]:
@@ -81,7 +83,7 @@ def own_limits(params: dict[str, dict[str, float]], homes: dict[str, tuple[tuple
     out = OwnLimits()
     speeds = [_speed(u, p, (classes or {}).get(u, "")) for u, p in params.items()]
     _loosest(out, "max_speed", "max_speed_mps", [s for s in speeds if s], params)
-    vspeeds = [_vertical_speed(u, p) for u, p in params.items()]
+    vspeeds = [_vertical_speed(u, p, (classes or {}).get(u, "")) for u, p in params.items()]
     _loosest(out, "max_vertical_speed", "max_vertical_speed_mps", [s for s in vspeeds if s], params)
     if controlled:
         angles = [_angle(u, p) for u, p in params.items()]
@@ -128,13 +130,21 @@ def _speed(u: str, p: dict[str, float], vehicle_class: str = "") -> tuple[float,
     return TARGET_MARGIN * v, f"{u}: {TARGET_MARGIN:g} × {n} {v:g} m/s ({what}; vehicle parameters)"
 
 
-def _vertical_speed(u: str, p: dict[str, float]) -> tuple[float, str] | None:
-    clamp = _first(p, _PX4_VSPEED)
+def _vertical_speed(u: str, p: dict[str, float], vehicle_class: str = "") -> tuple[float, str] | None:
+    found = []
+    if vehicle_class != "fixed_wing" and (clamp := _first(p, _PX4_VSPEED)):
+        v, n = max(clamp)
+        found.append((CLAMP_MARGIN * v, f"{u}: {CLAMP_MARGIN:g} × {n} {v:g} m/s (vehicle parameters)"))
+    if vehicle_class in ("fixed_wing", "vtol") and (rates := _first(p, _PX4_FW_VSPEED)):  # its climb and sink targets
+        v, n = max(rates)
+        found.append((TARGET_MARGIN * v, f"{u}: {TARGET_MARGIN:g} × {n} {v:g} m/s (vehicle parameters)"))
+    if found:
+        return max(found)
     targets = _first(p, _ARDU_VSPEED)
-    if not (clamp or targets):
+    if not targets:
         return None
-    margin, (v, n) = (CLAMP_MARGIN, max(clamp)) if clamp else (TARGET_MARGIN, max(targets))
-    return margin * v, f"{u}: {margin:g} × {n} {v:g} m/s (vehicle parameters)"
+    v, n = max(targets)
+    return TARGET_MARGIN * v, f"{u}: {TARGET_MARGIN:g} × {n} {v:g} m/s (vehicle parameters)"
 
 
 def _angle(u: str, p: dict[str, float]) -> tuple[float, str] | None:

@@ -4,7 +4,7 @@ global position fixes put several vehicles' local frames into one world frame.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -96,6 +96,6 @@ def place_by_fix(cols: Columns, notes: list[str]) -> None:
 BODY_FRAMES = ("base_link", "base_link_frd", "fcu")
 
 
-def _body_frame(msg) -> bool:
+def _body_frame(msg: Any) -> bool:
     """Whether a TwistStamped is in the vehicle's body frame, by its header's frame id."""
     return str(getattr(getattr(msg, "header", None), "frame_id", "")).strip("/") in BODY_FRAMES

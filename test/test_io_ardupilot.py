@@ -161,6 +161,13 @@ def test_truncated_logs(logs, tmp_path):
     header_only.write_bytes(raw + raw[-100:][raw[-100:].index(b"\xa3\x95"):][:3])
     assert any("ends inside a message (truncated)" in n for n in read_ardupilot_logs([header_only]).ingest.notes)
     assert not any("truncated" in n for n in read_ardupilot_logs([logs["bins"][0]]).ingest.notes)
+    half = raw.index(b"\xa3\x95", len(raw) // 4)  # a message of a type no FMT describes a quarter in: the reader
+    damaged = tmp_path / "damaged.bin"  # stops there, mid-file, which is no truncation
+    damaged.write_bytes(raw[:half] + b"\xa3\x95\xfe" + bytes(20) + raw[half:])
+    notes = read_ardupilot_logs([damaged]).ingest.notes
+    assert not any("truncated" in n for n in notes)
+    assert f"damaged.bin: read up to byte {half:,} of {len(raw) + 23:,}, where a message no format describes stopped " \
+           "the reader (a damaged log); the rest is not in the flight" in notes
     head = tmp_path / "head.bin"
     head.write_bytes(raw[:500])  # cut before the first EKF message
     with pytest.raises(InputError, match="head.bin: no position in the log"):

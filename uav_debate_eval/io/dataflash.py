@@ -123,9 +123,14 @@ def _read(reader, path: Path, name: str) -> VehicleLog:
         log.notes.append(f"{path.name}: the format table is damaged for {', '.join(reader.repaired_types)} (types the "
                          "evaluation does not read): their messages were skipped, the rest read as logged")
     ends = [offs[-1] + reader.formats[k].len for k, offs in enumerate(reader.offsets) if offs and k in reader.formats]
-    # cut inside a message's body, or after its header alone (too short for pymavlink to list: a real Copter 4.4 log)
-    if ends and (max(ends) > reader.data_len or bytes(reader.data_map[max(ends):max(ends) + 2]) == b"\xa3\x95"):
+    # cut inside a message's body, or within its 3-byte header (too short for pymavlink to list: a real Copter 4.4
+    # log); more bytes after the last message read are no cut but where pymavlink's index stopped
+    tail = bytes(reader.data_map[max(ends):max(ends) + 4]) if ends and max(ends) < reader.data_len else b""
+    if ends and (max(ends) > reader.data_len or (0 < len(tail) <= 3 and b"\xa3\x95".startswith(tail[:2]))):
         log.notes.append(f"{path.name}: the log ends inside a message (truncated); read up to its last whole message")
+    elif len(tail) > 3:
+        log.notes.append(f"{path.name}: read up to byte {max(ends):,} of {reader.data_len:,}, where a message no "
+                         "format describes stopped the reader (a damaged log); the rest is not in the flight")
     return log
 
 

@@ -186,3 +186,19 @@ def test_a_killed_mavros_sessions_tape_keeps_its_side_streams_and_places_its_fra
                                     "invalid": {"px4_1": [(BASE + 1.0, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0)]}}})
     np.testing.assert_array_equal(load_side(tape.folder)["px4"]["invalid"]["px4_1"],
                                   [[BASE + 1.0, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]])
+
+
+def test_side_rows_of_a_run_before_a_clock_jump_stay_off_the_new_flight():
+    """A clock jump restarts the tape with the new flight (a simulator restarted), but the session keeps the side rows
+    of the run before it, whose stamps overlap the new run's: the earlier run's 5 m/s landed on the new run's hover.
+    Each vehicle's side rows count from the last time their clock went back."""
+    from uav_debate_eval.io.live_tape import latest_run, put_measured_velocity
+
+    run1 = np.column_stack([np.arange(0.0, 10.0, 0.1), np.full(100, 5.0), np.zeros((100, 2))])
+    run2 = np.column_stack([np.arange(0.05, 10.0, 0.1), np.zeros((100, 3))])
+    assert latest_run(np.concatenate([run1, run2])).tolist() == run2.tolist()
+    assert latest_run(run1).tolist() == run1.tolist()
+    t = np.arange(1.0, 2.0, 0.1)
+    data = np.column_stack([np.zeros(len(t)), t, np.zeros((len(t), 3)), np.full((len(t), 3), np.nan)])
+    put_measured_velocity((data, np.full(len(t), "uav1", dtype=object)), {"uav1": np.concatenate([run1, run2])})
+    assert np.abs(data[:, 5:8]).max() < 1e-9

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.stamps import RESTART_S
 from uav_debate_eval.core.trajectory import SwarmTrajectory
 
 #: The manifest: format, version, the vehicles in index order.
@@ -161,7 +162,7 @@ def with_invalid_rows(columns: tuple[np.ndarray, np.ndarray], invalid: dict[str,
     samples. `invalid`: (t, x, y, z, vx, vy, vz, altitude valid) rows per vehicle (io.px4.LiveFrames.invalid_rows:
     never taped, the verifier does not check them). Each vehicle's rows end in time order (a PX4 instance's stamps
     only grow, invalid samples' too); their vehicle index is -1 (not on the tape)."""
-    parts = [(u, np.asarray(r, dtype=float).reshape(-1, 8)) for u, r in invalid.items() if len(r)]
+    parts = [(u, latest_run(np.asarray(r, dtype=float).reshape(-1, 8))) for u, r in invalid.items() if len(r)]
     if not parts:
         return columns, None
     data, ids = columns
@@ -220,6 +221,14 @@ def session_trajectory(columns: tuple[np.ndarray, np.ndarray], side: dict, name:
     return traj
 
 
+def latest_run(rows: np.ndarray) -> np.ndarray:
+    """A session's side rows (stamp first, in the order received) from the last time their clock went back on: a
+    clock jump restarts the tape with the new flight (live.tape), while the session kept the rows of the one before
+    (a simulator restarted: stamps of both runs overlap, and the earlier run's velocities landed on the new poses)."""
+    back = np.flatnonzero(np.diff(rows[:, 0]) < -RESTART_S) if len(rows) > 1 else ()
+    return rows[back[-1] + 1:] if len(back) else rows
+
+
 def put_measured_velocity(columns: tuple[np.ndarray, np.ndarray], measured: dict[str, np.ndarray]) -> list[str]:
     """Each vehicle's measured velocity ((stamp s, vx, vy, vz) rows as received: MAVROS `velocity_local`) put on its
     taped poses in place, as the bag reader puts a recorded stream on the recorded poses (io.mavros_fixes.velocity_at,
@@ -231,7 +240,7 @@ def put_measured_velocity(columns: tuple[np.ndarray, np.ndarray], measured: dict
     done = []
     for uav, rows in measured.items():
         mask = ids == uav
-        rows = np.asarray(rows, dtype=float).reshape(-1, 4)
+        rows = latest_run(np.asarray(rows, dtype=float).reshape(-1, 4))
         if len(rows) < 2 or not mask.any():
             continue
         data[mask, 5:8] = velocity_at(stamp_s(stamp_ns(data[mask, 1])), stamp_s(stamp_ns(rows[:, 0])), rows[:, 1:4])

@@ -225,7 +225,7 @@ def latest_run(rows: np.ndarray) -> np.ndarray:
     """A session's side rows (stamp first, in the order received) from the last time their clock went back on: a
     clock jump restarts the tape with the new flight (live.tape), while the session kept the rows of the one before
     (a simulator restarted: stamps of both runs overlap, and the earlier run's velocities landed on the new poses)."""
-    back = np.flatnonzero(np.diff(rows[:, 0]) < -RESTART_S) if len(rows) > 1 else ()
+    back = np.flatnonzero(np.diff(rows[:, 0]) < -RESTART_S)
     return rows[back[-1] + 1:] if len(back) else rows
 
 

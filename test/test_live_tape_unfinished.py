@@ -125,8 +125,7 @@ def test_each_close_writes_only_the_side_rows_new_since_the_last(tmp_path):
     t = BASE + np.arange(0.0, 30.0, 0.1)
     full = _mavros_session(t)
     for n in (100, 200, 200, 300):  # three closes with new rows, one without
-        session = _mavros_session(t[:n])
-        tape.keep_side(session)
+        tape.keep_side(lambda n=n: _mavros_session(t[:n]))
     chunks = side_chunks(tape.folder)
     assert [c.name for c in chunks] == ["session-00000.npz", "session-00001.npz", "session-00002.npz"]
     sizes = []
@@ -157,7 +156,7 @@ def test_a_killed_mavros_sessions_tape_keeps_its_side_streams_and_places_its_fra
             swarm.add(u, ti, (0.0, 0.1 * k, 2.0))  # north at 1 m/s, each from its own origin
     tape.take(swarm)
     session = _mavros_session(t)
-    tape.keep_side(session)
+    tape.keep_side(lambda: session)
     side = load_side(tape.folder)
     assert sorted(side) == ["local_frames", "mavros"]  # the session's inputs are not side streams
     np.testing.assert_array_equal(side["mavros"]["velocities"]["uav2"], session["mavros"]["velocities"]["uav2"])

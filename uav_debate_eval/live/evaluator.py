@@ -175,7 +175,7 @@ class SegmentEvaluator:
         """The session's side streams so far beside the tape: a killed session's tape reads as the flight report
         would (MAVROS frames placed by their fixes, the arming, PX4's invalid estimates)."""
         try:
-            self.tape.keep_side(self._session())
+            self.tape.keep_side(self._session)
         except Exception as exc:  # noqa: BLE001  (a full disk, a stream changing under a thread): the poses stand
             if not self._side_failed:
                 self._side_failed = True

@@ -18,6 +18,7 @@ import math
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,10 +89,11 @@ class FlightTape:
         with self._lock:
             return 0 if self._ended else self._take(swarm)
 
-    def keep_side(self, session: dict) -> None:
-        """The session's side streams so far (io.live_tape.save_side), beside the chunks."""
+    def keep_side(self, session: Callable[[], dict]) -> None:
+        """The session's side streams so far (io.live_tape.save_side), beside the chunks; `session` is read under the
+        tape's lock, so two closes cannot write their snapshots in the other order."""
         with self._lock:
-            save_side(self.folder, session, self._side_saved)
+            save_side(self.folder, session(), self._side_saved)
 
     def _take(self, swarm: StreamingSwarm) -> int:
         rows, oldest, resets = swarm.rows_after(self._cursors)

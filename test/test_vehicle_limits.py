@@ -131,8 +131,9 @@ def test_fence_ratio_with_open_sides():
     assert fence_ratio(np.array([[5.0, 0.0, 5.0]]), closed).tolist() == pytest.approx([0.5])
 
 
-def write_fenced_flight(path: Path, ceiling_m: float, enabled: int = 1) -> None:
-    """A copter armed at 1.5 s that climbs from 5 m to 30 m over 40 s, its fence ceiling at `ceiling_m`."""
+def write_fenced_flight(path: Path, ceiling_m: float, enabled: int = 1, armed_again: int | None = None) -> None:
+    """A copter armed at 1.5 s that climbs from 5 m to 30 m over 40 s, its fence ceiling at `ceiling_m`;
+    `armed_again`: the sample it is armed once more at (the autopilot sets its home there again)."""
     w = DataFlashWriter(path, formats=EKF2_FORMATS)
     w.write("MSG", 0, "ArduCopter V3.6.4")
     for name, value in (("AHRS_EKF_TYPE", 2), ("FENCE_ENABLE", enabled), ("FENCE_TYPE", 1),
@@ -140,7 +141,7 @@ def write_fenced_flight(path: Path, ceiling_m: float, enabled: int = 1) -> None:
         w.write("PARM", 0, name, value, value)
     for i in range(400):
         t = 1_000_000 + 100_000 * i
-        if i == 5:
+        if i == 5 or i == armed_again:
             w.write("EV", t, 10)  # ARMED
         up = 5.0 + 25.0 * i / 399
         w.write("NKF1", t, 0, 0, 0, 0, 0, -25.0 / 40, 0, 0, 0, -up, 0, 0, 0)
@@ -168,6 +169,20 @@ def test_flight_beyond_its_own_fence_is_a_violation(tmp_path):
     assert rep["mission"]["constraints_checked"] == ["max_speed", "max_vertical_speed", "geofence"]
     assert "max_speed 7.5 m/s from fenced: 1.5 × WPNAV_SPEED 5 m/s" in " ".join(rep["notes"])
     assert any("geofence from fenced: ceiling 20 m above home from FENCE_ALT_MAX" in n for n in rep["notes"])
+
+
+def test_a_home_moved_by_a_later_arming_is_said_beside_the_fence(tmp_path):
+    """The autopilot sets home (and its fence) anew at each arming; the fence here stays around the first. Armed again
+    18 m from it, the fence's source says so: near that home, the first one's fence judges the flight."""
+    path = tmp_path / "rearmed.bin"
+    write_fenced_flight(path, ceiling_m=40.0, armed_again=300)
+    code, rep = evaluate(path, tmp_path / "out")
+    assert rep["mission"]["limit_sources"]["geofence"].endswith(
+        "home: where it was armed at 0.5 s; armed again 18 m from it at 30.0 s, where the autopilot set its home (and "
+        "fence) anew: near that home, the fence here is the first one's)")
+    write_fenced_flight(path, ceiling_m=40.0, armed_again=6)  # again at the same spot: nothing to say
+    code, rep = evaluate(path, tmp_path / "same")
+    assert rep["mission"]["limit_sources"]["geofence"].endswith("home: where it was armed at 0.5 s)")
 
 
 def test_flight_within_its_fence_or_with_fence_off_and_mission_wins(tmp_path):

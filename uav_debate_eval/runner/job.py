@@ -161,21 +161,31 @@ def _limits_without_mission(traj: SwarmTrajectory, mission: Mission, notes: list
     return [n.replace(_NOTHING_GIVEN, what) for n in notes] + lim.notes + said
 
 
+#: A later arming this far (m) from the first home moved the autopilot's home (and its fence) with it.
+HOME_MOVED_M = 5.0
+
+
 def vehicle_homes(traj: SwarmTrajectory) -> dict[str, tuple[tuple[float, float, float], str]]:
     """Each vehicle's home in the world frame: where it was first armed (the autopilot sets home there), else its
-    first sample."""
+    first sample. The autopilot sets home again at each arming; the fence stays around the first, and its source says
+    when a later arming was elsewhere (a breach near that home is judged from the first)."""
     import numpy as np
 
-    armed: dict[str, float] = {}
+    armed: dict[str, list[float]] = {}
     for e in traj.ingest.log_events:
         if e.type == "autopilot_event" and e.extra.get("label") == "ARMED" and e.uavs:
-            armed[e.uavs[0]] = min(e.t, armed.get(e.uavs[0], e.t))
+            armed.setdefault(e.uavs[0], []).append(e.t)
     out = {}
     for u, tr in traj.tracks.items():
-        t = armed.get(u)
-        k = 0 if t is None else min(int(np.searchsorted(tr.t, t)), len(tr.t) - 1)
-        x, y, z = (float(v) for v in tr.pos[k])
-        out[u] = ((x, y, z), "its first sample" if t is None else f"where it was armed at {tr.t[k]:.1f} s")
+        times = sorted(armed.get(u, []))
+        rows = [min(int(np.searchsorted(tr.t, t)), len(tr.t) - 1) for t in times] or [0]
+        x, y, z = (float(v) for v in tr.pos[rows[0]])
+        how = f"where it was armed at {tr.t[rows[0]]:.1f} s" if times else "its first sample"
+        moved = [(float(tr.t[k]), float(np.linalg.norm(tr.pos[k] - tr.pos[rows[0]]))) for k in rows[1:]]
+        if far := [(t, d) for t, d in moved if d > HOME_MOVED_M]:
+            how += (f"; armed again {far[0][1]:.0f} m from it at {far[0][0]:.1f} s, where the autopilot set its "
+                    "home (and fence) anew: near that home, the fence here is the first one's")
+        out[u] = ((x, y, z), how)
     return out
 
 

@@ -187,8 +187,8 @@ def test_a_shows_names_that_do_not_match_say_so_in_one_short_line(tmp_path):
 
 
 def test_many_px4_logs_are_parsed_on_every_core_into_the_serial_report(tmp_path, monkeypatch):
-    """PX4 logs are one flight without a span read: the flight's read parsed them one after another. They are
-    parsed ahead on every core (20 real 3-MB logs: read 1.14 -> 0.57 s on two cores), into the same report."""
+    """PX4 logs' spans (their GPS times: one flight or not) and the flight's read parsed them one after another. They
+    are parsed on every core (20 real 3-MB logs: read 1.14 -> 0.57 s on two cores), once, into the same report."""
     from uav_debate_eval.io import ulog
     from uav_debate_eval.runner import spans
 

@@ -57,6 +57,26 @@ def test_a_ulogs_flight_modes_are_events_as_a_bags_are():
     assert modes[1][0] == pytest.approx((switch_us - first_us) / 1e6, abs=1e-6) == pytest.approx(17.642, abs=1e-3)
 
 
+def test_px4_logs_of_different_days_are_not_one_flight(tmp_path):
+    """Several .ulg were one flight without a look at their times: two logs of 2019 and 2021 (pyulog's 2022 and 2024
+    samples in the field) became one flight on a two-year grid, a 51-GB MemoryError. With GPS time in every log, their
+    spans decide as for every other input; forced together (--one-flight), a clear error, exit 2."""
+    from uav_debate_eval.io.loader import one_flight
+
+    logs = [SMALL, RTL]
+    together, why = one_flight(logs)
+    assert not together and why == "time spans do not overlap (sample_log_small.ulg starts after the others end)"
+    copy = tmp_path / "copy.ulg"
+    copy.write_bytes(SMALL.read_bytes())
+    assert one_flight([SMALL, copy])[0]  # the same time: one flight
+    # one by one: the bench log is inconclusive (no horizontal position), the RTL flight safe
+    assert main(["evaluate", *map(str, logs), "--out", str(tmp_path / "apart"), "--llm", "rules", "--quiet"]) == 4
+    flights = sorted(p.name for p in (tmp_path / "apart").iterdir() if p.is_dir())
+    assert flights == ["flight_ulg", "sample_log_small_ulg"]
+    assert main(["evaluate", *map(str, logs), "--one-flight", "--out", str(tmp_path / "forced"), "--llm", "rules",
+                 "--quiet"]) == 2
+
+
 def test_ulog_via_loader_names_from_mission():
     traj = load_inputs([SMALL], names=["px4_a"])
     assert traj.uav_ids == ["px4_a"]

@@ -222,8 +222,6 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
     """Whether several inputs are one flight (CONTRACT.md §4): their time spans overlap and they hold different
     vehicles (or share an absolute clock); returns the answer and the reason the terminal shows. `known`: spans
     already read (runner.spans: many logs on every core)."""
-    if px4_logs_only(paths):
-        return True, "PX4 logs are one vehicle each"
     known, unread = readable_spans(paths, known)
     if unread:  # say whether the others are one flight: a show's 499 logs are not 499 flights to the operator
         readable = [p for p in paths if p in known]
@@ -232,6 +230,8 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
             f"; the other {len(readable)} are one flight: give them without it" if rest else "")
     spans = [(t0, t1, set(ids), p.name) for p, (t0, t1, ids) in known.items() if p in paths]
     spans.sort()
+    if px4_logs_only(paths) and not all(t0 > ABSOLUTE_CLOCK_S for t0, _, _, _ in spans):
+        return True, "PX4 logs are one vehicle each (without GPS time in every one, aligned at their starts)"
     reach = spans[0][1]
     for t0, t1, _, name in spans[1:]:
         if t0 > reach:
@@ -249,7 +249,8 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
 
 
 def px4_logs_only(paths: list[Path]) -> bool:
-    """PX4 logs, one vehicle each: one flight without reading their spans."""
+    """PX4 logs, one vehicle each: one flight unless their GPS times say apart (two days' logs of one vehicle given
+    together were one flight: a 690-day grid, 51 GB, a MemoryError)."""
     return all(p.suffix.lower() == ".ulg" for p in paths)
 
 
@@ -271,6 +272,11 @@ def span(path: Path) -> Span:
         from uav_debate_eval.io.rosbag import bag_span
 
         return bag_span(path)
+    if kind == "ulog":
+        from uav_debate_eval.io.ulog import ulog_span
+
+        with reading(str(path)):
+            return ulog_span(path)
     with reading(str(path)):
         traj = _read_one(path, kind, None, None, keep=True)
     return traj.t0, traj.t0 + traj.t_end, traj.uav_ids

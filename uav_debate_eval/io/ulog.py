@@ -336,6 +336,14 @@ def read_ulogs(paths: Sequence[str | Path], names: list[str] | None = None) -> S
     return combine(logs)
 
 
+def ulog_span(path: Path) -> tuple[float, float, list[str]]:
+    """(first, last stamp, its vehicle) of a .ulg, on GPS UTC where the log has it (else its boot clock); the parse is
+    kept for the flight's read (io.kept_reads)."""
+    lg = parsed(path, ulog_track, keep=True)
+    offset = lg.utc_offset_us or 0.0
+    return (float(lg.t_us[0]) + offset) / 1e6, (float(lg.t_us[-1]) + offset) / 1e6, [path.stem]
+
+
 def ulog_track(path: Path) -> LogTrack:
     """read_ulog named after the file (read_ulogs names it)."""
     return read_ulog(path, path.stem)

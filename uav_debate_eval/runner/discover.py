@@ -16,7 +16,7 @@ from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io.live_tape import is_tape
-from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind, px4_logs_only, readable_spans, unread_words
+from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind, readable_spans, unread_words
 from uav_debate_eval.io.loader import one_flight as overlap
 from uav_debate_eval.runner.job import nearest_mission
 from uav_debate_eval.runner.spans import spans_ahead
@@ -155,10 +155,8 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
 
 def readable_flight(paths: list[Path]) -> tuple[list[Path], list[str], tuple[bool, str]]:
     """(the recordings whose time spans read, why each other one cannot be read, whether the readable ones, two or
-    more, are one flight and why: io.loader.one_flight), the spans of many logs read on every core; PX4 logs are
-    one flight without spans. The unreadable ones are tried once."""
-    if px4_logs_only(paths):
-        return paths, [], overlap(paths)
+    more, are one flight and why: io.loader.one_flight), the spans of many logs read on every core. The unreadable
+    ones are tried once."""
     spans, unread = readable_spans(paths, spans_ahead(paths))
     readable = [p for p in paths if p in spans]
     return readable, unread, overlap(readable, spans) if len(readable) > 1 else (False, "")

@@ -125,9 +125,29 @@ def read_flight(paths: list[Path], options: ReadOptions) -> LoadedFlight:
     if traj.duration <= 0:  # every check "held throughout" an instant would say nothing about a flight
         raise InputError(f"{paths[0]}: the poses read are a single instant ({traj.n_samples} sample(s) at "
                          f"{traj.t_start:g} s): a flight needs samples over time")
+    _not_mostly_silence(traj, paths[0])
     if not mission.source:  # a mission file, given or found, wins over the vehicle's own parameters
         notes = _limits_without_mission(traj, mission, notes)
     return LoadedFlight(traj, mission, notes)
+
+
+#: A flight whose common time grid would hold this many times its vehicles' samples, and more than GRID_CELLS_MIN
+#: cells, is mostly silence: inputs of different days read as one (--one-flight), not a flight to evaluate.
+SILENCE_RATIO = 1000.0
+GRID_CELLS_MIN = 50_000_000
+
+
+def _not_mostly_silence(traj: SwarmTrajectory, first: Path) -> None:
+    """InputError for a flight that is mostly silence (two PX4 logs 690 days apart forced into one flight made a
+    51-GB grid and a MemoryError)."""
+    period = traj.sample_period or 0.0
+    if period <= 0:
+        return
+    cells = traj.duration / period * len(traj.tracks)
+    if cells > GRID_CELLS_MIN and cells > SILENCE_RATIO * traj.n_samples:
+        raise InputError(f"{first}: its {traj.n_samples:,} samples spread over {traj.duration / 86400:,.1f} days, "
+                         f"{traj.n_samples * period:,.0f} s of them recorded: recordings of different times, not one "
+                         "flight (give them one by one)")
 
 
 _NOTHING_GIVEN = "no constraints were given, so no hard constraint was checked (the verdict is inconclusive)"

@@ -1,12 +1,11 @@
 """Many per-drone autopilot logs read on every core: a show's drones each write their own log.
 
-Several ArduPilot logs (or per-drone CSVs) given together are one flight when their spans overlap
+Several ArduPilot or PX4 logs (or per-drone CSVs) given together are one flight when their spans overlap
 (io.loader.one_flight), and a span comes only from parsing the file (and placing a log's clock): 500 two-minute
-logs took 1.9 s of planning on one core.
-PX4 logs are one flight without a span (one vehicle each) and are parsed when the flight is read. Either way the
-logs are shared out between this process and forked workers (one per further core); each worker sends back its
-parses (and spans), which this process keeps for the flight's read (io.kept_reads), so every log is still parsed
-once. A log a worker cannot read is read again here, where its error is reported as before.
+logs took 1.9 s of planning on one core. PX4 logs given as one flight (--one-flight) are parsed when the flight
+is read. Either way the logs are shared out between this process and forked workers (one per further core); each
+worker sends back its parses (and spans), which this process keeps for the flight's read (io.kept_reads), so every
+log is still parsed once. A log a worker cannot read is read again here, where its error is reported as before.
 """
 
 from __future__ import annotations
@@ -25,9 +24,9 @@ MIN_BYTES = 16_000_000
 
 
 def spans_ahead(paths: list[Path]) -> dict[Path, Span]:
-    """The spans of the ArduPilot logs and CSVs among `paths`, read on every core (with their parses kept, inside
-    `kept_reads.keeping()`); empty when there is one core, one log, little to read or nothing kept to share."""
-    return _on_every_core([p for p in paths if _kind(p) in ("ardupilot", "csv")], _spans)
+    """The spans of the ArduPilot and PX4 logs and CSVs among `paths`, read on every core (with their parses kept,
+    inside `kept_reads.keeping()`); empty when there is one core, one log, little to read or nothing kept to share."""
+    return _on_every_core([p for p in paths if _kind(p) in ("ardupilot", "csv", "ulog")], _spans)
 
 
 def parse_ahead(paths: list[Path]) -> None:

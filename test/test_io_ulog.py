@@ -77,6 +77,22 @@ def test_px4_logs_of_different_days_are_not_one_flight(tmp_path):
                  "--quiet"]) == 2
 
 
+def test_a_px4_log_given_twice_is_one_vehicle(tmp_path):
+    """Two copies of one .ulg were two vehicles named by their files, 0 m apart: a min_separation violation. The same
+    samples stamp for stamp are one vehicle recorded twice, in any frame (a duplicate_vehicle finding), as an
+    ArduPilot log given twice already was."""
+    copy = tmp_path / "copy.ulg"
+    copy.write_bytes(RTL.read_bytes())
+    traj = load_inputs([RTL, copy])
+    assert traj.uav_ids == ["copy", "flight"]
+    mission = load_mission(RTL.with_name("mission.yaml"))
+    mission.constraints.min_separation_m = 2.0
+    quality = assess(traj, mission)
+    assert quality.traj.uav_ids == ["copy"]
+    [twice] = [f for f in quality.findings if f.kind == "duplicate_vehicle"]
+    assert twice.uavs == ["copy", "flight"] and "recorded twice: the same samples, stamp for stamp" in twice.detail
+
+
 def test_ulog_via_loader_names_from_mission():
     traj = load_inputs([SMALL], names=["px4_a"])
     assert traj.uav_ids == ["px4_a"]

@@ -56,7 +56,7 @@ def duplicates(traj: SwarmTrajectory) -> list[Finding]:
     Only a source in a local frame of its own can be another's double: tracks in the declared world frame (a
     simulator, motion capture, the contract CSV) are distinct vehicles even when they fly identical paths.
     """
-    findings: list[Finding] = []
+    findings = _recorded_twice(traj)
     ids = traj.uav_ids
     dropped: set[str] = set()
     if not any(tr.frame == LOCAL for tr in traj.tracks.values()):
@@ -79,6 +79,27 @@ def duplicates(traj: SwarmTrajectory) -> list[Finding]:
                 "its own double", ["min_separation"], {"offset_m": [float(x) for x in offset]}))
     for u in dropped:
         del traj.tracks[u]
+    return findings
+
+
+def _recorded_twice(traj: SwarmTrajectory) -> list[Finding]:
+    """Drop every track whose samples are another's, stamp for stamp (a log given twice: two copies of a PX4 log,
+    their vehicles named by their files, read as two vehicles 0 m apart, a violation); any frame. Candidates share
+    their first stamp and position (one pass, not every pair of a show)."""
+    first: dict[tuple, list[str]] = {}
+    for u, tr in traj.tracks.items():
+        first.setdefault((float(tr.t[0]), *tr.pos[0].tolist(), len(tr)), []).append(u)
+    findings = []
+    for group in first.values():
+        for u in group[1:]:
+            keep, drop = traj.tracks[group[0]], traj.tracks[u]
+            if np.array_equal(keep.t, drop.t) and np.array_equal(keep.pos, drop.pos):
+                del traj.tracks[u]
+                findings.append(Finding(
+                    "duplicate_vehicle", [keep.uav_id, u], float(keep.t[0]), float(keep.t[-1]),
+                    f"{u} ({drop.source or 'source'}) is {keep.uav_id} recorded twice: the same samples, stamp for "
+                    f"stamp; kept {keep.uav_id}, never checked against its own double", ["min_separation"],
+                    {"offset_m": [0.0, 0.0, 0.0]}))
     return findings
 
 

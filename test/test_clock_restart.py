@@ -257,3 +257,19 @@ def test_a_sparse_vehicle_on_a_clock_ahead_is_kept_live_as_offline():
     for u in "abc":
         assert np.allclose(live.tracks[u].pos, offline.tracks[u].pos)
         assert np.allclose(live.tracks[u].t + live.t0, offline.tracks[u].t + offline.t0)
+
+
+def test_a_row_stamped_before_everything_its_vehicle_recorded_is_a_stray():
+    """One row stamped 0.06 s after boot among rows at 125 s of a log that began at 89.6 s (a real ArduCopter SITL
+    log's XKF1): sorted in, the flight began 89.5 s early. A row stamped back within the vehicle's span stays a late
+    delivery, sorted (above)."""
+    from uav_debate_eval.core.stamps import behind_strays
+
+    t = np.concatenate([np.arange(89.6, 125.15, 0.1), [0.056], np.arange(125.2, 150.0, 0.1)])
+    stray = behind_strays(t, np.array([0, len(t)]))
+    assert stray is not None and np.flatnonzero(stray).tolist() == [356]
+    traj = SwarmTrajectory.from_columns(t, ["v"] * len(t), np.zeros((len(t), 3)))
+    assert traj.ingest.dropped == {"stray_stamp": 1} and traj.t0 == pytest.approx(89.6)
+    inside = t.copy()
+    inside[356] = 100.0  # within the span: a late delivery
+    assert behind_strays(inside, np.array([0, len(t)])) is None

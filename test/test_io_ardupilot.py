@@ -538,3 +538,28 @@ def test_a_log_that_stops_falling_ends_in_flight_whatever_its_height():
     [said] = autopilot_findings([dataclasses.replace(end, id="EVENT[4]")], None)
     assert "1.8 m above where its log started, moving at 15.7 m/s, falling at 15.7 m/s" in said.sentence
     assert ends(0.0) == [] and ends(2.0) == []  # at rest, or a landing's descent: no flight cut short
+
+
+def test_an_estimator_row_stamped_off_the_clock_is_no_start_of_the_flight(tmp_path):
+    """A real ArduCopter SITL log: one XKF1 stamped 0.06 s after boot among rows at 125 s. Sorted in, it was the
+    flight's start, 89.5 s before its first real sample (every time in the report off by that, a false 89-s logging
+    gap). A row off the log's clock in recording order, which then goes on where it was, is a stray stamp."""
+    from uav_debate_eval.sim.dataflash import EKF2_FORMATS, GOOD_FLAGS, DataFlashWriter
+
+    path = tmp_path / "stray.bin"
+    w = DataFlashWriter(path, formats=EKF2_FORMATS)
+    w.write("PARM", 0, "AHRS_EKF_TYPE", 2, 2)
+    for i in range(400):
+        t = 100_000_000 + 100_000 * i
+        w.write("NKF1", t, 0, 0, 0, 0, 0, 0, 0, 0.01 * i, 0, -5.0, 0, 0, 0)
+        w.write("NKF4", t, 0.1, 0.1, 0.1, 0.1, 0.1, 0.0, 0, 0, 0, 0, GOOD_FLAGS & 0xFFFF, 0, 0)
+        if i == 200:
+            w.write("NKF1", 56_283, 0, 0, 0, 0, 0, 0, 0, 0.01 * i, 0, -5.0, 0, 0, 0)
+    w.close()
+    traj = load_inputs([path])
+    [u] = traj.uav_ids
+    assert traj.duration == pytest.approx(39.9) and len(traj.tracks[u]) == 400
+    [stray] = [f for f in traj.ingest.findings if f.kind == "stray_stamp"]
+    assert stray.t_start == pytest.approx(20.0) and stray.values == {"samples": 1}
+    assert "1 NKF1 record(s) stamped off the log's clock (at 0.06 s among records at 120.00 s)" in stray.detail
+    assert not [f for f in traj.ingest.findings if f.kind == "logging_gap"]

@@ -227,3 +227,38 @@ def ahead_strays(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
             stray = np.zeros(len(t), dtype=bool)
         stray[a:b] = True
     return stray
+
+
+def behind_strays(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
+    """Rows stamped behind their vehicle's clock, before anything it recorded, which then goes on where it was
+    (recording order, as for ahead_strays): fewer than RESTART_ROWS rows more than RESTART_S before every earlier row
+    of their vehicle, after which its rows are stamped at the clock's time again. A corrupted stamp (a real
+    ArduCopter SITL log: one XKF1 at 0.06 s among rows at 125 s, its first at 89.6 s); sorted in, it became the
+    flight's start, 89.5 s early. A row stamped back within the vehicle's span is a late delivery: sorted, counted.
+    A mask (None: none); vehicles whose rows are in no recording order have none."""
+    steps = np.diff(t)
+    starts = np.zeros(len(t), dtype=bool)
+    starts[bounds[:-1][bounds[:-1] < len(t)]] = True
+    back = np.flatnonzero(steps < -RESTART_S) + 1
+    back = back[~starts[back]]
+    if not len(back):
+        return None
+    behind = np.concatenate([[0], np.cumsum(steps < 0)])
+    lo, hi = bounds[:-1], bounds[1:]
+    ordered = behind[np.maximum(hi - 1, lo)] - behind[lo] <= np.maximum(3, RESTART_DISORDER * (hi - lo))
+    vehicle = np.searchsorted(bounds, back, side="right") - 1
+    stray = None
+    for b, k in zip(back.tolist(), vehicle.tolist(), strict=True):
+        if not ordered[k]:
+            continue
+        start, end = int(bounds[k]), int(bounds[k + 1])
+        earliest = t[start:b].min()
+        c = b
+        while c < end and c - b < RESTART_ROWS and t[c] < earliest - RESTART_S:
+            c += 1
+        if c in (b, end) or c - b >= RESTART_ROWS or t[c] < t[b - 1] - RESTART_S:
+            continue  # within its span, the recording ending behind, a longer run (a restart) or no return
+        if stray is None:
+            stray = np.zeros(len(t), dtype=bool)
+        stray[b:c] = True
+    return stray

@@ -18,7 +18,14 @@ from uav_debate_eval.core.interp import SharedStamps, interp_vehicles, same_stam
 from uav_debate_eval.core.memo import memo
 from uav_debate_eval.core.records import Gap, IngestReport
 from uav_debate_eval.core.stamp_findings import clock_back_finding, restart_finding, stray_finding
-from uav_debate_eval.core.stamps import RESTART_S, ahead_strays, clock_restarts, restarts_alone, stray_stamps
+from uav_debate_eval.core.stamps import (
+    RESTART_S,
+    ahead_strays,
+    behind_strays,
+    clock_restarts,
+    restarts_alone,
+    stray_stamps,
+)
 from uav_debate_eval.core.track import Snapshots, Track, make_track, positions_ok, prime_sample_periods
 from uav_debate_eval.core.vehicle_codes import VehicleCodes, natural_key
 
@@ -232,14 +239,17 @@ class SwarmTrajectory:
         # Group by vehicle with one stable sort (O(n log n), not one pass per vehicle); within a
         # vehicle, equal stamps keep their input order so "keep the first" is well defined.
         kept, names, code, input_order, steps = _by_vehicle(t, uav_id, ok)
-        ahead_rows = None
-        if (steps < -RESTART_S).any():  # a vehicle's clock went back: a stray stamp ahead, or a new run?
+        ahead_rows = None  # rows stamped off their vehicle's clock, which goes on where it was (ahead or behind)
+        if (steps < -RESTART_S).any():  # a vehicle's clock went back: a stray stamp, or a new run?
             vehicle_rows = np.searchsorted(code[input_order], np.arange(len(names) + 1))
-            ahead = ahead_strays(t[kept[input_order]], vehicle_rows)
-            if ahead is not None:
-                ahead_rows = kept[input_order][ahead]
-                ok[ahead_rows] = False
-                report.count("stray_stamp", len(ahead_rows))
+            for strays in (ahead_strays, behind_strays):
+                found = strays(t[kept[input_order]], vehicle_rows)
+                if found is None:
+                    continue
+                off_clock = kept[input_order][found]
+                ok[off_clock] = False
+                report.count("stray_stamp", len(off_clock))
+                ahead_rows = off_clock if ahead_rows is None else np.concatenate([ahead_rows, off_clock])
                 kept, names, code, input_order, steps = _by_vehicle(t, uav_id, ok)
                 vehicle_rows = np.searchsorted(code[input_order], np.arange(len(names) + 1))
         if (steps < -RESTART_S).any():  # a new run of the recording?

@@ -16,6 +16,7 @@ import numpy as np
 
 from uav_debate_eval.core.arming import first_and_changes
 from uav_debate_eval.core.errors import InputError
+from uav_debate_eval.core.stamps import ahead_strays, behind_strays
 from uav_debate_eval.core.vehicle_limits import limit_params
 from uav_debate_eval.io import ardupilot_codes as codes
 from uav_debate_eval.io.ardupilot_attitude import attach_attitude
@@ -230,6 +231,7 @@ def _estimator(log: VehicleLog, ekf: dict, status: dict | None, params: dict, po
                 f"the EKF switched its primary lane from {old} to {new}; the position may step at the switch",
                 ["max_speed", "max_vertical_speed"], {"from_lane": old, "to_lane": new}))
     keep = core == hold_last(lane_t, lane, t)
+    _off_clock(log, t, keep, pos_type)
     order = np.argsort(t[keep], kind="stable")
     t_k = t[keep][order]
     pick = {k: ekf[k][keep][order] for k in ("PN", "PE", "PD", "VN", "VE", "VD")}
@@ -242,6 +244,24 @@ def _estimator(log: VehicleLog, ekf: dict, status: dict | None, params: dict, po
         log.spans.append(LogSpan(
             "logging_gap", a, b, f"the log holds no {pos_type} for {(b - a) / 1e6:.2f} s: the recorder, not "
             "necessarily the vehicle, was silent", ["stale_data"], {"duration_s": round((b - a) / 1e6, 3)}))
+
+
+def _off_clock(log: VehicleLog, t: np.ndarray, keep: np.ndarray, pos_type: str) -> None:
+    """Leave out (from `keep`, in place) the estimator rows stamped off the log's clock in recording order, which
+    then goes on where it was (core.stamps: fewer than 5 rows more than 1 s ahead or behind); sorted in, one row at
+    0.06 s among rows at 125 s (a real ArduCopter SITL log) became the flight's start, 89.5 s early."""
+    rows = np.flatnonzero(keep)
+    bounds = np.array([0, len(rows)])
+    strays = [m for m in (ahead_strays(t[rows], bounds), behind_strays(t[rows], bounds)) if m is not None]
+    if not strays:
+        return
+    off = rows[np.logical_or.reduce(strays)]
+    keep[off] = False
+    at = float(t[rows[max(0, int(np.searchsorted(rows, off[0])) - 1)]])  # where it sat in the recording
+    log.spans.append(LogSpan(
+        "stray_stamp", at, at, f"{len(off)} {pos_type} record(s) stamped off the log's clock (at "
+        f"{t[off[0]] / 1e6:.2f} s among records at {at / 1e6:.2f} s): a corrupted stamp, not data; left out", [],
+        {"samples": len(off)}))
 
 
 def _validity(log: VehicleLog, status: dict | None, lane_t, lane, params: dict, pos_type: str) -> None:

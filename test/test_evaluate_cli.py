@@ -205,7 +205,10 @@ def test_several_ulogs_are_one_flight_unless_batch(tmp_path):
     out = tmp_path / "one"
     assert run([str(a), str(b), "--out", str(out), "--quiet"]) == 4  # own limits, not evaluable: inconclusive
     rep = load(out)
-    assert rep["mission"]["uavs"] == ["px4a", "px4b"]
+    # one flight; two copies of one log are one vehicle recorded twice (not two vehicles 0 m apart)
+    assert rep["mission"]["uavs"] == ["px4a"]
+    assert [f["uavs"] for f in rep["data_quality"]["findings"] if f["kind"] == "duplicate_vehicle"] == [
+        ["px4a", "px4b"]]
     batch = tmp_path / "two"
     assert run([str(a), str(b), "--out", str(batch), "--batch", "--jobs", "1", "--quiet"]) == 4
     assert [r["status"] for r in summary_rows(batch)] == ["ok", "ok"]

@@ -205,7 +205,8 @@ def test_many_px4_logs_are_parsed_on_every_core_into_the_serial_report(tmp_path,
     monkeypatch.setattr(spans, "can_fork", lambda: False)
     calls.clear()
     assert _report(list(map(str, paths)), tmp_path / "serial") == shared and len(calls) == 3
-    assert shared["mission"]["uavs"] == ["px4_0", "px4_1", "px4_2"]
+    assert shared["mission"]["uavs"] == ["px4_0"]  # copies of one log: one vehicle recorded three times
+    assert sum(f["kind"] == "duplicate_vehicle" for f in shared["data_quality"]["findings"]) == 2
 
 
 def test_a_folder_of_flights_with_a_bad_log_among_a_flights_logs(bins, tmp_path, capsys):

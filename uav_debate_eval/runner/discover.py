@@ -9,6 +9,7 @@ one flight per recording; to any depth. Each flight is evaluated against its nea
 from __future__ import annotations
 
 import glob
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -123,6 +124,15 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                         messages)
         if unread:
             together, why = False, unread_words(unread)
+        elif not together and (parts := overlapping_flights(explicit)):
+            # three flights' per-drone logs given together: each set a flight (before: every log alone, the
+            # separation of none checked)
+            messages.append(f"{len(explicit)} inputs: {len(parts)} flights by their time spans "
+                            f"({', '.join(str(len(g)) for g in parts)} recordings); --each, --one-flight override")
+            folders = folder_names([_parts_folder(g) for g in parts])
+            return Plan([_flight(g, " ".join(map(str, g)), folder, mission) for g, folder in zip(parts, folders,
+                                                                                               strict=True)],
+                        True, messages)
         override = "" if unread else f"; {'--each' if together else '--one-flight'} overrides"
         messages.append(f"{len(explicit)} inputs: {'one flight' if together else 'evaluated one by one'} ({why})"
                         f"{override}")
@@ -140,6 +150,12 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                 messages.append(f"{g.name}: one flight of {len(readable)} of its {len(g.paths)} recordings ({why}); "
                                 "left out: " + unread_words(unread))
                 flights.append((readable, g.name, g.name, tuple(unread)))
+                continue
+            if not unread and (parts := overlapping_flights(g.paths)):
+                messages.append(f"{g.name}: its {len(g.paths)} recordings are {len(parts)} flights by their time "
+                                f"spans ({', '.join(str(len(p)) for p in parts)} recordings)")
+                flights.extend((part, f"{g.name}/{_parts_folder(part)}", f"{g.name}/{_parts_folder(part)}", ())
+                               for part in parts)
                 continue
             messages.append(f"{g.name}: {len(g.paths)} recordings evaluated one by one "
                             f"({unread_words(unread) if unread else why})")
@@ -160,6 +176,33 @@ def readable_flight(paths: list[Path]) -> tuple[list[Path], list[str], tuple[boo
     spans, unread = readable_spans(paths, spans_ahead(paths))
     readable = [p for p in paths if p in spans]
     return readable, unread, overlap(readable, spans) if len(readable) > 1 else (False, "")
+
+
+def overlapping_flights(paths: list[Path]) -> list[list[Path]] | None:
+    """Recordings that are not one flight, grouped into flights: those whose time spans overlap (each group one
+    flight by io.loader.one_flight's rule), in time order; None unless some group holds two or more and every group
+    is one flight. The spans are the ones already read (io.kept_reads: no file parsed again)."""
+    spans, unread = readable_spans(paths)
+    if unread or len(paths) < 3:
+        return None
+    groups: list[list[Path]] = []
+    reach = -math.inf
+    for p in sorted(paths, key=lambda q: spans[q][0]):
+        t0, t1, _ = spans[p]
+        if groups and t0 <= reach:
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+        reach = max(reach, t1) if len(groups[-1]) > 1 else t1
+    if all(len(g) == 1 for g in groups) or not all(overlap(g, spans)[0] for g in groups if len(g) > 1):
+        return None
+    return groups
+
+
+def _parts_folder(paths: list[Path]) -> str:
+    """A flight's report folder from its recordings' names: the first, and the last when there are several."""
+    names = sorted(p.stem for p in paths)
+    return names[0] if len(names) == 1 else f"{names[0]}-{names[-1]}"
 
 
 def _one_flight_of_bags(paths: list[Path]) -> bool:

@@ -126,3 +126,19 @@ def test_a_margin_past_the_limit_without_a_violation_says_so():
                                    "(worst 180 deg, limit 45 deg).",
         "margin:max_speed": "max_speed came within 5 % of its limit without a violation (worst 13.7 m/s, "
                             "limit 14.4 m/s)."}
+
+
+def test_the_headline_counts_violations_and_other_hazards_apart():
+    """Four real ArduCopter SITL logs, three vehicles crashing: 12 violations and 3 crash hazards read '14 more
+    violations' beside the report's 12. A crash is no violation: counted apart, by kind."""
+    def hazard(kind: str, k: int) -> dict:
+        return {"id": f"F{k}", "kind": kind, "severity": "hazard", "sentence": f"Hazard {k}."}
+
+    found = [hazard("violation:attitude_control", k) for k in range(12)] + [hazard("crash", 12 + k) for k in range(3)]
+    report = {"verdict": {"label": "risky"}, "mission": {"constraints_checked": ["attitude_control"]},
+              "findings": found}
+    assert verdict_sentence(report) == "Risky: Hazard 0 (11 more violations; 3 more hazards (crash))."
+    report["findings"] = found[:1] + found[12:13]
+    assert verdict_sentence(report) == "Risky: Hazard 0 (1 more hazard (crash))."
+    report["findings"] = found[:2]
+    assert verdict_sentence(report) == "Risky: Hazard 0 (1 more violation)."

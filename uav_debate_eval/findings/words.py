@@ -34,6 +34,19 @@ def _panel_words(findings: list[dict]) -> str:
     return (" " + text[0].upper() + text[1:] + ".") if parts else ""
 
 
+def _more(rest: list[dict]) -> str:
+    """How many more violations, and other hazards by kind (a crash is no violation: counted as one, a 3-crash flight
+    read '14 more violations' beside its 12)."""
+    violations = sum(str(f.get("kind", "")).startswith("violation:") for f in rest)
+    others = sorted({str(f.get("kind", "")).replace("_", " ") for f in rest if not
+                     str(f.get("kind", "")).startswith("violation:")})
+    parts = [f"{violations} more violation{'s' if violations > 1 else ''}"] if violations else []
+    if others:
+        n = len(rest) - violations
+        parts.append(f"{n} more hazard{'s' if n > 1 else ''} ({', '.join(others)})")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def verdict_sentence(report: dict) -> str:
     """One or two sentences an engineer would write: label, what decides it, what else matters."""
     verdict = report.get("verdict") or {}
@@ -44,8 +57,7 @@ def verdict_sentence(report: dict) -> str:
     dq = [f for f in found if f.get("severity") == "data_quality"]
     opening = _OPENING.get(label, label.capitalize())
     if label == "risky" and hazards:
-        more = f" ({len(hazards) - 1} more violation{'s' if len(hazards) > 2 else ''})" if len(hazards) > 1 else ""
-        text = f"{opening}: {hazards[0]['sentence'].rstrip('.')}{more}."
+        text = f"{opening}: {hazards[0]['sentence'].rstrip('.')}{_more(hazards[1:])}."
     elif label == "risky":
         text = f"{opening}: the safety verifier vetoed the flight ({len(report.get('violations') or [])} violation(s))."
     elif label == "inconclusive" and not (report.get("mission") or {}).get("constraints_checked") \

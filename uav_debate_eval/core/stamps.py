@@ -195,28 +195,33 @@ def _others_flew_on(rec: _Recording, k: int, at: int) -> bool:
     return bool(np.sort(vote_row)[quorum - 1] < min(int(back_row.min()), decide_by))
 
 
-def ahead_strays(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
-    """Rows stamped ahead of their vehicle's clock, which then goes on where it was (recording order; vehicle k at
-    t[bounds[k]:bounds[k + 1]]): fewer than RESTART_ROWS rows more than RESTART_S past the row before them, whose
-    vehicle's next row is stamped no earlier than that row. A time-sync glitch or a flipped bit: `live` holds such
-    a pose and drops it as stray_stamp (core.streaming); sorted in, it took the place of the real sample at its
-    stamp. A mask (None: none); vehicles whose rows are in no recording order (RESTART_DISORDER) have none."""
+def _steps_back(t: np.ndarray, bounds: np.ndarray) -> list[tuple[int, int]]:
+    """(row, its vehicle) of each row stamped more than RESTART_S before the row before it, in recording order
+    (vehicle k at t[bounds[k]:bounds[k + 1]]), in vehicles whose rows keep a recording order (RESTART_DISORDER)."""
     steps = np.diff(t)
     starts = np.zeros(len(t), dtype=bool)
     starts[bounds[:-1][bounds[:-1] < len(t)]] = True
     back = np.flatnonzero(steps < -RESTART_S) + 1
     back = back[~starts[back]]
     if not len(back):
-        return None
+        return []
     # each vehicle's steps back, counted once (a shuffled table has one per other row: a count per row was quadratic)
     behind = np.concatenate([[0], np.cumsum(steps < 0)])
     lo, hi = bounds[:-1], bounds[1:]
-    disorder = behind[np.maximum(hi - 1, lo)] - behind[lo]
-    ordered = disorder <= np.maximum(3, RESTART_DISORDER * (hi - lo))
+    ordered = behind[np.maximum(hi - 1, lo)] - behind[lo] <= np.maximum(3, RESTART_DISORDER * (hi - lo))
     vehicle = np.searchsorted(bounds, back, side="right") - 1
     keep = ordered[vehicle]
+    return list(zip(back[keep].tolist(), vehicle[keep].tolist(), strict=True))
+
+
+def ahead_strays(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
+    """Rows stamped ahead of their vehicle's clock, which then goes on where it was (recording order; vehicle k at
+    t[bounds[k]:bounds[k + 1]]): fewer than RESTART_ROWS rows more than RESTART_S past the row before them, whose
+    vehicle's next row is stamped no earlier than that row. A time-sync glitch or a flipped bit: `live` holds such
+    a pose and drops it as stray_stamp (core.streaming); sorted in, it took the place of the real sample at its
+    stamp. A mask (None: none); vehicles whose rows are in no recording order (RESTART_DISORDER) have none."""
     stray = None
-    for b, k in zip(back[keep].tolist(), vehicle[keep].tolist(), strict=True):
+    for b, k in _steps_back(t, bounds):
         lo_k = int(bounds[k])
         a = b
         while a > lo_k and b - a < RESTART_ROWS and t[a - 1] > t[b] + RESTART_S:
@@ -236,21 +241,8 @@ def behind_strays(t: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
     ArduCopter SITL log: one XKF1 at 0.06 s among rows at 125 s, its first at 89.6 s); sorted in, it became the
     flight's start, 89.5 s early. A row stamped back within the vehicle's span is a late delivery: sorted, counted.
     A mask (None: none); vehicles whose rows are in no recording order have none."""
-    steps = np.diff(t)
-    starts = np.zeros(len(t), dtype=bool)
-    starts[bounds[:-1][bounds[:-1] < len(t)]] = True
-    back = np.flatnonzero(steps < -RESTART_S) + 1
-    back = back[~starts[back]]
-    if not len(back):
-        return None
-    behind = np.concatenate([[0], np.cumsum(steps < 0)])
-    lo, hi = bounds[:-1], bounds[1:]
-    ordered = behind[np.maximum(hi - 1, lo)] - behind[lo] <= np.maximum(3, RESTART_DISORDER * (hi - lo))
-    vehicle = np.searchsorted(bounds, back, side="right") - 1
     stray = None
-    for b, k in zip(back.tolist(), vehicle.tolist(), strict=True):
-        if not ordered[k]:
-            continue
+    for b, k in _steps_back(t, bounds):
         start, end = int(bounds[k]), int(bounds[k + 1])
         earliest = t[start:b].min()
         c = b

@@ -42,14 +42,21 @@ def _fix(k: int) -> tuple[float, float, float]:
     return float(lat), float(lon), HOME[2] + 10.0
 
 
-def _log_31(path: Path) -> Path:
-    lines = [HEAD_31.rstrip("\n"), "MODE, STABILIZE, 352"]
+def _fixes_31(at_12_s: list[str]) -> list[str]:
+    """ArduCopter 3.1's GPS lines of 20 s at 5 Hz (boot time T from 500 s), `at_12_s` printed after the 61st."""
+    lines = []
     for k in range(100):
         lat, lon, alt = _fix(k)
         lines.append(f"GPS, 3, {300000 + 200 * k}, 1814, 9, 1.53, {lat:.7f}, {lon:.7f}, 10.00, {alt:.2f}, 3.00, "
                      f"0.00, 0.00, {500000 + 200 * k}")
         if k == 60:
-            lines += ["MODE, RTL, 271", "MSG, Reached home, low battery, landing"]
+            lines += at_12_s
+    return lines
+
+
+def _log_31(path: Path) -> Path:
+    lines = [HEAD_31.rstrip("\n"), "MODE, STABILIZE, 352",
+             *_fixes_31(["MODE, RTL, 271", "MSG, Reached home, low battery, landing"])]
     lines.append("GPS, 3, cut")  # a line cut by the end of the download
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -121,13 +128,8 @@ def test_mission_planners_export_prints_modes_in_mixed_case_without_a_banner(tmp
     underscores (AltHold is ALT_HOLD)."""
     head = HEAD_31.replace("ArduCopter V3.1 (5c6503e2)\nFree RAM: 1044\nAPM 2\n", "").replace(
         "FMT, 3, 6, MODE, Mh, Mode,ThrCrs", "FMT, 3, 13, MODE, QMB, TimeUS,Mode,ModeNum")
-    lines = [head.rstrip("\n"), "MSG, ArduCopter V3.3.3 (acf2e10c)", "MODE, 500000000, PosHold, 16"]
-    for k in range(100):
-        lat, lon, alt = _fix(k)
-        lines.append(f"GPS, 3, {300000 + 200 * k}, 1814, 9, 1.53, {lat:.7f}, {lon:.7f}, 10.00, {alt:.2f}, 3.00, "
-                     f"0.00, 0.00, {500000 + 200 * k}")
-        if k == 60:
-            lines += ["MODE, 512000000, RTL, 6", "MODE, 514000000, Land, 9"]
+    lines = [head.rstrip("\n"), "MSG, ArduCopter V3.3.3 (acf2e10c)", "MODE, 500000000, PosHold, 16",
+             *_fixes_31(["MODE, 512000000, RTL, 6", "MODE, 514000000, Land, 9"])]
     path = tmp_path / "mp_export.log"
     path.write_text("\n".join(lines) + "\n")
     traj = load_inputs([path])

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_ros_mavros_flight import fly_beside_live
+from test_ros_mavros_flight import COMPARED, SAVE_SENT, fly_beside_live
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -58,15 +58,7 @@ VEHICLE = textwrap.dedent("""
     node.destroy_node()
     rclpy.shutdown()
     ts = get_typestore(Stores.ROS2_JAZZY)
-    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        conns = {}
-        for topic, msgtype, ns, data in sent:
-            if topic not in conns:
-                conns[topic] = w.add_connection(topic, msgtype, typestore=ts)
-            w.write(conns[topic], ns, data)
-    print("SENT", len(sent), flush=True)
-""")
-COMPARED = ("violations", "events", "data_quality", "findings")
+""") + SAVE_SENT
 
 
 def test_live_ardupilot_dds_flight_report_takes_the_measured_velocity_as_its_bag_does(tmp_path: Path):

@@ -29,6 +29,17 @@ from uav_debate_eval.cli import main
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
+#: The end of a publisher script: the messages it sent (`sent`: topic, type, ns, CDR) written to `bag` with the
+#: typestore `ts`, as a recorder would have, and their count said.
+SAVE_SENT = textwrap.dedent("""
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        conns = {}
+        for topic, msgtype, ns, data in sent:
+            if topic not in conns:
+                conns[topic] = w.add_connection(topic, msgtype, typestore=ts)
+            w.write(conns[topic], ns, data)
+    print("SENT", len(sent), flush=True)
+""")
 SWARM = textwrap.dedent("""
     import math, shutil, sys, time
     from pathlib import Path
@@ -105,14 +116,7 @@ SWARM = textwrap.dedent("""
     ts = get_typestore(Stores.ROS2_JAZZY)
     for name in ("State", "ExtendedState"):
         ts.register(get_types_from_msg((Path(state_msg).parent / f"{name}.msg").read_text(), f"mavros_msgs/msg/{name}"))
-    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        conns = {}
-        for topic, msgtype, ns, data in sent:
-            if topic not in conns:
-                conns[topic] = w.add_connection(topic, msgtype, typestore=ts)
-            w.write(conns[topic], ns, data)
-    print("SENT", len(sent), flush=True)
-""")
+""") + SAVE_SENT
 MISSION = "mission: {name: mavros_swarm, type: formation}\nconstraints: {min_separation_m: 2.0, max_speed_mps: 8.0}\n"
 COMPARED = ("violations", "events", "data_quality", "findings")
 

@@ -65,12 +65,12 @@ def px4_attitude(data: dict) -> tuple | None:
 
 def _controlling(data: dict, t: np.ndarray) -> np.ndarray:
     """Armed and holding an attitude, at each of `t` (the state before the first message: not armed)."""
-    status, mode = data.get("vehicle_status"), data.get("vehicle_control_mode")
-    out = np.zeros(len(t), bool)
-    if status is None or "arming_state" not in status or not len(status["timestamp"]):
-        return out
+    armed = _armed(data, t)
+    if armed is None:
+        return np.zeros(len(t), bool)
+    status, mode = data["vehicle_status"], data.get("vehicle_control_mode")
     ts = status["timestamp"].astype(float)
-    out = hold_last(ts, status["arming_state"] == ARMING_STATE_ARMED, t) & (t >= ts[0])
+    out = armed & (t >= ts[0])
     if mode is not None and "flag_control_attitude_enabled" in mode and len(mode["timestamp"]):
         tm = mode["timestamp"].astype(float)
         return out & hold_last(tm, mode["flag_control_attitude_enabled"] != 0, t) & (t >= tm[0])

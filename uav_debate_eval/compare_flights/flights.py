@@ -104,7 +104,7 @@ def runs_of(paths: list[Path]) -> tuple[list[list[Path]], list[str]]:
     from uav_debate_eval.runner.discover import readable_flight
 
     logs = all(p.suffix.lower() == ".ulg" for p in paths) or all(p.suffix.lower() in (".bin", ".tlog") for p in paths)
-    readable, unread, (together, _) = readable_flight(paths)
+    readable, unread, (together, _), _ = readable_flight(paths)
     if readable and (logs or together):
         return [readable], unread
     return [[p] for p in paths], []  # repeated runs: one that cannot be read fails with its own line

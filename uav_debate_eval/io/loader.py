@@ -232,11 +232,9 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
     spans.sort()
     if px4_logs_only(paths) and not all(t0 > ABSOLUTE_CLOCK_S for t0, _, _, _ in spans):
         return True, "PX4 logs are one vehicle each (without GPS time in every one, aligned at their starts)"
-    reach = spans[0][1]
-    for t0, t1, _, name in spans[1:]:
-        if t0 > reach:
-            return False, f"time spans do not overlap ({name} starts after the others end)"
-        reach = max(reach, t1)
+    groups = overlap_groups([p for p in paths if p in known], known)
+    if len(groups) > 1:
+        return False, f"time spans do not overlap ({groups[1][0].name} starts after the others end)"
     seen: set[str] = set()
     shared: set[str] = set()
     for _, _, held, _ in spans:
@@ -246,6 +244,22 @@ def one_flight(paths: list[Path], known: dict[Path, Span] | None = None) -> tupl
     if shared and not absolute:
         return False, f"they overlap in time but each holds {', '.join(sorted(shared))}: separate flights"
     return True, "their time spans overlap" + (" on one absolute clock" if absolute else " with different vehicles")
+
+
+def overlap_groups(paths: list[Path], spans: dict[Path, Span]) -> list[list[Path]]:
+    """`paths` in order of their spans (`spans`: io.loader.span's), cut where one starts after every earlier one has
+    ended: each group's spans overlap, one after another."""
+    groups: list[list[Path]] = []
+    reach = 0.0
+    for p in sorted(paths, key=lambda q: (spans[q][0], spans[q][1], q.name)):
+        t0, t1, _ = spans[p]
+        if groups and t0 <= reach:
+            groups[-1].append(p)
+            reach = max(reach, t1)
+        else:
+            groups.append([p])
+            reach = t1
+    return groups
 
 
 def px4_logs_only(paths: list[Path]) -> bool:

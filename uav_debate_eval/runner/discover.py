@@ -9,7 +9,6 @@ one flight per recording; to any depth. Each flight is evaluated against its nea
 from __future__ import annotations
 
 import glob
-import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from uav_debate_eval.core.errors import InputError
 from uav_debate_eval.io.live_tape import is_tape
-from uav_debate_eval.io.loader import BAG_SUFFIXES, input_kind, readable_spans, unread_words
+from uav_debate_eval.io.loader import BAG_SUFFIXES, Span, input_kind, overlap_groups, readable_spans, unread_words
 from uav_debate_eval.io.loader import one_flight as overlap
 from uav_debate_eval.runner.job import nearest_mission
 from uav_debate_eval.runner.spans import spans_ahead
@@ -115,7 +114,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     if not shaped and not each:
         if len(explicit) == 1:
             return Plan([_flight(explicit, str(explicit[0]), "", mission)], False, messages)
-        readable, unread, (together, why) = readable_flight(explicit)
+        readable, unread, (together, why), spans = readable_flight(explicit)
         if unread and together:
             # a show's one bad log among 500: the others are the flight (the bad one said, exit 2), not 499 flights
             messages.append(f"{len(explicit)} inputs: one flight of {len(readable)} ({why}); left out: "
@@ -124,7 +123,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                         messages)
         if unread:
             together, why = False, unread_words(unread)
-        elif not together and (parts := overlapping_flights(explicit)):
+        elif not together and (parts := overlapping_flights(explicit, spans)):
             # three flights' per-drone logs given together: each set a flight (before: every log alone, the
             # separation of none checked)
             messages.append(f"{len(explicit)} inputs: {len(parts)} flights by their time spans "
@@ -141,8 +140,8 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
     flights: list[tuple[list[Path], str, str, tuple[str, ...]]] = []  # (recordings, name, report folder, left out)
     for g in groups:
         if not (g.each or each):
-            readable, unread, (together, why) = readable_flight(g.paths) if len(g.paths) > 1 else \
-                (g.paths, [], (True, ""))
+            readable, unread, (together, why), spans = readable_flight(g.paths) if len(g.paths) > 1 else \
+                (g.paths, [], (True, ""), {})
             if together and not unread:
                 flights.append((g.paths, g.name, g.name, ()))
                 continue
@@ -151,7 +150,7 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                                 "left out: " + unread_words(unread))
                 flights.append((readable, g.name, g.name, tuple(unread)))
                 continue
-            if not unread and (parts := overlapping_flights(g.paths)):
+            if not unread and (parts := overlapping_flights(g.paths, spans)):
                 messages.append(f"{g.name}: its {len(g.paths)} recordings are {len(parts)} flights by their time "
                                 f"spans ({', '.join(str(len(p)) for p in parts)} recordings)")
                 flights.extend((part, f"{g.name}/{_parts_folder(part)}", f"{g.name}/{_parts_folder(part)}", ())
@@ -169,31 +168,22 @@ def plan_flights(raw: list[str], *, each: bool = False, one_flight: bool = False
                  for (paths, name, _, left_out), folder in zip(flights, folders, strict=True)], True, messages)
 
 
-def readable_flight(paths: list[Path]) -> tuple[list[Path], list[str], tuple[bool, str]]:
+def readable_flight(paths: list[Path]) -> tuple[list[Path], list[str], tuple[bool, str], dict[Path, Span]]:
     """(the recordings whose time spans read, why each other one cannot be read, whether the readable ones, two or
-    more, are one flight and why: io.loader.one_flight), the spans of many logs read on every core. The unreadable
-    ones are tried once."""
+    more, are one flight and why: io.loader.one_flight, the spans read), the spans of many logs read on every core.
+    The unreadable ones are tried once."""
     spans, unread = readable_spans(paths, spans_ahead(paths))
     readable = [p for p in paths if p in spans]
-    return readable, unread, overlap(readable, spans) if len(readable) > 1 else (False, "")
+    return readable, unread, overlap(readable, spans) if len(readable) > 1 else (False, ""), spans
 
 
-def overlapping_flights(paths: list[Path]) -> list[list[Path]] | None:
-    """Recordings that are not one flight, grouped into flights: those whose time spans overlap (each group one
-    flight by io.loader.one_flight's rule), in time order; None unless some group holds two or more and every group
-    is one flight. The spans are the ones already read (io.kept_reads: no file parsed again)."""
-    spans, unread = readable_spans(paths)
-    if unread or len(paths) < 3:
+def overlapping_flights(paths: list[Path], spans: dict[Path, Span]) -> list[list[Path]] | None:
+    """Recordings that are not one flight (`spans`: readable_flight's), grouped into flights: those whose time spans
+    overlap (io.loader.overlap_groups), each group one flight by io.loader.one_flight's rule; None unless some group
+    holds two or more and every such group is one flight."""
+    if len(paths) < 3:
         return None
-    groups: list[list[Path]] = []
-    reach = -math.inf
-    for p in sorted(paths, key=lambda q: spans[q][0]):
-        t0, t1, _ = spans[p]
-        if groups and t0 <= reach:
-            groups[-1].append(p)
-        else:
-            groups.append([p])
-        reach = max(reach, t1) if len(groups[-1]) > 1 else t1
+    groups = overlap_groups(paths, spans)
     if all(len(g) == 1 for g in groups) or not all(overlap(g, spans)[0] for g in groups if len(g) > 1):
         return None
     return groups

@@ -110,18 +110,24 @@ def _first(p: dict[str, float], names) -> list[tuple[float, str]]:
     return [(abs(float(p[n])) * scale, n) for n, scale in names if n in p and float(p[n]) != 0.0]
 
 
-def _speed(u: str, p: dict[str, float], vehicle_class: str = "") -> tuple[float, str] | None:
+def _px4(u: str, p: dict[str, float], vehicle_class: str, clamp: tuple, plane: tuple, clamp_what: str,
+         plane_what: str) -> tuple[float, str] | None:
+    """The looser of a PX4 vehicle's multicopter clamp (`clamp` names; not a plane's) and its plane target (`plane`
+    names; a plane's or a VTOL's): a PX4 build holds both modules' parameters, the log's class says which fly."""
     found = []
-    if vehicle_class != "fixed_wing" and (clamp := _first(p, _PX4_SPEED)):  # (a PX4 build holds both modules')
-        v, n = max(clamp)
-        found.append((CLAMP_MARGIN * v, f"{u}: {CLAMP_MARGIN:g} × {n} {v:g} m/s (the controller's clamp; vehicle "
-                                        "parameters)"))
-    if vehicle_class in ("fixed_wing", "vtol") and (air := _first(p, _PX4_AIRSPEED)):
-        v, n = max(air)
-        found.append((TARGET_MARGIN * v, f"{u}: {TARGET_MARGIN:g} × {n} {v:g} m/s (its airspeed limit; wind adds to "
-                                         "ground speed; vehicle parameters)"))
-    if found:
-        return max(found)
+    if vehicle_class != "fixed_wing" and (clamps := _first(p, clamp)):
+        v, n = max(clamps)
+        found.append((CLAMP_MARGIN * v, f"{u}: {CLAMP_MARGIN:g} × {n} {v:g} m/s ({clamp_what}vehicle parameters)"))
+    if vehicle_class in ("fixed_wing", "vtol") and (targets := _first(p, plane)):
+        v, n = max(targets)
+        found.append((TARGET_MARGIN * v, f"{u}: {TARGET_MARGIN:g} × {n} {v:g} m/s ({plane_what}vehicle parameters)"))
+    return max(found) if found else None
+
+
+def _speed(u: str, p: dict[str, float], vehicle_class: str = "") -> tuple[float, str] | None:
+    if px4 := _px4(u, p, vehicle_class, _PX4_SPEED, _PX4_AIRSPEED, "the controller's clamp; ",
+                   "its airspeed limit; wind adds to ground speed; "):
+        return px4
     targets = _first(p, _AIRSPEED) or _first(p, _ARDU_SPEED) or _first(p, _ROVER_SPEED)
     if not targets:
         return None
@@ -131,15 +137,8 @@ def _speed(u: str, p: dict[str, float], vehicle_class: str = "") -> tuple[float,
 
 
 def _vertical_speed(u: str, p: dict[str, float], vehicle_class: str = "") -> tuple[float, str] | None:
-    found = []
-    if vehicle_class != "fixed_wing" and (clamp := _first(p, _PX4_VSPEED)):
-        v, n = max(clamp)
-        found.append((CLAMP_MARGIN * v, f"{u}: {CLAMP_MARGIN:g} × {n} {v:g} m/s (vehicle parameters)"))
-    if vehicle_class in ("fixed_wing", "vtol") and (rates := _first(p, _PX4_FW_VSPEED)):  # its climb and sink targets
-        v, n = max(rates)
-        found.append((TARGET_MARGIN * v, f"{u}: {TARGET_MARGIN:g} × {n} {v:g} m/s (vehicle parameters)"))
-    if found:
-        return max(found)
+    if px4 := _px4(u, p, vehicle_class, _PX4_VSPEED, _PX4_FW_VSPEED, "", ""):  # a plane's: its climb and sink targets
+        return px4
     targets = _first(p, _ARDU_VSPEED)
     if not targets:
         return None
